@@ -1,0 +1,134 @@
+package muster
+
+import (
+	"fmt"
+	"time"
+)
+
+// Executor kinds known to muster.
+const (
+	ExecClaudeCode = "claude-code"
+	ExecCodex      = "codex"
+	ExecGemini     = "gemini"
+	ExecOpencode   = "opencode"
+	ExecOpenAI     = "openai"
+	ExecAnthropic  = "anthropic"
+	ExecCommand    = "command"
+	ExecSim        = "sim"
+)
+
+// ExecutorKinds lists every known executor kind.
+var ExecutorKinds = []string{ExecClaudeCode, ExecCodex, ExecGemini, ExecOpencode, ExecOpenAI, ExecAnthropic, ExecCommand, ExecSim}
+
+// Policies for tasks that fail, leave bounds, or change nothing.
+const (
+	OnFailureStop       = "stop"
+	OnFailureContinue   = "continue"
+	OnViolationFail     = "fail"
+	OnViolationDiscard  = "discard"
+	NoopFail            = "fail"
+	NoopComplete        = "complete"
+	DefaultMaxRounds    = 3
+	DefaultGraceSeconds = 10
+)
+
+// ExecutorSpec is one [executors.NAME] table of muster.toml, or a --crew flag.
+type ExecutorSpec struct {
+	Name          string            `json:"name"`
+	Kind          string            `json:"kind"`
+	Clones        int               `json:"clones"`
+	Roles         []string          `json:"roles,omitempty"`
+	Model         string            `json:"model,omitempty"`
+	BaseURL       string            `json:"base_url,omitempty"`
+	APIKeyEnv     string            `json:"api_key_env,omitempty"`
+	Env           map[string]string `json:"env,omitempty"`
+	Args          []string          `json:"args,omitempty"`
+	Command       []string          `json:"command,omitempty"`
+	Timeout       time.Duration     `json:"timeout,omitempty"`
+	MaxConcurrent int               `json:"max_concurrent,omitempty"`
+	// Seed drives the sim kind, so a simulated run is repeatable.
+	Seed int64 `json:"seed,omitempty"`
+	// Speed scales the sim kind's delays (1 = as given; 0 = no delay).
+	Speed float64 `json:"speed,omitempty"`
+	// Line is where the table starts in the config file (0 for flags).
+	Line int `json:"-"`
+}
+
+// HasRole reports whether the executor's clones take the role. An
+// executor with no roles listed is a coder.
+func (e *ExecutorSpec) HasRole(role string) bool {
+	if len(e.Roles) == 0 {
+		return role == RoleCoder
+	}
+	for _, r := range e.Roles {
+		if r == role {
+			return true
+		}
+	}
+	return false
+}
+
+// Slot names one clone of an executor: "name#n", n from 1.
+func Slot(executor string, clone int) string { return fmt.Sprintf("%s#%d", executor, clone) }
+
+// GateSpec is a named gate command from [gates].
+type GateSpec struct {
+	Name    string `json:"name"`
+	Command string `json:"command"`
+	Line    int    `json:"-"`
+}
+
+// RunConfig is the [run] table.
+type RunConfig struct {
+	MaxParallel       int           `json:"max_parallel,omitempty"` // 0: number of coder clones
+	OnFailure         string        `json:"on_failure,omitempty"`
+	BudgetUSDMicros   int64         `json:"budget_usd_micros,omitempty"`
+	BudgetTokens      int64         `json:"budget_tokens,omitempty"`
+	Writers           int           `json:"writers,omitempty"` // 0: unlimited; 1: single-writer mode
+	OnViolation       string        `json:"on_violation,omitempty"`
+	Noop              string        `json:"noop,omitempty"`
+	MaxRounds         int           `json:"max_rounds,omitempty"`
+	VerifyIntegration *bool         `json:"verify_integration,omitempty"`
+	Approve           []Authority   `json:"approve,omitempty"`
+	RequireApproval   []Authority   `json:"require_approval,omitempty"`
+	Keep              []string      `json:"keep,omitempty"` // paths kept when a worktree is cleaned
+	Grace             time.Duration `json:"grace,omitempty"`
+	GateTimeout       time.Duration `json:"gate_timeout,omitempty"`
+	Reviewers         int           `json:"reviewers,omitempty"` // reviewers per task
+	StallTimeout      time.Duration `json:"stall_timeout,omitempty"`
+	PricesFile        string        `json:"prices_file,omitempty"`
+}
+
+// Config is a parsed muster.toml merged with command-line overrides.
+type Config struct {
+	Source    string          `json:"source,omitempty"`
+	Run       RunConfig       `json:"run"`
+	Executors []*ExecutorSpec `json:"executors"`
+	Gates     []GateSpec      `json:"gates,omitempty"`
+}
+
+// Executor returns the executor spec with the given name, or nil.
+func (c *Config) Executor(name string) *ExecutorSpec {
+	for _, e := range c.Executors {
+		if e.Name == name {
+			return e
+		}
+	}
+	return nil
+}
+
+// Grace returns the SIGTERM-to-SIGKILL grace period.
+func (c *Config) Grace() time.Duration {
+	if c.Run.Grace > 0 {
+		return c.Run.Grace
+	}
+	return DefaultGraceSeconds * time.Second
+}
+
+// MaxRounds returns the bound on fix rounds per attempt.
+func (c *Config) MaxRounds() int {
+	if c.Run.MaxRounds > 0 {
+		return c.Run.MaxRounds
+	}
+	return DefaultMaxRounds
+}

@@ -1,0 +1,125 @@
+package muster
+
+import "time"
+
+// SchemaVersion is the journal's schema, recorded in RunStarted.
+const SchemaVersion = 1
+
+// EventType names an event in the journal.
+type EventType string
+
+// Event types. The journal holds them in order; engine.State folds them.
+const (
+	EvRunStarted      EventType = "RunStarted"     // Schema, Run, Plan, Base, Branch, Config
+	EvRunResumed      EventType = "RunResumed"     // a resume took over (Message: why)
+	EvTasksPlanned    EventType = "TasksPlanned"   // Tasks (the plan, or a spliced fragment with Task = delegator)
+	EvExecutorLeased  EventType = "ExecutorLeased" // Task, Executor, Clone, Role
+	EvExecutorRelease EventType = "ExecutorReleased"
+	EvTaskStarted     EventType = "TaskStarted"   // Task, Attempt, Executor, Clone, Role
+	EvPhase           EventType = "Phase"         // Task, Phase (agent, gates, review, integrating), Round
+	EvToolUse         EventType = "ToolUse"       // Task, Tool, Args
+	EvMessage         EventType = "Message"       // Task, Message: agent transcript excerpt (untrusted)
+	EvTokensUsed      EventType = "TokensUsed"    // Task, Executor, Clone, Role, Model, tokens, CostMicros, Estimated
+	EvGateRan         EventType = "GateRan"       // Task, Gate, Passed, Output, Baseline
+	EvReviewed        EventType = "Reviewed"      // Task, Executor, Clone, Findings
+	EvFixRound        EventType = "FixRound"      // Task, Round, Reason
+	EvViolation       EventType = "Violation"     // Task, Paths
+	EvCommitted       EventType = "Committed"     // Task, Commit (task commit, before integration)
+	EvIntegrated      EventType = "Integrated"    // Task, Commit (on the run branch), Tip
+	EvTaskSucceeded   EventType = "TaskSucceeded" // Task, Attempt, Commit (or empty), Reason ("satisfied", "no change")
+	EvTaskFailed      EventType = "TaskFailed"    // Task, Attempt, Reason, Retry (true: will be retried)
+	EvTaskSkipped     EventType = "TaskSkipped"   // Task, Reason
+	EvTaskCancelled   EventType = "TaskCancelled" // Task, Attempt, Reason (interrupted, budget, stopped)
+	EvNote            EventType = "Note"          // Task, Message: a finding shared with later tasks
+	EvWarning         EventType = "Warning"       // Message
+	EvRunFinished     EventType = "RunFinished"   // State
+	EvRunInterrupted  EventType = "RunInterrupted"
+)
+
+// Event is one line of the journal. Fields not used by a type are empty.
+// Seq starts at 1 and increases by one per line; Time is when the event
+// was recorded (replay never reads the clock).
+type Event struct {
+	Seq  int64     `json:"seq"`
+	Time time.Time `json:"time"`
+	Type EventType `json:"type"`
+
+	Schema int    `json:"schema,omitempty"`
+	Run    string `json:"run,omitempty"`
+	Plan   string `json:"plan,omitempty"`
+	Base   string `json:"base,omitempty"`
+	Branch string `json:"branch,omitempty"`
+	// Config is the effective configuration of a RunStarted.
+	Config *Config `json:"config,omitempty"`
+	Tasks  []*Task `json:"tasks,omitempty"`
+
+	Task     TaskID `json:"task,omitempty"`
+	Attempt  int    `json:"attempt,omitempty"`
+	Round    int    `json:"round,omitempty"`
+	Executor string `json:"executor,omitempty"`
+	Clone    int    `json:"clone,omitempty"`
+	Role     string `json:"role,omitempty"`
+	Phase    string `json:"phase,omitempty"`
+
+	Tool string `json:"tool,omitempty"`
+	Args string `json:"args,omitempty"`
+
+	Model string `json:"model,omitempty"`
+	Usage
+
+	Gate     string    `json:"gate,omitempty"`
+	Passed   *bool     `json:"passed,omitempty"`
+	Baseline string    `json:"baseline,omitempty"` // "pass", "fail", "" (not computed)
+	Output   string    `json:"output,omitempty"`
+	Findings []Finding `json:"findings,omitempty"`
+	Paths    []string  `json:"paths,omitempty"`
+
+	Commit string `json:"commit,omitempty"`
+	Tip    string `json:"tip,omitempty"`
+
+	Reason  string `json:"reason,omitempty"`
+	Retry   bool   `json:"retry,omitempty"`
+	Message string `json:"message,omitempty"`
+	State   string `json:"state,omitempty"`
+	// SessionID is the agent's own session, so a fix round can resume it.
+	SessionID string `json:"session_id,omitempty"`
+	PID       int    `json:"pid,omitempty"`
+}
+
+// Slot returns "executor#clone" for events that carry a clone.
+func (e *Event) Slot() string {
+	if e.Executor == "" {
+		return ""
+	}
+	return Slot(e.Executor, e.Clone)
+}
+
+// Finding is one review finding.
+type Finding struct {
+	Severity string `json:"severity"` // critical, major, minor
+	Title    string `json:"title"`
+	Detail   string `json:"detail,omitempty"`
+	Path     string `json:"path,omitempty"`
+	Line     int    `json:"line,omitempty"`
+}
+
+// Blocking reports whether the finding earns a fix round.
+func (f Finding) Blocking() bool { return f.Severity == "critical" || f.Severity == "major" }
+
+// Task states, as status --json prints them.
+const (
+	StatePending   = "pending"
+	StateRunning   = "running"
+	StateSucceeded = "succeeded"
+	StateFailed    = "failed"
+	StateSkipped   = "skipped"
+	StateCancelled = "cancelled"
+)
+
+// Run states.
+const (
+	RunRunning     = "running"
+	RunSucceeded   = "succeeded"
+	RunFailed      = "failed"
+	RunInterrupted = "interrupted"
+)

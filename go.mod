@@ -1,0 +1,5 @@
+module github.com/muster-run/muster
+
+go 1.26.8
+
+require github.com/bmatcuk/doublestar/v4 v4.10.4 // indirect

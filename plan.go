@@ -1,0 +1,130 @@
+package muster
+
+import (
+	"regexp"
+	"time"
+)
+
+// TaskID names a task within a plan. It matches IDPattern.
+type TaskID string
+
+// IDPattern is the shape of a valid task ID.
+var IDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+// Authority is what a task's agent may do.
+type Authority string
+
+// Authorities, from least to most.
+const (
+	AuthorityRead  Authority = "read"
+	AuthorityWrite Authority = "write"
+	AuthorityShell Authority = "shell"
+)
+
+// Task kinds.
+const (
+	KindAgent = "agent" // an executor clone does the work (default)
+	KindCode  = "code"  // the Run command is a deterministic step
+)
+
+// Roles of executor clones.
+const (
+	RoleCoder    = "coder"
+	RoleReviewer = "reviewer"
+)
+
+// Plan is a parsed plan file: a brief and its tasks in plan order.
+type Plan struct {
+	Title  string  `json:"title,omitempty"`
+	Brief  string  `json:"brief,omitempty"`
+	Source string  `json:"source,omitempty"` // path of the plan file, for messages
+	Tasks  []*Task `json:"tasks"`
+}
+
+// Budget limits what a task may spend. Zero fields are unlimited.
+type Budget struct {
+	USDMicros int64 `json:"usd_micros,omitempty"` // micro-dollars
+	Tokens    int64 `json:"tokens,omitempty"`
+}
+
+// IsZero reports whether the budget sets no limit.
+func (b Budget) IsZero() bool { return b.USDMicros == 0 && b.Tokens == 0 }
+
+// LoopSpec is a bounded check/repair loop on a task (Loop: key).
+type LoopSpec struct {
+	Check string `json:"check"`         // command whose exit 0 means resolved
+	Max   int    `json:"max,omitempty"` // attempts, 1..5
+}
+
+// Task is one unit of work in a plan.
+type Task struct {
+	ID        TaskID        `json:"id"`
+	Title     string        `json:"title"`
+	Done      bool          `json:"done,omitempty"` // marked [x]: not run
+	After     []TaskID      `json:"after,omitempty"`
+	Owns      []string      `json:"owns,omitempty"`
+	Reads     []string      `json:"reads,omitempty"`
+	Gates     []string      `json:"gates,omitempty"`
+	Executor  string        `json:"executor,omitempty"`
+	Role      string        `json:"role,omitempty"`
+	Kind      string        `json:"kind,omitempty"`
+	Run       string        `json:"run,omitempty"`
+	Satisfies []string      `json:"satisfies,omitempty"`
+	Timeout   time.Duration `json:"timeout,omitempty"`
+	Retries   int           `json:"retries,omitempty"`
+	Review    string        `json:"review,omitempty"`
+	Authority Authority     `json:"authority,omitempty"`
+	Budget    Budget        `json:"budget,omitempty"`
+	Delegates bool          `json:"delegates,omitempty"`
+	Loop      *LoopSpec     `json:"loop,omitempty"`
+	Prompt    string        `json:"prompt,omitempty"`
+	// Parent is the delegating task that spliced this one in, if any.
+	Parent TaskID `json:"parent,omitempty"`
+
+	// Line is the 1-based line of the task's heading in its source file;
+	// KeyLines maps a lower-case field key to the line of its first use.
+	Line     int            `json:"line,omitempty"`
+	KeyLines map[string]int `json:"-"`
+}
+
+// EffectiveKind returns the task's kind, defaulting to agent.
+func (t *Task) EffectiveKind() string {
+	if t.Kind == "" {
+		return KindAgent
+	}
+	return t.Kind
+}
+
+// EffectiveAuthority returns the task's authority, defaulting to write.
+func (t *Task) EffectiveAuthority() Authority {
+	if t.Authority == "" {
+		return AuthorityWrite
+	}
+	return t.Authority
+}
+
+// EffectiveRole returns the role of clone the task needs, defaulting to coder.
+func (t *Task) EffectiveRole() string {
+	if t.Role == "" {
+		return RoleCoder
+	}
+	return t.Role
+}
+
+// LineOf returns the line of a field key, or the heading's line.
+func (t *Task) LineOf(key string) int {
+	if l, ok := t.KeyLines[key]; ok {
+		return l
+	}
+	return t.Line
+}
+
+// Task returns the task with the given ID, or nil.
+func (p *Plan) Task(id TaskID) *Task {
+	for _, t := range p.Tasks {
+		if t.ID == id {
+			return t
+		}
+	}
+	return nil
+}

@@ -1,0 +1,209 @@
+package muster
+
+import (
+	"context"
+	"time"
+)
+
+// Clock tells the time. The driver and commands hold one; the engine
+// takes the time as data.
+type Clock interface{ Now() time.Time }
+
+// SystemClock is the wall clock.
+type SystemClock struct{}
+
+// Now returns time.Now().
+func (SystemClock) Now() time.Time { return time.Now() }
+
+// Journal is the append-only log of a run. Append makes the event durable
+// (written and fsynced) before it returns.
+type Journal interface {
+	Append(e *Event) error
+	Close() error
+}
+
+// ExecRequest is one invocation of an executor clone.
+type ExecRequest struct {
+	Run       string
+	Task      *Task
+	Role      string
+	Spec      *ExecutorSpec
+	Clone     int
+	Attempt   int
+	Round     int
+	Dir       string // the worktree the agent works in
+	Prompt    string
+	Authority Authority
+	// Scratch is a private directory outside the worktree for this
+	// invocation (prompt file, diff file, plan-out file, agent homes).
+	Scratch string
+	// DiffFile (reviewers) and PlanOut (delegating tasks) lie in Scratch.
+	DiffFile string
+	PlanOut  string
+	// SessionID resumes an earlier agent session where the kind supports it.
+	SessionID string
+	Timeout   time.Duration
+	Grace     time.Duration
+	// Env holds extra variables for the agent (already allowed by config).
+	Env map[string]string
+}
+
+// Slot returns "executor#clone".
+func (r *ExecRequest) Slot() string { return Slot(r.Spec.Name, r.Clone) }
+
+// Record is a structured fact an executor reports while it works.
+type Record struct {
+	Type      string // usage, tool, findings, satisfied, message, notes, session
+	Model     string
+	Usage     Usage
+	Tool      string
+	Args      string
+	Findings  []Finding
+	Text      string
+	SessionID string
+}
+
+// Record types.
+const (
+	RecUsage     = "usage"
+	RecTool      = "tool"
+	RecFindings  = "findings"
+	RecSatisfied = "satisfied"
+	RecMessage   = "message"
+	RecNotes     = "notes"
+	RecSession   = "session"
+)
+
+// ExecResult is how an invocation ended.
+type ExecResult struct {
+	ExitCode  int
+	Satisfied bool      // a satisfied record was seen
+	Reviewed  bool      // a findings record was seen
+	Findings  []Finding // all findings records, concatenated
+	SessionID string
+	// Tail is the end of the transcript, for failure messages (untrusted).
+	Tail string
+}
+
+// Executor runs one invocation of an agent (or command) on one clone. It
+// calls emit for each record as it arrives, from the calling goroutine or
+// another, never concurrently. A non-nil error means the invocation could
+// not run or was cut short; an *AgentError classifies it.
+type Executor interface {
+	Execute(ctx context.Context, req *ExecRequest, emit func(Record)) (*ExecResult, error)
+}
+
+// FailureClass classifies why an agent invocation failed.
+type FailureClass string
+
+// Failure classes, the same for every executor kind.
+const (
+	FailExit       FailureClass = "exit"        // non-zero exit, nothing more known
+	FailRateLimit  FailureClass = "rate_limit"  // retry after RetryAfter
+	FailUsageLimit FailureClass = "usage_limit" // no more work on this executor until ResetAt
+	FailTransient  FailureClass = "transient"   // server or network: retry with backoff
+	FailAuth       FailureClass = "auth"        // no retry
+	FailInvalid    FailureClass = "invalid"     // invalid request: no retry
+	FailStall      FailureClass = "stall"       // no output for too long: killed
+	FailMalformed  FailureClass = "malformed"   // the output stream made no sense
+	FailTimeout    FailureClass = "timeout"     // past its timeout: killed
+	FailStart      FailureClass = "start"       // could not start (binary missing...)
+)
+
+// AgentError is a classified executor failure.
+type AgentError struct {
+	Class      FailureClass
+	ExitCode   int
+	RetryAfter time.Duration
+	ResetAt    time.Time
+	Message    string
+}
+
+func (e *AgentError) Error() string {
+	if e.Message == "" {
+		return string(e.Class)
+	}
+	return string(e.Class) + ": " + e.Message
+}
+
+// Retryable reports whether another attempt may succeed.
+func (e *AgentError) Retryable() bool {
+	switch e.Class {
+	case FailAuth, FailInvalid, FailStart, FailUsageLimit:
+		return false
+	}
+	return true
+}
+
+// FileChange is one path of a change. Status is git's letter: A, M, D,
+// R (renamed from OldPath), T (type or mode change).
+type FileChange struct {
+	Path    string `json:"path"`
+	OldPath string `json:"old_path,omitempty"`
+	Status  string `json:"status"`
+}
+
+// Change is what an agent changed in its worktree against the task's base.
+type Change struct {
+	Files []FileChange
+}
+
+// Empty reports whether nothing changed.
+func (c *Change) Empty() bool { return c == nil || len(c.Files) == 0 }
+
+// Paths returns every path the change touches (both sides of renames).
+func (c *Change) Paths() []string {
+	var out []string
+	for _, f := range c.Files {
+		out = append(out, f.Path)
+		if f.OldPath != "" {
+			out = append(out, f.OldPath)
+		}
+	}
+	return out
+}
+
+// CommitInfo is what a task commit records.
+type CommitInfo struct {
+	Run      string
+	Task     TaskID
+	Title    string
+	Executor string // "name#clone"
+}
+
+// Workspace is the git side of a run: the run branch and one worktree
+// per executor clone. Methods may be called from several goroutines.
+type Workspace interface {
+	// Prepare resets the clone's worktree to the run branch tip and
+	// cleans it; it returns the worktree's directory and the base commit.
+	Prepare(ctx context.Context, slot string) (dir, base string, err error)
+	// Change computes everything in dir that differs from base,
+	// including commits the agent made itself.
+	Change(ctx context.Context, dir, base string) (*Change, error)
+	// Revert restores paths in dir to their state at base.
+	Revert(ctx context.Context, dir, base string, paths []string) error
+	// Diff returns the change in dir against base as a unified diff.
+	Diff(ctx context.Context, dir, base string) (string, error)
+	// Commit records the whole change in dir as one commit whose parent
+	// is base, without moving any branch; it returns the commit.
+	Commit(ctx context.Context, dir, base string, info CommitInfo) (string, error)
+	// Integrate puts a task commit made on base onto the run branch:
+	// fast-forward when the tip is base, else a three-way merge rewritten
+	// as one commit on the tip. Conflicts returns the paths in conflict
+	// and leaves the branch as it was.
+	Integrate(ctx context.Context, commit, base string) (tip string, conflicts []string, err error)
+	// Tip returns the run branch's current commit.
+	Tip(ctx context.Context) (string, error)
+	// Close releases worktrees and locks.
+	Close(ctx context.Context) error
+}
+
+// GateResult is the outcome of one gate command.
+type GateResult struct {
+	Name     string
+	Command  string
+	Passed   bool
+	ExitCode int
+	Output   string // bounded
+	Duration time.Duration
+}
