@@ -6,7 +6,7 @@ func TestNormalize(t *testing.T) {
 	good := map[string]string{
 		"a.go":         "a.go",
 		"./dir/":       "dir/",
-		"dir//x/../y/": "dir/y/",
+		"dir//x/y/":    "dir/x/y/",
 		"src/**/*.go":  "src/**/*.go",
 		" internal/x ": "internal/x",
 		"a\\b.go":      "a/b.go",
