@@ -180,6 +180,11 @@ type Workspace interface {
 	// Change computes everything in dir that differs from base,
 	// including commits the agent made itself.
 	Change(ctx context.Context, dir, base string) (*Change, error)
+	// Violations returns the changed paths that lie outside owns (after
+	// normalisation: "..", absolute paths and symlinks pointing outside the
+	// repository are always violations), and muster's own files. An empty
+	// owns allows any path except muster's own files.
+	Violations(ctx context.Context, dir string, change *Change, owns []string) []string
 	// Revert restores paths in dir to their state at base.
 	Revert(ctx context.Context, dir, base string, paths []string) error
 	// Diff returns the change in dir against base as a unified diff.
