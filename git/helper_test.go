@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	muster "github.com/muster-run/muster"
 )
@@ -106,3 +107,5 @@ func render(ch *muster.Change) string {
 	sort.Strings(out)
 	return strings.Join(out, "; ")
 }
+
+func sleepMs(n int) { time.Sleep(time.Duration(n) * time.Millisecond) }
