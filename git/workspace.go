@@ -297,8 +297,11 @@ func (w *Workspace) slot(name string) *slot {
 // reset brings an existing worktree back to tip; it fails when the
 // worktree does not exist or is not usable.
 func (w *Workspace) reset(ctx context.Context, s *slot, tip string) error {
-	if _, err := os.Stat(filepath.Join(s.dir, ".git")); err != nil {
+	// The agent may have removed or replaced the worktree's .git file.
+	if fi, err := os.Lstat(filepath.Join(s.dir, ".git")); err != nil {
 		return err
+	} else if !fi.Mode().IsRegular() {
+		return errors.New("the worktree's .git is not a file")
 	}
 	if s.gitDir == "" {
 		gd, err := line(ctx, cmd{dir: s.dir, readOnly: true, args: []string{"rev-parse", "--path-format=absolute", "--git-dir"}})
@@ -345,8 +348,18 @@ func cleanArgs(keep []string) []string {
 }
 
 // rebuild removes whatever is at the slot's directory and adds the
-// worktree afresh.
+// worktree afresh. Only the bookkeeping (worktree add --no-checkout) is
+// serialised; the files are checked out by reset, in parallel with other
+// slots.
 func (w *Workspace) rebuild(ctx context.Context, s *slot, tip string) error {
+	if err := w.addWorktree(ctx, s, tip); err != nil {
+		return err
+	}
+	s.gitDir = ""
+	return w.reset(ctx, s, tip)
+}
+
+func (w *Workspace) addWorktree(ctx context.Context, s *slot, tip string) error {
 	w.createMu.Lock()
 	defer w.createMu.Unlock()
 	if _, err := os.Lstat(s.dir); err == nil {
@@ -362,11 +375,8 @@ func (w *Workspace) rebuild(ctx context.Context, s *slot, tip string) error {
 	if err := os.MkdirAll(filepath.Dir(s.dir), 0o755); err != nil {
 		return err
 	}
-	if _, err := run(ctx, cmd{dir: w.top, args: []string{"worktree", "add", "--detach", "--quiet", s.dir, tip}}); err != nil {
-		return err
-	}
-	s.gitDir = ""
-	return w.reset(ctx, s, tip)
+	_, err := run(ctx, cmd{dir: w.top, args: []string{"worktree", "add", "--detach", "--no-checkout", "--quiet", s.dir, tip}})
+	return err
 }
 
 // Close removes the run's worktrees and their administrative files. The
