@@ -129,6 +129,12 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 func (w *Workspace) openBranch(ctx context.Context, opts Options) error {
 	existing, _ := revParse(ctx, w.top, w.ref)
 	if opts.Resume {
+		// A process that died while moving the branch can leave its
+		// lock; the caller holds the run (its journal lock), so no one
+		// else is moving it now.
+		if err := removeRefLock(w.common, w.run); err != nil {
+			return err
+		}
 		if existing == "" {
 			return fmt.Errorf("resume run %s: branch %s does not exist", w.run, w.branch)
 		}
@@ -417,9 +423,9 @@ func removePool(ctx context.Context, top, common, runID string) error {
 }
 
 // PruneStale removes the worktrees of every run for which live returns
-// false (a run no process is working on), then prunes git's records of
-// worktrees whose directories are gone. Run branches and run directories
-// stay.
+// false (a run no process is working on) and a lock a dead process left
+// on its branch, then prunes git's records of worktrees whose
+// directories are gone. Run branches and run directories stay.
 func PruneStale(ctx context.Context, repo string, live func(runID string) bool) error {
 	top, common, err := Root(ctx, repo)
 	if err != nil {
@@ -432,13 +438,22 @@ func PruneStale(ctx context.Context, repo string, live func(runID string) bool) 
 	var errs []error
 	for _, e := range ents {
 		if e.IsDir() && !live(e.Name()) {
-			errs = append(errs, removePool(ctx, top, common, e.Name()))
+			errs = append(errs, removePool(ctx, top, common, e.Name()), removeRefLock(common, e.Name()))
 		}
 	}
 	if _, err := run(ctx, cmd{dir: top, args: []string{"worktree", "prune"}}); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// removeRefLock removes a lock left on a run branch by a dead process.
+func removeRefLock(common, runID string) error {
+	err := os.Remove(filepath.Join(common, "refs", "heads", "muster", runID+".lock"))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
 }
 
 // indexName is muster's private index inside a worktree's git directory.
