@@ -276,8 +276,11 @@ func (w *Workspace) Prepare(ctx context.Context, slotName string) (dir, base str
 		return "", "", err
 	}
 	if err := w.reset(ctx, s, tip); err != nil {
-		// The worktree may be damaged (its .git file removed, say):
-		// build it again once.
+		if ctx.Err() != nil {
+			return "", "", fmt.Errorf("prepare worktree for %s: %w", slotName, err)
+		}
+		// The worktree may be missing or damaged (its .git file removed,
+		// say): build it again once.
 		if err := w.rebuild(ctx, s, tip); err != nil {
 			return "", "", fmt.Errorf("prepare worktree for %s: %w", slotName, err)
 		}
@@ -303,21 +306,16 @@ func (w *Workspace) slot(name string) *slot {
 // reset brings an existing worktree back to tip; it fails when the
 // worktree does not exist or is not usable.
 func (w *Workspace) reset(ctx context.Context, s *slot, tip string) error {
-	// The agent may have removed or replaced the worktree's .git file.
-	if fi, err := os.Lstat(filepath.Join(s.dir, ".git")); err != nil {
+	// The agent may have removed or rewritten the worktree's .git file.
+	gd, err := linkedGitDir(s.dir)
+	if err != nil {
 		return err
-	} else if !fi.Mode().IsRegular() {
-		return errors.New("the worktree's .git is not a file")
 	}
 	if s.gitDir == "" {
-		gd, err := line(ctx, cmd{dir: s.dir, readOnly: true, args: []string{"rev-parse", "--path-format=absolute", "--git-dir"}})
-		if err != nil {
-			return err
-		}
-		if filepath.Clean(gd) == filepath.Clean(w.common) {
-			return errors.New("not a linked worktree")
-		}
 		s.gitDir = gd
+	}
+	if !samePath(gd, s.gitDir) || !samePath(filepath.Dir(gd), filepath.Join(w.common, "worktrees")) {
+		return fmt.Errorf("worktree %s points to %s, not to its own git directory", s.dir, gd)
 	}
 	// Leftovers of an agent: operations in progress and stale locks (the
 	// agent has exited; nothing else uses this worktree).
@@ -341,6 +339,43 @@ func (w *Workspace) reset(ctx context.Context, s *slot, tip string) error {
 	s.snap = nil
 	s.staged = tip
 	return copyIndex(filepath.Join(s.gitDir, "index"), filepath.Join(s.gitDir, indexName))
+}
+
+// linkedGitDir reads a linked worktree's .git file and checks that the
+// git directory it names points back to it.
+func linkedGitDir(dir string) (string, error) {
+	dotGit := filepath.Join(dir, ".git")
+	b, err := os.ReadFile(dotGit)
+	if err != nil {
+		return "", err
+	}
+	gd, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir: ")
+	if !ok {
+		return "", fmt.Errorf("%s is not a worktree link", dotGit)
+	}
+	if !filepath.IsAbs(gd) {
+		gd = filepath.Join(dir, gd)
+	}
+	gd = filepath.Clean(gd)
+	back, err := os.ReadFile(filepath.Join(gd, "gitdir"))
+	if err != nil {
+		return "", err
+	}
+	if !samePath(strings.TrimSpace(string(back)), dotGit) {
+		return "", fmt.Errorf("%s does not belong to %s", gd, dir)
+	}
+	return gd, nil
+}
+
+// samePath reports whether two paths name the same file, symlinks
+// resolved.
+func samePath(a, b string) bool {
+	if filepath.Clean(a) == filepath.Clean(b) {
+		return true
+	}
+	ra, err1 := filepath.EvalSymlinks(a)
+	rb, err2 := filepath.EvalSymlinks(b)
+	return err1 == nil && err2 == nil && ra == rb
 }
 
 // cleanArgs removes untracked and ignored files, nested repositories

@@ -199,6 +199,18 @@ func TestPrepareRebuildsDamagedWorktree(t *testing.T) {
 	if err != nil || render(ch) != "A src/new.go" {
 		t.Errorf("change after rebuild: %v %v", render(ch), err)
 	}
+	// An agent that points the worktree at the user's repository.
+	before := userSnapshot(t, repo)
+	write(t, dir, ".git", "gitdir: "+filepath.Join(repo, ".git")+"\n")
+	if _, _, err := w.Prepare(ctx, "a#1"); err != nil {
+		t.Fatal(err)
+	}
+	if got := g(t, dir, "rev-parse", "--git-dir"); !strings.Contains(got, filepath.Join(".git", "worktrees")) {
+		t.Errorf("worktree git dir %s", got)
+	}
+	if after := userSnapshot(t, repo); after != before {
+		t.Errorf("user's repository changed:\n%s\n%s", before, after)
+	}
 }
 
 func TestConflictLeavesBranchIntact(t *testing.T) {
