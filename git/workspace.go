@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	muster "github.com/muster-run/muster"
 )
@@ -28,6 +29,9 @@ type Options struct {
 	// Keep lists patterns (gitignore syntax, e.g. "node_modules/") kept
 	// when a worktree is cleaned between tasks.
 	Keep []string
+	// NoWatch turns off the inotify record of touched files (Linux):
+	// every Prepare and Change then reads the metadata of every file.
+	NoWatch bool
 }
 
 // Workspace is muster.Workspace over git: the run branch and a pool of
@@ -42,10 +46,16 @@ type Workspace struct {
 	base      string
 	keep      []string
 	mergeBase bool // git merge-tree knows --merge-base (git >= 2.40)
+	watch     bool // record touched files with a watcher
 	ident     []string
 	fallback  bool
 
 	createMu sync.Mutex // serialises git worktree add/remove
+
+	// Counts of resets and stagings done with the watcher's record
+	// (fast) or with a pass over every file (full), for tests and
+	// benchmarks.
+	fastResets, fullResets, fastStages, fullStages atomic.Int64
 
 	integrateMu sync.Mutex            // serialises moves of the run branch; guards:
 	tip         string                // the run branch as last read or moved
@@ -68,6 +78,12 @@ type slot struct {
 	// snap is the change the last Change computed, reused by Diff and
 	// Commit until the next Prepare or Revert.
 	snap *snapshot
+	// exact: every path not in touched is in the private index exactly
+	// as in the worktree; touched holds the paths the watcher saw
+	// change since the last Prepare (nil without a watcher).
+	exact   bool
+	touched map[string]bool
+	wt      *watcher
 }
 
 // snapshot is a change computed by Change: the tree of the worktree
@@ -110,6 +126,7 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 		top: top, common: common, run: opts.RunID,
 		branch: "muster/" + opts.RunID, ref: "refs/heads/muster/" + opts.RunID,
 		keep:      opts.Keep,
+		watch:     !opts.NoWatch,
 		mergeBase: major > 2 || minor >= 40,
 		slots:     map[string]*slot{}, byDir: map[string]*slot{},
 		onBranch: map[string]bool{}, meta: map[string]commitMeta{},
@@ -327,18 +344,100 @@ func (w *Workspace) reset(ctx context.Context, s *slot, tip string) error {
 			return err
 		}
 	}
-	g := w.in(s)
-	// checkout -f --detach resets the index and every tracked file to
-	// tip, detaches HEAD and never moves a branch the agent checked out.
-	if _, err := run(ctx, g.c("checkout", "--force", "--detach", "--quiet", "--no-recurse-submodules", tip)); err != nil {
-		return err
-	}
-	if _, err := run(ctx, g.c(cleanArgs(w.keep)...)); err != nil {
-		return err
+	if w.fastReset(ctx, s, tip) {
+		w.fastResets.Add(1)
+	} else {
+		w.fullResets.Add(1)
+		g := w.in(s)
+		// checkout -f --detach resets the index and every tracked file
+		// to tip, detaches HEAD and never moves a branch the agent
+		// checked out.
+		if _, err := run(ctx, g.c("checkout", "--force", "--detach", "--quiet", "--no-recurse-submodules", tip)); err != nil {
+			return err
+		}
+		if _, err := run(ctx, g.c(cleanArgs(w.keep)...)); err != nil {
+			return err
+		}
+		if err := copyIndex(filepath.Join(s.gitDir, "index"), filepath.Join(s.gitDir, indexName)); err != nil {
+			return err
+		}
 	}
 	s.snap = nil
 	s.staged = tip
-	return copyIndex(filepath.Join(s.gitDir, "index"), filepath.Join(s.gitDir, indexName))
+	s.exact = true
+	w.restartWatch(s)
+	if len(w.keep) > 0 && s.touched != nil {
+		// Kept files that are not ignored belong to every change, as a
+		// full scan would find them: the record must include them.
+		g := wtGit{dir: s.dir, gitDir: s.gitDir, index: filepath.Join(s.gitDir, indexName)}
+		c := g.c("ls-files", "-z", "--others", "--exclude-standard")
+		c.readOnly = true
+		out, err := run(ctx, c)
+		if err != nil {
+			return err
+		}
+		for _, p := range splitZ(out) {
+			s.touched[p] = true
+		}
+	}
+	return nil
+}
+
+// fastReset brings the worktree back to tip touching only what changed:
+// the paths the watcher saw are restaged into the private index, which
+// then describes the worktree exactly; a two-way read-tree from that
+// state to tip rewrites only the files that differ (no pass over every
+// file's metadata); clean removes untracked and ignored files. It
+// reports false when it cannot be sure, and the caller resets fully.
+func (w *Workspace) fastReset(ctx context.Context, s *slot, tip string) bool {
+	if s.wt == nil || !s.exact || s.staged == "" || !s.wt.drain(s.touched) {
+		return false
+	}
+	g := wtGit{dir: s.dir, gitDir: s.gitDir, index: filepath.Join(s.gitDir, indexName)}
+	if _, err := os.Stat(g.index); err != nil {
+		return false
+	}
+	if ok, err := w.stageTouched(ctx, s, g); !ok || err != nil {
+		return false
+	}
+	cur, err := line(ctx, g.c("write-tree"))
+	if err != nil {
+		return false
+	}
+	if _, err := run(ctx, g.c("read-tree", "-m", "-u", cur, tip)); err != nil {
+		s.exact = false // the worktree may be half updated: reset fully
+		return false
+	}
+	if _, err := run(ctx, w.in(s).c("update-ref", "--no-deref", "HEAD", tip)); err != nil {
+		return false
+	}
+	if _, err := run(ctx, g.c(cleanArgs(w.keep)...)); err != nil {
+		return false
+	}
+	return copyIndex(g.index, filepath.Join(s.gitDir, "index")) == nil
+}
+
+// restartWatch starts recording touched paths afresh after a reset,
+// with a new watcher when the old one lost track.
+func (w *Workspace) restartWatch(s *slot) {
+	if !w.watch {
+		return
+	}
+	if s.wt != nil {
+		s.touched = map[string]bool{}
+		if s.wt.drain(s.touched) { // our own changes: forget them
+			s.touched = map[string]bool{}
+			return
+		}
+		s.wt.close()
+		s.wt = nil
+	}
+	wt, err := newWatcher(s.dir)
+	if err != nil {
+		s.touched = nil
+		return
+	}
+	s.wt, s.touched = wt, map[string]bool{}
 }
 
 // linkedGitDir reads a linked worktree's .git file and checks that the
@@ -393,6 +492,8 @@ func cleanArgs(keep []string) []string {
 // serialised; the files are checked out by reset, in parallel with other
 // slots.
 func (w *Workspace) rebuild(ctx context.Context, s *slot, tip string) error {
+	s.wt.close()
+	s.wt, s.touched, s.exact, s.staged = nil, nil, false, ""
 	if err := w.addWorktree(ctx, s, tip); err != nil {
 		return err
 	}
@@ -427,6 +528,12 @@ func (w *Workspace) Close(ctx context.Context) error {
 	defer w.createMu.Unlock()
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	for _, s := range w.slots {
+		s.mu.Lock()
+		s.wt.close()
+		s.wt = nil
+		s.mu.Unlock()
+	}
 	err := removePool(ctx, w.top, w.common, w.run)
 	w.slots, w.byDir = map[string]*slot{}, map[string]*slot{}
 	return err
@@ -526,3 +633,6 @@ func copyIndex(src, dst string) error {
 	}
 	return os.Rename(tmp, dst)
 }
+
+// errNoWatcher: this system has no file watcher; worktrees are scanned fully.
+var errNoWatcher = errors.New("no file watcher on this system")
