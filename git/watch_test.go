@@ -93,7 +93,9 @@ func TestWatcherAgreesWithFullScan(t *testing.T) {
 			write(t, dir, strings.TrimPrefix(p, dir+"/")+"/inner.txt", "file became a directory")
 		},
 		func(dir string, n int) { g(t, dir, "commit", "-qam", "agent commit", "--allow-empty") },
-		func(dir string, n int) { os.Rename(filepath.Join(dir, "docs"), filepath.Join(dir, fmt.Sprintf("docs%d", n))) },
+		func(dir string, n int) {
+			os.Rename(filepath.Join(dir, "docs"), filepath.Join(dir, fmt.Sprintf("docs%d", n)))
+		},
 		func(dir string, n int) { write(t, dir, ".gitignore", "build/\n") },
 	}
 	for round := 0; round < 40; round++ {
