@@ -83,6 +83,9 @@ func (w *Workspace) stage(ctx context.Context, s *slot, base string) (wtGit, str
 		s.staged = base
 	}
 	fast := false
+	if s.wt != nil {
+		defer func(events *int64) { s.stagedAt = *events }(&s.wt.events)
+	}
 	if s.exact && s.wt != nil && s.wt.drain(s.touched) {
 		ok, err := w.stageTouched(ctx, s, g)
 		if err != nil {
@@ -116,12 +119,11 @@ func (w *Workspace) stageTouched(ctx context.Context, s *slot, g wtGit) (bool, e
 	if len(s.touched) == 0 {
 		return true, nil
 	}
+	if needsFullScan(s.touched) {
+		return false, nil
+	}
 	var add, remove []string
 	for p := range s.touched {
-		if path.Base(p) == ".gitignore" || p == ".git" || strings.HasPrefix(p, ".git/") ||
-			strings.Contains(p, "/.git/") || strings.HasSuffix(p, "/.git") {
-			return false, nil
-		}
 		fi, err := os.Lstat(filepath.Join(s.dir, filepath.FromSlash(p)))
 		switch {
 		case err != nil, fi.IsDir():
@@ -166,6 +168,19 @@ func (w *Workspace) stageTouched(ctx context.Context, s *slot, g wtGit) (bool, e
 		}
 	}
 	return true, nil
+}
+
+// needsFullScan reports whether touched paths make the record unusable:
+// a .gitignore changed (it may reveal or hide files nobody touched) or a
+// nested repository appeared.
+func needsFullScan(touched map[string]bool) bool {
+	for p := range touched {
+		if path.Base(p) == ".gitignore" || p == ".git" || strings.HasPrefix(p, ".git/") ||
+			strings.Contains(p, "/.git/") || strings.HasSuffix(p, "/.git") {
+			return true
+		}
+	}
+	return false
 }
 
 // zList joins paths for a -z --stdin reader.

@@ -22,6 +22,8 @@ type watcher struct {
 	wds  map[int32]string // watch descriptor -> directory, relative ("" = root)
 	buf  []byte
 	bad  bool
+	// events counts the events read so far.
+	events int64
 }
 
 const watchMask = syscall.IN_MODIFY | syscall.IN_ATTRIB | syscall.IN_CLOSE_WRITE |
@@ -112,6 +114,7 @@ func (w *watcher) drain(touched map[string]bool) bool {
 			for len(name) > 0 && name[len(name)-1] == 0 {
 				name = name[:len(name)-1]
 			}
+			w.events++
 			w.event(wd, mask, string(name), touched)
 			off += syscall.SizeofInotifyEvent + nameLen
 		}

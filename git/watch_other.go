@@ -3,7 +3,10 @@
 package git
 
 // watcher is not available on this system: muster scans worktrees fully.
-type watcher struct{ bad bool }
+type watcher struct {
+	bad    bool
+	events int64
+}
 
 func newWatcher(root string) (*watcher, error) { return nil, errNoWatcher }
 

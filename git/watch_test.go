@@ -114,6 +114,11 @@ func TestWatcherAgreesWithFullScan(t *testing.T) {
 		if got, want := render(ch), fullChange(t, dir, base); got != want {
 			t.Fatalf("round %d: watcher change\n %s\nfull scan\n %s", round, got, want)
 		}
+		if round%4 == 1 {
+			// A gate runs after the check: build output, a reformatted file.
+			write(t, dir, "build/gate.out", "gate")
+			write(t, dir, pick(rng, dir), "reformatted\n")
+		}
 		if round%3 == 0 && !ch.Empty() {
 			c, err := w.Commit(ctx, dir, base, muster.CommitInfo{Task: muster.TaskID(fmt.Sprint("t", round))})
 			if err != nil {

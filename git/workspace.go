@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -84,6 +85,9 @@ type slot struct {
 	exact   bool
 	touched map[string]bool
 	wt      *watcher
+	// stagedAt is the watcher's event count when the private index was
+	// last staged: no event since means it still describes the worktree.
+	stagedAt int64
 }
 
 // snapshot is a change computed by Change: the tree of the worktree
@@ -390,19 +394,24 @@ func (w *Workspace) reset(ctx context.Context, s *slot, tip string) error {
 // file's metadata); clean removes untracked and ignored files. It
 // reports false when it cannot be sure, and the caller resets fully.
 func (w *Workspace) fastReset(ctx context.Context, s *slot, tip string) bool {
-	if s.wt == nil || !s.exact || s.staged == "" || !s.wt.drain(s.touched) {
+	if s.wt == nil || !s.exact || s.staged == "" || !s.wt.drain(s.touched) || needsFullScan(s.touched) {
 		return false
 	}
 	g := wtGit{dir: s.dir, gitDir: s.gitDir, index: filepath.Join(s.gitDir, indexName)}
 	if _, err := os.Stat(g.index); err != nil {
 		return false
 	}
-	if ok, err := w.stageTouched(ctx, s, g); !ok || err != nil {
-		return false
-	}
-	cur, err := line(ctx, g.c("write-tree"))
-	if err != nil {
-		return false
+	var cur string
+	if s.snap != nil && s.snap.base == s.staged && s.stagedAt == s.wt.events {
+		cur = s.snap.tree // nothing changed since Change staged it
+	} else {
+		if ok, err := w.stageTouched(ctx, s, g); !ok || err != nil {
+			return false
+		}
+		var err error
+		if cur, err = line(ctx, g.c("write-tree")); err != nil {
+			return false
+		}
 	}
 	if _, err := run(ctx, g.c("read-tree", "-m", "-u", cur, tip)); err != nil {
 		s.exact = false // the worktree may be half updated: reset fully
@@ -411,8 +420,24 @@ func (w *Workspace) fastReset(ctx context.Context, s *slot, tip string) bool {
 	if _, err := run(ctx, w.in(s).c("update-ref", "--no-deref", "HEAD", tip)); err != nil {
 		return false
 	}
-	if _, err := run(ctx, g.c(cleanArgs(w.keep)...)); err != nil {
-		return false
+	// Untracked and ignored files can only be among the touched paths
+	// (Prepare left none but kept ones): clean just those.
+	var left []string
+	for p := range s.touched {
+		if _, err := os.Lstat(filepath.Join(s.dir, filepath.FromSlash(p))); err == nil {
+			left = append(left, p)
+		}
+	}
+	if len(left) > 0 {
+		c := g.c(cleanArgs(w.keep)...)
+		if len(left) <= 2000 {
+			slices.Sort(left)
+			c = g.c(append(append(cleanArgs(w.keep), "--"), left...)...)
+			c.paths = true
+		}
+		if _, err := run(ctx, c); err != nil {
+			return false
+		}
 	}
 	return copyIndex(g.index, filepath.Join(s.gitDir, "index")) == nil
 }
