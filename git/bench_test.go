@@ -214,6 +214,8 @@ func loadavg() string {
 // repository: MUSTER_BENCH_TASKS tasks (200) over MUSTER_BENCH_CLONES
 // clones (4) on MUSTER_BENCH_FILES files (50,000), beside the naive way
 // (git worktree add + remove per task, MUSTER_BENCH_NAIVE tasks, 8).
+// MUSTER_BENCH_NOWATCH=1 measures the pool without the touched-path
+// record (a full scan at every Prepare and Change).
 // Run: go test -run '^$' -bench GitOverhead -benchtime 1x ./git
 func BenchmarkGitOverhead(b *testing.B) {
 	nfiles := envInt("MUSTER_BENCH_FILES", 50000)
@@ -224,7 +226,7 @@ func BenchmarkGitOverhead(b *testing.B) {
 	repo := genRepo(b, nfiles)
 	b.Logf("generated %d files in %v; load average %s", nfiles, time.Since(t0).Round(time.Millisecond), loadavg())
 	for it := 0; it < b.N; it++ {
-		w, err := Open(ctx, Options{Repo: repo, RunID: fmt.Sprintf("pool-%d", it)})
+		w, err := Open(ctx, Options{Repo: repo, RunID: fmt.Sprintf("pool-%d", it), NoWatch: os.Getenv("MUSTER_BENCH_NOWATCH") != ""})
 		if err != nil {
 			b.Fatal(err)
 		}
