@@ -19,6 +19,7 @@ type FastForwardError struct {
 	Paths  []string // the user's modified files the fast-forward would touch
 }
 
+// Error says why the branch was left alone.
 func (e *FastForwardError) Error() string {
 	s := fmt.Sprintf("not fast-forwarding %s: %s", e.Branch, e.Reason)
 	if len(e.Paths) > 0 {

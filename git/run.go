@@ -28,6 +28,7 @@ type GitError struct {
 	Stderr   string
 }
 
+// Error names the command, its exit status and what git printed.
 func (e *GitError) Error() string {
 	msg := strings.TrimSpace(e.Stderr)
 	if len(msg) > 2000 {

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -101,6 +100,9 @@ var _ muster.Workspace = (*Workspace)(nil)
 
 var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
 
+// ErrBranchExists is returned by Open when a new run's branch exists.
+var ErrBranchExists = errors.New("the run branch exists already")
+
 // Fallback identity when git config has no user.name or user.email.
 const (
 	fallbackName  = "muster"
@@ -177,7 +179,7 @@ func (w *Workspace) openBranch(ctx context.Context, opts Options) error {
 		return nil
 	}
 	if existing != "" {
-		return fmt.Errorf("run %s: branch %s exists already", w.run, w.branch)
+		return fmt.Errorf("run %s: branch %s: %w", w.run, w.branch, ErrBranchExists)
 	}
 	rev := opts.Base
 	if rev == "" {
@@ -387,84 +389,6 @@ func (w *Workspace) reset(ctx context.Context, s *slot, tip string) error {
 	return nil
 }
 
-// fastReset brings the worktree back to tip touching only what changed:
-// the paths the watcher saw are restaged into the private index, which
-// then describes the worktree exactly; a two-way read-tree from that
-// state to tip rewrites only the files that differ (no pass over every
-// file's metadata); clean removes untracked and ignored files. It
-// reports false when it cannot be sure, and the caller resets fully.
-func (w *Workspace) fastReset(ctx context.Context, s *slot, tip string) bool {
-	if s.wt == nil || !s.exact || s.staged == "" || !s.wt.drain(s.touched) || needsFullScan(s.touched) {
-		return false
-	}
-	g := wtGit{dir: s.dir, gitDir: s.gitDir, index: filepath.Join(s.gitDir, indexName)}
-	if _, err := os.Stat(g.index); err != nil {
-		return false
-	}
-	var cur string
-	if s.snap != nil && s.snap.base == s.staged && s.stagedAt == s.wt.events {
-		cur = s.snap.tree // nothing changed since Change staged it
-	} else {
-		if ok, err := w.stageTouched(ctx, s, g); !ok || err != nil {
-			return false
-		}
-		var err error
-		if cur, err = line(ctx, g.c("write-tree")); err != nil {
-			return false
-		}
-	}
-	if _, err := run(ctx, g.c("read-tree", "-m", "-u", cur, tip)); err != nil {
-		s.exact = false // the worktree may be half updated: reset fully
-		return false
-	}
-	if _, err := run(ctx, w.in(s).c("update-ref", "--no-deref", "HEAD", tip)); err != nil {
-		return false
-	}
-	// Untracked and ignored files can only be among the touched paths
-	// (Prepare left none but kept ones): clean just those.
-	var left []string
-	for p := range s.touched {
-		if _, err := os.Lstat(filepath.Join(s.dir, filepath.FromSlash(p))); err == nil {
-			left = append(left, p)
-		}
-	}
-	if len(left) > 0 {
-		c := g.c(cleanArgs(w.keep)...)
-		if len(left) <= 2000 {
-			slices.Sort(left)
-			c = g.c(append(append(cleanArgs(w.keep), "--"), left...)...)
-			c.paths = true
-		}
-		if _, err := run(ctx, c); err != nil {
-			return false
-		}
-	}
-	return copyIndex(g.index, filepath.Join(s.gitDir, "index")) == nil
-}
-
-// restartWatch starts recording touched paths afresh after a reset,
-// with a new watcher when the old one lost track.
-func (w *Workspace) restartWatch(s *slot) {
-	if !w.watch {
-		return
-	}
-	if s.wt != nil {
-		s.touched = map[string]bool{}
-		if s.wt.drain(s.touched) { // our own changes: forget them
-			s.touched = map[string]bool{}
-			return
-		}
-		s.wt.close()
-		s.wt = nil
-	}
-	wt, err := newWatcher(s.dir)
-	if err != nil {
-		s.touched = nil
-		return
-	}
-	s.wt, s.touched = wt, map[string]bool{}
-}
-
 // linkedGitDir reads a linked worktree's .git file and checks that the
 // git directory it names points back to it.
 func linkedGitDir(dir string) (string, error) {
@@ -546,83 +470,6 @@ func (w *Workspace) addWorktree(ctx context.Context, s *slot, tip string) error 
 	return err
 }
 
-// Close removes the run's worktrees and their administrative files. The
-// run branch and run directory stay.
-func (w *Workspace) Close(ctx context.Context) error {
-	w.createMu.Lock()
-	defer w.createMu.Unlock()
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, s := range w.slots {
-		s.mu.Lock()
-		s.wt.close()
-		s.wt = nil
-		s.mu.Unlock()
-	}
-	err := removePool(ctx, w.top, w.common, w.run)
-	w.slots, w.byDir = map[string]*slot{}, map[string]*slot{}
-	return err
-}
-
-// removePool removes every worktree under a run's pool directory.
-func removePool(ctx context.Context, top, common, runID string) error {
-	pool := poolDir(common, runID)
-	ents, err := os.ReadDir(pool)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	var errs []error
-	for _, e := range ents {
-		d := filepath.Join(pool, e.Name())
-		if _, err := runOnce(ctx, cmd{dir: top, args: []string{"worktree", "remove", "--force", "--force", d}}); err != nil {
-			if err := os.RemoveAll(d); err != nil {
-				errs = append(errs, err)
-			}
-		}
-	}
-	if err := os.RemoveAll(pool); err != nil {
-		errs = append(errs, err)
-	}
-	if _, err := run(ctx, cmd{dir: top, args: []string{"worktree", "prune"}}); err != nil {
-		errs = append(errs, err)
-	}
-	return errors.Join(errs...)
-}
-
-// PruneStale removes the worktrees of every run for which live returns
-// false (a run no process is working on) and a lock a dead process left
-// on its branch, then prunes git's records of worktrees whose
-// directories are gone. Run branches and run directories stay.
-func PruneStale(ctx context.Context, repo string, live func(runID string) bool) error {
-	top, common, err := Root(ctx, repo)
-	if err != nil {
-		return err
-	}
-	ents, err := os.ReadDir(filepath.Join(common, "muster", "wt"))
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	var errs []error
-	for _, e := range ents {
-		if e.IsDir() && !live(e.Name()) {
-			errs = append(errs, removePool(ctx, top, common, e.Name()), removeRefLock(common, e.Name()))
-		}
-	}
-	if _, err := run(ctx, cmd{dir: top, args: []string{"worktree", "prune"}}); err != nil {
-		errs = append(errs, err)
-	}
-	return errors.Join(errs...)
-}
-
-// removeRefLock removes a lock left on a run branch by a dead process.
-func removeRefLock(common, runID string) error {
-	err := os.Remove(filepath.Join(common, "refs", "heads", "muster", runID+".lock"))
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	return nil
-}
-
 // indexName is muster's private index inside a worktree's git directory.
 const indexName = "muster-index"
 
@@ -658,6 +505,3 @@ func copyIndex(src, dst string) error {
 	}
 	return os.Rename(tmp, dst)
 }
-
-// errNoWatcher: this system has no file watcher; worktrees are scanned fully.
-var errNoWatcher = errors.New("no file watcher on this system")

@@ -39,8 +39,8 @@ func TestOpen(t *testing.T) {
 	if id, fb := w.Identity(); id != "Test User <test@example.com>" || fb {
 		t.Errorf("identity %s %v", id, fb)
 	}
-	if _, err := Open(ctx, Options{Repo: repo, RunID: "20261129-abc"}); err == nil {
-		t.Error("second Open of the same run did not fail")
+	if _, err := Open(ctx, Options{Repo: repo, RunID: "20261129-abc"}); !errors.Is(err, ErrBranchExists) {
+		t.Errorf("second Open of the same run: %v", err)
 	}
 	if _, err := Open(ctx, Options{Repo: repo, RunID: "other", Resume: true, Base: head}); err == nil {
 		t.Error("resume of a run without a branch did not fail")

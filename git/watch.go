@@ -1,0 +1,90 @@
+package git
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+)
+
+// fastReset brings the worktree back to tip touching only what changed:
+// the paths the watcher saw are restaged into the private index, which
+// then describes the worktree exactly; a two-way read-tree from that
+// state to tip rewrites only the files that differ (no pass over every
+// file's metadata); clean removes untracked and ignored files. It
+// reports false when it cannot be sure, and the caller resets fully.
+func (w *Workspace) fastReset(ctx context.Context, s *slot, tip string) bool {
+	if s.wt == nil || !s.exact || s.staged == "" || !s.wt.drain(s.touched) || needsFullScan(s.touched) {
+		return false
+	}
+	g := wtGit{dir: s.dir, gitDir: s.gitDir, index: filepath.Join(s.gitDir, indexName)}
+	if _, err := os.Stat(g.index); err != nil {
+		return false
+	}
+	var cur string
+	if s.snap != nil && s.snap.base == s.staged && s.stagedAt == s.wt.events {
+		cur = s.snap.tree // nothing changed since Change staged it
+	} else {
+		if ok, err := w.stageTouched(ctx, s, g); !ok || err != nil {
+			return false
+		}
+		var err error
+		if cur, err = line(ctx, g.c("write-tree")); err != nil {
+			return false
+		}
+	}
+	if _, err := run(ctx, g.c("read-tree", "-m", "-u", cur, tip)); err != nil {
+		s.exact = false // the worktree may be half updated: reset fully
+		return false
+	}
+	if _, err := run(ctx, w.in(s).c("update-ref", "--no-deref", "HEAD", tip)); err != nil {
+		return false
+	}
+	// Untracked and ignored files can only be among the touched paths
+	// (Prepare left none but kept ones): clean just those.
+	var left []string
+	for p := range s.touched {
+		if _, err := os.Lstat(filepath.Join(s.dir, filepath.FromSlash(p))); err == nil {
+			left = append(left, p)
+		}
+	}
+	if len(left) > 0 {
+		c := g.c(cleanArgs(w.keep)...)
+		if len(left) <= 2000 {
+			slices.Sort(left)
+			c = g.c(append(append(cleanArgs(w.keep), "--"), left...)...)
+			c.paths = true
+		}
+		if _, err := run(ctx, c); err != nil {
+			return false
+		}
+	}
+	return copyIndex(g.index, filepath.Join(s.gitDir, "index")) == nil
+}
+
+// restartWatch starts recording touched paths afresh after a reset,
+// with a new watcher when the old one lost track.
+func (w *Workspace) restartWatch(s *slot) {
+	if !w.watch {
+		return
+	}
+	if s.wt != nil {
+		s.touched = map[string]bool{}
+		if s.wt.drain(s.touched) { // our own changes: forget them
+			s.touched = map[string]bool{}
+			return
+		}
+		s.wt.close()
+		s.wt = nil
+	}
+	wt, err := newWatcher(s.dir)
+	if err != nil {
+		s.touched = nil
+		return
+	}
+	s.wt, s.touched = wt, map[string]bool{}
+}
+
+// errNoWatcher: this system has no file watcher; worktrees are scanned fully.
+var errNoWatcher = errors.New("no file watcher on this system")
