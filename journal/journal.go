@@ -115,6 +115,38 @@ func (j *Journal) Append(e *muster.Event) error {
 	return nil
 }
 
+// AppendBatch appends several events with one fsync (group commit). The
+// events are durable together when it returns; a crash mid-batch leaves a
+// prefix of them, which replay handles like any torn tail.
+func (j *Journal) AppendBatch(es []*muster.Event) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.f == nil {
+		return errors.New("journal is closed")
+	}
+	j.buf.Reset()
+	enc := json.NewEncoder(&j.buf)
+	enc.SetEscapeHTML(false)
+	seq := j.seq
+	for _, e := range es {
+		seq++
+		e.Seq = seq
+		if err := enc.Encode(e); err != nil {
+			return fmt.Errorf("encode event: %w", err)
+		}
+	}
+	if _, err := j.f.Write(j.buf.Bytes()); err != nil {
+		return fmt.Errorf("append to journal: %w", err)
+	}
+	if j.sync {
+		if err := j.f.Sync(); err != nil {
+			return fmt.Errorf("sync journal: %w", err)
+		}
+	}
+	j.seq = seq
+	return nil
+}
+
 // Seq returns the sequence number of the last event.
 func (j *Journal) Seq() int64 {
 	j.mu.Lock()

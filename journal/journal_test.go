@@ -152,3 +152,21 @@ func BenchmarkAppend(b *testing.B) {
 		}
 	}
 }
+
+func TestAppendBatch(t *testing.T) {
+	path := filepath.Join(t.TempDir(), FileName)
+	j, _, _ := Open(path, Options{})
+	appendN(t, j, 1)
+	batch := []*muster.Event{{Type: muster.EvNote}, {Type: muster.EvWarning}}
+	if err := j.AppendBatch(batch); err != nil {
+		t.Fatal(err)
+	}
+	if batch[1].Seq != 3 || j.Seq() != 3 {
+		t.Fatalf("seqs %d %d", batch[1].Seq, j.Seq())
+	}
+	j.Close()
+	evs, err := ReadFile(path)
+	if err != nil || len(evs) != 3 || evs[2].Type != muster.EvWarning {
+		t.Fatalf("%v %+v", err, evs)
+	}
+}
