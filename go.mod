@@ -3,6 +3,7 @@ module github.com/muster-run/muster
 go 1.26.8
 
 require (
-	github.com/bmatcuk/doublestar/v4 v4.10.4 // indirect
-	pgregory.net/rapid v1.3.0 // indirect
+	github.com/bmatcuk/doublestar/v4 v4.10.4
+	github.com/goccy/go-yaml v1.19.2
+	pgregory.net/rapid v1.3.0
 )
