@@ -7,3 +7,12 @@ require (
 	github.com/goccy/go-yaml v1.19.2
 	pgregory.net/rapid v1.3.0
 )
+
+require (
+	github.com/BurntSushi/toml v1.6.0 // indirect
+	github.com/inconshreveable/mousetrap v1.1.0 // indirect
+	github.com/spf13/cobra v1.10.2 // indirect
+	github.com/spf13/pflag v1.0.9 // indirect
+	golang.org/x/sys v0.50.0 // indirect
+	golang.org/x/term v0.48.0 // indirect
+)

@@ -27,6 +27,8 @@ type Options struct {
 	Config   *muster.Config
 	Base     string
 	Branch   string
+	// Ref is the user's branch the run started from.
+	Ref string
 	// Replayed holds the journal's events when resuming; empty for a new run.
 	Replayed []muster.Event
 	// ResumeConfig, when resuming, replaces the recorded config (flags
@@ -124,7 +126,7 @@ func (d *Driver) run(ctx context.Context) (*engine.State, error) {
 	if len(d.opts.Replayed) == 0 {
 		if err := d.emit(
 			muster.Event{Type: muster.EvRunStarted, Schema: muster.SchemaVersion, Run: d.opts.RunID, Plan: d.opts.PlanPath,
-				Base: d.opts.Base, Branch: d.opts.Branch, Config: d.opts.Config},
+				Base: d.opts.Base, Branch: d.opts.Branch, Ref: d.opts.Ref, Config: d.opts.Config},
 			muster.Event{Type: muster.EvTasksPlanned, Tasks: d.opts.Plan.Tasks},
 		); err != nil {
 			return d.state, err

@@ -12,8 +12,9 @@
 //	sim: satisfied                     change nothing and say the task already holds
 //
 // Fenced blocks whose info string is "file:PATH" are written to PATH;
-// without any, the sim writes a line into each file the task owns (or
-// into sim/<task>.txt).
+// "file:PATH round=N" gives the content from fix round N on. Without any
+// block, the sim writes a line into each file the task owns (or into
+// sim/<task>.txt).
 package sim
 
 import (
@@ -58,7 +59,7 @@ type directives struct {
 	review    map[int][]muster.Finding
 	fail      bool
 	satisfied bool
-	files     map[string]string
+	files     map[string][]block
 	fileOrder []string
 	hasSleep  bool
 	hasTokens bool
@@ -71,12 +72,21 @@ var (
 )
 
 func parse(prompt string) directives {
-	d := directives{skip: map[int][]string{}, review: map[int][]muster.Finding{}, files: map[string]string{}}
+	d := directives{skip: map[int][]string{}, review: map[int][]muster.Finding{}, files: map[string][]block{}}
 	lines := strings.Split(prompt, "\n")
 	for i := 0; i < len(lines); i++ {
 		line := strings.TrimSpace(lines[i])
 		if rest, ok := strings.CutPrefix(line, "```file:"); ok {
-			p := strings.TrimSpace(rest)
+			fields := strings.Fields(rest)
+			if len(fields) == 0 {
+				continue
+			}
+			p, from := fields[0], 0
+			if len(fields) > 1 {
+				if v, ok := strings.CutPrefix(fields[1], "round="); ok {
+					from, _ = strconv.Atoi(v)
+				}
+			}
 			var body []string
 			for i++; i < len(lines) && strings.TrimSpace(lines[i]) != "```"; i++ {
 				body = append(body, lines[i])
@@ -84,7 +94,7 @@ func parse(prompt string) directives {
 			if _, seen := d.files[p]; !seen {
 				d.fileOrder = append(d.fileOrder, p)
 			}
-			d.files[p] = strings.Join(body, "\n") + "\n"
+			d.files[p] = append(d.files[p], block{from: from, text: strings.Join(body, "\n") + "\n"})
 			continue
 		}
 		rest, ok := strings.CutPrefix(line, "sim:")
@@ -221,7 +231,11 @@ func (e *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit fu
 	var err error
 	if len(d.fileOrder) > 0 {
 		for _, p := range d.fileOrder {
-			if err = write(p, d.files[p], false); err != nil {
+			text, ok := pick(d.files[p], req.Round)
+			if !ok {
+				continue
+			}
+			if err = write(p, text, false); err != nil {
 				break
 			}
 		}
@@ -238,6 +252,27 @@ func (e *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit fu
 	}
 	emit(muster.Record{Type: muster.RecMessage, Text: fmt.Sprintf("edited %d files for %s", written, req.Task.ID)})
 	return &muster.ExecResult{}, nil
+}
+
+// block is a file's content from a round on.
+type block struct {
+	from int
+	text string
+}
+
+// pick returns the content of the block with the highest start round not
+// after round.
+func pick(bs []block, round int) (string, bool) {
+	best := -1
+	for i, b := range bs {
+		if b.from <= round && (best < 0 || b.from >= bs[best].from) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return "", false
+	}
+	return bs[best].text, true
 }
 
 func firstOwned(t *muster.Task) string {
