@@ -6,8 +6,9 @@ import "strings"
 
 // Nearest returns the candidate closest to word by edit distance
 // (case-insensitive), or "" when none is close enough to be a plausible
-// misspelling: the distance must be at most a third of the longer word,
-// and at least 1 is always allowed. Ties go to the earlier candidate.
+// misspelling: the distance must be at most a third of the longer word
+// (so words of one or two letters get no hint). Ties go to the earlier
+// candidate.
 func Nearest(word string, candidates []string) string {
 	w := strings.ToLower(word)
 	best, bestD := "", -1
@@ -20,11 +21,7 @@ func Nearest(word string, candidates []string) string {
 	if bestD < 0 {
 		return ""
 	}
-	limit := max(len([]rune(w)), len([]rune(best))) / 3
-	if limit < 1 {
-		limit = 1
-	}
-	if bestD > limit {
+	if bestD > max(len([]rune(w)), len([]rune(best)))/3 {
 		return ""
 	}
 	return best

@@ -33,6 +33,7 @@ func TestNearest(t *testing.T) {
 		{"gates", "Gate"},
 		{"banana", ""},
 		{"x", ""},
+		{"Rnu", ""},
 	} {
 		if got := Nearest(tc.word, keys); got != tc.want {
 			t.Errorf("Nearest(%q) = %q, want %q", tc.word, got, tc.want)
