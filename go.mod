@@ -6,3 +6,5 @@ require (
 	github.com/bmatcuk/doublestar/v4 v4.10.4
 	github.com/goccy/go-yaml v1.19.2
 )
+
+require github.com/pelletier/go-toml/v2 v2.4.3

@@ -47,16 +47,19 @@ func Parse(name string, data []byte) (plan *muster.Plan, probs muster.Problems) 
 }
 
 // Load reads and parses the plan file at path. Problems come back as a
-// muster.Problems error (bad input); a file that cannot be read is a
-// *muster.Error with code muster.CodeInvalid naming the file.
+// *muster.Error with code muster.CodeInvalid that wraps muster.Problems
+// (errors.As finds them; the message is one "FILE:LINE: message" a
+// line), along with the plan as far as it could be read; a file that
+// cannot be read is a *muster.Error with code muster.CodeInvalid naming
+// the file.
 func Load(path string) (*muster.Plan, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, &muster.Error{Code: muster.CodeInvalid, Op: "read plan " + path, Err: err}
+		return nil, &muster.Error{Code: muster.CodeInvalid, Op: "read plan", Err: err}
 	}
 	p, probs := Parse(path, data)
 	if len(probs) > 0 {
-		return p, probs
+		return p, &muster.Error{Code: muster.CodeInvalid, Err: probs}
 	}
 	return p, nil
 }

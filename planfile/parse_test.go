@@ -263,7 +263,7 @@ func TestLoad(t *testing.T) {
 	}
 	_, err = Load(bad)
 	var ps muster.Problems
-	if !errors.As(err, &ps) || muster.ErrorCode(err) != muster.CodeInternal && len(ps) != 1 {
+	if !errors.As(err, &ps) || muster.ErrorCode(err) != muster.CodeInvalid || len(ps) != 1 {
 		t.Fatalf("bad plan: %v", err)
 	}
 	if err.Error() != bad+`:2: unknown key "Owms"; did you mean "Owns"?` {

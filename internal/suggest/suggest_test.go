@@ -33,6 +33,8 @@ func TestNearest(t *testing.T) {
 		{"gates", "Gate"},
 		{"banana", ""},
 		{"x", ""},
+		{"Exec", "Executor"},
+		{"ti", ""},
 		{"Rnu", ""},
 	} {
 		if got := Nearest(tc.word, keys); got != tc.want {
