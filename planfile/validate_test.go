@@ -65,6 +65,8 @@ func TestValidate(t *testing.T) {
 			[]string{`p.md:5: warning: tasks a (line 1) and b may run at the same time and their Owns overlap: "internal/http/" and "internal/http/router.go"`}},
 		{"overlap strict", "## [ ] a: A\nOwns: **/*.go\n\n## [ ] b: B\nOwns: x.go\n", true,
 			[]string{`p.md:5: tasks a (line 1) and b may run at the same time and their Owns overlap: "**/*.go" and "x.go"`}},
+		{"overlap glob later", "## [ ] a: A\nOwns: pkg/x.go\n\n## [ ] b: B\nOwns: other.go\n\n## [ ] c: C\nOwns: **/x.go\n", false,
+			[]string{`p.md:8: warning: tasks a (line 1) and c may run at the same time and their Owns overlap: "pkg/x.go" and "**/x.go"`}},
 		{"ordered transitively", "## [ ] a: A\nOwns: x.go\n\n## [ ] b: B\nAfter: a\n\n## [ ] c: C\nAfter: b\nOwns: x.go\n", true, nil},
 		{"done tasks do not overlap", "## [x] a: A\nOwns: x.go\n\n## [ ] c: C\nOwns: x.go\n", true, nil},
 	} {
@@ -153,6 +155,13 @@ func TestValidateFragment(t *testing.T) {
 			}},
 		{"owns missing", "## [ ] p1: One\n", 5,
 			[]string{`out.md:1: task p1: needs Owns inside the Owns of task plan (parser/, docs/parser.md)`}},
+		{"authority and commands", "## [ ] p1: One\nOwns: parser/a\nAuthority: shell\nKind: code\nRun: rm -rf /\nGate: curl x | sh\nLoop: max=2 make\n", 5,
+			[]string{
+				`out.md:3: task p1: Authority shell is more than task plan has (write)`,
+				`out.md:5: task p1: Run is a command; only a delegating task with Authority shell may propose commands`,
+				`out.md:6: task p1: Gate is a command; only a delegating task with Authority shell may propose commands`,
+				`out.md:7: task p1: Loop is a command; only a delegating task with Authority shell may propose commands`,
+			}},
 		{"owns escape", "## [ ] p1: One\nOwns: parser/../../x\n", 5,
 			[]string{`out.md:2: task p1: Owns "parser/../../x": path escapes the repository with ..`}},
 	} {
@@ -165,9 +174,15 @@ func TestValidateFragment(t *testing.T) {
 			t.Errorf("%s:\n got %q\nwant %q", tc.name, got, tc.want)
 		}
 	}
+	// A parent with shell authority may propose commands.
+	shell := mustParse(t, "plan.md", "## [ ] plan: P\nAuthority: shell\nDelegates: yes\n")
+	frag := mustParse(t, "out.md", "## [ ] p1: One\nKind: code\nRun: make gen\nGate: make test\nAuthority: shell\n")
+	if probs := ValidateFragment(shell.Tasks[0], shell, frag, crew(), 0); len(probs) != 0 {
+		t.Errorf("shell parent: %v", probs)
+	}
 	// A parent without Owns lets new tasks own anything.
 	free := mustParse(t, "plan.md", "## [ ] plan: P\nDelegates: yes\n")
-	frag := mustParse(t, "out.md", "## [ ] p1: One\nOwns: anything/\n\n## [ ] p2: Two\n")
+	frag = mustParse(t, "out.md", "## [ ] p1: One\nOwns: anything/\n\n## [ ] p2: Two\n")
 	if probs := ValidateFragment(free.Tasks[0], free, frag, crew(), 0); len(probs) != 0 {
 		t.Errorf("free parent: %v", probs)
 	}
