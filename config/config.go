@@ -3,8 +3,10 @@ package config
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -459,4 +461,21 @@ func quoteOr(list []string) string {
 		return strings.Join(q, "")
 	}
 	return strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
+}
+
+// Resolve returns the configuration for a command: the file explicit
+// when it is set (it must exist: the --config flag), else FileName in
+// repoDir when that file exists, else Default().
+func Resolve(repoDir, explicit string) (*muster.Config, error) {
+	if explicit != "" {
+		return Load(explicit)
+	}
+	path := filepath.Join(repoDir, FileName)
+	if _, err := os.Stat(path); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return Default(), nil
+		}
+		return nil, &muster.Error{Code: muster.CodeInvalid, Op: "read config", Err: err}
+	}
+	return Load(path)
 }

@@ -167,3 +167,22 @@ func TestLoadErrors(t *testing.T) {
 		t.Errorf("bad: %v", err)
 	}
 }
+
+func TestResolve(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfg, err := Resolve(dir, "")
+	if err != nil || !reflect.DeepEqual(cfg, Default()) {
+		t.Errorf("no file: %+v %v", cfg, err)
+	}
+	if _, err := Resolve(dir, filepath.Join(dir, "other.toml")); muster.ErrorCode(err) != muster.CodeInvalid {
+		t.Errorf("missing --config: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, FileName), []byte("[executors.s]\nkind = \"sim\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err = Resolve(dir, "")
+	if err != nil || len(cfg.Executors) != 1 || cfg.Source != filepath.Join(dir, FileName) {
+		t.Errorf("repo file: %+v %v", cfg, err)
+	}
+}

@@ -78,3 +78,20 @@ func firstInvalidLine(data []byte) int {
 	}
 	return line
 }
+
+// Check reads the plan file at path and validates it against cfg: the
+// whole of what `muster validate` and `muster run` need. It returns the
+// plan and every problem (of parsing and of validation) sorted by line;
+// warnings are among them (see muster.Problems.Errors). err is only for a
+// file that cannot be read (a *muster.Error with code
+// muster.CodeInvalid).
+func Check(path string, cfg *muster.Config, opts Options) (*muster.Plan, muster.Problems, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, &muster.Error{Code: muster.CodeInvalid, Op: "read plan", Err: err}
+	}
+	p, probs := Parse(path, data)
+	probs = append(probs, Validate(p, cfg, opts)...)
+	sortProblems(probs)
+	return p, probs, nil
+}

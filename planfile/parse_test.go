@@ -274,3 +274,26 @@ func TestLoad(t *testing.T) {
 		t.Errorf("good plan: %v", err)
 	}
 }
+
+func TestCheck(t *testing.T) {
+	t.Parallel()
+	p, probs, err := Check("testdata/bad.md", crew(), Options{})
+	if err != nil || p == nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		`testdata/bad.md:4: unknown key "Owms"; did you mean "Owns"?`,
+		`testdata/bad.md:5: task api: Owns "../escape.go": path escapes the repository with ..`,
+		`testdata/bad.md:7: duplicate task ID "api" (first on line 3)`,
+		`testdata/bad.md:8: task api: unknown dependency "rout"`,
+		`testdata/bad.md:10: bad task ID "bad id": use letters, digits, ".", "_" and "-", starting with a letter or digit`,
+		`testdata/bad.md:11: task bad id: unknown dependency "c"`,
+		`testdata/bad.md:14: dependency cycle: a -> b -> a`,
+	}
+	if got := problemStrings(probs); !reflect.DeepEqual(got, want) {
+		t.Errorf("got %q", got)
+	}
+	if _, _, err := Check("testdata/none.md", nil, Options{}); muster.ErrorCode(err) != muster.CodeInvalid {
+		t.Errorf("missing: %v", err)
+	}
+}
