@@ -267,7 +267,12 @@ func (r *reader) executor(e *muster.ExecutorSpec, t map[string]any, path []strin
 			}
 		case "roles":
 			e.Roles = r.strings(v, p)
-			if len(e.Roles) == 0 {
+			for _, role := range e.Roles {
+				if !namePattern.MatchString(role) {
+					r.at(p, "executor %s: bad role %q: use letters, digits, \".\", \"_\" and \"-\"", e.Name, role)
+				}
+			}
+			if v, ok := v.([]any); ok && len(v) == 0 {
 				r.at(p, "executor %s: roles: want at least one role, such as \"coder\"", e.Name)
 			}
 		case "model":

@@ -1,6 +1,7 @@
 package planfile
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -33,6 +34,7 @@ func Parse(name string, data []byte) (plan *muster.Plan, probs muster.Problems) 
 			probs = muster.Problems{{File: name, Message: fmt.Sprintf("cannot read the plan: %v", r)}}
 		}
 	}()
+	data = bytes.TrimPrefix(data, []byte("\ufeff")) // a byte-order mark
 	if !utf8.Valid(data) {
 		return &muster.Plan{Source: name, Tasks: []*muster.Task{}},
 			muster.Problems{{File: name, Line: firstInvalidLine(data), Message: "not UTF-8 text"}}

@@ -91,7 +91,7 @@ func TestParseYAMLSampleHashesLikeMarkdown(t *testing.T) {
 
 func TestParseMarkdownStructure(t *testing.T) {
 	t.Parallel()
-	src := "Brief line one.\r\n\r\n## Context\r\nstill brief\r\n" +
+	src := "\ufeffBrief line one.\r\n\r\n## Context\r\nstill brief\r\n" +
 		"## [X] a: First: with colon\r\n" +
 		"Gate: make test, lint\r\n" +
 		"Gate: go vet ./...\r\n" +
