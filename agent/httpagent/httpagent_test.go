@@ -45,6 +45,15 @@ func script() *mockllm.Script {
 			{Tools: []mockllm.ToolCall{{Name: "list_files"}}}, {Tools: []mockllm.ToolCall{{Name: "list_files"}}},
 			{Tools: []mockllm.ToolCall{{Name: "list_files"}}}, {Text: "never reached"},
 		}},
+		{Name: "review", Steps: []mockllm.Step{
+			{Tools: []mockllm.ToolCall{{Name: "report_findings", Input: map[string]any{"findings": []any{
+				map[string]any{"severity": "major", "title": "greeting lacks a comma", "path": "greet.txt", "line": 1}}}}}},
+			{Text: "Reviewed."},
+		}},
+		{Name: "satisfied", Steps: []mockllm.Step{
+			{Tools: []mockllm.ToolCall{{Name: "task_satisfied", Input: map[string]any{"reason": "already says hello"}}}},
+			{Text: "Nothing to do."},
+		}},
 		{Name: "rate", Steps: []mockllm.Step{{Status: 429, RetryAfter: "7", Error: "slow down"}}},
 		{Name: "overloaded", Steps: []mockllm.Step{{Status: 529}}},
 		{Name: "flaky", Steps: []mockllm.Step{{Status: 503, Times: 1}, {Text: "recovered"}}},
@@ -213,6 +222,37 @@ func TestShellOnlyWithAuthority(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(s.req.Dir, "shell.txt"))
 	if err != nil || string(b) != "from-shell\n" {
 		t.Fatalf("shell.txt %q %v", b, err)
+	}
+}
+
+func TestReviewerFindingsAndSatisfied(t *testing.T) {
+	t.Parallel()
+	s := newSetup(t, "openai", "--api=responses")
+	s.req.Role = muster.RoleReviewer
+	s.req.DiffFile = filepath.Join(s.req.Scratch, "diff.patch")
+	must(t, os.WriteFile(s.req.DiffFile, []byte("+hello-diff-marker\n"), 0o644))
+	res, err := s.run(t, "review")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Reviewed || len(res.Findings) != 1 || res.Findings[0].Severity != "major" || res.Findings[0].Line != 1 {
+		t.Fatalf("result %+v", res)
+	}
+	if first := s.srv.Requests()[0].Body; !strings.Contains(first, "hello-diff-marker") || strings.Contains(first, "task_satisfied") {
+		t.Errorf("reviewer request lacks the diff or offers task_satisfied")
+	}
+
+	s = newSetup(t, "anthropic")
+	res, err = s.run(t, "satisfied")
+	if err != nil || !res.Satisfied {
+		t.Fatalf("res %+v err %v", res, err)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 
