@@ -224,3 +224,38 @@ func TestParseScriptErrors(t *testing.T) {
 }
 
 func mustJSON(v any) string { b, _ := json.Marshal(v); return string(b) }
+
+func TestExampleScriptLoads(t *testing.T) {
+	t.Parallel()
+	s, err := mockllm.LoadScript("testdata/agents.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Scenarios) < 10 {
+		t.Fatalf("%d scenarios", len(s.Scenarios))
+	}
+	srv := mockllm.Start(t, s)
+	_, _, body := post(t, srv.URL+"/v1/responses", `{"model":"gpt-5.5","tools":[{"type":"custom","name":"apply_patch"}],
+	  "input":[{"role":"user","content":"[scenario: codex-patch]"}]}`)
+	if !strings.Contains(body, `"custom_tool_call"`) || !strings.Contains(body, "*** Add File: patched.txt") {
+		t.Fatalf("apply_patch reply %s", body)
+	}
+}
+
+func BenchmarkAnthropicStream(b *testing.B) {
+	s, err := mockllm.LoadScript("testdata/agents.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := mockllm.Start(b, s)
+	body := `{"model":"m","stream":true,"tools":[{"name":"Write"}],"messages":[{"role":"user","content":"[scenario: claude-write] Primary working directory: /w"}]}`
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		resp, err := http.Post(srv.URL+"/v1/messages", "application/json", strings.NewReader(body))
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+}

@@ -195,7 +195,9 @@ func (e *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit fu
 		if model == "" {
 			model = e.model
 		}
-		emit(muster.Record{Type: muster.RecUsage, Model: model, Usage: tr.usage})
+		if !tr.usage.IsZero() {
+			emit(muster.Record{Type: muster.RecUsage, Model: model, Usage: tr.usage})
+		}
 		if strings.TrimSpace(tr.text) != "" {
 			tail.add(tr.text)
 			emit(muster.Record{Type: muster.RecMessage, Text: truncate(tr.text, 2<<10)})

@@ -402,3 +402,32 @@ func TestRedact(t *testing.T) {
 		t.Fatalf("Redact = %q", got)
 	}
 }
+
+// BenchmarkToolLoop runs the four-request edit task against the mock.
+func BenchmarkToolLoop(b *testing.B) {
+	for _, k := range kinds {
+		b.Run(k.name, func(b *testing.B) {
+			srv := mockllm.Start(b, script())
+			base := srv.URL + "/v1"
+			if k.kind == "anthropic" {
+				base = srv.URL
+			}
+			spec := &muster.ExecutorSpec{Name: "b", Kind: k.kind, Model: "m", BaseURL: base, Args: k.args}
+			ex, err := httpagent.New(spec)
+			if err != nil {
+				b.Fatal(err)
+			}
+			dir := b.TempDir()
+			req := &muster.ExecRequest{Spec: spec, Dir: dir, Prompt: "[scenario: edit]"}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if err := os.WriteFile(filepath.Join(dir, "greet.txt"), []byte("hello\n"), 0o644); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := ex.Execute(context.Background(), req, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
