@@ -9,7 +9,8 @@
 //
 //	--api=chat|responses   openai kind: which API (default chat)
 //	--max-turns=N          model requests per invocation (default 30)
-//	--max-tokens=N         output tokens per request (default 8192)
+//	--max-tokens=N         output tokens per request (default 8192; Chat
+//	                       Completions sends max_tokens only when set)
 //	--no-stream            ask for whole JSON replies instead of SSE
 //	--retries=N            retries of transient failures (default 2)
 //	--retry-delay=D        first backoff delay (default 1s, doubling, cap 30s)
@@ -59,7 +60,7 @@ type Executor struct {
 
 // New returns the executor for spec (kind "openai" or "anthropic").
 func New(spec *muster.ExecutorSpec) (*Executor, error) {
-	e := &Executor{spec: spec, model: spec.Model, maxTurns: DefaultMaxTurns, maxTokens: DefaultMaxTokens,
+	e := &Executor{spec: spec, model: spec.Model, maxTurns: DefaultMaxTurns, maxTokens: -1,
 		stream: true, retries: DefaultRetries, retryDelay: time.Second, cmdTimeout: 2 * time.Minute,
 		client: &http.Client{}, now: time.Now}
 	switch spec.Kind {
@@ -80,6 +81,12 @@ func New(spec *muster.ExecutorSpec) (*Executor, error) {
 	}
 	if e.model == "" {
 		return nil, fmt.Errorf("executor %q: kind %s needs a model", spec.Name, spec.Kind)
+	}
+	if e.maxTokens < 0 {
+		e.maxTokens = DefaultMaxTokens
+		if e.api == "chat" {
+			e.maxTokens = 0
+		}
 	}
 	return e, nil
 }

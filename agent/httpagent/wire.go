@@ -117,7 +117,12 @@ func newChat(model, system, prompt string, tools []toolSpec, maxTokens int) *cha
 }
 
 func (w *chatWire) request(stream bool) any {
-	r := map[string]any{"model": w.model, "messages": w.messages, "tools": w.tools, "max_tokens": w.maxTokens, "stream": stream}
+	r := map[string]any{"model": w.model, "messages": w.messages, "tools": w.tools, "stream": stream}
+	if w.maxTokens > 0 {
+		// Only when asked: newer OpenAI models refuse max_tokens, and
+		// local servers have their own default.
+		r["max_tokens"] = w.maxTokens
+	}
 	if stream {
 		r["stream_options"] = map[string]any{"include_usage": true}
 	}
