@@ -193,3 +193,27 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+func TestRelativeCommandRunsFromWorktree(t *testing.T) {
+	t.Parallel()
+	spec := &muster.ExecutorSpec{Name: "script", Command: []string{"./scripts/agent.sh"}}
+	ex, err := command.New(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := agenttest.NewRequest(t, spec)
+	script := "#!/bin/sh\nread -r first\necho \"{\\\"type\\\":\\\"tool\\\",\\\"name\\\":\\\"Read\\\",\\\"args\\\":\\\"$first\\\"}\"\n"
+	if err := os.MkdirAll(filepath.Join(req.Dir, "scripts"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(req.Dir, "scripts", "agent.sh"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var got []muster.Record
+	if _, err := ex.Execute(context.Background(), req, func(r muster.Record) { got = append(got, r) }); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Tool != "Read" || got[0].Args != "Do the task." {
+		t.Fatalf("records %+v", got)
+	}
+}

@@ -64,9 +64,9 @@ func New(spec *muster.ExecutorSpec) (*Executor, error) {
 		stream: true, retries: DefaultRetries, retryDelay: time.Second, cmdTimeout: 2 * time.Minute,
 		client: &http.Client{}, now: time.Now}
 	switch spec.Kind {
-	case "openai":
+	case muster.ExecOpenAI:
 		e.api, e.baseURL = "chat", "https://api.openai.com/v1"
-	case "anthropic":
+	case muster.ExecAnthropic:
 		e.api, e.baseURL = "messages", "https://api.anthropic.com"
 	default:
 		return nil, fmt.Errorf("executor %q: httpagent does not handle kind %q", spec.Name, spec.Kind)
@@ -109,7 +109,7 @@ func (e *Executor) setArg(a string) error {
 	}
 	var err error
 	switch {
-	case name == "api" && e.spec.Kind == "openai" && (val == "chat" || val == "responses"):
+	case name == "api" && e.spec.Kind == muster.ExecOpenAI && (val == "chat" || val == "responses"):
 		e.api = val
 	case name == "max-turns" && hasVal:
 		e.maxTurns, err = num()
@@ -137,7 +137,7 @@ func (e *Executor) keyEnv() string {
 	if e.spec.APIKeyEnv != "" {
 		return e.spec.APIKeyEnv
 	}
-	if e.spec.Kind == "anthropic" {
+	if e.spec.Kind == muster.ExecAnthropic {
 		return "ANTHROPIC_API_KEY"
 	}
 	return "OPENAI_API_KEY"
