@@ -178,11 +178,17 @@ func TestChatAndGemini(t *testing.T) {
 func TestErrorsAndTimes(t *testing.T) {
 	t.Parallel()
 	s := start(t)
+	// A side request without tools neither gets nor uses up the error.
 	resp, _, body := post(t, s.URL+"/v1/messages", `{"messages":[{"role":"user","content":"[scenario: flaky]"}]}`)
+	if resp.StatusCode != 200 {
+		t.Fatalf("side request: %d %s", resp.StatusCode, body)
+	}
+	flaky := `{"tools":[{"name":"Write"}],"messages":[{"role":"user","content":"[scenario: flaky]"}]}`
+	resp, _, body = post(t, s.URL+"/v1/messages", flaky)
 	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "2" || !strings.Contains(body, "rate_limit_error") {
 		t.Fatalf("first: %d %s", resp.StatusCode, body)
 	}
-	resp, _, body = post(t, s.URL+"/v1/messages", `{"messages":[{"role":"user","content":"[scenario: flaky]"}]}`)
+	resp, _, body = post(t, s.URL+"/v1/messages", flaky)
 	if resp.StatusCode != 200 || !strings.Contains(body, "after the rate limit") {
 		t.Fatalf("second: %d %s", resp.StatusCode, body)
 	}

@@ -282,7 +282,9 @@ func (h *Handler) choose(t *turn) (*Scenario, int, *Step) {
 	for i := range sc.Steps {
 		st := &sc.Steps[i]
 		key := sc.Name + "/" + strconv.Itoa(i)
-		if st.Times > 0 && h.used[key] >= st.Times {
+		// A request offering no tools is a side request (a title, a
+		// summary): it never uses up a limited error step.
+		if st.Times > 0 && (h.used[key] >= st.Times || !t.tools) {
 			continue
 		}
 		if n == t.step {

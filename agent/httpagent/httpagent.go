@@ -171,6 +171,9 @@ func (e *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit fu
 		defer cancel()
 	}
 	tb, err := newToolbox(req.Dir, req.Authority, e.cmdTimeout)
+	if err == nil {
+		tb.hide = e.keyEnv()
+	}
 	if err != nil {
 		return nil, &muster.AgentError{Class: muster.FailStart, Message: err.Error()}
 	}
@@ -206,8 +209,9 @@ func (e *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit fu
 			emit(muster.Record{Type: muster.RecUsage, Model: model, Usage: tr.usage})
 		}
 		if strings.TrimSpace(tr.text) != "" {
-			tail.add(tr.text)
-			emit(muster.Record{Type: muster.RecMessage, Text: truncate(tr.text, 2<<10)})
+			text := Redact(tr.text, key)
+			tail.add(text)
+			emit(muster.Record{Type: muster.RecMessage, Text: truncate(text, 2<<10)})
 		}
 		if len(tr.calls) == 0 {
 			res.Tail = tail.String()
@@ -216,13 +220,13 @@ func (e *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit fu
 		w.addAssistant(tr)
 		results := make([]toolResult, 0, len(tr.calls))
 		for _, c := range tr.calls {
-			summary := tb.summary(c.name, c.args)
+			summary := Redact(tb.summary(c.name, c.args), key)
 			emit(muster.Record{Type: muster.RecTool, Tool: c.name, Args: summary})
 			out, isErr, handled := report(c, res, emit)
 			if !handled {
 				out, isErr = tb.run(ctx, c.name, c.args)
 			}
-			tail.add(fmt.Sprintf("[%s %s] %s", c.name, summary, truncate(firstLine(out), 200)))
+			tail.add(fmt.Sprintf("[%s %s] %s", c.name, summary, Redact(truncate(firstLine(out), 200), key)))
 			results = append(results, toolResult{id: c.id, name: c.name, output: out, isError: isErr})
 		}
 		if ctx.Err() != nil {

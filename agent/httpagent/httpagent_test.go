@@ -21,8 +21,15 @@ const (
 	secret = "sk-test-SECRETVALUE-0123456789"
 )
 
+// plainKeyEnv holds a key under a name the credential scrub does not catch.
+const (
+	plainKeyEnv = "MUSTERTESTCRED"
+	plainSecret = "plainsecret-ABCDEF-424242"
+)
+
 func TestMain(m *testing.M) {
 	os.Setenv(keyEnv, secret)
+	os.Setenv(plainKeyEnv, plainSecret)
 	os.Exit(m.Run())
 }
 
@@ -53,6 +60,10 @@ func script() *mockllm.Script {
 		{Name: "satisfied", Steps: []mockllm.Step{
 			{Tools: []mockllm.ToolCall{{Name: "task_satisfied", Input: map[string]any{"reason": "already says hello"}}}},
 			{Text: "Nothing to do."},
+		}},
+		{Name: "leaky", Steps: []mockllm.Step{
+			{Tools: []mockllm.ToolCall{{Name: "run_command", Input: map[string]any{"command": "env; echo \"v=$" + plainKeyEnv + "\""}}}},
+			{Text: "The key is " + plainSecret + " and " + secret},
 		}},
 		{Name: "rate", Steps: []mockllm.Step{{Status: 429, RetryAfter: "7", Error: "slow down"}}},
 		{Name: "overloaded", Steps: []mockllm.Step{{Status: 529}}},
@@ -253,6 +264,27 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestKeyNeverLeaks(t *testing.T) {
+	t.Parallel()
+	s := newSetup(t, "openai")
+	s.exec, _ = httpagent.New(&muster.ExecutorSpec{Name: "local", Kind: "openai", Model: "m", BaseURL: s.srv.URL + "/v1", APIKeyEnv: plainKeyEnv})
+	s.req.Authority = muster.AuthorityShell
+	res, err := s.run(t, "leaky")
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := fmt.Sprintf("%+v %+v", s.rec.all(), res)
+	if strings.Contains(all, plainSecret) || strings.Contains(all, secret) {
+		t.Errorf("key in records or result: %s", all)
+	}
+	if !strings.Contains(all, "[redacted]") {
+		t.Errorf("nothing redacted: %s", all)
+	}
+	if body := s.srv.Requests()[1].Body; strings.Contains(body, plainSecret) || !strings.Contains(body, "v=") {
+		t.Errorf("run_command saw the key, or did not run")
 	}
 }
 

@@ -27,6 +27,7 @@ type toolbox struct {
 	write      bool
 	shell      bool
 	cmdTimeout time.Duration
+	hide       string // a variable kept from run_command's environment (the API key)
 }
 
 func newToolbox(dir string, auth muster.Authority, cmdTimeout time.Duration) (*toolbox, error) {
@@ -389,7 +390,7 @@ func (tb *toolbox) command(ctx context.Context, a toolArgs) (string, error) {
 			buf.WriteByte('\n')
 		}
 	}
-	res, err := proc.Run(ctx, proc.Spec{Argv: []string{"sh", "-c", a.Command}, Dir: tb.root, Env: proc.Environ(),
+	res, err := proc.Run(ctx, proc.Spec{Argv: []string{"sh", "-c", a.Command}, Dir: tb.root, Env: tb.environ(),
 		Timeout: tb.cmdTimeout, Grace: 2 * time.Second, OnLine: add, OnStderr: add})
 	if err != nil {
 		return "", err
@@ -405,6 +406,20 @@ func (tb *toolbox) command(ctx context.Context, a toolArgs) (string, error) {
 		out = "[…cut…]\n" + out[len(out)-MaxToolOutput+200:]
 	}
 	return head + out, nil
+}
+
+// environ is the scrubbed environment of run_command, without the API
+// key's variable whatever its name.
+func (tb *toolbox) environ() []string {
+	env := proc.Environ()
+	out := env[:0]
+	for _, kv := range env {
+		if tb.hide != "" && strings.HasPrefix(kv, tb.hide+"=") {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
 }
 
 func unwrapPath(err error) error {
