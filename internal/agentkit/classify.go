@@ -44,8 +44,9 @@ func Classify(status, exitCode int, text string, now time.Time) *muster.AgentErr
 }
 
 func usageLimit(low string) bool {
-	return containsAny(low, "usage limit", "usage_limit", "limit reached", "quota", "exhausted your capacity",
-		"resource_exhausted", "insufficient_quota", "credit balance", "out of credits", "billing", "session limit",
+	low = strings.ReplaceAll(low, "request a quota increase", "")
+	return containsAny(low, "usage limit", "usage_limit", "limit reached", "quota exceeded", "exceeded your current quota",
+		"exhausted your capacity", "insufficient_quota", "credit balance", "out of credits", "billing", "session limit",
 		"weekly limit", "daily limit")
 }
 
@@ -59,7 +60,7 @@ func containsAny(s string, subs ...string) bool {
 }
 
 var (
-	statusRE     = regexp.MustCompile(`(?i)(?:status(?: code)?|error|http)[:= ]*\b([45]\d\d)\b|\b([45]\d\d) (?:Too Many|Unauthorized|Forbidden|Internal|Bad|Service|Not Found|Overloaded)`)
+	statusRE     = regexp.MustCompile(`(?i)(?:status(?: ?code)?|error|http|code)["':= ]*\b([45]\d\d)\b|\b([45]\d\d) (?:Too Many|Unauthorized|Forbidden|Internal|Bad|Service|Not Found|Overloaded)`)
 	retryAfterRE = regexp.MustCompile(`(?i)retry[-_ ]?after["':= ]*\s*(\d+(?:\.\d+)?)\s*(ms|milliseconds?|s|secs?|seconds?|m|mins?|minutes?)?`)
 	tryInRE      = regexp.MustCompile(`(?i)(?:try again|retry|retrying|resets?) in\s+((?:\d+(?:\.\d+)?\s*[a-z]+[\s,and]*)+)`)
 	retryMSRE    = regexp.MustCompile(`(?i)retry_delay_ms["':= ]*\s*(\d+)`)
