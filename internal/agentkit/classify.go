@@ -64,7 +64,7 @@ var (
 	retryAfterRE = regexp.MustCompile(`(?i)retry[-_ ]?after["':= ]*\s*(\d+(?:\.\d+)?)\s*(ms|milliseconds?|s|secs?|seconds?|m|mins?|minutes?)?`)
 	tryInRE      = regexp.MustCompile(`(?i)(?:try again|retry|retrying|resets?) in\s+((?:\d+(?:\.\d+)?\s*[a-z]+[\s,and]*)+)`)
 	retryMSRE    = regexp.MustCompile(`(?i)retry_delay_ms["':= ]*\s*(\d+)`)
-	durPartRE    = regexp.MustCompile(`(?i)(\d+(?:\.\d+)?)\s*(ms|milliseconds?|s|secs?|seconds?|m|mins?|minutes?|h|hrs?|hours?|d|days?)\b`)
+	durPartRE    = regexp.MustCompile(`(?i)(\d+(?:\.\d+)?)\s*(milliseconds?|ms|seconds?|secs?|s|minutes?|mins?|m|hours?|hrs?|h|days?|d)`)
 	epochRE      = regexp.MustCompile(`\|(\d{10})\b`)
 	clockRE      = regexp.MustCompile(`(?i)(?:resets?|try again|available again|reset)(?: at)?\s+(\d{1,2})(?::(\d{2}))?\s*(am|pm)?(?:\s*\(([A-Za-z_]+/[A-Za-z_]+|UTC)\))?`)
 )
