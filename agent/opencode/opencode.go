@@ -74,7 +74,12 @@ func (e *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit fu
 		Env:     agentkit.Environ(home, kindEnv(home, cfgPath, keyName, key), req),
 		Dir:     req.Dir,
 		Secrets: []string{key},
-		Parse:   parseLine,
+		Parse: func(line []byte, s *agentkit.Stream) error {
+			if s.Model == "" {
+				s.Model = model
+			}
+			return parseLine(line, s)
+		},
 	}
 	res, _, err := agentkit.Run(ctx, req, inv, emit)
 	return res, err
