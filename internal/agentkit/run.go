@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/muster-run/muster"
@@ -34,6 +35,9 @@ type Invocation struct {
 func Run(ctx context.Context, req *muster.ExecRequest, inv Invocation, emit func(muster.Record)) (*muster.ExecResult, *Stream, error) {
 	s := NewStream(emit, inv.Secrets...)
 	var stderr []string
+	// stdout and stderr are read by two goroutines; mu serialises their
+	// use of the stream, so records are never emitted concurrently.
+	var mu sync.Mutex
 	spec := proc.Spec{
 		Argv:  inv.Argv,
 		Dir:   inv.Dir,
@@ -41,6 +45,8 @@ func Run(ctx context.Context, req *muster.ExecRequest, inv Invocation, emit func
 		Grace: req.Grace,
 		Stall: req.Stall,
 		OnLine: func(line string) {
+			mu.Lock()
+			defer mu.Unlock()
 			t := strings.TrimSpace(line)
 			if !strings.HasPrefix(t, "{") {
 				if t != "" {
@@ -55,6 +61,8 @@ func Run(ctx context.Context, req *muster.ExecRequest, inv Invocation, emit func
 			}
 		},
 		OnStderr: func(line string) {
+			mu.Lock()
+			defer mu.Unlock()
 			line = strings.TrimSpace(line)
 			if line == "" {
 				return

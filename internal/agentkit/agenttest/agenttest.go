@@ -229,3 +229,38 @@ func Script() *mockllm.Script {
 	}
 	return &mockllm.Script{Scenarios: sc}
 }
+
+// NoSecret fails the test when secret appears in any record, in the
+// result's tail, or in any file under dirs.
+func NoSecret(t testing.TB, secret string, rec *Recorder, res *muster.ExecResult, dirs ...string) {
+	t.Helper()
+	for _, r := range rec.Records {
+		if strings.Contains(r.Text+r.Args+r.SessionID+r.Tool, secret) {
+			t.Errorf("secret in record %+v", r)
+		}
+	}
+	if res != nil && strings.Contains(res.Tail, secret) {
+		t.Error("secret in tail")
+	}
+	for _, d := range dirs {
+		_ = filepath.WalkDir(d, func(p string, de os.DirEntry, err error) error {
+			if err != nil || de.IsDir() || !de.Type().IsRegular() {
+				return nil
+			}
+			if fi, err := de.Info(); err != nil || fi.Size() > 8<<20 {
+				return nil
+			}
+			b, err := os.ReadFile(p)
+			if err == nil && strings.Contains(string(b), secret) {
+				t.Errorf("secret in file %s", p)
+			}
+			return nil
+		})
+	}
+}
+
+// ReadFile returns the file's content, or "" when it cannot be read.
+func ReadFile(path string) string {
+	b, _ := os.ReadFile(path)
+	return string(b)
+}
