@@ -44,6 +44,8 @@ type ExecRequest struct {
 	SessionID string
 	Timeout   time.Duration
 	Grace     time.Duration
+	// Stall kills the agent when it prints nothing for this long (0: never).
+	Stall time.Duration
 	// Env holds extra variables for the agent (already allowed by config).
 	Env map[string]string
 }
