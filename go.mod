@@ -2,4 +2,12 @@ module github.com/muster-run/muster
 
 go 1.26.8
 
-require github.com/bmatcuk/doublestar/v4 v4.10.4 // indirect
+require (
+	github.com/bmatcuk/doublestar/v4 v4.10.4
+	github.com/spf13/cobra v1.10.2
+)
+
+require (
+	github.com/inconshreveable/mousetrap v1.1.0 // indirect
+	github.com/spf13/pflag v1.0.9 // indirect
+)
