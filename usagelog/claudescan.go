@@ -4,6 +4,7 @@ import (
 	"context"
 	"hash/maphash"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -54,10 +55,21 @@ func ScanClaude(ctx context.Context, opts Options) (*Result, error) {
 		stats   Stats
 		err     error
 	}
-	results, err := runJobs(ctx, jobs, opts.Workers, func(j job) out {
+	workers := opts.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	bufs := make([][]byte, workers)
+	parsers := make([]*claudeParser, workers)
+	results, err := runJobs(ctx, jobs, workers, func(w int, j job) out {
 		var o out
-		p := newClaudeParser(prices, seed, sessionFromPath(j.path))
-		o.err = forEachLine(j.path, j.start, j.end, maxLine, &o.stats, func(line []byte) {
+		p := parsers[w]
+		if p == nil {
+			p = newClaudeParser(prices, seed)
+			parsers[w] = p
+		}
+		p.session = sessionFromPath(j.path)
+		o.err = forEachLine(j.path, j.start, j.end, maxLine, &bufs[w], &o.stats, func(line []byte) {
 			if e, ok := p.line(line, &o.stats); ok {
 				o.entries = append(o.entries, e)
 			}
@@ -119,8 +131,8 @@ type modelInfo struct {
 	known bool
 }
 
-func newClaudeParser(t *cost.Table, seed maphash.Seed, session string) *claudeParser {
-	return &claudeParser{prices: t, seed: seed, session: session,
+func newClaudeParser(t *cost.Table, seed maphash.Seed) *claudeParser {
+	return &claudeParser{prices: t, seed: seed,
 		models: map[string]modelInfo{}, strs: map[string]string{}}
 }
 

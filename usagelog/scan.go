@@ -121,7 +121,7 @@ type lineFunc func(line []byte)
 // forEachLine reads the lines that start in [start, end) of path with a
 // bounded buffer (it grows up to maxLine for long lines). Longer lines
 // are skipped and counted as SkipOverlong.
-func forEachLine(path string, start, end int64, maxLine int, st *Stats, fn lineFunc) error {
+func forEachLine(path string, start, end int64, maxLine int, bufp *[]byte, st *Stats, fn lineFunc) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -137,7 +137,15 @@ func forEachLine(path string, start, end int64, maxLine int, st *Stats, fn lineF
 	if _, err := f.Seek(pos, io.SeekStart); err != nil {
 		return err
 	}
-	buf := make([]byte, min(readSize, maxLine))
+	if len(*bufp) == 0 {
+		*bufp = make([]byte, min(readSize, maxLine))
+	}
+	buf := *bufp
+	defer func() {
+		if len(buf) <= 4*readSize {
+			*bufp = buf // keep grown buffers of moderate size for the next job
+		}
+	}()
 	n := 0        // bytes in buf
 	bufOff := pos // file offset of buf[0]
 	for {
@@ -261,19 +269,19 @@ func splitJobs(paths []string, sizes []int64, chunk int64) []job {
 // runJobs runs work over jobs on workers goroutines and returns the
 // results in job order. Each goroutine lives until the job channel is
 // drained or ctx is done.
-func runJobs[T any](ctx context.Context, jobs []job, workers int, work func(job) T) ([]T, error) {
+func runJobs[T any](ctx context.Context, jobs []job, workers int, work func(worker int, j job) T) ([]T, error) {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
 	out := make([]T, len(jobs))
 	next := make(chan int)
 	var wg sync.WaitGroup
-	for range min(workers, max(len(jobs), 1)) {
+	for w := range min(workers, max(len(jobs), 1)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				out[i] = work(jobs[i])
+				out[i] = work(w, jobs[i])
 			}
 		}()
 	}
