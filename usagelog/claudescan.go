@@ -61,7 +61,14 @@ func ScanClaude(ctx context.Context, opts Options) (*Result, error) {
 	}
 	bufs := make([][]byte, workers)
 	parsers := make([]*claudeParser, workers)
-	results, err := runJobs(ctx, jobs, workers, func(w int, j job) out {
+	res := &Result{Source: "claude", PricesDate: prices.Date()}
+	res.Stats.Files = len(paths)
+	for _, s := range sizes {
+		res.Stats.Bytes += s
+	}
+	d := newDeduper(1024)
+	unreadable := map[int]bool{}
+	err = runJobs(ctx, jobs, workers, func(w int, j job) out {
 		var o out
 		p := parsers[w]
 		if p == nil {
@@ -70,23 +77,23 @@ func ScanClaude(ctx context.Context, opts Options) (*Result, error) {
 		}
 		p.session = sessionFromPath(j.path)
 		o.err = forEachLine(j.path, j.start, j.end, maxLine, &bufs[w], &o.stats, func(line []byte) {
-			if e, ok := p.line(line, &o.stats); ok {
-				o.entries = append(o.entries, e)
+			e, ok := p.line(line, &o.stats)
+			if !ok {
+				return
 			}
+			// Content-block lines of one message are adjacent: keep only
+			// the better of two neighbours with the same key.
+			if n := len(o.entries); n > 0 && e.hasKey && o.entries[n-1].hasKey &&
+				o.entries[n-1].key == e.key && o.entries[n-1].sidechain == e.sidechain {
+				if better(&e, &o.entries[n-1]) {
+					o.entries[n-1] = e
+				}
+				return
+			}
+			o.entries = append(o.entries, e)
 		})
 		return o
-	})
-	if err != nil {
-		return nil, err
-	}
-	res := &Result{Source: "claude", PricesDate: prices.Date()}
-	res.Stats.Files = len(paths)
-	for _, s := range sizes {
-		res.Stats.Bytes += s
-	}
-	d := newDeduper(len(results))
-	unreadable := map[int]bool{}
-	for i, o := range results {
+	}, func(i int, o out) {
 		if o.err != nil {
 			unreadable[jobs[i].file] = true
 		}
@@ -94,7 +101,9 @@ func ScanClaude(ctx context.Context, opts Options) (*Result, error) {
 		for _, e := range o.entries {
 			d.push(e)
 		}
-		results[i].entries = nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	res.Stats.Unreadable = len(unreadable)
 	res.Entries = d.entries

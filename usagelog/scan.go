@@ -266,46 +266,70 @@ func splitJobs(paths []string, sizes []int64, chunk int64) []job {
 	return jobs
 }
 
-// runJobs runs work over jobs on workers goroutines and returns the
-// results in job order. Each goroutine lives until the job channel is
-// drained or ctx is done.
-func runJobs[T any](ctx context.Context, jobs []job, workers int, work func(worker int, j job) T) ([]T, error) {
+// runJobs runs work over jobs on workers goroutines and hands each
+// result to merge in job order, on the calling goroutine, as soon as all
+// earlier jobs are merged (so results do not pile up). The worker
+// goroutines live until the job channel is drained; runJobs waits for
+// them before it returns.
+func runJobs[T any](ctx context.Context, jobs []job, workers int, work func(worker int, j job) T, merge func(i int, r T)) error {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	out := make([]T, len(jobs))
+	type done struct {
+		i int
+		r T
+	}
 	next := make(chan int)
+	results := make(chan done, workers)
 	var wg sync.WaitGroup
 	for w := range min(workers, max(len(jobs), 1)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				out[i] = work(w, jobs[i])
+				results <- done{i, work(w, jobs[i])}
 			}
 		}()
 	}
-	// Hand out big jobs first.
-	order := make([]int, len(jobs))
-	for i := range order {
-		order[i] = i
-	}
-	sort.SliceStable(order, func(a, b int) bool {
-		return jobs[order[a]].end-jobs[order[a]].start > jobs[order[b]].end-jobs[order[b]].start
-	})
+	// Feed jobs in order; a separate goroutine, so that merging below
+	// never blocks a worker. It ends when every job is handed out or ctx
+	// is done.
 	var err error
-feed:
-	for _, i := range order {
-		select {
-		case next <- i:
-		case <-ctx.Done():
-			err = context.Cause(ctx)
-			break feed
+	go func() {
+		defer close(next)
+		for i := range jobs {
+			select {
+			case next <- i:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	go func() {
+		wg.Wait()
+		close(results)
+	}()
+	pending := map[int]T{}
+	want := 0
+	for d := range results {
+		pending[d.i] = d.r
+		for {
+			r, ok := pending[want]
+			if !ok {
+				break
+			}
+			delete(pending, want)
+			merge(want, r)
+			want++
 		}
 	}
-	close(next)
-	wg.Wait()
-	return out, err
+	if want < len(jobs) {
+		err = context.Cause(ctx)
+		if err == nil {
+			err = errors.New("scan stopped early")
+		}
+	}
+	return err
 }
 
 // dirError turns a failure to read the log folder into a muster error.
