@@ -247,7 +247,6 @@ func Build(runs [][]muster.Event, opts Options) *Report {
 	return r
 }
 
-
 func modelKey(m string) string {
 	if m == "" {
 		return "(unknown)"
