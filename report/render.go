@@ -108,9 +108,13 @@ func WriteText(w io.Writer, r *Report) error {
 		}
 		fmt.Fprintf(w, "\n%s\n", s.title)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintf(tw, "\tInput\tOutput\tCache write\tCache read\tTokens\tShare\tCost\t\n")
+		width := 0
 		for _, l := range s.lines {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%.1f%%\t%s\t\n", l.Key, num(l.InputTokens), num(l.OutputTokens),
+			width = max(width, len(l.Key))
+		}
+		fmt.Fprintf(tw, "%s\tInput\tOutput\tCache write\tCache read\tTokens\tShare\tCost\t\n", strings.Repeat(" ", width))
+		for _, l := range s.lines {
+			fmt.Fprintf(tw, "%-*s\t%s\t%s\t%s\t%s\t%s\t%.1f%%\t%s\t\n", width, l.Key, num(l.InputTokens), num(l.OutputTokens),
 				num(l.CacheWriteTokens), num(l.CacheReadTokens), num(l.TotalTokens), l.SharePercent, money(l.Figures))
 		}
 		if err := tw.Flush(); err != nil {

@@ -275,13 +275,21 @@ func (r *Report) WriteJSON(w io.Writer) error {
 func (r *Report) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	keyName := map[string]string{Daily: "Date", Monthly: "Month", Session: "Session"}[r.Report]
-	fmt.Fprintf(tw, "%s\tInput\tOutput\tCache write\tCache read\tTotal tokens\tCost (USD)\t\n", keyName)
+	width := len(keyName)
+	for _, row := range r.Rows {
+		width = max(width, len(row.Key))
+		for _, m := range row.Models {
+			width = max(width, len(m.Model)+2)
+		}
+	}
+	pad := func(s string) string { return s + strings.Repeat(" ", width-len(s)) }
+	fmt.Fprintf(tw, "%s\tInput\tOutput\tCache write\tCache read\tTotal tokens\tCost (USD)\t\n", pad(keyName))
 	line := func(key string, t Totals) {
 		mark := ""
 		if t.Estimated {
 			mark = "*"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s%s\t\n", key, num(t.InputTokens), num(t.OutputTokens),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s%s\t\n", pad(key), num(t.InputTokens), num(t.OutputTokens),
 			num(t.CacheWriteTokens), num(t.CacheReadTokens), num(t.TotalTokens), usd(t.CostMicros), mark)
 	}
 	for _, row := range r.Rows {

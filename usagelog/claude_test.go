@@ -224,7 +224,7 @@ func TestChunkedScanMatches(t *testing.T) {
 	}
 	write(t, dir, "p/big.jsonl", lines...)
 	whole := scan(t, dir, usagelog.Options{Workers: 1})
-	for _, chunk := range []int64{97, 1000, 4096, 65536} {
+	for _, chunk := range []int64{997, 4096, 65536} {
 		part := scan(t, dir, usagelog.Options{Workers: 2, ChunkSize: chunk})
 		if part.Stats.Lines != whole.Stats.Lines || part.Stats.Records != whole.Stats.Records {
 			t.Errorf("chunk %d: lines %d records %d; want %d %d", chunk, part.Stats.Lines, part.Stats.Records, whole.Stats.Lines, whole.Stats.Records)
