@@ -78,14 +78,6 @@ func run() error {
 	}
 	abs, _ := filepath.Abs(*dir)
 	mArgs := []string{"claude", "daily", "--json", "--tz", "UTC", "--dir", abs}
-	if *single {
-		m, err := timeRun(bin, mArgs, nil)
-		if err != nil {
-			return err
-		}
-		fmt.Printf("single file: muster wall %s, CPU %s, peak RSS %.1f MB\n", m.wall.Round(time.Millisecond), m.cpu.Round(time.Millisecond), float64(m.rssKB)/1024)
-		return nil
-	}
 	home, _ := os.MkdirTemp("", "usagebench-home")
 	defer os.RemoveAll(home)
 	cEnv := []string{"HOME=" + home, "CLAUDE_CONFIG_DIR=" + abs, "CODEX_HOME=" + filepath.Join(home, "nocodex"), "TZ=UTC", "PATH=" + os.Getenv("PATH")}
@@ -94,6 +86,22 @@ func run() error {
 	if _, err := os.Stat(*ccusage); err != nil {
 		fmt.Println("ccusage not installed; timing muster only")
 		haveCC = false
+	}
+	if *single {
+		m, err := timeRun(bin, mArgs, nil)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("single file: muster wall %s, CPU %s, peak RSS %.1f MB\n", m.wall.Round(time.Millisecond), m.cpu.Round(time.Millisecond), float64(m.rssKB)/1024)
+		if !haveCC {
+			return nil
+		}
+		c, err := timeRun(*ccusage, cArgs, cEnv)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("single file: ccusage wall %s, CPU %s, peak RSS %.1f MB\n", c.wall.Round(time.Millisecond), c.cpu.Round(time.Millisecond), float64(c.rssKB)/1024)
+		return compare(m.stdout, c.stdout)
 	}
 	// Warm the page cache once each.
 	mw, err := timeRun(bin, mArgs, nil)
