@@ -1,0 +1,95 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/muster-run/muster"
+)
+
+// ErrDetached is returned by Run when the user left the view with q. The
+// run goes on; the caller may keep consuming events (plain lines, say).
+var ErrDetached = errors.New("left the live view; the run continues")
+
+// ErrInterrupt is returned by Run when the user pressed ctrl+c in the
+// view (or the program got SIGINT): the caller should stop the run.
+var ErrInterrupt = errors.New("interrupted from the live view")
+
+// Run shows the live view on out, reading keys from in, fed with the
+// events read from events. It returns nil once the channel is closed
+// (the sender closes it after the run's last event), ErrDetached when the
+// user pressed q, ErrInterrupt on ctrl+c, and the context's cause when
+// ctx ends first. On return the terminal is restored and a short summary
+// of the final state (header and task list) is written to out, since the
+// view itself ran on the alternate screen.
+//
+// Run stops reading events when it returns; a caller that keeps the run
+// going after ErrDetached must keep draining the channel itself.
+func Run(ctx context.Context, events <-chan muster.Event, in io.Reader, out io.Writer, opts Options) error {
+	m := New(opts)
+	p := tea.NewProgram(m, tea.WithContext(ctx), tea.WithInput(in), tea.WithOutput(out))
+	if opts.Width > 0 && opts.Height > 0 {
+		p = tea.NewProgram(m, tea.WithContext(ctx), tea.WithInput(in), tea.WithOutput(out),
+			tea.WithWindowSize(opts.Width, opts.Height))
+	}
+	stop := make(chan struct{})
+	fed := make(chan struct{})
+	// The feeder goroutine forwards events until the channel closes or
+	// Run returns; it ends before Run does.
+	go func() {
+		defer close(fed)
+		for {
+			select {
+			case <-stop:
+				return
+			case e, ok := <-events:
+				if !ok {
+					p.Send(closedMsg{})
+					return
+				}
+				p.Send(EventMsg{e})
+			}
+		}
+	}()
+	final, err := p.Run()
+	close(stop)
+	<-fed
+	if fm, ok := final.(Model); ok {
+		fmt.Fprintln(out, fm.Summary())
+		switch {
+		case fm.stopped:
+			return ErrInterrupt
+		case fm.detached:
+			return ErrDetached
+		}
+	}
+	switch {
+	case errors.Is(err, tea.ErrInterrupted):
+		return ErrInterrupt
+	case ctx.Err() != nil:
+		return context.Cause(ctx)
+	case err != nil:
+		return fmt.Errorf("live view: %w", err)
+	}
+	return nil
+}
+
+// Summary returns the header and the task list as plain text, without
+// colour: what Run leaves on the terminal when the view closes.
+func (m Model) Summary() string {
+	lines := []string{m.header()}
+	for _, id := range m.st.order {
+		t := m.st.tasks[id]
+		line := fmt.Sprintf("  %s %s %s  %s", stateMark[t.State], Sanitize(string(t.ID)), t.State, t.Title)
+		if t.Reason != "" && t.State != "succeeded" {
+			line += " (" + t.Reason + ")"
+		}
+		lines = append(lines, line)
+	}
+	return strings.Join(lines, "\n")
+}
