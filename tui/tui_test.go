@@ -28,7 +28,7 @@ var t0 = time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 
 // loadSample reads testdata/sample.jsonl: 8 tasks on 4 clones, a fix
 // round after review, and a task that fails after two fix rounds.
-func loadSample(t *testing.T) []muster.Event {
+func loadSample(t testing.TB) []muster.Event {
 	t.Helper()
 	f, err := os.Open(filepath.Join("testdata", "sample.jsonl"))
 	if err != nil {
@@ -299,4 +299,18 @@ func TestSanitize(t *testing.T) {
 			t.Errorf("Sanitize(%q) = %q, want %q", in, got, want)
 		}
 	}
+}
+
+// BenchmarkFoldAndRender folds the sample run (170 events) and draws a
+// 160x48 frame after each event, as the program does.
+func BenchmarkFoldAndRender(b *testing.B) {
+	evs := loadSample(b)
+	for b.Loop() {
+		m := New(Options{Now: fixed(time.Minute), Width: 160, Height: 48})
+		for _, e := range evs {
+			m = feed(m, EventMsg{e})
+			_ = m.View()
+		}
+	}
+	b.ReportMetric(float64(len(evs)), "frames/op")
 }
