@@ -56,6 +56,7 @@ type row struct {
 	Gates                  []gateSummary
 	Findings               []finding
 	Tokens, Cost           string
+	Time                   string // from the first start to the end
 	Reason                 string
 }
 
@@ -149,6 +150,9 @@ func makeRow(t *task) row {
 	rw := row{ID: string(t.ID), Title: t.Title, State: t.State, Slot: t.Slot, Attempts: t.Attempts,
 		Rounds: t.Rounds, Commit: t.Commit, Paths: t.Paths, Reason: t.Reason,
 		Tokens: fmtTok(t.Usage.Tokens()), Cost: fmtUSD(t.Usage.CostMicros)}
+	if !t.Start.IsZero() && !t.End.IsZero() && t.End.After(t.Start) {
+		rw.Time = fmtDur(t.End.Sub(t.Start))
+	}
 	rw.CommitShort = t.Commit
 	if len(rw.CommitShort) > 10 {
 		rw.CommitShort = rw.CommitShort[:10]

@@ -148,3 +148,27 @@ func BenchmarkWrite(b *testing.B) {
 	}
 	b.ReportMetric(float64(buf.Len()), "bytes/report")
 }
+
+func TestRetriedAttemptHasItsOwnBar(t *testing.T) {
+	lease := func(s int, typ muster.EventType, clone int) muster.Event {
+		return muster.Event{Time: at(s), Type: typ, Task: "a", Executor: "sim", Clone: clone, Role: muster.RoleCoder}
+	}
+	evs := []muster.Event{
+		{Time: at(0), Type: muster.EvRunStarted, Run: "r3", Config: &muster.Config{Executors: []*muster.ExecutorSpec{{Name: "sim", Kind: "sim", Clones: 2}}}},
+		{Time: at(0), Type: muster.EvTasksPlanned, Tasks: []*muster.Task{{ID: "a", Title: "A"}}},
+		lease(1, muster.EvExecutorLeased, 1), started(1, "a", "sim", 1),
+		{Time: at(20), Type: muster.EvTaskFailed, Task: "a", Attempt: 1, Reason: "exit 1", Retry: true},
+		lease(20, muster.EvExecutorRelease, 1),
+		lease(21, muster.EvExecutorLeased, 2), {Time: at(21), Type: muster.EvTaskStarted, Task: "a", Attempt: 2, Executor: "sim", Clone: 2},
+		{Time: at(50), Type: muster.EvTaskSucceeded, Task: "a", Attempt: 2, Commit: "abc"},
+		lease(50, muster.EvExecutorRelease, 2),
+		{Time: at(51), Type: muster.EvRunFinished, State: muster.RunSucceeded},
+	}
+	html := render(t, evs, Options{})
+	if !strings.Contains(html, `class="bar retried"`) || !strings.Contains(html, `class="bar succeeded"`) {
+		t.Errorf("want a retried and a succeeded bar:\n%s", html)
+	}
+	if !strings.Contains(html, "<td class=\"num\">2</td>") || !strings.Contains(html, "<td class=\"num\">49s</td>") {
+		t.Error("the task row should show 2 attempts and 49s")
+	}
+}

@@ -118,7 +118,7 @@ footer { color: #7a8292; font-size: 12px; }
 <section id="tasks">
 <h2>Tasks</h2>
 <table>
-<thead><tr><th>Task</th><th>Title</th><th>State</th><th>Clone</th><th>Attempts</th><th>Fix rounds</th><th>Commit</th><th>Gates</th><th>Review findings</th><th>Tokens</th><th>Cost</th><th>Reason</th></tr></thead>
+<thead><tr><th>Task</th><th>Title</th><th>State</th><th>Clone</th><th>Attempts</th><th>Fix rounds</th><th>Time</th><th>Commit</th><th>Gates</th><th>Review findings</th><th>Tokens</th><th>Cost</th><th>Reason</th></tr></thead>
 <tbody>
 {{range .Rows}}<tr id="task-{{.ID}}">
 <td><code>{{.ID}}</code></td>
@@ -127,6 +127,7 @@ footer { color: #7a8292; font-size: 12px; }
 <td><code>{{.Slot}}</code></td>
 <td class="num">{{.Attempts}}</td>
 <td class="num">{{.Rounds}}</td>
+<td class="num">{{.Time}}</td>
 <td>{{if .Commit}}<code title="{{.Commit}}">{{.CommitShort}}</code>{{end}}{{if .Paths}}<div class="unknown mono">{{range $i, $p := .Paths}}{{if $i}}, {{end}}{{$p}}{{end}}</div>{{end}}</td>
 <td class="gates">{{range .Gates}}<div><code>{{.Name}}</code> {{range .Runs}}{{if .}}<span class="pass">✓</span>{{else}}<span class="fail">✗</span>{{end}}{{end}}</div>{{end}}</td>
 <td>{{if .Findings}}<ul class="findings">{{range .Findings}}<li><span class="sev-{{.Severity}}">{{.Severity}}</span> {{.Title}}{{with .Where}} <code>{{.}}</code>{{end}}{{if .Round}} <span class="unknown">(round {{.Round}})</span>{{end}}</li>{{end}}</ul>{{end}}</td>
