@@ -19,6 +19,10 @@ type Options struct {
 	// Width and Height are the initial size, before the terminal reports
 	// its own; 0 means 80 by 24.
 	Width, Height int
+	// OnInterrupt, if set, is called (once, from the view's goroutine)
+	// when the user presses ctrl+c in a view started with Start or Run:
+	// the caller stops the run there.
+	OnInterrupt func()
 }
 
 // EventMsg carries one journal event into the model.

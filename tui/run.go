@@ -7,8 +7,6 @@ import (
 	"io"
 	"strings"
 
-	tea "charm.land/bubbletea/v2"
-
 	"github.com/muster-run/muster"
 )
 
@@ -31,52 +29,18 @@ var ErrInterrupt = errors.New("interrupted from the live view")
 // Run stops reading events when it returns; a caller that keeps the run
 // going after ErrDetached must keep draining the channel itself.
 func Run(ctx context.Context, events <-chan muster.Event, in io.Reader, out io.Writer, opts Options) error {
-	m := New(opts)
-	p := tea.NewProgram(m, tea.WithContext(ctx), tea.WithInput(in), tea.WithOutput(out))
-	if opts.Width > 0 && opts.Height > 0 {
-		p = tea.NewProgram(m, tea.WithContext(ctx), tea.WithInput(in), tea.WithOutput(out),
-			tea.WithWindowSize(opts.Width, opts.Height))
-	}
-	stop := make(chan struct{})
-	fed := make(chan struct{})
-	// The feeder goroutine forwards events until the channel closes or
-	// Run returns; it ends before Run does.
-	go func() {
-		defer close(fed)
-		for {
-			select {
-			case <-stop:
-				return
-			case e, ok := <-events:
-				if !ok {
-					p.Send(closedMsg{})
-					return
-				}
-				p.Send(EventMsg{e})
+	l := Start(ctx, in, out, opts)
+	for {
+		select {
+		case e, ok := <-events:
+			if !ok {
+				return l.Close()
 			}
-		}
-	}()
-	final, err := p.Run()
-	close(stop)
-	<-fed
-	if fm, ok := final.(Model); ok {
-		fmt.Fprintln(out, fm.Summary())
-		switch {
-		case fm.stopped:
-			return ErrInterrupt
-		case fm.detached:
-			return ErrDetached
+			l.Send(e)
+		case <-l.Done():
+			return l.Err()
 		}
 	}
-	switch {
-	case errors.Is(err, tea.ErrInterrupted):
-		return ErrInterrupt
-	case ctx.Err() != nil:
-		return context.Cause(ctx)
-	case err != nil:
-		return fmt.Errorf("live view: %w", err)
-	}
-	return nil
 }
 
 // Summary returns the header and the task list as plain text, without

@@ -314,3 +314,35 @@ func BenchmarkFoldAndRender(b *testing.B) {
 	}
 	b.ReportMetric(float64(len(evs)), "frames/op")
 }
+
+func TestLiveSendAndClose(t *testing.T) {
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	var out bytes.Buffer
+	l := Start(context.Background(), pr, &out, Options{Now: fixed(time.Hour), Width: 100, Height: 30})
+	for _, e := range loadSample(t) {
+		l.Send(e)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if l.Active() {
+		t.Error("still active after Close")
+	}
+	l.Send(muster.Event{Type: muster.EvWarning}) // dropped, no panic
+	if !strings.Contains(out.String(), "[7/8]") {
+		t.Errorf("the view did not get every event:\n%s", out.String())
+	}
+}
+
+func TestLiveInterruptCallsBack(t *testing.T) {
+	stopped := make(chan struct{})
+	var out bytes.Buffer
+	l := Start(context.Background(), strings.NewReader("\x03"), &out, Options{Now: fixed(0), Width: 80, Height: 24,
+		OnInterrupt: func() { close(stopped) }})
+	<-l.Done()
+	<-stopped
+	if err := l.Close(); !errors.Is(err, ErrInterrupt) {
+		t.Errorf("Close: %v, want ErrInterrupt", err)
+	}
+}
