@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sync"
 
 	tea "charm.land/bubbletea/v2"
@@ -161,4 +162,23 @@ func (l *Live) Close() error {
 	}
 	<-l.done
 	return l.err
+}
+
+// Interactive reports whether the live view can run on these streams:
+// both are terminals, CI is not set and TERM is not dumb. Otherwise show
+// plain progress lines.
+func Interactive(in io.Reader, out io.Writer) bool {
+	if os.Getenv("CI") != "" || os.Getenv("TERM") == "dumb" {
+		return false
+	}
+	return isTerminal(in) && isTerminal(out)
+}
+
+func isTerminal(v any) bool {
+	f, ok := v.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

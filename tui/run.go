@@ -47,9 +47,13 @@ func Run(ctx context.Context, events <-chan muster.Event, in io.Reader, out io.W
 // colour: what Run leaves on the terminal when the view closes.
 func (m Model) Summary() string {
 	lines := []string{m.header()}
+	iw := 0
+	for _, id := range m.st.order {
+		iw = max(iw, min(24, len([]rune(Sanitize(string(id))))))
+	}
 	for _, id := range m.st.order {
 		t := m.st.tasks[id]
-		line := fmt.Sprintf("  %s %s %s  %s", stateMark[t.State], Sanitize(string(t.ID)), t.State, t.Title)
+		line := fmt.Sprintf("  %s %s %-9s %s", stateMark[t.State], pad(Sanitize(string(t.ID)), iw), t.State, t.Title)
 		if t.Reason != "" && t.State != "succeeded" {
 			line += " (" + t.Reason + ")"
 		}

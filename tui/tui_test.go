@@ -262,7 +262,7 @@ func TestRunEndsWhenStreamCloses(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	if !strings.Contains(out.String(), "[7/8]") || !strings.Contains(out.String(), "e2e failed") {
+	if !strings.Contains(out.String(), "[7/8]") || !strings.Contains(out.String(), "e2e     failed") {
 		t.Errorf("summary missing:\n%s", out.String())
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -78,7 +77,7 @@ func Run(ctx context.Context, opts *Options) error {
 		errc <- Follow(ctx, opts.Journal, PollInterval, events)
 		close(events)
 	}()
-	live := !opts.Plain && Interactive(opts.In, opts.Out)
+	live := !opts.Plain && tui.Interactive(opts.In, opts.Out)
 	if opts.TUI != nil {
 		live = *opts.TUI
 	}
@@ -113,22 +112,4 @@ func Run(ctx context.Context, opts *Options) error {
 		return ferr
 	}
 	return werr
-}
-
-// Interactive reports whether the live view can run: both streams are
-// terminals, CI is not set and TERM is not dumb.
-func Interactive(in io.Reader, out io.Writer) bool {
-	if os.Getenv("CI") != "" || os.Getenv("TERM") == "dumb" {
-		return false
-	}
-	return isTerminal(in) && isTerminal(out)
-}
-
-func isTerminal(v any) bool {
-	f, ok := v.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
