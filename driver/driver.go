@@ -53,8 +53,13 @@ type Options struct {
 	// Reconcile, when resuming, returns commits already on the run branch
 	// by task (found by their Muster-Task trailer).
 	Reconcile func(ctx context.Context) (map[muster.TaskID]string, error)
-	// KillOrphan stops what survives of a crashed attempt's process.
+	// KillOrphan stops what survives of a crashed attempt's process: pid
+	// leads its own process group. It returns once the group is gone.
 	KillOrphan func(pid int)
+	// CrashAt is a test-only hook: "POINT[:N]" kills the process with
+	// SIGKILL the N-th time POINT is reached (an event type, right after
+	// its journal write, or CrashCommit, CrashIntegrate).
+	CrashAt string
 }
 
 // groupJournal is a journal that can write events now and make them
@@ -100,6 +105,7 @@ type Driver struct {
 	pending []muster.Event // worker events waiting for the next batch
 	// unsynced is set while events are written but not yet durable.
 	unsynced bool
+	crash    *crasher
 }
 
 // Run drives the run to its end. It returns the final state; the error is
@@ -112,6 +118,11 @@ func Run(ctx context.Context, opts Options) (*engine.State, error) {
 	if opts.ScratchDir == "" {
 		return nil, errors.New("driver: ScratchDir is required")
 	}
+	c, err := parseCrash(opts.CrashAt)
+	if err != nil {
+		return nil, err
+	}
+	d.crash = c
 	return d.run(ctx)
 }
 
@@ -333,6 +344,11 @@ func (d *Driver) emit(evs ...muster.Event) error {
 			return &muster.Error{Code: muster.CodeInternal, Op: "journal", Err: err}
 		}
 		d.unsynced = true
+		if d.crash != nil {
+			for _, e := range ptrs {
+				d.crash.at(string(e.Type))
+			}
+		}
 	} else {
 		for _, e := range ptrs {
 			if err := d.opts.Journal.Append(e); err != nil {
@@ -430,7 +446,17 @@ func (d *Driver) recover(ctx context.Context) error {
 		commits = c
 	}
 	released := map[string]bool{}
-	for _, o := range engine.Orphans(d.state) {
+	orphans := engine.Orphans(d.state)
+	// What survived of the crashed process's agents goes first, so that
+	// nothing writes into a worktree once it is reset.
+	if d.opts.KillOrphan != nil {
+		for _, o := range orphans {
+			if o.PID > 0 {
+				d.opts.KillOrphan(o.PID)
+			}
+		}
+	}
+	for _, o := range orphans {
 		t := d.state.Tasks[o.Lease.Task]
 		if o.Running && t != nil {
 			if c, ok := commits[t.Task.ID]; ok {

@@ -113,6 +113,9 @@ func (w *worker) run(ctx context.Context) []muster.Event {
 		if err != nil {
 			return w.fail("integrate: "+err.Error(), false)
 		}
+		if len(conflicts) == 0 {
+			w.d.crash.at(CrashIntegrate)
+		}
 		if len(conflicts) > 0 {
 			if conflictRetried {
 				return w.fail("conflict on integration: "+strings.Join(conflicts, ", "), false)
@@ -211,6 +214,7 @@ func (w *worker) rounds(ctx context.Context, exec muster.Executor, feedback stri
 		if err != nil {
 			return w.fail("commit: "+err.Error(), false), ""
 		}
+		w.d.crash.at(CrashCommit)
 		w.send(muster.Event{Type: muster.EvCommitted, Commit: commit, Paths: change.Paths()})
 		return nil, commit
 	}
@@ -313,6 +317,8 @@ func (w *worker) record(spec *muster.ExecutorSpec, role string, clone int) func(
 			w.send(muster.Event{Type: muster.EvNote, Executor: spec.Name, Clone: clone, Message: bound(r.Text, maxGateOutput)})
 		case muster.RecSession:
 			w.sessionID = r.SessionID
+		case muster.RecPID:
+			w.send(muster.Event{Type: muster.EvAgentStarted, Executor: spec.Name, Clone: clone, Role: role, PID: r.PID})
 		}
 	}
 }

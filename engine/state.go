@@ -74,6 +74,9 @@ type State struct {
 	Stopped string
 	// BlockedUntil holds executors paused by a usage limit.
 	BlockedUntil map[string]time.Time
+	// PIDs maps a leased slot to the process its agent runs as (the
+	// latest AgentStarted), until the lease is released.
+	PIDs map[string]int
 
 	ready     []muster.TaskID        // pending tasks with no waiting deps, by priority
 	doomed    map[muster.TaskID]bool // pending tasks with a failed or skipped dependency
@@ -89,6 +92,7 @@ func NewState() *State {
 		Tasks:        map[muster.TaskID]*TaskState{},
 		Leases:       map[string]Lease{},
 		BlockedUntil: map[string]time.Time{},
+		PIDs:         map[string]int{},
 		doomed:       map[muster.TaskID]bool{},
 		RunState:     muster.RunRunning,
 	}
@@ -171,6 +175,7 @@ func (s *State) Apply(e *muster.Event) error {
 			return fmt.Errorf("event %d: %s released but not leased", e.Seq, slot)
 		}
 		delete(s.Leases, slot)
+		delete(s.PIDs, slot)
 		if l.Role != muster.RoleReviewer {
 			s.coders--
 			if t := s.Tasks[l.Task]; t != nil && t.Task.EffectiveAuthority() != muster.AuthorityRead {
@@ -191,6 +196,10 @@ func (s *State) Apply(e *muster.Event) error {
 		t.Started = e.Time
 		t.Reason, t.Phase, t.Round = "", "", 0
 		s.removeReady(t.Task.ID)
+	case muster.EvAgentStarted:
+		if e.PID > 0 {
+			s.PIDs[muster.Slot(e.Executor, e.Clone)] = e.PID
+		}
 	case muster.EvPhase:
 		if t := s.Tasks[e.Task]; t != nil {
 			t.Phase, t.Round = e.Phase, e.Round

@@ -175,6 +175,18 @@ type Session struct {
 
 // Drive opens the workspace and journal and runs the driver to the end.
 func (s *Session) Drive(ctx context.Context) error {
+	// A resume takes the run's lock before it touches any worktree, so
+	// that it never disturbs a run another process drives.
+	var j *journal.Journal
+	var replayed []muster.Event
+	if s.Resume {
+		var err error
+		if j, replayed, err = openJournal(s.Repo, s.RunID); err != nil {
+			return err
+		}
+		defer j.Close()
+	}
+	pruneStale(ctx, s.Repo, s.RunID)
 	ws, err := git.Open(ctx, git.Options{Repo: s.Repo.Top, RunID: s.RunID, Base: s.Base, Resume: s.Resume, Keep: s.Config.Run.Keep})
 	if err != nil {
 		return classifyGit(err)
@@ -182,16 +194,11 @@ func (s *Session) Drive(ctx context.Context) error {
 	defer ws.Close(context.WithoutCancel(ctx))
 	s.Dir = ws.RunDir()
 	s.Base = ws.Base()
-	jpath := filepath.Join(s.Dir, journal.FileName)
-	j, replayed, err := journal.Open(jpath, journal.Options{})
-	if errors.Is(err, journal.ErrLocked) {
-		return cmdutil.Env("run %s is being driven by another muster process", s.RunID)
-	}
-	if err != nil {
-		return cmdutil.Env("%v", err)
-	}
-	defer j.Close()
 	if !s.Resume {
+		if j, replayed, err = openJournal(s.Repo, s.RunID); err != nil {
+			return err
+		}
+		defer j.Close()
 		if len(replayed) > 0 {
 			return cmdutil.Invalid("run %s exists already: pick another --run-id or resume it", s.RunID)
 		}
@@ -215,7 +222,7 @@ func (s *Session) Drive(ctx context.Context) error {
 		RunID: s.RunID, PlanPath: s.Plan.Source, Plan: s.Plan, Config: s.Config, Base: s.Base, Branch: ws.Branch(), Ref: s.Ref,
 		Replayed: replayed, Journal: j, Workspace: ws, Executors: crew, Gates: runner, Price: Price(s.Config),
 		ScratchDir: filepath.Join(s.Dir, "scratch"), Weights: s.Weights,
-		Reconcile: ws.TaskCommits,
+		Reconcile: ws.TaskCommits, KillOrphan: killOrphan, CrashAt: os.Getenv(CrashEnv),
 		OnEvent: func(e *muster.Event, st *engine.State) {
 			pr.OnEvent(e, st)
 			if jsonOut != nil {

@@ -1,0 +1,58 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/git"
+	"github.com/muster-run/muster/internal/cli/cmdutil"
+	"github.com/muster-run/muster/journal"
+)
+
+// CrashEnv names the test-only environment variable that makes the
+// driver kill itself with SIGKILL at a chosen point (driver.Options.CrashAt);
+// the crash test uses it to land kill -9 mid-commit and mid-integration.
+const CrashEnv = "MUSTER_CRASH_AT"
+
+// openJournal opens a run's journal and takes its lock; a run another
+// live muster process drives is an environment error (exit 3).
+func openJournal(repo *cmdutil.Repo, runID string) (*journal.Journal, []muster.Event, error) {
+	path := repo.JournalPath(runID)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, nil, cmdutil.Env("create run directory: %v", err)
+	}
+	j, replayed, err := journal.Open(path, journal.Options{})
+	if errors.Is(err, journal.ErrLocked) {
+		return nil, nil, cmdutil.Env("run %s is being driven by another muster process (its journal %s is locked); wait for it to end, or stop it first", runID, path)
+	}
+	if err != nil {
+		return nil, nil, cmdutil.Env("%v", err)
+	}
+	return j, replayed, nil
+}
+
+// pruneStale removes the worktrees of runs no live process holds (their
+// journal unlocked), other than the run about to be driven. Failures
+// only leave disk space behind, so they are not fatal.
+func pruneStale(ctx context.Context, repo *cmdutil.Repo, current string) {
+	_ = git.PruneStale(ctx, repo.Top, func(id string) bool {
+		return id == current || journal.Locked(repo.JournalPath(id))
+	})
+}
+
+// killOrphan stops the process group an agent of a crashed muster left
+// running (pid leads it) and waits, briefly, until it is gone.
+func killOrphan(pid int) {
+	if pid <= 0 || syscall.Kill(-pid, 0) != nil {
+		return
+	}
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	for i := 0; i < 250 && syscall.Kill(-pid, 0) == nil; i++ {
+		time.Sleep(20 * time.Millisecond)
+	}
+}
