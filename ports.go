@@ -203,6 +203,15 @@ type Workspace interface {
 	Close(ctx context.Context) error
 }
 
+// GateRunner runs gate commands (through sh -c) in a worktree.
+type GateRunner interface {
+	Run(ctx context.Context, dir string, gate GateSpec, timeout time.Duration) GateResult
+}
+
+// Pricer estimates the cost of usage a model reported without a cost.
+// known is false when the model has no price.
+type Pricer func(model string, u Usage) (micros int64, known bool)
+
 // GateResult is the outcome of one gate command.
 type GateResult struct {
 	Name     string
