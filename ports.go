@@ -93,6 +93,11 @@ type Executor interface {
 	Execute(ctx context.Context, req *ExecRequest, emit func(Record)) (*ExecResult, error)
 }
 
+// ScratchFree is implemented by executors that never use
+// ExecRequest.Scratch; the driver then does not create the directory
+// (directory creation dominates the cost of a zero-work task).
+type ScratchFree interface{ ScratchFree() }
+
 // FailureClass classifies why an agent invocation failed.
 type FailureClass string
 
