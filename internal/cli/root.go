@@ -23,6 +23,7 @@ import (
 	"github.com/muster-run/muster/internal/cli/status"
 	"github.com/muster-run/muster/internal/cli/usage"
 	"github.com/muster-run/muster/internal/cli/validate"
+	"github.com/muster-run/muster/internal/cli/verify"
 	"github.com/muster-run/muster/internal/cli/watch"
 )
 
@@ -54,6 +55,7 @@ Start with: muster demo`,
 	root.AddCommand(
 		demo.NewCmd(io),
 		validate.NewCmd(io),
+		verify.NewCmd(io),
 		run.NewCmd(io),
 		resume.NewCmd(io),
 		status.NewCmd(io),

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -12,6 +13,8 @@ import (
 	"github.com/muster-run/muster/git"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
 	"github.com/muster-run/muster/journal"
+	"github.com/muster-run/muster/planfile"
+	"github.com/muster-run/muster/receipt"
 )
 
 // CrashEnv names the test-only environment variable that makes the
@@ -55,4 +58,38 @@ func killOrphan(pid int) {
 	for i := 0; i < 250 && syscall.Kill(-pid, 0) == nil; i++ {
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// PlanHash returns the canonical hash of the plan copied into a run
+// directory; empty when the copy is missing or does not parse.
+func PlanHash(dir string) string {
+	p := PlanCopy(dir)
+	if p == "" {
+		return ""
+	}
+	pl, err := planfile.Load(p)
+	if err != nil {
+		return ""
+	}
+	return planfile.Hash(pl)
+}
+
+// seal writes the run's receipt (at the end of a run, finished or
+// interrupted). A receipt that cannot be written is a warning: the run
+// itself is done and its journal is intact.
+func (s *Session) seal(tip string) {
+	if s.Dir == "" {
+		return
+	}
+	b, err := os.ReadFile(s.Repo.JournalPath(s.RunID))
+	if err == nil {
+		var r *receipt.Receipt
+		if r, err = receipt.Seal(b, receipt.Input{PlanHash: PlanHash(s.Dir), Final: tip, Now: time.Now()}); err == nil {
+			if err = r.Write(s.Dir); err == nil {
+				s.Receipt = r
+				return
+			}
+		}
+	}
+	fmt.Fprintf(s.IO.ErrOut, "warning: receipt not sealed: %v\n", err)
 }

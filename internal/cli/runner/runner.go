@@ -25,6 +25,7 @@ import (
 	"github.com/muster-run/muster/internal/cli/progress"
 	"github.com/muster-run/muster/journal"
 	"github.com/muster-run/muster/planfile"
+	"github.com/muster-run/muster/receipt"
 	"github.com/muster-run/muster/tui"
 )
 
@@ -169,9 +170,11 @@ type Session struct {
 	OnEvent func(e *muster.Event, s *engine.State)
 
 	State *engine.State
-	Dir   string
-	Base  string
-	Tip   string
+	// Receipt is the sealed receipt, once the run has ended.
+	Receipt *receipt.Receipt
+	Dir     string
+	Base    string
+	Tip     string
 }
 
 // Drive opens the workspace and journal and runs the driver to the end.
@@ -268,6 +271,9 @@ func (s *Session) Drive(ctx context.Context) error {
 	}
 	if tip, err := ws.Tip(context.WithoutCancel(ctx)); err == nil {
 		s.Tip = tip
+	}
+	if st != nil && st.Run != "" {
+		s.seal(s.Tip)
 	}
 	return runErr
 }

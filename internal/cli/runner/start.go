@@ -76,6 +76,9 @@ func (s *Session) finish(ctx context.Context, runErr error) error {
 		return runErr
 	}
 	Summary(s.IO.ErrOut, s.State, s.Dir, s.Tip)
+	if s.Receipt != nil {
+		fmt.Fprintf(s.IO.ErrOut, "  receipt    sealed: %d journal lines, chain %s (muster verify %s)\n", s.Receipt.Journal.Lines, short(s.Receipt.Journal.Hash), s.RunID)
+	}
 	if errors.Is(runErr, muster.ErrInterrupted) {
 		return &muster.Error{Code: muster.CodeInterrupted, Message: "interrupted: the run is resumable with muster resume " + s.RunID}
 	}
