@@ -71,7 +71,7 @@ func writePlan(t *testing.T, dir string, n int) string {
 
 // setup makes a repository, the agent, a config and a plan outside the
 // repository (so that the base trees of two setups are equal).
-func setup(t *testing.T) (repo, plan, cfg, pids string) {
+func setup(t *testing.T, n int) (repo, plan, cfg, pids string) {
 	side := t.TempDir()
 	pids = filepath.Join(side, "pids")
 	agent := filepath.Join(side, "agent.sh")
@@ -83,7 +83,7 @@ func setup(t *testing.T) (repo, plan, cfg, pids string) {
 	if err := os.WriteFile(cfg, []byte(toml), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	plan = writePlan(t, side, tasks)
+	plan = writePlan(t, side, n)
 	repo = newRepo(t, map[string]string{"README.md": "crash test\n"})
 	return repo, plan, cfg, pids
 }
@@ -117,13 +117,13 @@ func TestCrashAndResume(t *testing.T) {
 	rng := rand.New(rand.NewSource(seed))
 
 	// The reference: the same plan, never interrupted.
-	refRepo, refPlan, refCfg, _ := setup(t)
+	refRepo, refPlan, refCfg, _ := setup(t, tasks)
 	if r := runMuster(t, refRepo, nil, 0, "run", refPlan, "--config", refCfg, "--run-id", "crash", "--plain"); r.code != 0 {
 		t.Fatalf("reference run: exit %d\n%s", r.code, r.stderr)
 	}
 	want := git(t, refRepo, "rev-parse", "muster/crash^{tree}")
 
-	repo, plan, cfg, pids := setup(t)
+	repo, plan, cfg, pids := setup(t, tasks)
 	hits := map[string]bool{}
 	var log []string
 	var last result
