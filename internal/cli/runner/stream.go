@@ -2,8 +2,8 @@ package runner
 
 import (
 	"bufio"
-	"fmt"
 	"encoding/json"
+	"fmt"
 	"io"
 
 	"github.com/muster-run/muster"
