@@ -412,6 +412,16 @@ func TestTimeoutAndCancel(t *testing.T) {
 	}
 }
 
+func TestStall(t *testing.T) {
+	t.Parallel()
+	s := newSetup(t, "anthropic", "--idle-timeout=100ms")
+	_, err := s.run(t, "slow")
+	var ae *muster.AgentError
+	if !errors.As(err, &ae) || ae.Class != muster.FailStall {
+		t.Fatalf("err = %v, want a stall", err)
+	}
+}
+
 func TestNewRejectsBadConfig(t *testing.T) {
 	t.Parallel()
 	for _, spec := range []*muster.ExecutorSpec{
