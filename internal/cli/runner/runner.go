@@ -64,21 +64,9 @@ func AddFlags(cmd *cobra.Command, f *Flags) {
 // LoadConfig reads the config (flag, or muster.toml at the top, or the
 // defaults) and applies the command-line overrides.
 func LoadConfig(repo *cmdutil.Repo, f *Flags) (*muster.Config, error) {
-	var cfg *muster.Config
-	path := f.Config
-	if path == "" {
-		if p := filepath.Join(repo.Top, "muster.toml"); fileExists(p) {
-			path = p
-		}
-	}
-	if path != "" {
-		c, err := config.Load(path)
-		if err != nil {
-			return nil, err
-		}
-		cfg = c
-	} else {
-		cfg = config.Default()
+	cfg, err := config.Resolve(repo.Top, f.Config)
+	if err != nil {
+		return nil, err
 	}
 	return cfg, ApplyFlags(cfg, f)
 }
