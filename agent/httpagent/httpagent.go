@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -76,6 +77,10 @@ func New(spec *muster.ExecutorSpec) (*Executor, error) {
 	}
 	if spec.BaseURL != "" {
 		e.baseURL = strings.TrimRight(spec.BaseURL, "/")
+		u, err := url.Parse(e.baseURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("executor %q: base_url %q is not an http(s) URL with a host", spec.Name, spec.BaseURL)
+		}
 	}
 	for _, a := range spec.Args {
 		if err := e.setArg(a); err != nil {

@@ -430,6 +430,8 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		{Name: "c", Kind: "anthropic", Model: "m", Args: []string{"--api=responses"}},
 		{Name: "d", Kind: "openai", Model: "m", Args: []string{"--max-turns=x"}},
 		{Name: "e", Kind: "gemini", Model: "m"},
+		{Name: "f", Kind: "openai", Model: "m", BaseURL: "/v1"},
+		{Name: "g", Kind: "anthropic", Model: "m", BaseURL: "localhost:8080"},
 	} {
 		if _, err := httpagent.New(spec); err == nil {
 			t.Errorf("%s: accepted %+v", spec.Name, spec)
