@@ -28,8 +28,9 @@ const (
 // Options control a scan.
 type Options struct {
 	// Dir is the agent's home (the folder holding projects/ or
-	// sessions/); empty means the default (DefaultClaudeDir,
-	// DefaultCodexDir).
+	// sessions/); empty means the default (DefaultClaudeDirs,
+	// DefaultCodexDir). For Claude it may list several folders separated
+	// by commas.
 	Dir string
 	// Prices prices entries the agent did not price; nil means
 	// cost.Default().
@@ -340,23 +341,45 @@ func dirError(dir string, err error) error {
 	return &muster.Error{Code: muster.CodeInternal, Op: "read " + dir, Err: err}
 }
 
-func homeDir(env, sub string) string {
-	if v := os.Getenv(env); v != "" {
-		// CLAUDE_CONFIG_DIR may list several folders separated by commas; use the first.
-		if i := strings.IndexByte(v, ','); i >= 0 {
-			v = v[:i]
+// DefaultClaudeDirs are the folders Claude Code logs to: the
+// comma-separated $CLAUDE_CONFIG_DIR, else those of ~/.config/claude and
+// ~/.claude that hold a projects folder (else ~/.claude).
+func DefaultClaudeDirs() []string {
+	if v := os.Getenv("CLAUDE_CONFIG_DIR"); v != "" {
+		var dirs []string
+		for _, d := range strings.Split(v, ",") {
+			if d = strings.TrimSpace(d); d != "" {
+				dirs = append(dirs, d)
+			}
 		}
-		return strings.TrimSpace(v)
+		if len(dirs) > 0 {
+			return dirs
+		}
 	}
 	h, err := os.UserHomeDir()
 	if err != nil {
-		return sub
+		return []string{".claude"}
 	}
-	return filepath.Join(h, sub)
+	var dirs []string
+	for _, d := range []string{filepath.Join(h, ".config", "claude"), filepath.Join(h, ".claude")} {
+		if st, err := os.Stat(filepath.Join(d, "projects")); err == nil && st.IsDir() {
+			dirs = append(dirs, d)
+		}
+	}
+	if len(dirs) == 0 {
+		dirs = []string{filepath.Join(h, ".claude")}
+	}
+	return dirs
 }
 
-// DefaultClaudeDir is $CLAUDE_CONFIG_DIR, else ~/.claude.
-func DefaultClaudeDir() string { return homeDir("CLAUDE_CONFIG_DIR", ".claude") }
-
 // DefaultCodexDir is $CODEX_HOME, else ~/.codex.
-func DefaultCodexDir() string { return homeDir("CODEX_HOME", ".codex") }
+func DefaultCodexDir() string {
+	if v := os.Getenv("CODEX_HOME"); v != "" {
+		return v
+	}
+	h, err := os.UserHomeDir()
+	if err != nil {
+		return ".codex"
+	}
+	return filepath.Join(h, ".codex")
+}
