@@ -311,3 +311,13 @@ func TestDefaultDirsFromEnv(t *testing.T) {
 		t.Errorf("input = %d, want 3 from both folders", got)
 	}
 }
+
+func TestDirMayNameProjectsFolder(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write(t, dir, "p/s1.jsonl", line("m1", "r1", "claude-opus-4-5", "2026-01-10T10:00:00.000Z", "s1", 5, 0, ""))
+	res := scan(t, filepath.Join(dir, "projects"), usagelog.Options{})
+	if res.Stats.Entries != 1 {
+		t.Errorf("entries = %d", res.Stats.Entries)
+	}
+}

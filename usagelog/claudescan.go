@@ -35,7 +35,7 @@ func ScanClaude(ctx context.Context, opts Options) (*Result, error) {
 	var paths []string
 	var sizes []int64
 	for _, dir := range dirs {
-		root := filepath.Join(strings.TrimSpace(dir), "projects")
+		root := logRoot(strings.TrimSpace(dir), "projects", opts.Dir != "")
 		p, s, err := listFiles(root, ".jsonl")
 		if err != nil {
 			return nil, dirError(root, err)

@@ -26,7 +26,7 @@ func ScanCodex(ctx context.Context, opts Options) (*Result, error) {
 	if dir == "" {
 		dir = DefaultCodexDir()
 	}
-	root := filepath.Join(dir, "sessions")
+	root := logRoot(dir, "sessions", opts.Dir != "")
 	paths, sizes, err := listFiles(root, ".jsonl")
 	if err != nil {
 		return nil, dirError(root, err)

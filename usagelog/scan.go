@@ -333,6 +333,22 @@ func runJobs[T any](ctx context.Context, jobs []job, workers int, work func(work
 	return err
 }
 
+// logRoot is dir/sub; for a folder the user named (explicit) that has
+// no sub folder, the folder itself, so --dir may name the projects or
+// sessions folder directly.
+func logRoot(dir, sub string, explicit bool) string {
+	root := filepath.Join(dir, sub)
+	if !explicit {
+		return root
+	}
+	if _, err := os.Stat(root); err != nil {
+		if st, err := os.Stat(dir); err == nil && st.IsDir() {
+			return dir
+		}
+	}
+	return root
+}
+
 // dirError turns a failure to read the log folder into a muster error.
 func dirError(dir string, err error) error {
 	if errors.Is(err, fs.ErrNotExist) {
