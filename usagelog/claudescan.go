@@ -213,6 +213,7 @@ func (p *claudeParser) line(line []byte, st *Stats) (Entry, bool) {
 		e.Estimated = true
 		e.Unpriced = e.Model != "" && e.Tokens() > 0
 	}
+	e.CostMicros = (e.CostNanos + 500) / 1000
 	if l.hasMsgID {
 		var h maphash.Hash
 		h.SetSeed(p.seed)

@@ -214,6 +214,7 @@ func (s *codexState) line(line []byte, st *Stats) (Entry, bool) {
 	} else {
 		e.Unpriced = e.Model != ""
 	}
+	e.CostMicros = (e.CostNanos + 500) / 1000
 	return e, true
 }
 

@@ -55,7 +55,7 @@ type Entry struct {
 	// Session is the agent session (Claude sessionId, else the file
 	// name; Codex: the rollout's file name).
 	Session string
-	// Tokens and cost; CostMicros is filled by Aggregate from CostNanos.
+	// Tokens and cost (CostMicros is CostNanos rounded).
 	muster.Usage
 	// CostNanos is the cost in nano-dollars: the agent's costUSD when
 	// logged, else estimated from the price table (Estimated set).
