@@ -248,20 +248,14 @@ func listFiles(root, suffix string) ([]string, []int64, error) {
 	return ps, ss, nil
 }
 
-// splitJobs cuts files into jobs of at most chunk bytes.
+// splitJobs cuts files into jobs of at most chunk bytes, in file order.
 func splitJobs(paths []string, sizes []int64, chunk int64) []job {
 	var jobs []job
 	for i, p := range paths {
-		if sizes[i] <= chunk {
-			jobs = append(jobs, job{file: i, path: p, start: 0, end: sizes[i] + 1})
-			continue
-		}
-		for s := int64(0); s < sizes[i]; s += chunk {
-			e := s + chunk
-			if e >= sizes[i] {
-				e = sizes[i] + 1
-			}
-			jobs = append(jobs, job{file: i, path: p, start: s, end: e})
+		// Lines that start at or after the listed size were appended
+		// since (a live session): left for the next scan.
+		for s := int64(0); s == 0 || s < sizes[i]; s += chunk {
+			jobs = append(jobs, job{file: i, path: p, start: s, end: min(s+chunk, sizes[i])})
 		}
 	}
 	return jobs
