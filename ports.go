@@ -44,6 +44,8 @@ type ExecRequest struct {
 	SessionID string
 	Timeout   time.Duration
 	Grace     time.Duration
+	// Stall kills the agent when it prints nothing for this long (0: never).
+	Stall time.Duration
 	// Env holds extra variables for the agent (already allowed by config).
 	Env map[string]string
 }
@@ -92,6 +94,11 @@ type ExecResult struct {
 type Executor interface {
 	Execute(ctx context.Context, req *ExecRequest, emit func(Record)) (*ExecResult, error)
 }
+
+// ScratchFree is implemented by executors that never use
+// ExecRequest.Scratch; the driver then does not create the directory
+// (directory creation dominates the cost of a zero-work task).
+type ScratchFree interface{ ScratchFree() }
 
 // FailureClass classifies why an agent invocation failed.
 type FailureClass string

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"time"
 
@@ -56,9 +57,11 @@ type Options struct {
 	KillOrphan func(pid int)
 }
 
-// batcher is a journal that can make several events durable with one sync.
-type batcher interface {
-	AppendBatch(es []*muster.Event) error
+// groupJournal is a journal that can write events now and make them
+// durable later with one sync (group commit).
+type groupJournal interface {
+	Write(es []*muster.Event) error
+	Sync() error
 }
 
 // message is what workers send to the loop.
@@ -95,6 +98,8 @@ type Driver struct {
 	// cancels holds each running attempt's cancel function, by task.
 	cancels map[muster.TaskID]context.CancelCauseFunc
 	pending []muster.Event // worker events waiting for the next batch
+	// unsynced is set while events are written but not yet durable.
+	unsynced bool
 }
 
 // Run drives the run to its end. It returns the final state; the error is
@@ -155,6 +160,9 @@ func (d *Driver) run(ctx context.Context) (*engine.State, error) {
 				return d.state, err
 			}
 			err := d.emit(muster.Event{Type: muster.EvRunInterrupted, Reason: causeText(ctx)})
+			if err == nil {
+				err = d.sync()
+			}
 			if err != nil {
 				return d.state, err
 			}
@@ -219,6 +227,10 @@ func (d *Driver) drain() {
 // wait blocks until a worker reports, ctx ends, or wake passes, then
 // takes every message already queued, and makes them durable together.
 func (d *Driver) wait(ctx context.Context, wake time.Time) error {
+	// Nothing written stays unsynced while the loop sleeps.
+	if err := d.sync(); err != nil {
+		return err
+	}
 	var timer <-chan time.Time
 	if !wake.IsZero() {
 		t := time.NewTimer(time.Until(wake))
@@ -239,7 +251,10 @@ func (d *Driver) wait(ctx context.Context, wake time.Time) error {
 	case <-timer:
 		return nil
 	}
-	for i := 0; i < 255; i++ {
+	// Let workers that are about to report do so, so that one fsync
+	// covers as many events as possible (group commit).
+	runtime.Gosched()
+	for i := 0; i < 1023; i++ {
 		select {
 		case m := <-d.msgs:
 			if err := d.handle(m); err != nil {
@@ -264,7 +279,11 @@ func (d *Driver) handle(m message) error {
 		if !ok {
 			m.lease.reply <- engine.Lease{}
 		} else {
-			if err := d.emit(muster.Event{Type: muster.EvExecutorLeased, Task: m.lease.task, Executor: ex, Clone: clone, Role: m.lease.role}); err != nil {
+			err := d.emit(muster.Event{Type: muster.EvExecutorLeased, Task: m.lease.task, Executor: ex, Clone: clone, Role: m.lease.role})
+			if err == nil {
+				err = d.sync()
+			}
+			if err != nil {
 				m.lease.reply <- engine.Lease{}
 				return err
 			}
@@ -294,7 +313,12 @@ func (d *Driver) flush() error {
 	return d.emit(evs...)
 }
 
-// emit stamps events, appends them durably, then applies them in order.
+// emit stamps events, writes them to the journal, then applies them in
+// order. With a group-commit journal the events are durable only after
+// the next sync, which the loop makes before anything outside the process
+// depends on them (a worker starts, a lease is granted, Run returns).
+// Applying first is safe: a crash before the sync loses the events and
+// the in-memory state together.
 func (d *Driver) emit(evs ...muster.Event) error {
 	now := d.clock.Now().UTC()
 	ptrs := make([]*muster.Event, len(evs))
@@ -304,10 +328,11 @@ func (d *Driver) emit(evs ...muster.Event) error {
 		}
 		ptrs[i] = &evs[i]
 	}
-	if b, ok := d.opts.Journal.(batcher); ok && len(ptrs) > 1 {
-		if err := b.AppendBatch(ptrs); err != nil {
+	if g, ok := d.opts.Journal.(groupJournal); ok {
+		if err := g.Write(ptrs); err != nil {
 			return &muster.Error{Code: muster.CodeInternal, Op: "journal", Err: err}
 		}
+		d.unsynced = true
 	} else {
 		for _, e := range ptrs {
 			if err := d.opts.Journal.Append(e); err != nil {
@@ -323,6 +348,18 @@ func (d *Driver) emit(evs ...muster.Event) error {
 			d.opts.OnEvent(e, d.state)
 		}
 	}
+	return nil
+}
+
+// sync makes written events durable.
+func (d *Driver) sync() error {
+	if !d.unsynced {
+		return nil
+	}
+	if err := d.opts.Journal.(groupJournal).Sync(); err != nil {
+		return &muster.Error{Code: muster.CodeInternal, Op: "journal", Err: err}
+	}
+	d.unsynced = false
 	return nil
 }
 
@@ -344,11 +381,16 @@ func (d *Driver) act(ctx context.Context, actions []engine.Action) (bool, error)
 			if err := d.emit(evs...); err != nil {
 				return false, err
 			}
-			return true, nil
+			return true, d.sync()
 		}
 	}
 	if err := d.emit(evs...); err != nil {
 		return false, err
+	}
+	if len(starts) > 0 {
+		if err := d.sync(); err != nil {
+			return false, err
+		}
 	}
 	for _, a := range starts {
 		d.start(ctx, a)

@@ -84,9 +84,6 @@ func (w *worker) spec() *muster.ExecutorSpec {
 
 // run is the attempt. Each return path gives the attempt's final events.
 func (w *worker) run(ctx context.Context) []muster.Event {
-	if err := os.MkdirAll(w.scratch, 0o755); err != nil {
-		return w.fail("scratch directory: "+err.Error(), false)
-	}
 	exec := w.d.opts.Executors[w.a.Executor]
 	if exec == nil {
 		return w.fail(fmt.Sprintf("executor %q is not available", w.a.Executor), false)
@@ -234,8 +231,10 @@ func (w *worker) execute(ctx context.Context, exec muster.Executor, round int, f
 	}
 	req.Prompt = buildPrompt(w, feedback, round)
 	req.Scratch = filepath.Join(w.scratch, fmt.Sprintf("r%d", round))
-	if err := os.MkdirAll(req.Scratch, 0o755); err != nil {
-		return nil, err
+	if _, free := exec.(muster.ScratchFree); !free {
+		if err := os.MkdirAll(req.Scratch, 0o755); err != nil {
+			return nil, err
+		}
 	}
 	if w.task.Delegates {
 		req.PlanOut = filepath.Join(w.scratch, "plan-out.md")

@@ -119,3 +119,6 @@ func lastBytes(s string, n int) string {
 	}
 	return s[len(s)-n:]
 }
+
+// ScratchFree says the executor needs no scratch directory.
+func (CodeExecutor) ScratchFree() {}

@@ -31,51 +31,63 @@ func (g wtGit) c(args ...string) cmd {
 
 func (w *Workspace) in(s *slot) wtGit { return wtGit{dir: s.dir, gitDir: s.gitDir} }
 
-// lookup returns the pooled worktree at dir, or describes a worktree
-// muster did not prepare in this process (after a resume, say).
+// lookup returns the pooled worktree at dir, locked, or describes a
+// worktree muster did not prepare in this process (after a resume, say).
+// The caller unlocks it.
 func (w *Workspace) lookup(ctx context.Context, dir string) (*slot, error) {
 	dir = filepath.Clean(dir)
 	w.mu.Lock()
 	s := w.byDir[dir]
 	w.mu.Unlock()
-	if s != nil && s.gitDir != "" {
-		return s, nil
+	if s != nil {
+		s.mu.Lock()
+		if s.gitDir != "" {
+			return s, nil
+		}
+		s.mu.Unlock()
 	}
 	gd, err := line(ctx, cmd{dir: dir, readOnly: true, args: []string{"rev-parse", "--path-format=absolute", "--git-dir"}})
 	if err != nil {
 		return nil, fmt.Errorf("worktree %s: %w", dir, err)
 	}
-	return &slot{dir: dir, gitDir: gd}, nil
+	s = &slot{dir: dir, gitDir: gd}
+	s.mu.Lock()
+	return s, nil
 }
 
-// stage fills muster's private index of the worktree at dir with the
-// whole working tree against base: tracked, untracked (not ignored) and
+// stage fills muster's private index of the worktree with the whole
+// working tree against base: tracked, untracked (not ignored) and
 // deleted files, whatever the agent did to its own index, HEAD or
-// branches. It starts from the index Prepare left (so unchanged files
-// are not hashed again); without one, from the worktree's index.
-func (w *Workspace) stage(ctx context.Context, dir, base string) (wtGit, error) {
-	s, err := w.lookup(ctx, dir)
-	if err != nil {
-		return wtGit{}, err
-	}
+// branches. It starts from the index Prepare left, whose stat data
+// spares hashing unchanged files, and returns the tree written.
+func (w *Workspace) stage(ctx context.Context, s *slot, base string) (wtGit, string, error) {
 	g := wtGit{dir: s.dir, gitDir: s.gitDir, index: filepath.Join(s.gitDir, indexName)}
 	if _, err := os.Stat(g.index); err != nil {
+		s.staged = ""
 		if err := copyIndex(filepath.Join(s.gitDir, "index"), g.index); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return g, err
+			return g, "", err
 		}
 	}
-	// read-tree -m keeps the stat data of entries whose content matches
-	// base; a broken or unmerged index falls back to a plain read.
-	if _, err := run(ctx, g.c("read-tree", "-m", base)); err != nil {
-		os.Remove(g.index)
-		if _, err := run(ctx, g.c("read-tree", base)); err != nil {
-			return g, fmt.Errorf("read base %s: %w", base, err)
+	if s.staged != base {
+		// read-tree -m keeps the stat data of entries whose content
+		// matches base; a broken or unmerged index falls back to a
+		// plain read.
+		if _, err := run(ctx, g.c("read-tree", "-m", base)); err != nil {
+			os.Remove(g.index)
+			if _, err := run(ctx, g.c("read-tree", base)); err != nil {
+				return g, "", fmt.Errorf("read base %s: %w", base, err)
+			}
 		}
+		s.staged = base
 	}
-	if _, err := run(ctx, g.c("add", "--all")); err != nil {
-		return g, fmt.Errorf("stage the change in %s: %w", dir, err)
+	if _, err := run(ctx, g.c("-c", "core.untrackedCache=true", "add", "--all")); err != nil {
+		return g, "", fmt.Errorf("stage the change in %s: %w", s.dir, err)
 	}
-	return g, nil
+	tree, err := line(ctx, g.c("write-tree"))
+	if err != nil {
+		return g, "", fmt.Errorf("write the change in %s: %w", s.dir, err)
+	}
+	return g, tree, nil
 }
 
 // Change computes everything in dir that differs from base: modified,
@@ -83,19 +95,46 @@ func (w *Workspace) stage(ctx context.Context, dir, base string) (wtGit, error) 
 // symlinks alike. The working tree is compared with base, not HEAD, so
 // commits the agent made (on any branch) fold into the change, and a
 // rebase or merge the agent left in progress does not matter: whatever
-// files lie in the working tree are the change.
+// files lie in the working tree are the change. The result is kept for
+// Diff and Commit.
 func (w *Workspace) Change(ctx context.Context, dir, base string) (*muster.Change, error) {
-	g, err := w.stage(ctx, dir, base)
+	s, err := w.lookup(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
-	c := g.c("diff-index", "--cached", "-M", "--name-status", "-z", "--no-ext-diff", base, "--")
-	c.readOnly = true
-	out, err := run(ctx, c)
+	defer s.mu.Unlock()
+	snap, err := w.change(ctx, s, base)
 	if err != nil {
-		return nil, fmt.Errorf("compute the change in %s: %w", dir, err)
+		return nil, err
 	}
-	return parseNameStatus(out)
+	return snap.change, nil
+}
+
+func (w *Workspace) change(ctx context.Context, s *slot, base string) (*snapshot, error) {
+	s.snap = nil
+	_, tree, err := w.stage(ctx, s, base)
+	if err != nil {
+		return nil, err
+	}
+	out, err := run(ctx, cmd{dir: w.top, readOnly: true,
+		args: []string{"diff-tree", "-r", "-M", "--name-status", "-z", "--no-ext-diff", base, tree}})
+	if err != nil {
+		return nil, fmt.Errorf("compute the change in %s: %w", s.dir, err)
+	}
+	ch, err := parseNameStatus(out)
+	if err != nil {
+		return nil, err
+	}
+	s.snap = &snapshot{base: base, tree: tree, change: ch}
+	return s.snap, nil
+}
+
+// snapshotFor returns the change last computed for base, or computes it.
+func (w *Workspace) snapshotFor(ctx context.Context, s *slot, base string) (*snapshot, error) {
+	if s.snap != nil && s.snap.base == base {
+		return s.snap, nil
+	}
+	return w.change(ctx, s, base)
 }
 
 // parseNameStatus reads `--name-status -z` output.
@@ -131,14 +170,20 @@ func parseNameStatus(out []byte) (*muster.Change, error) {
 
 // Diff returns the change in dir against base as a unified diff, with
 // renames detected and binary files marked ("Binary files ... differ").
+// It shows the change the last Change call computed (what the checks
+// saw); without one since Prepare or Revert it computes it.
 func (w *Workspace) Diff(ctx context.Context, dir, base string) (string, error) {
-	g, err := w.stage(ctx, dir, base)
+	s, err := w.lookup(ctx, dir)
 	if err != nil {
 		return "", err
 	}
-	c := g.c("diff", "--cached", "-M", "--no-color", "--no-ext-diff", "--no-textconv", base, "--")
-	c.readOnly = true
-	out, err := run(ctx, c)
+	defer s.mu.Unlock()
+	snap, err := w.snapshotFor(ctx, s, base)
+	if err != nil {
+		return "", err
+	}
+	out, err := run(ctx, cmd{dir: w.top, readOnly: true,
+		args: []string{"diff", "-M", "--no-color", "--no-ext-diff", "--no-textconv", base, snap.tree, "--"}})
 	if err != nil {
 		return "", fmt.Errorf("diff in %s: %w", dir, err)
 	}
@@ -227,6 +272,8 @@ func (w *Workspace) Revert(ctx context.Context, dir, base string, paths []string
 	if err != nil {
 		return err
 	}
+	defer s.mu.Unlock()
+	s.snap = nil
 	for _, p := range paths {
 		if c, ok := owns.CleanPath(p); !ok || c != p || p == ".git" || strings.HasPrefix(p, ".git/") {
 			return fmt.Errorf("revert: refusing path %q", p)

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
+	"time"
 
 	muster "github.com/muster-run/muster"
 )
@@ -42,27 +44,37 @@ func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
 
-// Commit records the whole change in dir against base as one commit
-// whose only parent is base, authored by the git config identity (or
-// "muster <muster@localhost>"). No branch moves and the worktree's own
-// index and HEAD are not used. An empty change returns ErrNoChange.
+// Commit records the change in dir against base as one commit whose
+// only parent is base, authored by the git config identity (or "muster
+// <muster@localhost>"). It commits the change the last Change call
+// computed, the one Violations, gates and reviewers saw, so that a file
+// written afterwards (by a gate, say) cannot slip in unchecked; without
+// a Change since Prepare or Revert it computes the change now. No branch
+// moves and the worktree's own index and HEAD are not used. An empty
+// change returns ErrNoChange.
 func (w *Workspace) Commit(ctx context.Context, dir, base string, info muster.CommitInfo) (string, error) {
-	g, err := w.stage(ctx, dir, base)
+	s, err := w.lookup(ctx, dir)
 	if err != nil {
 		return "", err
 	}
-	tree, err := line(ctx, g.c("write-tree"))
+	defer s.mu.Unlock()
+	snap, err := w.snapshotFor(ctx, s, base)
 	if err != nil {
-		return "", fmt.Errorf("commit: write tree: %w", err)
+		return "", err
 	}
-	baseTree, err := line(ctx, cmd{dir: w.top, readOnly: true, args: []string{"rev-parse", "--verify", base + "^{tree}"}})
-	if err != nil {
-		return "", fmt.Errorf("commit: base %s: %w", base, err)
-	}
-	if tree == baseTree {
+	if snap.change.Empty() {
 		return "", ErrNoChange
 	}
-	return w.commitTree(ctx, tree, base, Message(info), w.ident)
+	msg := Message(info)
+	now := time.Now()
+	env := append([]string{"GIT_AUTHOR_DATE=" + strconv.FormatInt(now.Unix(), 10) + " " + now.Format("-0700")}, w.ident...)
+	c, err := w.commitTree(ctx, snap.tree, base, msg, env)
+	if err == nil {
+		w.integrateMu.Lock()
+		w.meta[c] = commitMeta{msg, env}
+		w.integrateMu.Unlock()
+	}
+	return c, err
 }
 
 // commitTree makes a commit of tree with one parent, without signing it
@@ -96,7 +108,16 @@ func mergeTreeArgs(explicitBase bool, base, tip, commit string) []string {
 func (w *Workspace) Integrate(ctx context.Context, commit, base string) (tip string, conflicts []string, err error) {
 	w.integrateMu.Lock()
 	defer w.integrateMu.Unlock()
-	old, err := w.Tip(ctx)
+	tip, conflicts, err = w.integrate(ctx, commit, base)
+	if err != nil {
+		// The branch may have moved under us: read it again next time.
+		w.tip = ""
+	}
+	return tip, conflicts, err
+}
+
+func (w *Workspace) integrate(ctx context.Context, commit, base string) (tip string, conflicts []string, err error) {
+	old, err := w.readTip(ctx)
 	if err != nil {
 		return "", nil, err
 	}
@@ -104,9 +125,10 @@ func (w *Workspace) Integrate(ctx context.Context, commit, base string) (tip str
 		if _, err := run(ctx, cmd{dir: w.top, args: []string{"update-ref", "-m", "muster: task", w.ref, commit, old}}); err != nil {
 			return "", nil, fmt.Errorf("integrate %s: %w", commit, err)
 		}
+		w.setTip(commit)
 		return commit, nil, nil
 	}
-	if !w.mergeBase {
+	if !w.mergeBase && !w.onBranch[base] {
 		// Without --merge-base git computes the merge base of tip and
 		// commit, which is base exactly when base is an ancestor of tip
 		// (commit's only parent is base).
@@ -137,10 +159,13 @@ func (w *Workspace) Integrate(ctx context.Context, commit, base string) (tip str
 		return "", nil, fmt.Errorf("integrate %s: merge-tree printed no tree", commit)
 	}
 	tree := f[0]
-	msg, env, err := w.commitMeta(ctx, commit)
-	if err != nil {
-		return "", nil, err
+	m, ok := w.meta[commit] // made here: message, author and date known
+	if !ok {
+		if m, err = w.readMeta(ctx, commit); err != nil {
+			return "", nil, err
+		}
 	}
+	msg, env := m.msg, m.env
 	nc, err := w.commitTree(ctx, tree, old, msg, env)
 	if err != nil {
 		return "", nil, err
@@ -148,23 +173,31 @@ func (w *Workspace) Integrate(ctx context.Context, commit, base string) (tip str
 	if _, err := run(ctx, cmd{dir: w.top, args: []string{"update-ref", "-m", "muster: task", w.ref, nc, old}}); err != nil {
 		return "", nil, fmt.Errorf("integrate %s: %w", commit, err)
 	}
+	delete(w.meta, commit)
+	w.setTip(nc)
 	return nc, nil, nil
 }
 
-// commitMeta returns a commit's message and the environment that keeps
-// its author (name, email and date) with muster's committer.
-func (w *Workspace) commitMeta(ctx context.Context, commit string) (string, []string, error) {
+// commitMeta is a task commit's message and the environment that keeps
+// its author (name, email and date), with muster's committer.
+type commitMeta struct {
+	msg string
+	env []string
+}
+
+// readMeta reads a commit's commitMeta.
+func (w *Workspace) readMeta(ctx context.Context, commit string) (commitMeta, error) {
 	out, err := run(ctx, cmd{dir: w.top, readOnly: true, args: []string{"log", "-1", "--no-show-signature", "--format=%an%x00%ae%x00%ad%x00%B", "--date=raw", commit}})
 	if err != nil {
-		return "", nil, fmt.Errorf("read commit %s: %w", commit, err)
+		return commitMeta{}, fmt.Errorf("read commit %s: %w", commit, err)
 	}
 	p := strings.SplitN(string(out), "\x00", 4)
 	if len(p) != 4 {
-		return "", nil, fmt.Errorf("read commit %s: unexpected output", commit)
+		return commitMeta{}, fmt.Errorf("read commit %s: unexpected output", commit)
 	}
 	env := []string{"GIT_AUTHOR_NAME=" + p[0], "GIT_AUTHOR_EMAIL=" + p[1], "GIT_AUTHOR_DATE=" + p[2]}
 	env = append(env, w.ident[2:]...) // committer
-	return strings.TrimRight(p[3], "\n") + "\n", env, nil
+	return commitMeta{strings.TrimRight(p[3], "\n") + "\n", env}, nil
 }
 
 // TaskCommits returns the commits on the run branch since the base, by

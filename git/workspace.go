@@ -45,8 +45,12 @@ type Workspace struct {
 	ident     []string
 	fallback  bool
 
-	createMu    sync.Mutex // serialises git worktree add/remove
-	integrateMu sync.Mutex // serialises moves of the run branch
+	createMu sync.Mutex // serialises git worktree add/remove
+
+	integrateMu sync.Mutex            // serialises moves of the run branch; guards:
+	tip         string                // the run branch as last read or moved
+	onBranch    map[string]bool       // commits known to be on the run branch
+	meta        map[string]commitMeta // task commits made here
 
 	mu    sync.Mutex
 	slots map[string]*slot // by slot name
@@ -59,6 +63,18 @@ type slot struct {
 	name   string
 	dir    string
 	gitDir string // the worktree's private git directory
+	// staged is the base muster's private index was last read from.
+	staged string
+	// snap is the change the last Change computed, reused by Diff and
+	// Commit until the next Prepare or Revert.
+	snap *snapshot
+}
+
+// snapshot is a change computed by Change: the tree of the worktree
+// against base.
+type snapshot struct {
+	base, tree string
+	change     *muster.Change
 }
 
 var _ muster.Workspace = (*Workspace)(nil)
@@ -96,6 +112,7 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 		keep:      opts.Keep,
 		mergeBase: major > 2 || minor >= 40,
 		slots:     map[string]*slot{}, byDir: map[string]*slot{},
+		onBranch: map[string]bool{}, meta: map[string]commitMeta{},
 	}
 	if err := w.openBranch(ctx, opts); err != nil {
 		return nil, err
@@ -193,11 +210,29 @@ func (w *Workspace) Top() string { return w.top }
 
 // Tip returns the run branch's current commit.
 func (w *Workspace) Tip(ctx context.Context) (string, error) {
+	w.integrateMu.Lock()
+	defer w.integrateMu.Unlock()
+	return w.readTip(ctx)
+}
+
+// readTip returns the run branch's commit as muster last left it; it
+// reads the ref the first time. Another process moving the branch makes
+// the next update-ref fail (expected old value), which reads it again.
+func (w *Workspace) readTip(ctx context.Context) (string, error) {
+	if w.tip != "" {
+		return w.tip, nil
+	}
 	tip, err := revParse(ctx, w.top, w.ref)
 	if err != nil {
 		return "", fmt.Errorf("run branch %s: %w", w.branch, err)
 	}
+	w.setTip(tip)
 	return tip, nil
+}
+
+func (w *Workspace) setTip(tip string) {
+	w.tip = tip
+	w.onBranch[tip] = true
 }
 
 // poolDir returns <git-common-dir>/muster/wt/<run-id>.
@@ -286,16 +321,16 @@ func (w *Workspace) reset(ctx context.Context, s *slot, tip string) error {
 		}
 	}
 	g := w.in(s)
-	// Detach first so that reset never moves a branch the agent checked out.
-	if _, err := run(ctx, g.c("update-ref", "--no-deref", "HEAD", tip)); err != nil {
-		return err
-	}
-	if _, err := run(ctx, g.c("reset", "--hard", "--quiet", tip)); err != nil {
+	// checkout -f --detach resets the index and every tracked file to
+	// tip, detaches HEAD and never moves a branch the agent checked out.
+	if _, err := run(ctx, g.c("checkout", "--force", "--detach", "--quiet", "--no-recurse-submodules", tip)); err != nil {
 		return err
 	}
 	if _, err := run(ctx, g.c(cleanArgs(w.keep)...)); err != nil {
 		return err
 	}
+	s.snap = nil
+	s.staged = tip
 	return copyIndex(filepath.Join(s.gitDir, "index"), filepath.Join(s.gitDir, indexName))
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -269,9 +270,9 @@ func TestIntegrateRewritesOntoTip(t *testing.T) {
 	}
 }
 
-// snapshot records the user's side of the repository: HEAD, branches
+// userSnapshot records the user's side of the repository: HEAD, branches
 // other than muster's, index bytes, status and file contents.
-func snapshot(t *testing.T, repo string) string {
+func userSnapshot(t *testing.T, repo string) string {
 	t.Helper()
 	var b strings.Builder
 	b.WriteString(g(t, repo, "symbolic-ref", "HEAD") + "\n")
@@ -307,7 +308,7 @@ func TestUserTreeUntouched(t *testing.T) {
 	g(t, repo, "add", "src/b.go")
 	write(t, repo, "untracked.txt", "mine")
 	write(t, repo, "debug.log", "ignored")
-	before := snapshot(t, repo)
+	before := userSnapshot(t, repo)
 	w, err := Open(ctx, Options{Repo: repo, RunID: "r1"})
 	if err != nil {
 		t.Fatal(err)
@@ -317,7 +318,7 @@ func TestUserTreeUntouched(t *testing.T) {
 	if err := w.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if after := snapshot(t, repo); after != before {
+	if after := userSnapshot(t, repo); after != before {
 		t.Errorf("user's repository changed:\nbefore:\n%s\nafter:\n%s", before, after)
 	}
 }
@@ -377,4 +378,59 @@ func TestPruneStale(t *testing.T) {
 		t.Error("live worktree removed")
 	}
 	checkNoLocks(t, repo)
+}
+
+func TestIntegrateKeepsForeignAuthor(t *testing.T) {
+	repo := newRepo(t, baseFiles())
+	w := open(t, repo, "r1")
+	d1, b1, _ := w.Prepare(ctx, "a#1")
+	write(t, d1, "one.txt", "1")
+	c1, _ := w.Commit(ctx, d1, b1, muster.CommitInfo{Run: "r1", Task: "one"})
+	// A task commit made by an earlier process (resume): not in memory.
+	tree := g(t, repo, "rev-parse", b1+"^{tree}")
+	cmd := exec.Command("git", "commit-tree", "-p", b1, "-m", "two: old\n\nMuster-Task: two", tree)
+	cmd.Dir = repo
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=Old", "GIT_AUTHOR_EMAIL=old@example.com", "GIT_AUTHOR_DATE=1600000000 +0200")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2 := strings.TrimSpace(string(out))
+	w.Integrate(ctx, c1, b1)
+	tip, _, err := w.Integrate(ctx, c2, b1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := g(t, repo, "log", "-1", "--format=%an <%ae> %ad|%cn|%s", "--date=raw", tip); got != "Old <old@example.com> 1600000000 +0200|Test User|two: old" {
+		t.Error(got)
+	}
+	tc, _ := w.TaskCommits(ctx)
+	if tc["two"] != tip || tc["one"] != c1 {
+		t.Errorf("TaskCommits %v", tc)
+	}
+}
+
+func TestCommitRecordsTheCheckedChange(t *testing.T) {
+	repo := newRepo(t, baseFiles())
+	w := open(t, repo, "r1")
+	dir, base, _ := w.Prepare(ctx, "a#1")
+	write(t, dir, "src/a.go", "checked\n")
+	if _, err := w.Change(ctx, dir, base); err != nil {
+		t.Fatal(err)
+	}
+	write(t, dir, "late.txt", "written by a gate after the check")
+	c, err := w.Commit(ctx, dir, base, muster.CommitInfo{Task: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := g(t, repo, "diff-tree", "-r", "--name-only", "--no-commit-id", c); got != "src/a.go" {
+		t.Errorf("committed %q", got)
+	}
+	// Without a Change since Prepare, Commit computes the change itself.
+	dir, base, _ = w.Prepare(ctx, "a#1")
+	write(t, dir, "b.txt", "b")
+	c, _ = w.Commit(ctx, dir, base, muster.CommitInfo{Task: "t"})
+	if got := g(t, repo, "diff-tree", "-r", "--name-only", "--no-commit-id", c); got != "b.txt" {
+		t.Errorf("committed %q", got)
+	}
 }

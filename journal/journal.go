@@ -115,10 +115,37 @@ func (j *Journal) Append(e *muster.Event) error {
 	return nil
 }
 
+// Write appends events without syncing them: they are durable after the
+// next Sync. The driver writes as it goes and syncs once before anything
+// outside the process depends on what it wrote (group commit).
+func (j *Journal) Write(es []*muster.Event) error {
+	return j.append(es, false)
+}
+
+// Sync makes every written event durable.
+func (j *Journal) Sync() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.f == nil {
+		return errors.New("journal is closed")
+	}
+	if !j.sync {
+		return nil
+	}
+	if err := j.f.Sync(); err != nil {
+		return fmt.Errorf("sync journal: %w", err)
+	}
+	return nil
+}
+
 // AppendBatch appends several events with one fsync (group commit). The
 // events are durable together when it returns; a crash mid-batch leaves a
 // prefix of them, which replay handles like any torn tail.
 func (j *Journal) AppendBatch(es []*muster.Event) error {
+	return j.append(es, true)
+}
+
+func (j *Journal) append(es []*muster.Event, sync bool) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.f == nil {
@@ -138,7 +165,7 @@ func (j *Journal) AppendBatch(es []*muster.Event) error {
 	if _, err := j.f.Write(j.buf.Bytes()); err != nil {
 		return fmt.Errorf("append to journal: %w", err)
 	}
-	if j.sync {
+	if sync && j.sync {
 		if err := j.f.Sync(); err != nil {
 			return fmt.Errorf("sync journal: %w", err)
 		}

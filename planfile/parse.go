@@ -1,6 +1,7 @@
 package planfile
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -33,6 +34,7 @@ func Parse(name string, data []byte) (plan *muster.Plan, probs muster.Problems) 
 			probs = muster.Problems{{File: name, Message: fmt.Sprintf("cannot read the plan: %v", r)}}
 		}
 	}()
+	data = bytes.TrimPrefix(data, []byte("\ufeff")) // a byte-order mark
 	if !utf8.Valid(data) {
 		return &muster.Plan{Source: name, Tasks: []*muster.Task{}},
 			muster.Problems{{File: name, Line: firstInvalidLine(data), Message: "not UTF-8 text"}}
@@ -47,16 +49,19 @@ func Parse(name string, data []byte) (plan *muster.Plan, probs muster.Problems) 
 }
 
 // Load reads and parses the plan file at path. Problems come back as a
-// muster.Problems error (bad input); a file that cannot be read is a
-// *muster.Error with code muster.CodeInvalid naming the file.
+// *muster.Error with code muster.CodeInvalid that wraps muster.Problems
+// (errors.As finds them; the message is one "FILE:LINE: message" a
+// line), along with the plan as far as it could be read; a file that
+// cannot be read is a *muster.Error with code muster.CodeInvalid naming
+// the file.
 func Load(path string) (*muster.Plan, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, &muster.Error{Code: muster.CodeInvalid, Op: "read plan " + path, Err: err}
+		return nil, &muster.Error{Code: muster.CodeInvalid, Op: "read plan", Err: err}
 	}
 	p, probs := Parse(path, data)
 	if len(probs) > 0 {
-		return p, probs
+		return p, &muster.Error{Code: muster.CodeInvalid, Err: probs}
 	}
 	return p, nil
 }
@@ -74,4 +79,21 @@ func firstInvalidLine(data []byte) int {
 		data = data[size:]
 	}
 	return line
+}
+
+// Check reads the plan file at path and validates it against cfg: the
+// whole of what `muster validate` and `muster run` need. It returns the
+// plan and every problem (of parsing and of validation) sorted by line;
+// warnings are among them (see muster.Problems.Errors). err is only for a
+// file that cannot be read (a *muster.Error with code
+// muster.CodeInvalid).
+func Check(path string, cfg *muster.Config, opts Options) (*muster.Plan, muster.Problems, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, &muster.Error{Code: muster.CodeInvalid, Op: "read plan", Err: err}
+	}
+	p, probs := Parse(path, data)
+	probs = append(probs, Validate(p, cfg, opts)...)
+	sortProblems(probs)
+	return p, probs, nil
 }

@@ -46,9 +46,13 @@ func Validate(p *muster.Plan, cfg *muster.Config, opts Options) muster.Problems 
 // proposes to add to the plan existing: IDs valid and unique (within the
 // fragment and against the plan), dependencies known (in the fragment or
 // the plan), no cycles, executors and roles in the crew, each new task's
-// Owns inside the parent's Owns (when the parent has any), and at most
-// maxTasks tasks (no cap when maxTasks <= 0). The problems name
-// frag.Source. An empty fragment is valid.
+// Owns inside the parent's Owns (when the parent has any), no Authority
+// above the parent's, no commands (Run, Gate, Loop) unless the parent
+// has Authority shell, and at most maxTasks tasks (no cap when
+// maxTasks <= 0). New tasks that may run at the same time with
+// overlapping Owns get a warning (Problem.Warning): decide with
+// Problems.Errors. The problems name frag.Source. An empty fragment is
+// valid.
 func ValidateFragment(parent *muster.Task, existing *muster.Plan, frag *muster.Plan, cfg *muster.Config, maxTasks int) muster.Problems {
 	ps := &problems{file: frag.Source}
 	if maxTasks > 0 && len(frag.Tasks) > maxTasks {
@@ -62,6 +66,12 @@ func ValidateFragment(parent *muster.Task, existing *muster.Plan, frag *muster.P
 	ps.checkDeps(frag.Tasks, ids, old)
 	ps.checkCycles(frag.Tasks, ids)
 	normOwns := ps.checkTasks(frag.Tasks, cfg)
+	if !ps.hasCycle {
+		// New tasks that may run at the same time should not share files:
+		// a warning, as in Validate without Strict.
+		ps.checkOverlaps(frag.Tasks, ids, normOwns, false)
+	}
+	ps.checkTrust(parent, frag.Tasks)
 	var parentOwns []string
 	for _, e := range parent.Owns {
 		if n, err := owns.Normalize(e); err == nil {
@@ -83,6 +93,31 @@ func ValidateFragment(parent *muster.Task, existing *muster.Plan, frag *muster.P
 	}
 	sortProblems(ps.list)
 	return ps.list
+}
+
+// authorityRank orders authorities from least to most.
+var authorityRank = map[muster.Authority]int{muster.AuthorityRead: 0, muster.AuthorityWrite: 1, muster.AuthorityShell: 2}
+
+// checkTrust holds agent-written tasks to their parent's authority: no
+// task may ask for more than the parent has, and commands (Run, Gate,
+// Loop), which muster would execute, come only from a parent with shell
+// authority (DESIGN.md §7: agent output is never run as a command unless
+// an approved authority says so).
+func (ps *problems) checkTrust(parent *muster.Task, tasks []*muster.Task) {
+	pa := parent.EffectiveAuthority()
+	for _, t := range tasks {
+		if a := t.EffectiveAuthority(); authorityRank[a] > authorityRank[pa] {
+			ps.addf(t.LineOf("authority"), "task %s: Authority %s is more than task %s has (%s)", t.ID, a, parent.ID, pa)
+		}
+		if pa == muster.AuthorityShell {
+			continue
+		}
+		for _, k := range []string{"run", "gate", "loop"} {
+			if _, ok := t.KeyLines[k]; ok {
+				ps.addf(t.LineOf(k), "task %s: %s is a command; only a delegating task with Authority shell may propose commands", t.ID, canonicalKey(k))
+			}
+		}
+	}
 }
 
 // checkIDs reports bad and duplicate IDs, and IDs already in old. It
@@ -394,14 +429,59 @@ func (ps *problems) checkOverlaps(tasks []*muster.Task, ids map[muster.TaskID]in
 		}
 	}
 	has := func(i, j int) bool { return reach[i] != nil && reach[i][j/64]&(1<<(j%64)) != 0 }
-	for j := 0; j < n; j++ {
-		if tasks[j].Done || len(norm[j]) == 0 || ids[tasks[j].ID] != j {
+
+	// Two entries can overlap only when one's static directory prefix
+	// contains the other's, so they share a first segment unless one
+	// starts with a glob. Bucket tasks by first segment ("" for a glob)
+	// and compare only within a bucket and against the "" bucket.
+	live := make([]bool, n)
+	buckets := map[string][]int{}
+	firsts := make([][]string, n)
+	for i, t := range tasks {
+		live[i] = !t.Done && len(norm[i]) > 0 && ids[t.ID] == i
+		if !live[i] {
 			continue
 		}
-		for i := 0; i < j; i++ {
-			if tasks[i].Done || len(norm[i]) == 0 || ids[tasks[i].ID] != i {
-				continue
+		for _, e := range norm[i] {
+			s := firstSegment(e)
+			if l := buckets[s]; len(l) == 0 || l[len(l)-1] != i {
+				buckets[s] = append(l, i)
 			}
+			firsts[i] = append(firsts[i], s)
+		}
+	}
+	stamp := make([]int, n)
+	for j := 0; j < n; j++ {
+		if !live[j] {
+			continue
+		}
+		var cands []int
+		add := func(list []int) {
+			for _, i := range list {
+				if i < j && stamp[i] != j+1 {
+					stamp[i] = j + 1
+					cands = append(cands, i)
+				}
+			}
+		}
+		wild := false
+		for _, s := range firsts[j] {
+			if s == "" {
+				wild = true
+			}
+			add(buckets[s])
+		}
+		if wild {
+			for i := 0; i < j; i++ {
+				if live[i] {
+					add([]int{i})
+				}
+			}
+		} else {
+			add(buckets[""])
+		}
+		sort.Ints(cands)
+		for _, i := range cands {
 			if has(i, j) || has(j, i) {
 				continue
 			}
@@ -416,6 +496,16 @@ func (ps *problems) checkOverlaps(tasks []*muster.Task, ids map[muster.TaskID]in
 			})
 		}
 	}
+}
+
+// firstSegment returns the first path segment of a normalised Owns
+// entry, or "" when that segment is a glob.
+func firstSegment(e string) string {
+	s, _, _ := strings.Cut(strings.TrimSuffix(e, "/"), "/")
+	if strings.ContainsAny(s, "*?[{") {
+		return ""
+	}
+	return s
 }
 
 // covered reports whether the normalised entry e lies inside the parent's

@@ -1,6 +1,7 @@
 package planfile
 
 import (
+	"bytes"
 	"errors"
 	"strings"
 
@@ -27,6 +28,9 @@ var yamlTaskKeys = func() []string {
 func parseYAML(name string, data []byte) (*muster.Plan, muster.Problems) {
 	ps := &problems{file: name}
 	p := &muster.Plan{Source: name, Tasks: []*muster.Task{}}
+	// CRLF becomes LF first: the YAML parser counts lines of CRLF files
+	// unevenly after comments.
+	data = bytes.ReplaceAll(data, []byte("\r\n"), []byte("\n"))
 	f, err := parser.ParseBytes(data, 0)
 	if err != nil {
 		line, msg := 0, err.Error()

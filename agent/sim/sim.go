@@ -312,3 +312,6 @@ func targets(t *muster.Task) []string {
 	}
 	return out
 }
+
+// ScratchFree says the executor needs no scratch directory.
+func (e *Executor) ScratchFree() {}

@@ -4,12 +4,21 @@ package suggest
 
 import "strings"
 
-// Nearest returns the candidate closest to word by edit distance
-// (case-insensitive), or "" when none is close enough to be a plausible
-// misspelling: the distance must be at most a third of the longer word,
-// and at least 1 is always allowed. Ties go to the earlier candidate.
+// Nearest returns the first candidate that starts with word (when word
+// has three letters or more), else the candidate closest to word by edit
+// distance (case-insensitive), or "" when none is close enough to be a plausible
+// misspelling: the distance must be at most a third of the longer word
+// (so words of one or two letters get no hint). Ties go to the earlier
+// candidate.
 func Nearest(word string, candidates []string) string {
 	w := strings.ToLower(word)
+	if len(w) >= 3 {
+		for _, c := range candidates {
+			if strings.HasPrefix(strings.ToLower(c), w) {
+				return c
+			}
+		}
+	}
 	best, bestD := "", -1
 	for _, c := range candidates {
 		d := Distance(w, strings.ToLower(c))
@@ -20,11 +29,7 @@ func Nearest(word string, candidates []string) string {
 	if bestD < 0 {
 		return ""
 	}
-	limit := max(len([]rune(w)), len([]rune(best))) / 3
-	if limit < 1 {
-		limit = 1
-	}
-	if bestD > limit {
+	if bestD > max(len([]rune(w)), len([]rune(best)))/3 {
 		return ""
 	}
 	return best

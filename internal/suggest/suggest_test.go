@@ -33,6 +33,9 @@ func TestNearest(t *testing.T) {
 		{"gates", "Gate"},
 		{"banana", ""},
 		{"x", ""},
+		{"Exec", "Executor"},
+		{"ti", ""},
+		{"Rnu", ""},
 	} {
 		if got := Nearest(tc.word, keys); got != tc.want {
 			t.Errorf("Nearest(%q) = %q, want %q", tc.word, got, tc.want)

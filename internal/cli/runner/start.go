@@ -36,14 +36,13 @@ func StartWith(ctx context.Context, io *cmdutil.IOStreams, planPath string, f *F
 	if err != nil {
 		return nil, err
 	}
-	plan, err := planfile.Load(planPath)
+	plan, probs, err := planfile.Check(planPath, cfg, planfile.Options{Strict: f.Strict})
 	if err != nil {
 		return nil, err
 	}
 	if len(cfg.Executors) == 0 && needsCrew(plan) {
 		return nil, cmdutil.Invalid("no executors: add an [executors.NAME] table to muster.toml, or pass --crew NAME=KIND[:CLONES] (e.g. --crew sim=sim:2)")
 	}
-	probs := planfile.Validate(plan, cfg, planfile.Options{Strict: f.Strict})
 	probs = append(probs, Unapproved(plan, cfg)...)
 	PrintProblems(io.ErrOut, probs)
 	if len(probs.Errors()) > 0 {

@@ -34,15 +34,14 @@ overlapping Owns between tasks that may run at once) alone exit 0, unless
 			if err != nil {
 				return err
 			}
-			plan, err := planfile.Load(args[0])
-			if err != nil {
-				return err
-			}
 			crew := cfg
 			if len(cfg.Executors) == 0 {
 				crew = nil // no crew configured: executors and roles are not checked
 			}
-			probs := planfile.Validate(plan, crew, planfile.Options{Strict: f.Strict})
+			plan, probs, err := planfile.Check(args[0], crew, planfile.Options{Strict: f.Strict})
+			if err != nil {
+				return err
+			}
 			probs = append(probs, runner.Unapproved(plan, cfg)...)
 			runner.PrintProblems(io.ErrOut, probs)
 			if errs := probs.Errors(); len(errs) > 0 {
