@@ -364,7 +364,7 @@ func (d *Driver) emit(evs ...muster.Event) error {
 			d.opts.OnEvent(e, d.state)
 		}
 	}
-	return nil
+	return d.budget(ptrs)
 }
 
 // sync makes written events durable.
@@ -392,6 +392,8 @@ func (d *Driver) act(ctx context.Context, actions []engine.Action) (bool, error)
 			starts = append(starts, a)
 		case engine.ActSkip:
 			evs = append(evs, muster.Event{Type: muster.EvTaskSkipped, Task: a.Task, Reason: a.Reason})
+		case engine.ActCancel:
+			evs = append(evs, muster.Event{Type: muster.EvTaskCancelled, Task: a.Task, Reason: a.Reason})
 		case engine.ActFinish:
 			evs = append(evs, muster.Event{Type: muster.EvRunFinished, State: a.State})
 			if err := d.emit(evs...); err != nil {

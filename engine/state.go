@@ -25,7 +25,9 @@ type TaskState struct {
 	Phase    string
 	Round    int
 	Usage    muster.Usage
-	Started  time.Time // latest attempt's start
+	// AttemptUsage is what the latest attempt has spent.
+	AttemptUsage muster.Usage
+	Started      time.Time // latest attempt's start
 	Ended    time.Time
 
 	// waiting counts dependencies not yet succeeded; dependents lists the
@@ -84,6 +86,13 @@ type State struct {
 	coders    int // coder leases
 	codeTasks int // Kind: code tasks in the plan
 	writers   int // leases of tasks that write
+
+	// doneUsage sums the usage of the doneCount tasks that succeeded
+	// (the running average of Expected); budgetWarned is set by the
+	// 80 % warning.
+	doneUsage    muster.Usage
+	doneCount    int
+	budgetWarned bool
 }
 
 // NewState returns an empty state.
@@ -195,6 +204,7 @@ func (s *State) Apply(e *muster.Event) error {
 		t.Executor, t.Clone = e.Executor, e.Clone
 		t.Started = e.Time
 		t.Reason, t.Phase, t.Round = "", "", 0
+		t.AttemptUsage = muster.Usage{}
 		s.removeReady(t.Task.ID)
 	case muster.EvAgentStarted:
 		if e.PID > 0 {
@@ -212,6 +222,7 @@ func (s *State) Apply(e *muster.Event) error {
 		s.Usage.Add(e.Usage)
 		if t := s.Tasks[e.Task]; t != nil {
 			t.Usage.Add(e.Usage)
+			t.AttemptUsage.Add(e.Usage)
 		}
 	case muster.EvIntegrated:
 		if t := s.Tasks[e.Task]; t != nil {
@@ -227,6 +238,10 @@ func (s *State) Apply(e *muster.Event) error {
 		}
 		s.removeReady(t.Task.ID)
 		t.State, t.Reason, t.Ended = muster.StateSucceeded, e.Reason, e.Time
+		if !t.Usage.IsZero() {
+			s.doneUsage.Add(t.Usage)
+			s.doneCount++
+		}
 		if e.Commit != "" {
 			t.Commit = e.Commit
 		}
@@ -272,7 +287,11 @@ func (s *State) Apply(e *muster.Event) error {
 		s.RunState = e.State
 	case muster.EvRunInterrupted:
 		s.RunState = muster.RunInterrupted
-	case muster.EvWarning, muster.EvNote, muster.EvToolUse, muster.EvMessage, muster.EvGateRan,
+	case muster.EvWarning:
+		if e.Reason == BudgetWarnReason {
+			s.budgetWarned = true
+		}
+	case muster.EvNote, muster.EvToolUse, muster.EvMessage, muster.EvGateRan,
 		muster.EvReviewed, muster.EvViolation, muster.EvCommitted:
 		// Facts for reports and views; no scheduling state.
 	default:

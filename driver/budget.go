@@ -1,0 +1,47 @@
+package driver
+
+import (
+	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/engine"
+)
+
+// budgetError is the cause of an attempt cancelled because it, or the
+// run, spent more than its budget. Its text ("budget: ...") becomes the
+// TaskCancelled reason.
+type budgetError struct{ reason string }
+
+func (e *budgetError) Error() string { return e.reason }
+func (e *budgetError) Unwrap() error { return muster.ErrBudget }
+
+// budget acts on usage as it is applied: an attempt whose usage crosses
+// its task's budget is cancelled, every attempt when the run's is
+// crossed, and the run warns once at 80 %. Deciding what may start
+// within the budget is engine.Decide's job.
+func (d *Driver) budget(evs []*muster.Event) error {
+	used := false
+	for _, e := range evs {
+		if e.Type != muster.EvTokensUsed {
+			continue
+		}
+		used = true
+		why, all := d.state.OverBudget(e.Task)
+		switch {
+		case why == "":
+		case all:
+			for _, cancel := range d.cancels {
+				cancel(&budgetError{why})
+			}
+		default:
+			if cancel := d.cancels[e.Task]; cancel != nil {
+				cancel(&budgetError{why})
+			}
+		}
+	}
+	if !used {
+		return nil
+	}
+	if msg := d.state.BudgetWarning(); msg != "" {
+		return d.emit(muster.Event{Type: muster.EvWarning, Reason: engine.BudgetWarnReason, Message: msg})
+	}
+	return nil
+}
