@@ -28,7 +28,7 @@ type TaskState struct {
 	// AttemptUsage is what the latest attempt has spent.
 	AttemptUsage muster.Usage
 	Started      time.Time // latest attempt's start
-	Ended    time.Time
+	Ended        time.Time
 
 	// waiting counts dependencies not yet succeeded; dependents lists the
 	// tasks that wait on this one.
