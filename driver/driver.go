@@ -56,6 +56,12 @@ type Options struct {
 	// KillOrphan stops what survives of a crashed attempt's process: pid
 	// leads its own process group. It returns once the group is gone.
 	KillOrphan func(pid int)
+	// Fragment reads the tasks a delegating task (Delegates: yes) wrote to
+	// the file at path, validates them against the plan so far (existing)
+	// and returns them ready to splice in (depending on parent); nil, nil
+	// when the file is missing or empty. An error fails the delegating
+	// task with its text, before its commit is integrated.
+	Fragment func(parent *muster.Task, path string, existing []*muster.Task) ([]*muster.Task, error)
 	// CrashAt is a test-only hook: "POINT[:N]" kills the process with
 	// SIGKILL the N-th time POINT is reached (an event type, right after
 	// its journal write, or CrashCommit, CrashIntegrate).
@@ -78,6 +84,15 @@ type message struct {
 	lease *leaseRequest
 	// block pauses an executor until a time (usage limits).
 	block *blockRequest
+	// splice asks the loop to validate and plan a delegating task's new
+	// tasks; the loop answers on its reply channel.
+	splice *spliceRequest
+}
+
+type spliceRequest struct {
+	parent *muster.Task
+	path   string
+	reply  chan error
 }
 
 type leaseRequest struct {
@@ -303,6 +318,21 @@ func (d *Driver) handle(m message) error {
 	}
 	if m.block != nil {
 		d.state.BlockedUntil[m.block.executor] = m.block.until
+	}
+	if m.splice != nil {
+		if err := d.flush(); err != nil {
+			m.splice.reply <- err
+			return err
+		}
+		err := d.planFragment(m.splice)
+		if err == nil {
+			// Durable before the delegator's commit lands.
+			err = d.sync()
+		}
+		m.splice.reply <- err
+		if errors.Is(err, errJournal) {
+			return err
+		}
 	}
 	if m.done {
 		for _, e := range m.events {

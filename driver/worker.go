@@ -36,6 +36,8 @@ type worker struct {
 
 	dir, base string
 	sessionID string
+	// planOut is where a delegating task's agent may write new tasks.
+	planOut string
 }
 
 type depOutput struct {
@@ -101,10 +103,23 @@ func (w *worker) run(ctx context.Context) []muster.Event {
 		w.dir, w.base = dir, base
 		final, commit := w.rounds(ctx, exec, feedback)
 		if final != nil {
+			if len(final) == 1 && final[0].Type == muster.EvTaskSucceeded && !conflictRetried {
+				// No change, but a delegating task may have planned work.
+				if why := w.splice(); why != "" {
+					return w.fail(why, false)
+				}
+			}
 			return final
 		}
 		if commit == "" {
 			return nil // unreachable: rounds returns final or a commit
+		}
+		// New tasks are validated before the commit lands: a bad
+		// fragment fails the task with nothing integrated.
+		if !conflictRetried {
+			if why := w.splice(); why != "" {
+				return w.fail(why, false)
+			}
 		}
 		w.send(muster.Event{Type: muster.EvPhase, Phase: "integrating"})
 		w.d.integ.lock()
@@ -178,6 +193,8 @@ func (w *worker) rounds(ctx context.Context, exec muster.Executor, feedback stri
 			switch {
 			case res != nil && res.Satisfied:
 				return []muster.Event{{Type: muster.EvTaskSucceeded, Task: w.a.Task, Attempt: w.a.Attempt, Reason: "satisfied: no change needed"}}, ""
+			case w.task.Delegates && nonEmpty(w.planOut):
+				return []muster.Event{{Type: muster.EvTaskSucceeded, Task: w.a.Task, Attempt: w.a.Attempt, Reason: "delegated: planned new tasks, no change of its own"}}, ""
 			case w.cfg.Run.Noop == muster.NoopComplete:
 				return []muster.Event{{Type: muster.EvTaskSucceeded, Task: w.a.Task, Attempt: w.a.Attempt, Reason: "no change (noop = complete)"}}, ""
 			}
@@ -241,7 +258,8 @@ func (w *worker) execute(ctx context.Context, exec muster.Executor, round int, f
 		}
 	}
 	if w.task.Delegates {
-		req.PlanOut = filepath.Join(w.scratch, "plan-out.md")
+		w.planOut = filepath.Join(w.scratch, "plan-out.md")
+		req.PlanOut = w.planOut
 	}
 	backoff := time.Second
 	for try := 0; ; try++ {

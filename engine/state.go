@@ -340,10 +340,20 @@ func (t *TaskState) describe() string {
 // addTasks adds planned tasks. A splice (parent set) makes each new task
 // depend on the parent as well.
 func (s *State) addTasks(tasks []*muster.Task, parent muster.TaskID) error {
+	fresh := make([]*muster.Task, 0, len(tasks))
 	for _, nt := range tasks {
-		if _, dup := s.Tasks[nt.ID]; dup {
+		if old, dup := s.Tasks[nt.ID]; dup {
+			if parent != "" && old.Task.Parent == parent {
+				// A later attempt of the same delegator planned it again:
+				// the first plan stands.
+				continue
+			}
 			return fmt.Errorf("task %q planned twice", nt.ID)
 		}
+		fresh = append(fresh, nt)
+	}
+	tasks = fresh
+	for _, nt := range tasks {
 		task := nt
 		if parent != "" && !hasDep(task.After, parent) {
 			c := *task

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -92,4 +93,31 @@ func (s *Session) seal(tip string) {
 		}
 	}
 	fmt.Fprintf(s.IO.ErrOut, "warning: receipt not sealed: %v\n", err)
+}
+
+// MaxDelegated caps the tasks one delegating task may add.
+const MaxDelegated = 50
+
+// fragment is the driver's Fragment port: it parses the plan-out file a
+// delegating task's agent wrote, validates it against the plan so far
+// and the crew, and prepares the tasks to splice in.
+func fragment(cfg *muster.Config) func(parent *muster.Task, path string, existing []*muster.Task) ([]*muster.Task, error) {
+	return func(parent *muster.Task, path string, existing []*muster.Task) ([]*muster.Task, error) {
+		data, err := os.ReadFile(path)
+		if errors.Is(err, os.ErrNotExist) || err == nil && len(bytes.TrimSpace(data)) == 0 {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		name := filepath.Base(path)
+		frag, probs := planfile.Parse(name, data)
+		if errs := probs.Errors(); len(errs) > 0 {
+			return nil, errs
+		}
+		if errs := planfile.ValidateFragment(parent, &muster.Plan{Tasks: existing}, frag, cfg, MaxDelegated).Errors(); len(errs) > 0 {
+			return nil, errs
+		}
+		return planfile.Splice(parent, frag), nil
+	}
 }

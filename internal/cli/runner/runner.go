@@ -247,6 +247,7 @@ func (s *Session) Drive(ctx context.Context) error {
 		Replayed: replayed, Journal: j, Workspace: ws, Executors: crew, Gates: runner, Price: prices.Cost,
 		ScratchDir: filepath.Join(s.Dir, "scratch"), Weights: s.Weights,
 		Reconcile: ws.TaskCommits, KillOrphan: killOrphan, CrashAt: os.Getenv(CrashEnv),
+		Fragment: fragment(s.Config),
 		OnEvent: func(e *muster.Event, st *engine.State) {
 			if live != nil && live.Active() {
 				live.Send(*e)
