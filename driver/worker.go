@@ -20,6 +20,7 @@ const (
 	maxGateOutput = 4096
 	maxFeedback   = 6000
 	maxTransient  = 3
+	maxTranscript = 16 << 10
 )
 
 // worker runs one attempt of one task: the agent, its fix rounds, the
@@ -36,6 +37,14 @@ type worker struct {
 
 	dir, base string
 	sessionID string
+	// round is the round the attempt is in.
+	round int
+	// lastMsg is the coder's last message; transcript is the end of what
+	// it said in this attempt (for a ## Findings section).
+	lastMsg    string
+	transcript string
+	// prevBlocking holds the blocking findings of the last review.
+	prevBlocking map[string]bool
 }
 
 type depOutput struct {
@@ -43,6 +52,10 @@ type depOutput struct {
 	Title  string
 	Commit string
 	Reason string
+	// Paths and Message are the files its commit changed and its
+	// agent's last message (untrusted).
+	Paths   []string
+	Message string
 }
 
 func (w *worker) slot() string { return muster.Slot(w.a.Executor, w.a.Clone) }
@@ -90,52 +103,85 @@ func (w *worker) run(ctx context.Context) []muster.Event {
 	}
 	feedback := ""
 	conflictRetried := false
+	start, prepared := 0, false
 	for {
-		dir, base, err := w.d.opts.Workspace.Prepare(ctx, w.slot())
-		if ctx.Err() != nil {
-			return w.cancelled(ctx)
+		if !prepared {
+			dir, base, err := w.d.opts.Workspace.Prepare(ctx, w.slot())
+			if ctx.Err() != nil {
+				return w.cancelled(ctx)
+			}
+			if err != nil {
+				return w.fail("prepare worktree: "+err.Error(), w.a.Attempt <= w.task.Retries)
+			}
+			w.dir, w.base = dir, base
 		}
-		if err != nil {
-			return w.fail("prepare worktree: "+err.Error(), w.a.Attempt <= w.task.Retries)
+		prepared = false
+		var final []muster.Event
+		var commit string
+		if w.task.Loop != nil && start == 0 {
+			final, commit = w.loop(ctx, exec)
+		} else {
+			final, commit = w.rounds(ctx, exec, feedback, start)
 		}
-		w.dir, w.base = dir, base
-		final, commit := w.rounds(ctx, exec, feedback)
 		if final != nil {
 			return final
 		}
 		if commit == "" {
 			return nil // unreachable: rounds returns final or a commit
 		}
-		w.send(muster.Event{Type: muster.EvPhase, Phase: "integrating"})
+		w.send(muster.Event{Type: muster.EvPhase, Phase: "integrating", Round: w.round})
 		w.d.integ.lock()
-		tip, conflicts, err := w.d.opts.Workspace.Integrate(context.WithoutCancel(ctx), commit, base)
+		l := w.land(context.WithoutCancel(ctx), commit)
 		w.d.integ.unlock()
-		if err != nil {
-			return w.fail("integrate: "+err.Error(), false)
-		}
-		if len(conflicts) > 0 {
+		switch {
+		case l.err != nil:
+			return w.fail("integrate: "+l.err.Error(), false)
+		case len(l.conflicts) > 0:
 			if conflictRetried {
-				return w.fail("conflict on integration: "+strings.Join(conflicts, ", "), false)
+				return w.fail("conflict on integration: "+strings.Join(l.conflicts, ", "), false)
 			}
 			conflictRetried = true
 			feedback = "Your previous change conflicted with work that landed meanwhile, in: " +
-				strings.Join(conflicts, ", ") + ". The worktree now holds the new tip; redo the task on top of it."
-			w.send(muster.Event{Type: muster.EvFixRound, Round: 0, Reason: "conflict", Paths: conflicts})
+				strings.Join(l.conflicts, ", ") + ". The worktree now holds the new tip; redo the task on top of it."
+			w.send(muster.Event{Type: muster.EvFixRound, Round: 0, Reason: "conflict", Paths: l.conflicts})
+			start = 0
+			continue
+		case l.failed != "":
+			// The change broke a plan-wide gate once merged onto the new
+			// tip: fix it there, the worktree holding the merged tree.
+			if w.round >= w.cfg.MaxRounds() {
+				return w.fail(l.failed, false)
+			}
+			dir, err := w.d.opts.Workspace.Checkout(ctx, w.slot(), l.merged)
+			if ctx.Err() != nil {
+				return w.cancelled(ctx)
+			}
+			if err != nil {
+				return w.fail("check out the merged tree: "+err.Error(), false)
+			}
+			w.dir, w.base, prepared = dir, l.tip, true
+			feedback = "Your change passed its checks alone, but merged with work that landed meanwhile it breaks a check. " +
+				"The worktree now holds your change merged onto the new tip; fix it there.\n\n" + l.feedback
+			start = w.round + 1
 			continue
 		}
-		w.send(muster.Event{Type: muster.EvIntegrated, Commit: tip, Tip: tip})
-		return []muster.Event{{Type: muster.EvTaskSucceeded, Task: w.a.Task, Attempt: w.a.Attempt, Commit: tip}}
+		w.send(muster.Event{Type: muster.EvIntegrated, Commit: l.merged, Tip: l.merged})
+		w.shareFindings()
+		return []muster.Event{{Type: muster.EvTaskSucceeded, Task: w.a.Task, Attempt: w.a.Attempt, Commit: l.merged}}
 	}
 }
 
-// rounds runs the agent and its fix rounds. It returns either the final
-// events of a failed or finished attempt, or the task commit to integrate.
-func (w *worker) rounds(ctx context.Context, exec muster.Executor, feedback string) ([]muster.Event, string) {
+// rounds runs the agent and its fix rounds from round start. It returns
+// either the final events of a failed or finished attempt, or the task
+// commit to integrate.
+func (w *worker) rounds(ctx context.Context, exec muster.Executor, feedback string, start int) ([]muster.Event, string) {
 	maxRounds := w.cfg.MaxRounds()
 	violatedBefore := false
+	askedEmpty := false
 	lastDiff := ""
 	why := firstLine(feedback)
-	for round := 0; round <= maxRounds; round++ {
+	for round := start; round <= maxRounds; round++ {
+		w.round = round
 		if round > 0 {
 			w.send(muster.Event{Type: muster.EvFixRound, Round: round, Reason: why})
 		}
@@ -172,10 +218,25 @@ func (w *worker) rounds(ctx context.Context, exec muster.Executor, feedback stri
 			}
 		}
 		if change.Empty() {
-			switch {
-			case res != nil && res.Satisfied:
-				return []muster.Event{{Type: muster.EvTaskSucceeded, Task: w.a.Task, Attempt: w.a.Attempt, Reason: "satisfied: no change needed"}}, ""
-			case w.cfg.Run.Noop == muster.NoopComplete:
+			if res != nil && res.Satisfied {
+				w.shareFindings()
+				reason := "satisfied: no change needed"
+				if askedEmpty {
+					reason = "satisfied when asked: " + bound(oneLine(w.lastMsg), 300)
+				}
+				return []muster.Event{{Type: muster.EvTaskSucceeded, Task: w.a.Task, Attempt: w.a.Attempt, Reason: reason}}, ""
+			}
+			if !askedEmpty && round < maxRounds {
+				// Ask once whether the task already holds.
+				askedEmpty = true
+				feedback = emptyChangeQuestion
+				why = "empty change: asked whether the task already holds"
+				continue
+			}
+			if askedEmpty {
+				w.send(muster.Event{Type: muster.EvWarning, Message: "asked whether the task already holds, the agent answered: " + bound(oneLine(w.lastMsg), 300)})
+			}
+			if w.cfg.Run.Noop == muster.NoopComplete {
 				return []muster.Event{{Type: muster.EvTaskSucceeded, Task: w.a.Task, Attempt: w.a.Attempt, Reason: "no change (noop = complete)"}}, ""
 			}
 			return w.fail("no change: the agent changed nothing and did not say the task already holds", w.a.Attempt <= w.task.Retries), ""
@@ -185,7 +246,7 @@ func (w *worker) rounds(ctx context.Context, exec muster.Executor, feedback stri
 			return w.fail("diff: "+err.Error(), false), ""
 		}
 		sum := fmt.Sprintf("%x", sha256.Sum256([]byte(diff)))
-		if round > 0 && sum == lastDiff {
+		if round > start && sum == lastDiff {
 			return w.fail("stalemate: fix round "+fmt.Sprint(round)+" changed nothing", false), ""
 		}
 		lastDiff = sum
@@ -199,22 +260,37 @@ func (w *worker) rounds(ctx context.Context, exec muster.Executor, feedback stri
 		if ctx.Err() != nil {
 			return w.cancelled(ctx), ""
 		}
-		if fb, failed := w.review(ctx, round, diff); failed != "" {
-			if round < maxRounds {
+		if fb, failed, stop := w.review(ctx, round, diff); failed != "" {
+			if round < maxRounds && !stop {
 				feedback, why = fb, failed
 				continue
 			}
 			return w.fail(failed, false), ""
 		}
-		commit, err := w.d.opts.Workspace.Commit(ctx, w.dir, w.base, muster.CommitInfo{
-			Run: w.runID, Task: w.task.ID, Title: w.task.Title, Executor: w.slot()})
+		commit, err := w.commit(ctx, change)
 		if err != nil {
 			return w.fail("commit: "+err.Error(), false), ""
 		}
-		w.send(muster.Event{Type: muster.EvCommitted, Commit: commit, Paths: change.Paths()})
 		return nil, commit
 	}
 	return w.fail(fmt.Sprintf("still failing after %d fix rounds", maxRounds), false), ""
+}
+
+// emptyChangeQuestion is the prompt of the one round a coder that changed
+// nothing gets.
+const emptyChangeQuestion = "You changed nothing. If the task already holds as it is, answer with a " +
+	"{\"type\":\"satisfied\"} record and say briefly why. Otherwise make the change now."
+
+// commit records the change and tells the loop, with the coder's last
+// message for the tasks that depend on this one.
+func (w *worker) commit(ctx context.Context, change *muster.Change) (string, error) {
+	commit, err := w.d.opts.Workspace.Commit(ctx, w.dir, w.base, muster.CommitInfo{
+		Run: w.runID, Task: w.task.ID, Title: w.task.Title, Executor: w.slot()})
+	if err != nil {
+		return "", err
+	}
+	w.send(muster.Event{Type: muster.EvCommitted, Commit: commit, Paths: change.Paths(), Message: bound(w.lastMsg, maxMessage)})
+	return commit, nil
 }
 
 // execute runs the coder once, retrying rate limits and transient errors
@@ -230,6 +306,7 @@ func (w *worker) execute(ctx context.Context, exec muster.Executor, round int, f
 		req.Timeout = spec.Timeout
 	}
 	req.Prompt = buildPrompt(w, feedback, round)
+	w.lastMsg = ""
 	req.Scratch = filepath.Join(w.scratch, fmt.Sprintf("r%d", round))
 	if _, free := exec.(muster.ScratchFree); !free {
 		if err := os.MkdirAll(req.Scratch, 0o755); err != nil {
@@ -308,8 +385,13 @@ func (w *worker) record(spec *muster.ExecutorSpec, role string, clone int) func(
 		case muster.RecTool:
 			w.send(muster.Event{Type: muster.EvToolUse, Executor: spec.Name, Clone: clone, Tool: r.Tool, Args: bound(r.Args, maxMessage)})
 		case muster.RecMessage:
+			if role == w.a.Role {
+				w.lastMsg = r.Text
+				w.transcript = tail(w.transcript+r.Text+"\n", maxTranscript)
+			}
 			w.send(muster.Event{Type: muster.EvMessage, Executor: spec.Name, Clone: clone, Message: bound(r.Text, maxMessage)})
 		case muster.RecNotes:
+			w.d.notes.add(w.a.Task, r.Text)
 			w.send(muster.Event{Type: muster.EvNote, Executor: spec.Name, Clone: clone, Message: bound(r.Text, maxGateOutput)})
 		case muster.RecSession:
 			w.sessionID = r.SessionID
