@@ -3,6 +3,7 @@ package htmlreport
 import (
 	"fmt"
 	"math"
+	"sort"
 	"time"
 
 	"github.com/muster-run/muster"
@@ -83,16 +84,44 @@ func layers(r *run) map[muster.TaskID]int {
 
 func layoutGraph(r *run) graph {
 	layer := layers(r)
-	rows := map[int]int{} // tasks placed so far in each layer
+	// Order each layer by the mean row of the task's dependencies (plan
+	// order breaks ties), so chains run straight and edges cross less.
+	byLayer := map[int][]muster.TaskID{}
+	maxLayer := 0
+	for _, id := range r.order {
+		byLayer[layer[id]] = append(byLayer[layer[id]], id)
+		maxLayer = max(maxLayer, layer[id])
+	}
+	rowOf := map[muster.TaskID]int{}
+	for l := 0; l <= maxLayer; l++ {
+		ids := byLayer[l]
+		key := map[muster.TaskID]float64{}
+		for i, id := range ids {
+			sum, n := 0.0, 0
+			for _, d := range r.tasks[id].After {
+				if row, ok := rowOf[d]; ok {
+					sum += float64(row)
+					n++
+				}
+			}
+			key[id] = float64(i) / 1e6 // plan order
+			if n > 0 {
+				key[id] += sum / float64(n)
+			}
+		}
+		sort.SliceStable(ids, func(i, j int) bool { return key[ids[i]] < key[ids[j]] })
+		for i, id := range ids {
+			rowOf[id] = i
+		}
+	}
 	pos := map[muster.TaskID][2]float64{}
 	var g graph
-	maxRow, maxLayer := 0, 0
+	maxRow := 0
 	for _, id := range r.order {
 		t := r.tasks[id]
 		l := layer[id]
-		row := rows[l]
-		rows[l]++
-		maxRow, maxLayer = max(maxRow, row), max(maxLayer, l)
+		row := rowOf[id]
+		maxRow = max(maxRow, row)
 		x := graphPad + float64(l)*(nodeW+colGap)
 		y := graphPad + float64(row)*(nodeH+rowGap)
 		pos[id] = [2]float64{x, y}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -171,4 +172,56 @@ func TestRetriedAttemptHasItsOwnBar(t *testing.T) {
 	if !strings.Contains(html, "<td class=\"num\">2</td>") || !strings.Contains(html, "<td class=\"num\">49s</td>") {
 		t.Error("the task row should show 2 attempts and 49s")
 	}
+}
+
+// largeRun makes a journal of n tasks in chains of four on ten clones,
+// each with a gate run and a review.
+func largeRun(n int) []muster.Event {
+	cfg := &muster.Config{Executors: []*muster.ExecutorSpec{{Name: "sim", Kind: "sim", Clones: 10}}}
+	evs := []muster.Event{{Time: at(0), Type: muster.EvRunStarted, Run: "big", Config: cfg}}
+	var tasks []*muster.Task
+	for i := range n {
+		t := &muster.Task{ID: muster.TaskID(fmt.Sprintf("t%03d", i)), Title: fmt.Sprintf("task %d", i)}
+		if i%4 != 0 {
+			t.After = []muster.TaskID{tasks[i-1].ID}
+		}
+		tasks = append(tasks, t)
+	}
+	evs = append(evs, muster.Event{Time: at(0), Type: muster.EvTasksPlanned, Tasks: tasks})
+	pass := true
+	for i, t := range tasks {
+		s, clone := (i/40)*60+(i%4)*15, (i/4)%10+1
+		evs = append(evs,
+			muster.Event{Time: at(s), Type: muster.EvExecutorLeased, Task: t.ID, Executor: "sim", Clone: clone},
+			muster.Event{Time: at(s), Type: muster.EvTaskStarted, Task: t.ID, Attempt: 1, Executor: "sim", Clone: clone},
+			muster.Event{Time: at(s + 8), Type: muster.EvTokensUsed, Task: t.ID, Executor: "sim", Clone: clone, Model: "m", Usage: muster.Usage{InputTokens: 1000, CostMicros: 2000}},
+			muster.Event{Time: at(s + 9), Type: muster.EvGateRan, Task: t.ID, Gate: "test", Passed: &pass},
+			muster.Event{Time: at(s + 11), Type: muster.EvReviewed, Task: t.ID, Executor: "sim", Clone: clone},
+			muster.Event{Time: at(s + 12), Type: muster.EvTaskSucceeded, Task: t.ID, Attempt: 1, Commit: "c0ffee"},
+			muster.Event{Time: at(s + 12), Type: muster.EvExecutorRelease, Task: t.ID, Executor: "sim", Clone: clone},
+		)
+	}
+	return append(evs, muster.Event{Time: at(n/40*60 + 60), Type: muster.EvRunFinished, State: muster.RunSucceeded})
+}
+
+func TestWriteLarge(t *testing.T) {
+	html := render(t, largeRun(200), Options{})
+	if n := strings.Count(html, `<g class="span">`); n != 200 {
+		t.Errorf("%d bars, want 200", n)
+	}
+	if n := strings.Count(html, `<path class="edge"`); n != 150 {
+		t.Errorf("%d edges, want 150", n)
+	}
+}
+
+func BenchmarkWriteLarge(b *testing.B) {
+	evs := largeRun(200)
+	var buf bytes.Buffer
+	for b.Loop() {
+		buf.Reset()
+		if err := Write(&buf, evs, Options{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(buf.Len()), "bytes/report")
 }

@@ -48,9 +48,11 @@ func Validate(p *muster.Plan, cfg *muster.Config, opts Options) muster.Problems 
 // the plan), no cycles, executors and roles in the crew, each new task's
 // Owns inside the parent's Owns (when the parent has any), no Authority
 // above the parent's, no commands (Run, Gate, Loop) unless the parent
-// has Authority shell, and at most
-// maxTasks tasks (no cap when maxTasks <= 0). The problems name
-// frag.Source. An empty fragment is valid.
+// has Authority shell, and at most maxTasks tasks (no cap when
+// maxTasks <= 0). New tasks that may run at the same time with
+// overlapping Owns get a warning (Problem.Warning): decide with
+// Problems.Errors. The problems name frag.Source. An empty fragment is
+// valid.
 func ValidateFragment(parent *muster.Task, existing *muster.Plan, frag *muster.Plan, cfg *muster.Config, maxTasks int) muster.Problems {
 	ps := &problems{file: frag.Source}
 	if maxTasks > 0 && len(frag.Tasks) > maxTasks {
@@ -64,6 +66,11 @@ func ValidateFragment(parent *muster.Task, existing *muster.Plan, frag *muster.P
 	ps.checkDeps(frag.Tasks, ids, old)
 	ps.checkCycles(frag.Tasks, ids)
 	normOwns := ps.checkTasks(frag.Tasks, cfg)
+	if !ps.hasCycle {
+		// New tasks that may run at the same time should not share files:
+		// a warning, as in Validate without Strict.
+		ps.checkOverlaps(frag.Tasks, ids, normOwns, false)
+	}
 	ps.checkTrust(parent, frag.Tasks)
 	var parentOwns []string
 	for _, e := range parent.Owns {

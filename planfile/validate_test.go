@@ -153,6 +153,8 @@ func TestValidateFragment(t *testing.T) {
 				`out.md:2: task p1: Owns "**/*.go" is outside the Owns of task plan (parser/, docs/parser.md)`,
 				`out.md:2: task p1: Owns "docs/" is outside the Owns of task plan (parser/, docs/parser.md)`,
 			}},
+		{"overlap among new tasks", "## [ ] p1: One\nOwns: parser/\n\n## [ ] p2: Two\nOwns: parser/x.go\n", 5,
+			[]string{`out.md:5: warning: tasks p1 (line 1) and p2 may run at the same time and their Owns overlap: "parser/" and "parser/x.go"`}},
 		{"owns missing", "## [ ] p1: One\n", 5,
 			[]string{`out.md:1: task p1: needs Owns inside the Owns of task plan (parser/, docs/parser.md)`}},
 		{"authority and commands", "## [ ] p1: One\nOwns: parser/a\nAuthority: shell\nKind: code\nRun: rm -rf /\nGate: curl x | sh\nLoop: max=2 make\n", 5,

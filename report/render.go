@@ -139,7 +139,17 @@ func money(f Figures) string {
 	return s
 }
 
-func usd(m int64) string { return fmt.Sprintf("$%.2f", float64(m)/1e6) }
+func usd(micros int64) string {
+	cents := (micros + 5000) / 10000
+	if micros < 0 {
+		cents = (micros - 5000) / 10000
+	}
+	sign := ""
+	if cents < 0 {
+		sign, cents = "-", -cents
+	}
+	return fmt.Sprintf("%s$%s.%02d", sign, num(cents/100), cents%100)
+}
 
 func micros(m int64) string { return strconv.FormatFloat(float64(m)/1e6, 'f', 6, 64) }
 

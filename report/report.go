@@ -7,6 +7,8 @@ package report
 
 import (
 	"sort"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/muster-run/muster"
@@ -284,7 +286,27 @@ func lines(m map[string]*Figures, all int64, order int) []Line {
 		if order == byCost && out[i].CostMicros != out[j].CostMicros {
 			return out[i].CostMicros > out[j].CostMicros
 		}
-		return out[i].Key < out[j].Key
+		return keyLess(out[i].Key, out[j].Key)
 	})
 	return out
+}
+
+// keyLess orders keys as strings, except that "exec#N" slots compare
+// their clone numbers as numbers (claude#2 before claude#10).
+func keyLess(a, b string) bool {
+	ea, na, oka := splitSlot(a)
+	eb, nb, okb := splitSlot(b)
+	if oka && okb && ea == eb {
+		return na < nb
+	}
+	return a < b
+}
+
+func splitSlot(s string) (string, int, bool) {
+	i := strings.LastIndexByte(s, '#')
+	if i < 0 {
+		return "", 0, false
+	}
+	n, err := strconv.Atoi(s[i+1:])
+	return s[:i], n, err == nil
 }

@@ -169,3 +169,15 @@ func golden(t *testing.T, path string, got []byte) {
 		t.Errorf("%s differs:\n%s", path, got)
 	}
 }
+
+func TestCloneOrderNumeric(t *testing.T) {
+	t.Parallel()
+	var ev []muster.Event
+	for _, c := range []int{10, 2, 1} {
+		ev = append(ev, muster.Event{Time: at(c), Type: muster.EvTokensUsed, Executor: "claude", Clone: c, Model: "gpt-5", Usage: muster.Usage{InputTokens: 1}})
+	}
+	r := report.Build([][]muster.Event{ev}, report.Options{TZ: time.UTC})
+	if r.ByClone[0].Key != "claude#1" || r.ByClone[1].Key != "claude#2" || r.ByClone[2].Key != "claude#10" {
+		t.Errorf("order: %v %v %v", r.ByClone[0].Key, r.ByClone[1].Key, r.ByClone[2].Key)
+	}
+}

@@ -330,5 +330,13 @@ func num(n int64) string {
 
 // usd formats micro-dollars as dollars with cents.
 func usd(micros int64) string {
-	return fmt.Sprintf("$%.2f", float64(micros)/1e6)
+	cents := (micros + 5000) / 10000
+	if micros < 0 {
+		cents = (micros - 5000) / 10000
+	}
+	sign := ""
+	if cents < 0 {
+		sign, cents = "-", -cents
+	}
+	return fmt.Sprintf("%s$%s.%02d", sign, num(cents/100), cents%100)
 }

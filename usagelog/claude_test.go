@@ -297,3 +297,27 @@ func golden(t *testing.T, path string, got []byte) {
 		t.Errorf("%s differs:\n%s", path, got)
 	}
 }
+
+func TestDefaultDirsFromEnv(t *testing.T) {
+	a, b := t.TempDir(), t.TempDir()
+	write(t, a, "p/s1.jsonl", line("m1", "r1", "claude-opus-4-5", "2026-01-09T10:00:00.000Z", "s1", 1, 0, ""))
+	write(t, b, "p/s2.jsonl", line("m2", "r2", "claude-opus-4-5", "2026-01-09T10:00:00.000Z", "s2", 2, 0, ""))
+	t.Setenv("CLAUDE_CONFIG_DIR", a+","+b)
+	res, err := usagelog.ScanClaude(context.Background(), usagelog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := daily(t, res, "UTC")["2026-01-09"].InputTokens; got != 3 {
+		t.Errorf("input = %d, want 3 from both folders", got)
+	}
+}
+
+func TestDirMayNameProjectsFolder(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write(t, dir, "p/s1.jsonl", line("m1", "r1", "claude-opus-4-5", "2026-01-10T10:00:00.000Z", "s1", 5, 0, ""))
+	res := scan(t, filepath.Join(dir, "projects"), usagelog.Options{})
+	if res.Stats.Entries != 1 {
+		t.Errorf("entries = %d", res.Stats.Entries)
+	}
+}

@@ -12,7 +12,8 @@ import (
 )
 
 // ScanClaude reads Claude Code logs: every *.jsonl under DIR/projects
-// (sub-agent files included), and returns de-duplicated usage entries.
+// (sub-agent files included) for each folder of opts.Dir (default
+// DefaultClaudeDirs), and returns de-duplicated usage entries.
 //
 // Claude Code writes one line per content block, each repeating the
 // message's usage, so records are de-duplicated as ccusage 20.0.24 does:
@@ -27,14 +28,19 @@ import (
 // (files in path order) stays. The agent's costUSD is used when logged;
 // otherwise the cost is estimated from the price table.
 func ScanClaude(ctx context.Context, opts Options) (*Result, error) {
-	dir := opts.Dir
-	if dir == "" {
-		dir = DefaultClaudeDir()
+	dirs := DefaultClaudeDirs()
+	if opts.Dir != "" {
+		dirs = strings.Split(opts.Dir, ",")
 	}
-	root := filepath.Join(dir, "projects")
-	paths, sizes, err := listFiles(root, ".jsonl")
-	if err != nil {
-		return nil, dirError(root, err)
+	var paths []string
+	var sizes []int64
+	for _, dir := range dirs {
+		root := logRoot(strings.TrimSpace(dir), "projects", opts.Dir != "")
+		p, s, err := listFiles(root, ".jsonl")
+		if err != nil {
+			return nil, dirError(root, err)
+		}
+		paths, sizes = append(paths, p...), append(sizes, s...)
 	}
 	prices := opts.Prices
 	if prices == nil {
@@ -68,7 +74,7 @@ func ScanClaude(ctx context.Context, opts Options) (*Result, error) {
 	}
 	d := newDeduper(1024)
 	unreadable := map[int]bool{}
-	err = runJobs(ctx, jobs, workers, func(w int, j job) out {
+	err := runJobs(ctx, jobs, workers, func(w int, j job) out {
 		var o out
 		p := parsers[w]
 		if p == nil {
@@ -207,6 +213,7 @@ func (p *claudeParser) line(line []byte, st *Stats) (Entry, bool) {
 		e.Estimated = true
 		e.Unpriced = e.Model != "" && e.Tokens() > 0
 	}
+	e.CostMicros = (e.CostNanos + 500) / 1000
 	if l.hasMsgID {
 		var h maphash.Hash
 		h.SetSeed(p.seed)

@@ -26,7 +26,7 @@ func ScanCodex(ctx context.Context, opts Options) (*Result, error) {
 	if dir == "" {
 		dir = DefaultCodexDir()
 	}
-	root := filepath.Join(dir, "sessions")
+	root := logRoot(dir, "sessions", opts.Dir != "")
 	paths, sizes, err := listFiles(root, ".jsonl")
 	if err != nil {
 		return nil, dirError(root, err)
@@ -214,6 +214,7 @@ func (s *codexState) line(line []byte, st *Stats) (Entry, bool) {
 	} else {
 		e.Unpriced = e.Model != ""
 	}
+	e.CostMicros = (e.CostNanos + 500) / 1000
 	return e, true
 }
 

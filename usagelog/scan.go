@@ -28,8 +28,9 @@ const (
 // Options control a scan.
 type Options struct {
 	// Dir is the agent's home (the folder holding projects/ or
-	// sessions/); empty means the default (DefaultClaudeDir,
-	// DefaultCodexDir).
+	// sessions/); empty means the default (DefaultClaudeDirs,
+	// DefaultCodexDir). For Claude it may list several folders separated
+	// by commas.
 	Dir string
 	// Prices prices entries the agent did not price; nil means
 	// cost.Default().
@@ -54,7 +55,7 @@ type Entry struct {
 	// Session is the agent session (Claude sessionId, else the file
 	// name; Codex: the rollout's file name).
 	Session string
-	// Tokens and cost; CostMicros is filled by Aggregate from CostNanos.
+	// Tokens and cost (CostMicros is CostNanos rounded).
 	muster.Usage
 	// CostNanos is the cost in nano-dollars: the agent's costUSD when
 	// logged, else estimated from the price table (Estimated set).
@@ -247,20 +248,14 @@ func listFiles(root, suffix string) ([]string, []int64, error) {
 	return ps, ss, nil
 }
 
-// splitJobs cuts files into jobs of at most chunk bytes.
+// splitJobs cuts files into jobs of at most chunk bytes, in file order.
 func splitJobs(paths []string, sizes []int64, chunk int64) []job {
 	var jobs []job
 	for i, p := range paths {
-		if sizes[i] <= chunk {
-			jobs = append(jobs, job{file: i, path: p, start: 0, end: sizes[i] + 1})
-			continue
-		}
-		for s := int64(0); s < sizes[i]; s += chunk {
-			e := s + chunk
-			if e >= sizes[i] {
-				e = sizes[i] + 1
-			}
-			jobs = append(jobs, job{file: i, path: p, start: s, end: e})
+		// Lines that start at or after the listed size were appended
+		// since (a live session): left for the next scan.
+		for s := int64(0); s == 0 || s < sizes[i]; s += chunk {
+			jobs = append(jobs, job{file: i, path: p, start: s, end: min(s+chunk, sizes[i])})
 		}
 	}
 	return jobs
@@ -332,6 +327,22 @@ func runJobs[T any](ctx context.Context, jobs []job, workers int, work func(work
 	return err
 }
 
+// logRoot is dir/sub; for a folder the user named (explicit) that has
+// no sub folder, the folder itself, so --dir may name the projects or
+// sessions folder directly.
+func logRoot(dir, sub string, explicit bool) string {
+	root := filepath.Join(dir, sub)
+	if !explicit {
+		return root
+	}
+	if _, err := os.Stat(root); err != nil {
+		if st, err := os.Stat(dir); err == nil && st.IsDir() {
+			return dir
+		}
+	}
+	return root
+}
+
 // dirError turns a failure to read the log folder into a muster error.
 func dirError(dir string, err error) error {
 	if errors.Is(err, fs.ErrNotExist) {
@@ -340,23 +351,45 @@ func dirError(dir string, err error) error {
 	return &muster.Error{Code: muster.CodeInternal, Op: "read " + dir, Err: err}
 }
 
-func homeDir(env, sub string) string {
-	if v := os.Getenv(env); v != "" {
-		// CLAUDE_CONFIG_DIR may list several folders separated by commas; use the first.
-		if i := strings.IndexByte(v, ','); i >= 0 {
-			v = v[:i]
+// DefaultClaudeDirs are the folders Claude Code logs to: the
+// comma-separated $CLAUDE_CONFIG_DIR, else those of ~/.config/claude and
+// ~/.claude that hold a projects folder (else ~/.claude).
+func DefaultClaudeDirs() []string {
+	if v := os.Getenv("CLAUDE_CONFIG_DIR"); v != "" {
+		var dirs []string
+		for _, d := range strings.Split(v, ",") {
+			if d = strings.TrimSpace(d); d != "" {
+				dirs = append(dirs, d)
+			}
 		}
-		return strings.TrimSpace(v)
+		if len(dirs) > 0 {
+			return dirs
+		}
 	}
 	h, err := os.UserHomeDir()
 	if err != nil {
-		return sub
+		return []string{".claude"}
 	}
-	return filepath.Join(h, sub)
+	var dirs []string
+	for _, d := range []string{filepath.Join(h, ".config", "claude"), filepath.Join(h, ".claude")} {
+		if st, err := os.Stat(filepath.Join(d, "projects")); err == nil && st.IsDir() {
+			dirs = append(dirs, d)
+		}
+	}
+	if len(dirs) == 0 {
+		dirs = []string{filepath.Join(h, ".claude")}
+	}
+	return dirs
 }
 
-// DefaultClaudeDir is $CLAUDE_CONFIG_DIR, else ~/.claude.
-func DefaultClaudeDir() string { return homeDir("CLAUDE_CONFIG_DIR", ".claude") }
-
 // DefaultCodexDir is $CODEX_HOME, else ~/.codex.
-func DefaultCodexDir() string { return homeDir("CODEX_HOME", ".codex") }
+func DefaultCodexDir() string {
+	if v := os.Getenv("CODEX_HOME"); v != "" {
+		return v
+	}
+	h, err := os.UserHomeDir()
+	if err != nil {
+		return ".codex"
+	}
+	return filepath.Join(h, ".codex")
+}

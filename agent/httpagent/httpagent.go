@@ -15,6 +15,8 @@
 //	--retries=N            retries of transient failures (default 2)
 //	--retry-delay=D        first backoff delay (default 1s, doubling, cap 30s)
 //	--command-timeout=D    run_command limit (default 2m)
+//	--idle-timeout=D       a model reply that sends nothing for this long is
+//	                       a stall (default 5m)
 package httpagent
 
 import (
@@ -25,6 +27,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -54,6 +57,7 @@ type Executor struct {
 	retries    int
 	retryDelay time.Duration
 	cmdTimeout time.Duration
+	idle       time.Duration
 	client     *http.Client
 	now        func() time.Time
 }
@@ -61,7 +65,7 @@ type Executor struct {
 // New returns the executor for spec (kind "openai" or "anthropic").
 func New(spec *muster.ExecutorSpec) (*Executor, error) {
 	e := &Executor{spec: spec, model: spec.Model, maxTurns: DefaultMaxTurns, maxTokens: -1,
-		stream: true, retries: DefaultRetries, retryDelay: time.Second, cmdTimeout: 2 * time.Minute,
+		stream: true, retries: DefaultRetries, retryDelay: time.Second, cmdTimeout: 2 * time.Minute, idle: 5 * time.Minute,
 		client: &http.Client{}, now: time.Now}
 	switch spec.Kind {
 	case muster.ExecOpenAI:
@@ -73,6 +77,10 @@ func New(spec *muster.ExecutorSpec) (*Executor, error) {
 	}
 	if spec.BaseURL != "" {
 		e.baseURL = strings.TrimRight(spec.BaseURL, "/")
+		u, err := url.Parse(e.baseURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("executor %q: base_url %q is not an http(s) URL with a host", spec.Name, spec.BaseURL)
+		}
 	}
 	for _, a := range spec.Args {
 		if err := e.setArg(a); err != nil {
@@ -121,10 +129,15 @@ func (e *Executor) setArg(a string) error {
 		e.retryDelay, err = dur()
 	case name == "command-timeout" && hasVal:
 		e.cmdTimeout, err = dur()
+	case name == "idle-timeout" && hasVal:
+		e.idle, err = dur()
+		if err == nil && e.idle == 0 {
+			err = fmt.Errorf("%s must be more than 0", a)
+		}
 	case name == "no-stream" && !hasVal:
 		e.stream = false
 	default:
-		return fmt.Errorf("unknown or bad argument %q (want --api=chat|responses, --max-turns=N, --max-tokens=N, --no-stream, --retries=N, --retry-delay=D, --command-timeout=D)", a)
+		return fmt.Errorf("unknown or bad argument %q (want --api=chat|responses, --max-turns=N, --max-tokens=N, --no-stream, --retries=N, --retry-delay=D, --command-timeout=D, --idle-timeout=D)", a)
 	}
 	return err
 }
@@ -236,7 +249,25 @@ func (e *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit fu
 	}
 }
 
-var errTimedOut = errors.New("httpagent: timeout")
+var (
+	errTimedOut = errors.New("httpagent: timeout")
+	errStalled  = errors.New("httpagent: stalled")
+)
+
+// idleReader restarts the idle timer whenever bytes arrive.
+type idleReader struct {
+	r io.Reader
+	t *time.Timer
+	d time.Duration
+}
+
+func (r *idleReader) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if n > 0 {
+		r.t.Reset(r.d)
+	}
+	return n, err
+}
 
 // callWithRetry makes one model request, retrying transient failures with
 // doubling backoff.
@@ -265,7 +296,19 @@ func (e *Executor) call(ctx context.Context, w wire, key string) (*turnResult, e
 	if err != nil {
 		return nil, err
 	}
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, e.endpoint(), bytes.NewReader(body))
+	// The request is cut when the server sends nothing for e.idle.
+	cctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	idle := time.AfterFunc(e.idle, func() { cancel(errStalled) })
+	defer idle.Stop()
+	stalled := func() error {
+		if context.Cause(cctx) == errStalled && ctx.Err() == nil {
+			return &muster.AgentError{Class: muster.FailStall,
+				Message: fmt.Sprintf("executor %s: the model sent nothing for %s", e.spec.Name, e.idle)}
+		}
+		return nil
+	}
+	hreq, err := http.NewRequestWithContext(cctx, http.MethodPost, e.endpoint(), bytes.NewReader(body))
 	if err != nil {
 		return nil, &muster.AgentError{Class: muster.FailInvalid, Message: fmt.Sprintf("executor %s: bad base_url: %v", e.spec.Name, err)}
 	}
@@ -283,6 +326,9 @@ func (e *Executor) call(ctx context.Context, w wire, key string) (*turnResult, e
 	}
 	resp, err := e.client.Do(hreq)
 	if err != nil {
+		if se := stalled(); se != nil {
+			return nil, se
+		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
@@ -295,8 +341,11 @@ func (e *Executor) call(ctx context.Context, w wire, key string) (*turnResult, e
 	}
 	ct := resp.Header.Get("Content-Type")
 	stream := e.stream && strings.HasPrefix(ct, "text/event-stream")
-	tr, err := w.parse(resp.Body, stream)
+	tr, err := w.parse(&idleReader{r: resp.Body, t: idle, d: e.idle}, stream)
 	if err != nil {
+		if se := stalled(); se != nil {
+			return nil, se
+		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}

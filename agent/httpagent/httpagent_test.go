@@ -412,6 +412,16 @@ func TestTimeoutAndCancel(t *testing.T) {
 	}
 }
 
+func TestStall(t *testing.T) {
+	t.Parallel()
+	s := newSetup(t, "anthropic", "--idle-timeout=100ms")
+	_, err := s.run(t, "slow")
+	var ae *muster.AgentError
+	if !errors.As(err, &ae) || ae.Class != muster.FailStall {
+		t.Fatalf("err = %v, want a stall", err)
+	}
+}
+
 func TestNewRejectsBadConfig(t *testing.T) {
 	t.Parallel()
 	for _, spec := range []*muster.ExecutorSpec{
@@ -420,6 +430,8 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		{Name: "c", Kind: "anthropic", Model: "m", Args: []string{"--api=responses"}},
 		{Name: "d", Kind: "openai", Model: "m", Args: []string{"--max-turns=x"}},
 		{Name: "e", Kind: "gemini", Model: "m"},
+		{Name: "f", Kind: "openai", Model: "m", BaseURL: "/v1"},
+		{Name: "g", Kind: "anthropic", Model: "m", BaseURL: "localhost:8080"},
 	} {
 		if _, err := httpagent.New(spec); err == nil {
 			t.Errorf("%s: accepted %+v", spec.Name, spec)

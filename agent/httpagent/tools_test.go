@@ -132,3 +132,38 @@ func TestShellCommandBounded(t *testing.T) {
 		t.Errorf("run_command: error %v, %d bytes, %q", isErr, len(out), out[:40])
 	}
 }
+
+func TestChatStreamCallsWithoutIndex(t *testing.T) {
+	t.Parallel()
+	stream := `data: {"model":"m","choices":[{"delta":{"tool_calls":[{"id":"a","function":{"name":"read_file","arguments":"{\"path\":\"x\"}"}}]}}]}
+
+data: {"choices":[{"delta":{"tool_calls":[{"id":"b","function":{"name":"list_files","arguments":"{}"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":10,"completion_tokens":2}}
+
+data: [DONE]
+
+`
+	w := newChat("m", "s", "p", nil, 0)
+	tr, err := w.parse(strings.NewReader(stream), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tr.calls) != 2 || tr.calls[0].name != "read_file" || tr.calls[1].name != "list_files" || tr.calls[0].args != `{"path":"x"}` {
+		t.Fatalf("calls %+v", tr.calls)
+	}
+	if tr.usage.InputTokens != 10 || tr.usage.OutputTokens != 2 {
+		t.Fatalf("usage %+v", tr.usage)
+	}
+}
+
+func FuzzParseStreams(f *testing.F) {
+	f.Add("data: {\"choices\":[{\"delta\":{\"content\":\"hi\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
+	f.Add("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"model\":\"m\"}}\n\nevent: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"x\"}}\n\n")
+	f.Add("event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"output\":[]}}\n\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, w := range []wire{newChat("m", "", "", nil, 0), newResponses("m", "", "", nil, 0), newMessages("m", "", "", nil, 0)} {
+			for _, stream := range []bool{true, false} {
+				_, _ = w.parse(strings.NewReader(s), stream)
+			}
+		}
+	})
+}

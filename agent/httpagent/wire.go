@@ -216,10 +216,24 @@ func (w *chatWire) parse(r io.Reader, stream bool) (*turnResult, error) {
 		for _, ch := range c.Choices {
 			text.WriteString(ch.Delta.Content)
 			for _, d := range ch.Delta.ToolCalls {
-				for len(calls) <= d.Index {
+				i := d.Index
+				if i < 0 || i > 1000 {
+					return false, errors.New("tool call index out of range")
+				}
+				// Some servers send every call at index 0 (or omit it); a
+				// new id at a taken index starts a new call.
+				if i < len(calls) && d.ID != "" && calls[i].id != "" && calls[i].id != d.ID {
+					i = len(calls)
+					for j, c := range calls {
+						if c.id == d.ID {
+							i = j
+						}
+					}
+				}
+				for len(calls) <= i {
 					calls = append(calls, &toolCall{})
 				}
-				tc := calls[d.Index]
+				tc := calls[i]
 				if d.ID != "" {
 					tc.id = d.ID
 				}

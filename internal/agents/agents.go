@@ -6,6 +6,12 @@ import (
 	"fmt"
 
 	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/agent/claude"
+	"github.com/muster-run/muster/agent/codex"
+	"github.com/muster-run/muster/agent/command"
+	"github.com/muster-run/muster/agent/gemini"
+	"github.com/muster-run/muster/agent/httpagent"
+	"github.com/muster-run/muster/agent/opencode"
 	"github.com/muster-run/muster/agent/sim"
 	"github.com/muster-run/muster/engine"
 	"github.com/muster-run/muster/gate"
@@ -16,8 +22,20 @@ func New(spec *muster.ExecutorSpec) (muster.Executor, error) {
 	switch spec.Kind {
 	case muster.ExecSim:
 		return sim.New(spec)
+	case muster.ExecCommand:
+		return command.New(spec)
+	case muster.ExecOpenAI, muster.ExecAnthropic:
+		return httpagent.New(spec)
+	case muster.ExecClaudeCode:
+		return claude.New(spec)
+	case muster.ExecCodex:
+		return codex.New(spec)
+	case muster.ExecGemini:
+		return gemini.New(spec)
+	case muster.ExecOpencode:
+		return opencode.New(spec)
 	}
-	return nil, fmt.Errorf("executor %s: kind %q is not available in this build", spec.Name, spec.Kind)
+	return nil, fmt.Errorf("executor %s: unknown kind %q (one of %v)", spec.Name, spec.Kind, muster.ExecutorKinds)
 }
 
 // Crew builds every executor of cfg, plus the runner of Kind: code tasks.

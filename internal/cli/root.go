@@ -15,11 +15,15 @@ import (
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
 	"github.com/muster-run/muster/internal/cli/demo"
+	"github.com/muster-run/muster/internal/cli/mockllm"
+	"github.com/muster-run/muster/internal/cli/report"
 	"github.com/muster-run/muster/internal/cli/resume"
 	"github.com/muster-run/muster/internal/cli/run"
 	"github.com/muster-run/muster/internal/cli/runs"
 	"github.com/muster-run/muster/internal/cli/status"
+	"github.com/muster-run/muster/internal/cli/usage"
 	"github.com/muster-run/muster/internal/cli/validate"
+	"github.com/muster-run/muster/internal/cli/watch"
 )
 
 // Version is set at build time.
@@ -54,11 +58,29 @@ Start with: muster demo`,
 		resume.NewCmd(io),
 		status.NewCmd(io),
 		runs.NewCmd(io),
+		report.NewCmd(io),
+		usage.NewCmd(),
+		watch.NewCmd(resolveJournal),
+		mockllm.NewCmd(),
 	)
 	for _, c := range root.Commands() {
 		c.SilenceUsage = true
 	}
 	return root
+}
+
+// resolveJournal maps a run ID ("" for the latest) in the current
+// repository to its journal.
+func resolveJournal(run string) (string, error) {
+	repo, err := cmdutil.OpenRepo(context.Background(), "")
+	if err != nil {
+		return "", err
+	}
+	id, err := repo.ResolveRun(run)
+	if err != nil {
+		return "", err
+	}
+	return repo.JournalPath(id), nil
 }
 
 // Main runs muster with the process's arguments and returns the exit

@@ -134,15 +134,14 @@ func done(screen string) int {
 
 func liveView(scr string) bool { return strings.Contains(scr, "── lanes") && done(scr) >= 0 }
 
-// waitForView waits for the live view; it skips the test when the demo
-// ends without one (muster not yet wired to show it on a terminal).
+// waitForView waits for the live view; the demo must show it on a terminal.
 func waitForView(s *session) string {
 	s.t.Helper()
 	scr := s.waitUntil("the live view", func(scr string) bool {
 		return liveView(scr) || strings.Contains(scr, s.name+"-exited=")
 	})
 	if !liveView(scr) {
-		s.t.Skip("muster demo ran without the live view on a terminal: the run command does not start tui.Start yet (see docs/views.md)")
+		s.t.Fatalf("muster demo ran without the live view on a terminal:\n%s", scr)
 	}
 	return scr
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/engine"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
+	"github.com/muster-run/muster/internal/cli/report"
 	"github.com/muster-run/muster/internal/cli/runner"
 )
 
@@ -119,7 +120,13 @@ func runDemo(ctx context.Context, io *cmdutil.IOStreams, dir string, speed float
 			fmt.Fprintf(w, "  %-10s %10d %10d %10s %5.1f%%\n", k, u.InputTokens, u.OutputTokens, fmt.Sprintf("$%.4f", u.USD()), share)
 		}
 		fmt.Fprintf(w, "  %-10s %10d %10d %10s\n", "total", total.InputTokens, total.OutputTokens, fmt.Sprintf("$%.4f", total.USD()))
-		fmt.Fprintf(w, "\nthe repository is %s; its run branch is %s\n", dir, s.State.Branch)
+		html := filepath.Join(repo.RunDir(s.RunID), "report.html")
+		if err := report.WriteHTML(html, events, ""); err != nil {
+			fmt.Fprintf(w, "\nno HTML report: %v\n", err)
+		} else {
+			fmt.Fprintf(w, "\nreport: %s\n", html)
+		}
+		fmt.Fprintf(w, "the repository is %s; its run branch is %s\n", dir, s.State.Branch)
 		fmt.Fprintf(w, "look at it:  git -C %s log --oneline %s\n", shellQuote(dir), s.State.Branch)
 		fmt.Fprintf(w, "status:      muster status --repo %s\n", shellQuote(dir))
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/muster-run/muster/internal/cli/progress"
 	"github.com/muster-run/muster/journal"
 	"github.com/muster-run/muster/planfile"
+	"github.com/muster-run/muster/tui"
 )
 
 // Flags are the flags of run and resume (DESIGN.md §2).
@@ -175,6 +176,10 @@ type Session struct {
 
 // Drive opens the workspace and journal and runs the driver to the end.
 func (s *Session) Drive(ctx context.Context) error {
+	prices, err := Prices(s.Config)
+	if err != nil {
+		return err
+	}
 	ws, err := git.Open(ctx, git.Options{Repo: s.Repo.Top, RunID: s.RunID, Base: s.Base, Resume: s.Resume, Keep: s.Config.Run.Keep})
 	if err != nil {
 		return classifyGit(err)
@@ -202,6 +207,23 @@ func (s *Session) Drive(ctx context.Context) error {
 	errOut := s.IO.ErrOut
 	pr := progress.New(errOut, cmdutil.ColorEnabled(errOut) && !s.Flags.Plain)
 	pr.Verbose = s.Flags.Verbose
+	// On a terminal, the live view shows the run; q leaves it (the run
+	// goes on in plain lines), ctrl+c in it stops the run.
+	var live *tui.Live
+	if !s.Flags.Plain && os.Getenv("CI") == "" && tui.Interactive(s.IO.In, errOut) {
+		var stop context.CancelCauseFunc
+		ctx, stop = context.WithCancelCause(ctx)
+		defer stop(nil)
+		// The view outlives a cancelled run, to draw its last events.
+		live = tui.Start(context.WithoutCancel(ctx), s.IO.In, errOut, tui.Options{
+			Budget:      s.Config.Run.BudgetUSDMicros,
+			OnInterrupt: func() { stop(muster.ErrInterrupted) },
+		})
+		defer live.Close()
+		for _, e := range replayed {
+			live.Send(e)
+		}
+	}
 	var jsonOut *jsonStream
 	if s.Flags.JSON {
 		jsonOut = newJSONStream(s.IO.Out)
@@ -213,11 +235,15 @@ func (s *Session) Drive(ctx context.Context) error {
 	}
 	opts := driver.Options{
 		RunID: s.RunID, PlanPath: s.Plan.Source, Plan: s.Plan, Config: s.Config, Base: s.Base, Branch: ws.Branch(), Ref: s.Ref,
-		Replayed: replayed, Journal: j, Workspace: ws, Executors: crew, Gates: runner, Price: Price(s.Config),
+		Replayed: replayed, Journal: j, Workspace: ws, Executors: crew, Gates: runner, Price: prices.Cost,
 		ScratchDir: filepath.Join(s.Dir, "scratch"), Weights: s.Weights,
 		Reconcile: ws.TaskCommits,
 		OnEvent: func(e *muster.Event, st *engine.State) {
-			pr.OnEvent(e, st)
+			if live != nil && live.Active() {
+				live.Send(*e)
+			} else {
+				pr.OnEvent(e, st)
+			}
 			if jsonOut != nil {
 				jsonOut.write(e)
 			}
@@ -231,6 +257,9 @@ func (s *Session) Drive(ctx context.Context) error {
 	}
 	st, runErr := driver.Run(ctx, opts)
 	s.State = st
+	if live != nil {
+		_ = live.Close() // the run's outcome is driver.Run's
+	}
 	if tip, err := ws.Tip(context.WithoutCancel(ctx)); err == nil {
 		s.Tip = tip
 	}
