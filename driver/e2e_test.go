@@ -214,3 +214,45 @@ echo '{"type":"findings","findings":[{"severity":"critical","title":"no comment"
 		}
 	}
 }
+
+// A check/repair loop that resolves on its second repair attempt, and
+// one that exhausts its attempts: its dependent is skipped.
+func TestE2ECheckRepairLoops(t *testing.T) {
+	fix := task("fix", "state.txt")
+	fix.Loop = &muster.LoopSpec{Check: "grep -qx 2 state.txt", Max: 3}
+	never := task("never", "never.txt")
+	never.Loop = &muster.LoopSpec{Check: "test -f impossible.txt", Max: 2}
+	after := task("after")
+	after.After = []muster.TaskID{"never"}
+	p := &muster.Plan{Tasks: []*muster.Task{fix, never, after}}
+	coder := `set -e
+case "$MUSTER_TASK_ID" in
+fix) echo "$MUSTER_ROUND" > state.txt ;;
+never) echo "$MUSTER_ROUND" > never.txt ;;
+esac
+`
+	e := newE2E(t, p, map[string]string{"state.txt": "0\n"}, coder, "")
+	st := e.run(t)
+	if f := st.Tasks["fix"]; f.State != muster.StateSucceeded {
+		t.Fatalf("fix %s %q", f.State, f.Reason)
+	}
+	if n := st.Tasks["never"]; n.State != muster.StateFailed || !strings.HasPrefix(n.Reason, "loop exhausted") {
+		t.Fatalf("never %s %q", n.State, n.Reason)
+	}
+	if a := st.Tasks["after"]; a.State != muster.StateSkipped {
+		t.Fatalf("after %s", a.State)
+	}
+	verdicts := map[muster.TaskID]muster.Event{}
+	for _, ev := range e.events(muster.EvLoopEnded) {
+		verdicts[ev.Task] = ev
+	}
+	if v := verdicts["fix"]; v.State != "resolved" || v.Round != 2 {
+		t.Fatalf("fix verdict %+v", v)
+	}
+	if v := verdicts["never"]; v.State != "exhausted" || v.Round != 2 {
+		t.Fatalf("never verdict %+v", v)
+	}
+	if got := sh(t, e.repo, "git", "show", e.ws.Branch()+":state.txt"); got != "2" {
+		t.Fatalf("state.txt %q", got)
+	}
+}
