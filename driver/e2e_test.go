@@ -26,7 +26,7 @@ type e2e struct {
 	opts driver.Options
 }
 
-func sh(t *testing.T, dir string, args ...string) string {
+func sh(t testing.TB, dir string, args ...string) string {
 	t.Helper()
 	c := exec.Command(args[0], args[1:]...)
 	c.Dir = dir
@@ -39,7 +39,7 @@ func sh(t *testing.T, dir string, args ...string) string {
 
 // newE2E makes a repository holding files, and a run of p whose crew is
 // the coder script (two clones) and, when given, the reviewer script.
-func newE2E(t *testing.T, p *muster.Plan, files map[string]string, coder, reviewer string, gates ...muster.GateSpec) *e2e {
+func newE2E(t testing.TB, p *muster.Plan, files map[string]string, coder, reviewer string, gates ...muster.GateSpec) *e2e {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git not found")
 	}
@@ -97,7 +97,7 @@ func newE2E(t *testing.T, p *muster.Plan, files map[string]string, coder, review
 	return e
 }
 
-func (e *e2e) run(t *testing.T) *engine.State {
+func (e *e2e) run(t testing.TB) *engine.State {
 	t.Helper()
 	st, err := driver.Run(context.Background(), e.opts)
 	if err != nil {

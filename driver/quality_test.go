@@ -311,3 +311,40 @@ func TestNotesAndHandOffReachLaterTasks(t *testing.T) {
 		t.Fatalf("notes events %+v", n)
 	}
 }
+
+func TestIntegrationFailureOnTipTooIsNotCharged(t *testing.T) {
+	// The task that lands second does so on a tip that fails the gate
+	// already: not its doing.
+	cfg := crew(2)
+	cfg.Gates = []muster.GateSpec{{Name: "flaky", Command: "x"}}
+	h := newHarness(t, plan("a", "b"), cfg)
+	var both sync.WaitGroup // both prepared on the same base
+	both.Add(2)
+	h.ex.ExecuteFn = func(ctx context.Context, req *muster.ExecRequest, emit func(muster.Record)) (*muster.ExecResult, error) {
+		if req.Round == 0 {
+			both.Done()
+			both.Wait()
+		}
+		return &muster.ExecResult{}, nil
+	}
+	h.opts.Gates = gateFn(func(dir, name string, n int) (bool, string) {
+		// Broken on every tree after the first landing, whichever it was.
+		return !strings.Contains(dir, "c-a") && !strings.Contains(dir, "c-b"), "broken since the first landing"
+	})
+	st, err := h.run(t)
+	if err != nil || st.RunState != muster.RunSucceeded {
+		t.Fatalf("%v %s b %q", err, st.RunState, st.Tasks["b"].Reason)
+	}
+	var verified []muster.Event
+	for _, g := range events(h, muster.EvGateRan) {
+		if g.Phase == "integration" {
+			verified = append(verified, g)
+		}
+	}
+	if len(verified) != 1 || *verified[0].Passed || verified[0].Baseline != "fail" || !strings.HasPrefix(verified[0].Reason, "pre-existing") {
+		t.Fatalf("integration gates %+v", verified)
+	}
+	if tip, _ := h.ws.Tip(context.Background()); tip != "m(c-b@c-a)" && tip != "m(c-a@c-b)" {
+		t.Fatalf("tip %s", tip)
+	}
+}

@@ -118,6 +118,12 @@ func (w *worker) reviewBy(ctx context.Context, round, i int, lease engine.Lease,
 		w.send(muster.Event{Type: muster.EvWarning, Message: "review by " + muster.Slot(lease.Executor, lease.Clone) + " failed: " + msg})
 		return nil, false
 	}
+	if !res.Reviewed {
+		// No findings record at all: the reviewer did not answer in the
+		// structured form; its silence is recorded, not taken as a verdict.
+		w.send(muster.Event{Type: muster.EvWarning, Executor: lease.Executor, Clone: lease.Clone,
+			Message: "reviewer " + muster.Slot(lease.Executor, lease.Clone) + " gave no findings record: no verdict"})
+	}
 	w.send(muster.Event{Type: muster.EvReviewed, Executor: lease.Executor, Clone: lease.Clone, Findings: res.Findings, Round: round})
 	return res.Findings, true
 }
