@@ -215,11 +215,11 @@ echo '{"type":"findings","findings":[{"severity":"critical","title":"no comment"
 	}
 }
 
-// A check/repair loop that resolves on its second repair attempt, and
+// A check/repair loop that resolves on its second attempt, and
 // one that exhausts its attempts: its dependent is skipped.
 func TestE2ECheckRepairLoops(t *testing.T) {
 	fix := task("fix", "state.txt")
-	fix.Loop = &muster.LoopSpec{Check: "grep -qx 2 state.txt", Max: 3}
+	fix.Loop = &muster.LoopSpec{Check: "grep -qx 1 state.txt", Max: 3}
 	never := task("never", "never.txt")
 	never.Loop = &muster.LoopSpec{Check: "test -f impossible.txt", Max: 2}
 	after := task("after")
@@ -252,7 +252,7 @@ esac
 	if v := verdicts["never"]; v.State != "exhausted" || v.Round != 2 {
 		t.Fatalf("never verdict %+v", v)
 	}
-	if got := sh(t, e.repo, "git", "show", e.ws.Branch()+":state.txt"); got != "2" {
+	if got := sh(t, e.repo, "git", "show", e.ws.Branch()+":state.txt"); got != "1" {
 		t.Fatalf("state.txt %q", got)
 	}
 }

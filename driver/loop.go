@@ -3,6 +3,7 @@ package driver
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/muster-run/muster"
 )
@@ -14,13 +15,14 @@ const (
 	LoopFailed    = "failed"
 )
 
-// defaultLoopMax is the number of repair attempts of a Loop: without max.
+// defaultLoopMax is the number of attempts of a Loop: without max.
 const defaultLoopMax = 3
 
-// loop runs a task's check/repair loop: the check (a command run like a
-// gate) first, then, while it fails, the coder as repair agent followed
-// by the check again, up to Max repair attempts. Each check is a
-// LoopAttempt event and the verdict a LoopEnded event. A resolved loop's
+// loop runs a task's check/repair loop: up to Max attempts, each a check
+// (a command run like a gate) and, when it fails and attempts remain, the
+// coder as repair agent given the check's output. Each check is a
+// LoopAttempt event (Round: the attempt, from 1) and the verdict a
+// LoopEnded event. A resolved loop's
 // change then passes the gates once and is committed; an exhausted or
 // failed loop fails the task, so dependents follow the loop's verdict.
 func (w *worker) loop(ctx context.Context, exec muster.Executor) ([]muster.Event, string) {
@@ -42,23 +44,28 @@ func (w *worker) loop(ctx context.Context, exec muster.Executor) ([]muster.Event
 	end := func(state string, attempt int, reason string) {
 		w.send(muster.Event{Type: muster.EvLoopEnded, State: state, Round: attempt, Reason: reason})
 	}
-	r := check(0)
-	if ctx.Err() != nil {
-		return w.cancelled(ctx), ""
-	}
-	if r.Passed {
-		end(LoopResolved, 0, "the check passes before any repair")
-		return []muster.Event{{Type: muster.EvTaskSucceeded, Task: w.a.Task, Attempt: w.a.Attempt, Reason: "loop resolved: the check already passes"}}, ""
-	}
 	var change *muster.Change
 	for attempt := 1; ; attempt++ {
-		if attempt > max {
-			reason := fmt.Sprintf("loop exhausted: the check still fails after %d repair attempts: %s", max, lastLines(r.Output, 1))
-			end(LoopExhausted, max, reason)
+		w.round = attempt - 1
+		r := check(attempt)
+		if ctx.Err() != nil {
+			return w.cancelled(ctx), ""
+		}
+		if r.Passed {
+			if attempt == 1 {
+				end(LoopResolved, attempt, "the check passes before any repair")
+				return []muster.Event{{Type: muster.EvTaskSucceeded, Task: w.a.Task, Attempt: w.a.Attempt, Reason: "loop resolved: the check already passes"}}, ""
+			}
+			end(LoopResolved, attempt, fmt.Sprintf("the check passes on attempt %d", attempt))
+			break
+		}
+		if attempt >= max {
+			reason := fmt.Sprintf("loop exhausted: the check still fails after %d attempts: %s", max, lastLines(r.Output, 1))
+			end(LoopExhausted, attempt, reason)
 			return w.fail(reason, false), ""
 		}
 		w.round = attempt
-		feedback := fmt.Sprintf("The check `%s` fails (repair attempt %d of %d). Make it pass. Its output:\n%s",
+		feedback := fmt.Sprintf("The check `%s` fails (attempt %d of %d). Make it pass. Its output:\n%s",
 			spec.Check, attempt, max, tail(r.Output, maxFeedback/2))
 		w.send(muster.Event{Type: muster.EvFixRound, Round: attempt, Reason: "loop: check failed: " + lastLines(r.Output, 1)})
 		w.send(muster.Event{Type: muster.EvPhase, Phase: "repair", Round: attempt})
@@ -76,16 +83,9 @@ func (w *worker) loop(ctx context.Context, exec muster.Executor) ([]muster.Event
 		}
 		if viol := w.d.opts.Workspace.Violations(ctx, w.dir, change, w.task.Owns); len(viol) > 0 {
 			w.send(muster.Event{Type: muster.EvViolation, Paths: viol, Round: attempt})
-			reason := "loop failed: the repair changed paths outside Owns: " + fmt.Sprint(viol)
+			reason := "loop failed: the repair changed paths outside Owns: " + strings.Join(viol, ", ")
 			end(LoopFailed, attempt, reason)
 			return w.fail(reason, false), ""
-		}
-		if r = check(attempt); ctx.Err() != nil {
-			return w.cancelled(ctx), ""
-		}
-		if r.Passed {
-			end(LoopResolved, attempt, fmt.Sprintf("the check passes after repair attempt %d", attempt))
-			break
 		}
 	}
 	if change.Empty() {
