@@ -31,8 +31,13 @@ func (w *worker) verifyIntegration() bool {
 // the plan-wide gates run on the merged tree in the task's worktree, and
 // the branch advances (compare-and-swap) only when none fails where the
 // tip passed: the run branch only ever holds trees that passed.
+//
+// Moves of the branch are not cancelled; gate runs are (an interrupted
+// verification leaves the branch where it was).
 func (w *worker) land(ctx context.Context, commit string) landing {
 	ws := w.d.opts.Workspace
+	gctx := ctx
+	ctx = context.WithoutCancel(ctx)
 	tip, err := ws.Tip(ctx)
 	if err != nil {
 		return landing{err: err}
@@ -53,12 +58,15 @@ func (w *worker) land(ctx context.Context, commit string) landing {
 	var fb []string
 	failed := ""
 	for _, g := range w.cfg.Gates {
-		r := w.d.opts.Gates.Run(ctx, dir, g, w.cfg.Run.GateTimeout)
+		r := w.d.opts.Gates.Run(gctx, dir, g, w.cfg.Run.GateTimeout)
+		if gctx.Err() != nil {
+			return landing{err: gctx.Err()}
+		}
 		w.d.gc.put(g, merged, r)
 		ev := muster.Event{Type: muster.EvGateRan, Phase: "integration", Gate: g.Name, Passed: &r.Passed,
 			Output: tail(r.Output, maxGateOutput), Round: w.round, Commit: merged, Tip: tip}
 		if !r.Passed {
-			before, ok := w.d.gateAt(ctx, g, tip, w.cfg)
+			before, ok := w.d.gateAt(gctx, g, tip, w.cfg)
 			charged, newly := true, []string(nil)
 			if ok {
 				ev.Baseline = verdict(before.Passed)

@@ -131,8 +131,11 @@ func (w *worker) run(ctx context.Context) []muster.Event {
 		}
 		w.send(muster.Event{Type: muster.EvPhase, Phase: "integrating", Round: w.round})
 		w.d.integ.lock()
-		l := w.land(context.WithoutCancel(ctx), commit)
+		l := w.land(ctx, commit)
 		w.d.integ.unlock()
+		if l.err != nil && ctx.Err() != nil {
+			return w.cancelled(ctx)
+		}
 		switch {
 		case l.err != nil:
 			return w.fail("integrate: "+l.err.Error(), false)
