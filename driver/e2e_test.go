@@ -149,7 +149,7 @@ echo "done $MUSTER_TASK_ID"
 	if len(caught) != 1 || caught[0].Baseline != "pass" {
 		t.Fatalf("integration gate failures %+v", caught)
 	}
-	if fr := e.events(muster.EvFixRound); len(fr) != 1 || fr[0].Task != caught[0].Task {
+	if fr := e.events(muster.EvFixRound); len(fr) != 1 || fr[0].Task != caught[0].Task || !strings.Contains(fr[0].Reason, "failed on integration") {
 		t.Fatalf("fix rounds %+v", fr)
 	}
 	// Every tree the run branch held passes the gate.

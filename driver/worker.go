@@ -163,7 +163,7 @@ func (w *worker) run(ctx context.Context) []muster.Event {
 				return w.fail("check out the merged tree: "+err.Error(), false)
 			}
 			w.dir, w.base, prepared = dir, l.tip, true
-			feedback = "Your change passed its checks alone, but merged with work that landed meanwhile it breaks a check. " +
+			feedback = l.failed + "\n\nYour change passed its checks alone, but merged with work that landed meanwhile it breaks a check. " +
 				"The worktree now holds your change merged onto the new tip; fix it there.\n\n" + l.feedback
 			start = w.round + 1
 			continue
