@@ -30,10 +30,10 @@ func (w *worker) gates(ctx context.Context, round int) (feedback, failed string)
 	}
 	w.send(muster.Event{Type: muster.EvPhase, Phase: "gates", Round: round})
 	var fb []string
-	charge := func(g muster.GateSpec, out, why string) {
-		fb = append(fb, fmt.Sprintf("Gate %q (%s) failed%s:\n%s", g.Name, g.Command, why, tail(out, maxFeedback/2)))
+	charge := func(g muster.GateSpec, r muster.GateResult, why string) {
+		fb = append(fb, fmt.Sprintf("Gate %q (%s) failed%s:\n%s", g.Name, g.Command, why, tail(r.Output, maxFeedback/2)))
 		if failed == "" {
-			failed = fmt.Sprintf("gate %s failed: %s", g.Name, lastLines(out, 1))
+			failed = "gate " + g.Name + " failed: " + gateSummary(r)
 		}
 	}
 	for _, g := range w.cfg.Gates {
@@ -46,7 +46,7 @@ func (w *worker) gates(ctx context.Context, round int) (feedback, failed string)
 		before, ok := w.d.gateAt(ctx, g, w.base, w.cfg)
 		if !ok {
 			w.send(ev)
-			charge(g, r.Output, "")
+			charge(g, r, "")
 			continue
 		}
 		ev.Baseline = verdict(before.Passed)
@@ -58,10 +58,10 @@ func (w *worker) gates(ctx context.Context, round int) (feedback, failed string)
 		case len(newly) > 0:
 			ev.Reason = "newly failing: " + strings.Join(newly, ", ")
 			w.send(ev)
-			charge(g, r.Output, " (newly failing: "+strings.Join(newly, ", ")+"; other failures were there before your change)")
+			charge(g, r, " (newly failing: "+strings.Join(newly, ", ")+"; other failures were there before your change)")
 		default:
 			w.send(ev)
-			charge(g, r.Output, "")
+			charge(g, r, "")
 		}
 	}
 	for _, g := range taskGates {
@@ -80,10 +80,18 @@ func (w *worker) gates(ctx context.Context, round int) (feedback, failed string)
 		}
 		w.send(ev)
 		if !r.Passed {
-			charge(g, r.Output, "")
+			charge(g, r, "")
 		}
 	}
 	return strings.Join(fb, "\n\n"), failed
+}
+
+// gateSummary is a failing gate's last line of output, or its exit code.
+func gateSummary(r muster.GateResult) string {
+	if l := strings.TrimSpace(lastLines(r.Output, 1)); l != "" {
+		return l
+	}
+	return fmt.Sprintf("exit %d, no output", r.ExitCode)
 }
 
 func (w *worker) taskGates() []muster.GateSpec {

@@ -82,7 +82,7 @@ func (w *worker) land(ctx context.Context, commit string) landing {
 				}
 				fb = append(fb, fmt.Sprintf("Gate %q (%s) failed on the merged tree%s:\n%s", g.Name, g.Command, why, tail(r.Output, maxFeedback/2)))
 				if failed == "" {
-					failed = fmt.Sprintf("gate %s failed on integration: %s", g.Name, lastLines(r.Output, 1))
+					failed = "gate " + g.Name + " failed on integration: " + gateSummary(r)
 				}
 			}
 		}

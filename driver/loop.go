@@ -60,14 +60,14 @@ func (w *worker) loop(ctx context.Context, exec muster.Executor) ([]muster.Event
 			break
 		}
 		if attempt >= max {
-			reason := fmt.Sprintf("loop exhausted: the check still fails after %d attempts: %s", max, lastLines(r.Output, 1))
+			reason := fmt.Sprintf("loop exhausted: the check still fails after %d attempts: %s", max, gateSummary(r))
 			end(LoopExhausted, attempt, reason)
 			return w.fail(reason, false), ""
 		}
 		w.round = attempt
 		feedback := fmt.Sprintf("The check `%s` fails (attempt %d of %d). Make it pass. Its output:\n%s",
 			spec.Check, attempt, max, tail(r.Output, maxFeedback/2))
-		w.send(muster.Event{Type: muster.EvFixRound, Round: attempt, Reason: "loop: check failed: " + lastLines(r.Output, 1)})
+		w.send(muster.Event{Type: muster.EvFixRound, Round: attempt, Reason: "loop: check failed: " + gateSummary(r)})
 		w.send(muster.Event{Type: muster.EvPhase, Phase: "repair", Round: attempt})
 		res, err := w.execute(ctx, exec, attempt, feedback)
 		if ctx.Err() != nil {
