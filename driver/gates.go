@@ -67,7 +67,11 @@ func (w *worker) gates(ctx context.Context, round int) (feedback, failed string)
 	for _, g := range taskGates {
 		r := w.d.opts.Gates.Run(ctx, w.dir, g, w.cfg.Run.GateTimeout)
 		ev := muster.Event{Type: muster.EvGateRan, Gate: g.Name, Passed: &r.Passed, Output: tail(r.Output, maxGateOutput), Round: round}
-		if round == 0 {
+		if !w.baselined[g.Name] {
+			if w.baselined == nil {
+				w.baselined = map[string]bool{}
+			}
+			w.baselined[g.Name] = true
 			// Only for the warning: an acceptance test that already
 			// passes before the change does not tell the change apart.
 			if before, ok := w.d.gateAt(ctx, g, w.base, w.cfg); ok {

@@ -348,3 +348,28 @@ func TestIntegrationFailureOnTipTooIsNotCharged(t *testing.T) {
 		t.Fatalf("tip %s", tip)
 	}
 }
+
+func TestReviewersPerTaskAreDistinctClones(t *testing.T) {
+	cfg := &muster.Config{Run: muster.RunConfig{Reviewers: 2}, Executors: []*muster.ExecutorSpec{
+		{Name: "x", Kind: "mock", Clones: 1},
+		{Name: "r", Kind: "mock", Clones: 2, Roles: []string{"reviewer"}},
+	}}
+	h := newHarness(t, plan("a"), cfg)
+	h.opts.Executors["r"] = &mock.Executor{ExecuteFn: func(ctx context.Context, req *muster.ExecRequest, emit func(muster.Record)) (*muster.ExecResult, error) {
+		return &muster.ExecResult{Reviewed: true, Findings: []muster.Finding{{Severity: "minor", Title: "nit"}}}, nil
+	}}
+	st, err := h.run(t)
+	if err != nil || st.Tasks["a"].State != muster.StateSucceeded {
+		t.Fatal(err)
+	}
+	rv := events(h, muster.EvReviewed)
+	if len(rv) != 2 || rv[0].Slot() == rv[1].Slot() {
+		t.Fatalf("reviews %+v", rv)
+	}
+	if fr := events(h, muster.EvFixRound); len(fr) != 0 {
+		t.Fatalf("minor findings made a fix round: %+v", fr)
+	}
+	if len(st.Leases) != 0 {
+		t.Fatalf("leases left %v", st.Leases)
+	}
+}

@@ -45,6 +45,8 @@ type worker struct {
 	transcript string
 	// prevBlocking holds the blocking findings of the last review.
 	prevBlocking map[string]bool
+	// baselined holds the task gates already run on the base.
+	baselined map[string]bool
 }
 
 type depOutput struct {
