@@ -341,6 +341,9 @@ func (w *worker) execute(ctx context.Context, exec muster.Executor, round int, f
 	if w.task.Delegates {
 		w.planOut = filepath.Join(w.scratch, "plan-out.md")
 		req.PlanOut = w.planOut
+		if err := os.MkdirAll(w.scratch, 0o755); err != nil {
+			return nil, err
+		}
 	}
 	backoff := time.Second
 	for try := 0; ; try++ {

@@ -119,3 +119,20 @@ func TestOverBudgetAndWarning(t *testing.T) {
 		t.Errorf("run over budget: %q all=%v", why, all)
 	}
 }
+
+func TestOrphansCarryTheAgentPID(t *testing.T) {
+	sim, _ := enginetest.New(plan("a"), enginetest.Crew(1), t0)
+	for _, e := range []muster.Event{
+		{Type: muster.EvExecutorLeased, Task: "a", Executor: "x", Clone: 1},
+		{Type: muster.EvTaskStarted, Task: "a", Attempt: 1, Executor: "x", Clone: 1},
+		{Type: muster.EvAgentStarted, Task: "a", Executor: "x", Clone: 1, PID: 4242},
+	} {
+		if err := sim.Emit(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o := engine.Orphans(sim.State)
+	if len(o) != 1 || o[0].PID != 4242 || !o[0].Running {
+		t.Fatalf("orphans %+v", o)
+	}
+}
