@@ -1,10 +1,13 @@
 package crash
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/muster-run/muster/journal"
 )
@@ -81,4 +84,48 @@ func mustRead(t *testing.T, p string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// slowAgent sleeps on its first invocation (recording its pid), as an
+// agent still at work when muster is killed; later invocations work.
+const slowAgent = `#!/bin/sh
+if [ ! -f "%[1]s" ]; then
+  echo $$ > "%[1]s"
+  sleep 120
+fi
+mkdir -p out/slow && echo done > out/slow/result.txt
+`
+
+func TestResumeKillsTheAgentThatOutlivedMuster(t *testing.T) {
+	side := t.TempDir()
+	first := filepath.Join(side, "first.pid")
+	agent := writeFile(t, filepath.Join(side, "agent.sh"), fmt.Sprintf(slowAgent, first))
+	if err := os.Chmod(agent, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := writeFile(t, filepath.Join(side, "muster.toml"), fmt.Sprintf("[executors.sh]\nkind = \"command\"\ncommand = [%q]\n", agent))
+	plan := writeFile(t, filepath.Join(side, "plan.md"), "# Plan: slow\n\n## [ ] slow: Takes long\nOwns: out/slow/\n\nWork.\n")
+	repo := newRepo(t, map[string]string{"README.md": "slow\n"})
+	r := runMuster(t, repo, []string{"MUSTER_CRASH_AT=AgentStarted:1"}, 0, "run", plan, "--config", cfg, "--run-id", "slow", "--plain")
+	if !r.killed {
+		t.Fatalf("exit %d, want killed\n%s", r.code, r.stderr)
+	}
+	pid := 0
+	for i := 0; i < 200 && pid == 0; i++ { // the agent may not have written it yet
+		if b, err := os.ReadFile(first); err == nil {
+			pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		}
+		if pid == 0 {
+			time.Sleep(25 * time.Millisecond)
+		}
+	}
+	if pid == 0 || !alive(pid) {
+		t.Fatalf("the first agent (pid %d) is not running after muster was killed", pid)
+	}
+	if r := runMuster(t, repo, nil, 0, "resume", "slow", "--plain"); r.code != 0 {
+		t.Fatalf("resume: exit %d\n%s", r.code, r.stderr)
+	}
+	if alive(pid) {
+		t.Errorf("the agent muster left running (pid %d) survived the resume", pid)
+	}
 }
