@@ -1,11 +1,14 @@
 package crash
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -127,5 +130,48 @@ func TestResumeKillsTheAgentThatOutlivedMuster(t *testing.T) {
 	}
 	if alive(pid) {
 		t.Errorf("the agent muster left running (pid %d) survived the resume", pid)
+	}
+}
+
+func TestInterruptedRunSealsAReceipt(t *testing.T) {
+	side := t.TempDir()
+	agent := writeFile(t, filepath.Join(side, "agent.sh"), "#!/bin/sh\nsleep 120\n")
+	if err := os.Chmod(agent, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := writeFile(t, filepath.Join(side, "muster.toml"), fmt.Sprintf("[run]\ngrace = \"1s\"\n\n[executors.sh]\nkind = \"command\"\ncommand = [%q]\n", agent))
+	plan := writeFile(t, filepath.Join(side, "plan.md"), "# Plan: int\n\n## [ ] slow: Takes long\nOwns: out/slow/\n\nWork.\n")
+	repo := newRepo(t, map[string]string{"README.md": "int\n"})
+	cmd := exec.Command(bin, "run", plan, "--config", cfg, "--run-id", "int", "--plain")
+	cmd.Dir = repo
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	jpath := filepath.Join(repo, ".git", "muster", "runs", "int", journal.FileName)
+	for i := 0; ; i++ {
+		b, _ := os.ReadFile(jpath)
+		if strings.Contains(string(b), `"AgentStarted"`) {
+			break
+		}
+		if i > 2000 {
+			cmd.Process.Kill()
+			t.Fatal("the agent never started")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Fatalf("interrupted run: %v, want exit 130", err)
+	}
+	rec := mustRead(t, filepath.Join(repo, ".git", "muster", "runs", "int", "receipt.json"))
+	if !strings.Contains(rec, `"state": "interrupted"`) || !strings.Contains(rec, `"reason": "interrupted"`) {
+		t.Errorf("receipt of an interrupted run:\n%s", rec)
+	}
+	if r := runMuster(t, repo, nil, 0, "verify", "int"); r.code != 0 {
+		t.Errorf("verify: exit %d\n%s", r.code, r.stdout)
 	}
 }
