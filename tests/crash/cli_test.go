@@ -175,3 +175,23 @@ func TestInterruptedRunSealsAReceipt(t *testing.T) {
 		t.Errorf("verify: exit %d\n%s", r.code, r.stdout)
 	}
 }
+
+func TestKilledAfterTheEndResumeSealsAndCleansUp(t *testing.T) {
+	repo, plan, cfg, _ := setup(t, 4)
+	r := runMuster(t, repo, []string{"MUSTER_CRASH_AT=RunFinished:1"}, 0, "run", plan, "--config", cfg, "--run-id", "end", "--plain")
+	if !r.killed {
+		t.Fatalf("exit %d, want killed\n%s", r.code, r.stderr)
+	}
+	if r := runMuster(t, repo, nil, 0, "verify", "end"); r.code != 1 || !strings.Contains(r.stdout, "none sealed") {
+		t.Errorf("verify before the resume: exit %d\n%s", r.code, r.stdout)
+	}
+	if r := runMuster(t, repo, nil, 0, "resume", "end", "--plain"); r.code != 0 || !strings.Contains(r.stderr, "nothing to do") {
+		t.Fatalf("resume: exit %d\n%s", r.code, r.stderr)
+	}
+	if r := runMuster(t, repo, nil, 0, "verify", "end"); r.code != 0 {
+		t.Errorf("verify after the resume: exit %d\n%s", r.code, r.stdout)
+	}
+	if wts := strings.Count(git(t, repo, "worktree", "list", "--porcelain"), "worktree "); wts != 1 {
+		t.Errorf("%d worktrees left", wts)
+	}
+}

@@ -91,7 +91,7 @@ func setup(t *testing.T, n int) (repo, plan, cfg, pids string) {
 // crashPoints are the MUSTER_CRASH_AT values, one per muster process:
 // after journal writes of many event types (the agent running, the
 // commit recorded, the branch moved, a success, a release, the resume
-// itself), mid-commit and mid-integration.
+// itself, the end of the run), mid-commit and mid-integration.
 var crashPoints = []string{
 	"TaskStarted:2",
 	"AgentStarted:3",
@@ -106,6 +106,7 @@ var crashPoints = []string{
 	"integrate:1",
 	"TokensUsed:2",
 	"Phase:4",
+	"RunFinished:1",
 }
 
 func TestCrashAndResume(t *testing.T) {

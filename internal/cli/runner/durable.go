@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/engine"
 	"github.com/muster-run/muster/git"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
 	"github.com/muster-run/muster/journal"
@@ -120,4 +121,30 @@ func fragment(cfg *muster.Config) func(parent *muster.Task, path string, existin
 		}
 		return planfile.Splice(parent, frag), nil
 	}
+}
+
+// sealFinished seals the receipt of a run that ended but whose process
+// died before it sealed (or whose receipt no longer covers the journal),
+// and removes the worktrees it left.
+func (s *Session) sealFinished(ctx context.Context, st *engine.State) error {
+	j, replayed, err := openJournal(s.Repo, s.RunID)
+	if err != nil {
+		return err
+	}
+	defer j.Close()
+	ws, err := git.Open(ctx, git.Options{Repo: s.Repo.Top, RunID: s.RunID, Base: st.Base, Resume: true})
+	if err != nil {
+		return classifyGit(err)
+	}
+	defer ws.Close(context.WithoutCancel(ctx))
+	s.Dir = ws.RunDir()
+	if r, err := receipt.Read(s.Dir); err == nil && r.Journal.Lines == len(replayed) {
+		return nil
+	}
+	tip, err := ws.Tip(ctx)
+	if err != nil {
+		return classifyGit(err)
+	}
+	s.seal(tip)
+	return nil
 }
