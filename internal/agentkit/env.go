@@ -111,7 +111,12 @@ var vendorPrefixes = []string{"ANTHROPIC_", "CLAUDE_", "OPENAI_", "CODEX_", "GEM
 // this order, later wins): HOME=home, the kind's variables, the
 // executor's env table and the request's Env.
 func Environ(home string, kindVars map[string]string, req *muster.ExecRequest) []string {
+	// PWD is set because some CLIs (Bun-built ones) take it over the
+	// process's real working directory.
 	set := map[string]string{"HOME": home}
+	if req.Dir != "" {
+		set["PWD"] = req.Dir
+	}
 	for k, v := range kindVars {
 		set[k] = v
 	}

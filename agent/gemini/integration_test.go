@@ -1,0 +1,43 @@
+package gemini
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/internal/agentkit/agenttest"
+	"github.com/muster-run/muster/mockllm"
+)
+
+// TestRealGemini runs the installed Gemini CLI against the mock model
+// server: it writes the scenario's file and its usage is parsed.
+func TestRealGemini(t *testing.T) {
+	bin := agenttest.Binary(t, muster.ExecGemini)
+	srv := mockllm.Start(t, agenttest.Script())
+	const key = "gm-integration-secret-5150"
+	t.Setenv("MUSTER_IT_GEMINI_KEY", key)
+	spec := &muster.ExecutorSpec{Name: "gemini", Kind: muster.ExecGemini, Clones: 1, Model: "gemini-2.5-flash",
+		BaseURL: srv.URL, APIKeyEnv: "MUSTER_IT_GEMINI_KEY", Command: []string{bin}}
+	e, err := New(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := agenttest.Request(t, spec, muster.RoleCoder, muster.AuthorityWrite, "Create hello.txt. [scenario: gemini-write]")
+	req.Dir = agenttest.GitRepo(t)
+	rec := &agenttest.Recorder{}
+	res, err := e.Execute(context.Background(), req, rec.Emit)
+	if err != nil {
+		t.Fatalf("execute: %v\n%s", err, res.Tail)
+	}
+	if got := agenttest.ReadFile(filepath.Join(req.Dir, "hello.txt")); got != "hello\n" {
+		t.Fatalf("hello.txt = %q\n%s", got, res.Tail)
+	}
+	if u := rec.Usage(); u.InputTokens != 2200 || u.OutputTokens != 70 {
+		t.Errorf("usage %+v", u)
+	}
+	if res.SessionID == "" {
+		t.Error("no session ID")
+	}
+	agenttest.NoSecret(t, key, rec, res, filepath.Dir(req.Scratch), req.Dir)
+}
