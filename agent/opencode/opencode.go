@@ -105,13 +105,16 @@ func config(spec *muster.ExecutorSpec, auth muster.Authority, keyName string, ha
 		provider, name, model = "muster", model, "muster/"+model
 		hasProvider = true
 	}
-	if spec.BaseURL != "" && hasProvider {
-		opts := map[string]any{"baseURL": spec.BaseURL}
-		if haveKey {
-			opts["apiKey"] = "{env:" + keyName + "}"
-		}
+	opts := map[string]any{}
+	if spec.BaseURL != "" {
+		opts["baseURL"] = spec.BaseURL
+	}
+	if haveKey {
+		opts["apiKey"] = "{env:" + keyName + "}"
+	}
+	if hasProvider && len(opts) > 0 {
 		p := map[string]any{"options": opts}
-		if !knownProviders[provider] {
+		if !knownProviders[provider] && spec.BaseURL != "" {
 			p["npm"] = "@ai-sdk/openai-compatible"
 			p["name"] = provider
 			p["models"] = map[string]any{name: map[string]any{"name": name, "tool_call": true}}

@@ -44,7 +44,7 @@ func TestConfig(t *testing.T) {
 		{"qwen3-coder", "http://h/v1", muster.AuthorityRead, "muster/qwen3-coder",
 			[]string{`"@ai-sdk/openai-compatible"`, `"qwen3-coder"`, `"tool_call": true`, `"edit": "deny"`}},
 		{"ollama/llama3", "http://h/v1", muster.AuthorityShell, "ollama/llama3", []string{`"ollama"`, `"bash": "allow"`}},
-		{"openai/gpt-5.5", "", muster.AuthorityWrite, "openai/gpt-5.5", nil},
+		{"openai/gpt-5.5", "", muster.AuthorityWrite, "openai/gpt-5.5", []string{`"apiKey": "{env:K}"`}},
 	}
 	for _, c := range cases {
 		b, model := config(&muster.ExecutorSpec{Model: c.model, BaseURL: c.base}, c.auth, "K", true)
@@ -60,8 +60,8 @@ func TestConfig(t *testing.T) {
 				t.Errorf("%s: config lacks %s:\n%s", c.model, w, b)
 			}
 		}
-		if c.base == "" && strings.Contains(string(b), "provider") {
-			t.Errorf("provider without base_url:\n%s", b)
+		if c.base == "" && strings.Contains(string(b), "baseURL") {
+			t.Errorf("baseURL without base_url:\n%s", b)
 		}
 	}
 }

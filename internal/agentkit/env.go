@@ -90,15 +90,33 @@ func Home(req *muster.ExecRequest) (string, error) {
 	return home, nil
 }
 
-// APIKey returns the name and value of the variable holding the agent's key:
-// spec.APIKeyEnv when configured, else the kind's own variable. The value
-// is empty when the variable is unset.
+// APIKey returns the name and value of the variable holding the agent's key
+// (see KeyName). The value is empty when the variable is unset.
 func APIKey(spec *muster.ExecutorSpec, kind *Kind) (name, value string) {
-	name = kind.KeyEnv
-	if spec != nil && spec.APIKeyEnv != "" {
-		name = spec.APIKeyEnv
-	}
+	name = KeyName(spec, kind)
 	return name, os.Getenv(name)
+}
+
+// providerKeys are the variables opencode's built-in providers read.
+var providerKeys = map[string]string{
+	"anthropic": "ANTHROPIC_API_KEY",
+	"openai":    "OPENAI_API_KEY",
+	"google":    "GOOGLE_GENERATIVE_AI_API_KEY",
+}
+
+// KeyName returns the variable holding the agent's key: spec.APIKeyEnv when
+// configured, else the kind's own variable (for opencode, the one of the
+// model's provider).
+func KeyName(spec *muster.ExecutorSpec, kind *Kind) string {
+	if spec != nil && spec.APIKeyEnv != "" {
+		return spec.APIKeyEnv
+	}
+	if spec != nil && kind.Name == muster.ExecOpencode {
+		if p, _, ok := strings.Cut(spec.Model, "/"); ok && providerKeys[p] != "" {
+			return providerKeys[p]
+		}
+	}
+	return kind.KeyEnv
 }
 
 // vendorPrefixes are variables of the user's environment that would point

@@ -13,6 +13,7 @@ import (
 const (
 	Enforced = "enforced" // the CLI removes the capability or sandboxes it
 	Advisory = "advisory" // a mode the CLI may not enforce
+	Full     = "full"     // nothing is restricted (shell authority)
 )
 
 // Kind is what muster knows about one agent CLI.
@@ -47,9 +48,9 @@ var Kinds = []Kind{
 		KeyEnv:     "ANTHROPIC_API_KEY",
 		LoginFiles: []string{".claude/.credentials.json"},
 		Authority: map[muster.Authority]Grade{
-			muster.AuthorityRead:  {Enforced, "--tools Read,Grep,Glob,LS (only read tools exist)"},
-			muster.AuthorityWrite: {Enforced, "--permission-mode acceptEdits --disallowedTools Bash (no shell tool)"},
-			muster.AuthorityShell: {Enforced, "--permission-mode bypassPermissions (full access)"},
+			muster.AuthorityRead:  {Enforced, "--tools Read,Grep,Glob (only read tools exist)"},
+			muster.AuthorityWrite: {Enforced, "--permission-mode acceptEdits --tools Read,Grep,Glob,Edit,Write,NotebookEdit,TodoWrite (no shell tool)"},
+			muster.AuthorityShell: {Full, "--permission-mode bypassPermissions (full access)"},
 		},
 	},
 	{
@@ -59,7 +60,7 @@ var Kinds = []Kind{
 		Authority: map[muster.Authority]Grade{
 			muster.AuthorityRead:  {Enforced, "--sandbox read-only (OS sandbox)"},
 			muster.AuthorityWrite: {Enforced, "--sandbox workspace-write (writes confined to the worktree; sandboxed shell remains)"},
-			muster.AuthorityShell: {Enforced, "--dangerously-bypass-approvals-and-sandbox (full access)"},
+			muster.AuthorityShell: {Full, "--dangerously-bypass-approvals-and-sandbox (full access)"},
 		},
 	},
 	{
@@ -69,7 +70,7 @@ var Kinds = []Kind{
 		Authority: map[muster.Authority]Grade{
 			muster.AuthorityRead:  {Advisory, "--approval-mode plan (the CLI's read-only mode; not a sandbox)"},
 			muster.AuthorityWrite: {Advisory, "--approval-mode auto_edit (edit tools approved, others not)"},
-			muster.AuthorityShell: {Enforced, "--yolo (full access)"},
+			muster.AuthorityShell: {Full, "--yolo (full access)"},
 		},
 	},
 	{
@@ -79,7 +80,7 @@ var Kinds = []Kind{
 		Authority: map[muster.Authority]Grade{
 			muster.AuthorityRead:  {Advisory, `permission {"edit":"deny","bash":"deny"} in the clone's config (checked by the CLI, no sandbox)`},
 			muster.AuthorityWrite: {Advisory, `permission {"edit":"allow","bash":"deny"} in the clone's config (checked by the CLI, no sandbox)`},
-			muster.AuthorityShell: {Enforced, `permission {"edit":"allow","bash":"allow"} and --auto (full access)`},
+			muster.AuthorityShell: {Full, `permission {"edit":"allow","bash":"allow"} and --auto (full access)`},
 		},
 	},
 }
