@@ -37,7 +37,24 @@ func TestRealGemini(t *testing.T) {
 		t.Errorf("usage %+v", u)
 	}
 	if res.SessionID == "" {
-		t.Error("no session ID")
+		t.Fatal("no session ID")
 	}
+
+	// A reviewer round resumes the session.
+	rreq := *req
+	rreq.Role, rreq.Authority, rreq.SessionID = muster.RoleReviewer, muster.AuthorityRead, res.SessionID
+	rreq.Prompt = "Review the change. [scenario: review]"
+	rrec := &agenttest.Recorder{}
+	rres, err := e.Execute(context.Background(), &rreq, rrec.Emit)
+	if err != nil {
+		t.Fatalf("review: %v\n%s", err, rres.Tail)
+	}
+	if rres.SessionID != res.SessionID || !rres.Reviewed || len(rres.Findings) != 1 {
+		t.Errorf("review: session %q (want %q), findings %+v", rres.SessionID, res.SessionID, rres.Findings)
+	}
+	if u := rrec.Usage(); u.InputTokens != 500 || u.OutputTokens != 40 {
+		t.Errorf("review usage %+v", u)
+	}
+	agenttest.NoSecret(t, key, rrec, rres)
 	agenttest.NoSecret(t, key, rec, res, filepath.Dir(req.Scratch), req.Dir)
 }
