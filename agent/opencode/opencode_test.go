@@ -118,3 +118,19 @@ func TestExecuteAuth(t *testing.T) {
 		t.Fatalf("err %v, want auth", err)
 	}
 }
+
+func TestLongPromptIsAttached(t *testing.T) {
+	long := strings.Repeat("x", maxArgPrompt+1)
+	req := agenttest.Request(t, testSpec(), muster.RoleCoder, muster.AuthorityWrite, long)
+	_, err, _, fake := execute(t, req, "testdata/write.jsonl", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	argv := strings.Join(fake.Argv(t), " ")
+	if len(argv) > maxArgPrompt || !strings.Contains(argv, "--file "+req.Scratch+"/opencode-prompt.md") {
+		t.Errorf("argv %.300q", argv)
+	}
+	if b, _ := os.ReadFile(req.Scratch + "/opencode-prompt.md"); string(b) != long {
+		t.Error("prompt file does not hold the prompt")
+	}
+}
