@@ -29,6 +29,8 @@ func TestClassify(t *testing.T) {
 		{0, "Claude AI usage limit reached|1796000000", muster.FailUsageLimit, 0, time.Unix(1796000000, 0).UTC()},
 		{0, "You've hit your usage limit. Try again in 2 days 3 hours.", muster.FailUsageLimit, 0, now.Add(51 * time.Hour)},
 		{0, "usage limit reached, resets 8am", muster.FailUsageLimit, 0, time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)},
+		{0, "5-hour limit reached ∙ resets 3pm", muster.FailUsageLimit, 0, time.Date(2026, 11, 29, 15, 0, 0, 0, time.UTC)},
+		{0, "You've hit your limit · resets 11am", muster.FailUsageLimit, 0, time.Date(2026, 11, 30, 11, 0, 0, 0, time.UTC)},
 		{401, "Invalid API key · Fix external API key", muster.FailAuth, 0, time.Time{}},
 		{0, "unexpected status 401 Unauthorized: invalid x-api-key", muster.FailAuth, 0, time.Time{}},
 		{0, `[API Error: {"error":{"code":401,"message":"invalid x-api-key"}}]`, muster.FailAuth, 0, time.Time{}},
