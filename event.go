@@ -49,6 +49,8 @@ type Event struct {
 	Plan   string `json:"plan,omitempty"`
 	Base   string `json:"base,omitempty"`
 	Branch string `json:"branch,omitempty"`
+	// Ref is the user's branch the run started from (for --merge).
+	Ref string `json:"ref,omitempty"`
 	// Config is the effective configuration of a RunStarted.
 	Config *Config `json:"config,omitempty"`
 	Tasks  []*Task `json:"tasks,omitempty"`

@@ -95,6 +95,11 @@ type Executor interface {
 	Execute(ctx context.Context, req *ExecRequest, emit func(Record)) (*ExecResult, error)
 }
 
+// ScratchFree is implemented by executors that never use
+// ExecRequest.Scratch; the driver then does not create the directory
+// (directory creation dominates the cost of a zero-work task).
+type ScratchFree interface{ ScratchFree() }
+
 // FailureClass classifies why an agent invocation failed.
 type FailureClass string
 
@@ -204,6 +209,15 @@ type Workspace interface {
 	// Close releases worktrees and locks.
 	Close(ctx context.Context) error
 }
+
+// GateRunner runs gate commands (through sh -c) in a worktree.
+type GateRunner interface {
+	Run(ctx context.Context, dir string, gate GateSpec, timeout time.Duration) GateResult
+}
+
+// Pricer estimates the cost of usage a model reported without a cost.
+// known is false when the model has no price.
+type Pricer func(model string, u Usage) (micros int64, known bool)
 
 // GateResult is the outcome of one gate command.
 type GateResult struct {

@@ -178,11 +178,17 @@ func TestChatAndGemini(t *testing.T) {
 func TestErrorsAndTimes(t *testing.T) {
 	t.Parallel()
 	s := start(t)
+	// A side request without tools neither gets nor uses up the error.
 	resp, _, body := post(t, s.URL+"/v1/messages", `{"messages":[{"role":"user","content":"[scenario: flaky]"}]}`)
+	if resp.StatusCode != 200 {
+		t.Fatalf("side request: %d %s", resp.StatusCode, body)
+	}
+	flaky := `{"tools":[{"name":"Write"}],"messages":[{"role":"user","content":"[scenario: flaky]"}]}`
+	resp, _, body = post(t, s.URL+"/v1/messages", flaky)
 	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "2" || !strings.Contains(body, "rate_limit_error") {
 		t.Fatalf("first: %d %s", resp.StatusCode, body)
 	}
-	resp, _, body = post(t, s.URL+"/v1/messages", `{"messages":[{"role":"user","content":"[scenario: flaky]"}]}`)
+	resp, _, body = post(t, s.URL+"/v1/messages", flaky)
 	if resp.StatusCode != 200 || !strings.Contains(body, "after the rate limit") {
 		t.Fatalf("second: %d %s", resp.StatusCode, body)
 	}
@@ -224,3 +230,38 @@ func TestParseScriptErrors(t *testing.T) {
 }
 
 func mustJSON(v any) string { b, _ := json.Marshal(v); return string(b) }
+
+func TestExampleScriptLoads(t *testing.T) {
+	t.Parallel()
+	s, err := mockllm.LoadScript("testdata/agents.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Scenarios) < 10 {
+		t.Fatalf("%d scenarios", len(s.Scenarios))
+	}
+	srv := mockllm.Start(t, s)
+	_, _, body := post(t, srv.URL+"/v1/responses", `{"model":"gpt-5.5","tools":[{"type":"custom","name":"apply_patch"}],
+	  "input":[{"role":"user","content":"[scenario: codex-patch]"}]}`)
+	if !strings.Contains(body, `"custom_tool_call"`) || !strings.Contains(body, "*** Add File: patched.txt") {
+		t.Fatalf("apply_patch reply %s", body)
+	}
+}
+
+func BenchmarkAnthropicStream(b *testing.B) {
+	s, err := mockllm.LoadScript("testdata/agents.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := mockllm.Start(b, s)
+	body := `{"model":"m","stream":true,"tools":[{"name":"Write"}],"messages":[{"role":"user","content":"[scenario: claude-write] Primary working directory: /w"}]}`
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		resp, err := http.Post(srv.URL+"/v1/messages", "application/json", strings.NewReader(body))
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+}

@@ -28,6 +28,10 @@ type Request struct {
 	Step     int         `json:"step"` // 0-based step served (-1: none)
 }
 
+// MaxKept bounds the requests kept in memory; past it the oldest half is
+// dropped (the log file, when set, keeps everything).
+const MaxKept = 2000
+
 // Handler serves the four APIs from a script. Its zero value is not
 // usable; call New.
 type Handler struct {
@@ -165,6 +169,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) record(rec *Request) {
 	h.mu.Lock()
 	h.requests = append(h.requests, *rec)
+	if len(h.requests) > MaxKept {
+		h.requests = append(h.requests[:0], h.requests[len(h.requests)-MaxKept/2:]...)
+	}
 	log := h.log
 	h.mu.Unlock()
 	if log != nil {
@@ -275,7 +282,9 @@ func (h *Handler) choose(t *turn) (*Scenario, int, *Step) {
 	for i := range sc.Steps {
 		st := &sc.Steps[i]
 		key := sc.Name + "/" + strconv.Itoa(i)
-		if st.Times > 0 && h.used[key] >= st.Times {
+		// A request offering no tools is a side request (a title, a
+		// summary): it never uses up a limited error step.
+		if st.Times > 0 && (h.used[key] >= st.Times || !t.tools) {
 			continue
 		}
 		if n == t.step {

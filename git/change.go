@@ -1,0 +1,354 @@
+package git
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	muster "github.com/muster-run/muster"
+	"github.com/muster-run/muster/internal/owns"
+)
+
+// wtGit runs git in one worktree with its git directory named
+// explicitly, so that an agent that removed or rewrote the worktree's
+// .git file cannot redirect muster's calls.
+type wtGit struct {
+	dir, gitDir string
+	index       string // GIT_INDEX_FILE when set
+}
+
+func (g wtGit) c(args ...string) cmd {
+	env := []string{"GIT_DIR=" + g.gitDir, "GIT_WORK_TREE=" + g.dir}
+	if g.index != "" {
+		env = append(env, "GIT_INDEX_FILE="+g.index)
+	}
+	return cmd{dir: g.dir, env: env, args: args}
+}
+
+func (w *Workspace) in(s *slot) wtGit { return wtGit{dir: s.dir, gitDir: s.gitDir} }
+
+// lookup returns the pooled worktree at dir, locked, or describes a
+// worktree muster did not prepare in this process (after a resume, say).
+// The caller unlocks it.
+func (w *Workspace) lookup(ctx context.Context, dir string) (*slot, error) {
+	dir = filepath.Clean(dir)
+	w.mu.Lock()
+	s := w.byDir[dir]
+	w.mu.Unlock()
+	if s != nil {
+		s.mu.Lock()
+		if s.gitDir != "" {
+			return s, nil
+		}
+		s.mu.Unlock()
+	}
+	gd, err := line(ctx, cmd{dir: dir, readOnly: true, args: []string{"rev-parse", "--path-format=absolute", "--git-dir"}})
+	if err != nil {
+		return nil, fmt.Errorf("worktree %s: %w", dir, err)
+	}
+	s = &slot{dir: dir, gitDir: gd}
+	s.mu.Lock()
+	return s, nil
+}
+
+// stage fills muster's private index of the worktree with the whole
+// working tree against base: tracked, untracked (not ignored) and
+// deleted files, whatever the agent did to its own index, HEAD or
+// branches. It starts from the index Prepare left, whose stat data
+// spares hashing unchanged files, and returns the tree written.
+func (w *Workspace) stage(ctx context.Context, s *slot, base string) (wtGit, string, error) {
+	g := wtGit{dir: s.dir, gitDir: s.gitDir, index: filepath.Join(s.gitDir, indexName)}
+	if _, err := os.Stat(g.index); err != nil {
+		s.staged = ""
+		if err := copyIndex(filepath.Join(s.gitDir, "index"), g.index); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return g, "", err
+		}
+	}
+	if s.staged != base {
+		// read-tree -m keeps the stat data of entries whose content
+		// matches base; a broken or unmerged index falls back to a
+		// plain read.
+		if _, err := run(ctx, g.c("read-tree", "-m", base)); err != nil {
+			os.Remove(g.index)
+			if _, err := run(ctx, g.c("read-tree", base)); err != nil {
+				return g, "", fmt.Errorf("read base %s: %w", base, err)
+			}
+		}
+		s.staged = base
+	}
+	if _, err := run(ctx, g.c("-c", "core.untrackedCache=true", "add", "--all")); err != nil {
+		return g, "", fmt.Errorf("stage the change in %s: %w", s.dir, err)
+	}
+	tree, err := line(ctx, g.c("write-tree"))
+	if err != nil {
+		return g, "", fmt.Errorf("write the change in %s: %w", s.dir, err)
+	}
+	return g, tree, nil
+}
+
+// Change computes everything in dir that differs from base: modified,
+// added, deleted, renamed, type or mode changed files, binary files and
+// symlinks alike. The working tree is compared with base, not HEAD, so
+// commits the agent made (on any branch) fold into the change, and a
+// rebase or merge the agent left in progress does not matter: whatever
+// files lie in the working tree are the change. The result is kept for
+// Diff and Commit.
+func (w *Workspace) Change(ctx context.Context, dir, base string) (*muster.Change, error) {
+	s, err := w.lookup(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	snap, err := w.change(ctx, s, base)
+	if err != nil {
+		return nil, err
+	}
+	return snap.change, nil
+}
+
+func (w *Workspace) change(ctx context.Context, s *slot, base string) (*snapshot, error) {
+	s.snap = nil
+	_, tree, err := w.stage(ctx, s, base)
+	if err != nil {
+		return nil, err
+	}
+	out, err := run(ctx, cmd{dir: w.top, readOnly: true,
+		args: []string{"diff-tree", "-r", "-M", "--name-status", "-z", "--no-ext-diff", base, tree}})
+	if err != nil {
+		return nil, fmt.Errorf("compute the change in %s: %w", s.dir, err)
+	}
+	ch, err := parseNameStatus(out)
+	if err != nil {
+		return nil, err
+	}
+	s.snap = &snapshot{base: base, tree: tree, change: ch}
+	return s.snap, nil
+}
+
+// snapshotFor returns the change last computed for base, or computes it.
+func (w *Workspace) snapshotFor(ctx context.Context, s *slot, base string) (*snapshot, error) {
+	if s.snap != nil && s.snap.base == base {
+		return s.snap, nil
+	}
+	return w.change(ctx, s, base)
+}
+
+// parseNameStatus reads `--name-status -z` output.
+func parseNameStatus(out []byte) (*muster.Change, error) {
+	f := splitZ(out)
+	ch := &muster.Change{}
+	for i := 0; i < len(f); {
+		st := f[i]
+		if st == "" {
+			return nil, fmt.Errorf("unexpected diff output %q", out)
+		}
+		switch st[0] {
+		case 'R', 'C':
+			if i+2 >= len(f) {
+				return nil, fmt.Errorf("truncated diff output %q", out)
+			}
+			fc := muster.FileChange{Status: st[:1], OldPath: f[i+1], Path: f[i+2]}
+			if st[0] == 'C' {
+				fc.Status, fc.OldPath = "A", ""
+			}
+			ch.Files = append(ch.Files, fc)
+			i += 3
+		default:
+			if i+1 >= len(f) {
+				return nil, fmt.Errorf("truncated diff output %q", out)
+			}
+			ch.Files = append(ch.Files, muster.FileChange{Status: st[:1], Path: f[i+1]})
+			i += 2
+		}
+	}
+	return ch, nil
+}
+
+// Diff returns the change in dir against base as a unified diff, with
+// renames detected and binary files marked ("Binary files ... differ").
+// It shows the change the last Change call computed (what the checks
+// saw); without one since Prepare or Revert it computes it.
+func (w *Workspace) Diff(ctx context.Context, dir, base string) (string, error) {
+	s, err := w.lookup(ctx, dir)
+	if err != nil {
+		return "", err
+	}
+	defer s.mu.Unlock()
+	snap, err := w.snapshotFor(ctx, s, base)
+	if err != nil {
+		return "", err
+	}
+	out, err := run(ctx, cmd{dir: w.top, readOnly: true,
+		args: []string{"diff", "-M", "--no-color", "--no-ext-diff", "--no-textconv", base, snap.tree, "--"}})
+	if err != nil {
+		return "", fmt.Errorf("diff in %s: %w", dir, err)
+	}
+	return string(out), nil
+}
+
+// OwnPaths are muster's own files: no task may change them, whatever its
+// Owns says. muster.toml holds the crew's commands and gates; .muster/ is
+// reserved for muster's files in the repository.
+var OwnPaths = []string{"muster.toml", ".muster/"}
+
+// Violations returns, in change order and without repeats, the changed
+// paths a task may not change: paths outside owns (when owns is not
+// empty), paths that are absolute or climb out with "..", muster's own
+// files (OwnPaths), and symlinks added or changed whose target lies
+// outside the repository. Invalid owns entries match nothing.
+func (w *Workspace) Violations(ctx context.Context, dir string, change *muster.Change, ownsList []string) []string {
+	var norm []string
+	for _, e := range ownsList {
+		if n, err := owns.Normalize(e); err == nil {
+			norm = append(norm, n)
+		}
+	}
+	restricted := len(ownsList) > 0
+	seen := map[string]bool{}
+	var out []string
+	add := func(p string) {
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	if change == nil {
+		return nil
+	}
+	for _, f := range change.Files {
+		for _, p := range []string{f.OldPath, f.Path} {
+			if p == "" {
+				continue
+			}
+			c, ok := owns.CleanPath(p)
+			switch {
+			case !ok || c != p:
+				add(p)
+			case owns.Match(OwnPaths, c):
+				add(p)
+			case restricted && !owns.Match(norm, c):
+				add(p)
+			case p == f.Path && f.Status != "D" && escapingLink(dir, c):
+				add(p)
+			}
+		}
+	}
+	return out
+}
+
+// escapingLink reports whether the file p in the worktree dir is a
+// symlink whose target lies outside the worktree.
+func escapingLink(dir, p string) bool {
+	fi, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(p)))
+	if err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		return false
+	}
+	t, err := os.Readlink(filepath.Join(dir, filepath.FromSlash(p)))
+	if err != nil {
+		return true
+	}
+	t = filepath.ToSlash(t)
+	if path.IsAbs(t) || strings.HasPrefix(t, "//") || len(t) > 1 && t[1] == ':' {
+		return true
+	}
+	r := path.Clean(path.Join(path.Dir(p), t))
+	return r == ".." || strings.HasPrefix(r, "../") || r == ".git" || strings.HasPrefix(r, ".git/")
+}
+
+// Revert restores paths in dir to their state at base: files present at
+// base are checked out from it, others are deleted (with directories
+// left empty). The worktree's own index and HEAD are not used. Paths
+// that are absolute, climb out of the worktree or lie under a symlinked
+// directory are refused.
+func (w *Workspace) Revert(ctx context.Context, dir, base string, paths []string) error {
+	if len(paths) == 0 {
+		return nil
+	}
+	s, err := w.lookup(ctx, dir)
+	if err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	s.snap = nil
+	for _, p := range paths {
+		if c, ok := owns.CleanPath(p); !ok || c != p || p == ".git" || strings.HasPrefix(p, ".git/") {
+			return fmt.Errorf("revert: refusing path %q", p)
+		}
+		if throughLink(s.dir, p) {
+			return fmt.Errorf("revert: refusing path %q: a parent directory is a symlink", p)
+		}
+	}
+	g := wtGit{dir: s.dir, gitDir: s.gitDir}
+	c := g.c(append([]string{"ls-tree", "-z", "--name-only", "--full-tree", base, "--"}, paths...)...)
+	c.readOnly, c.paths = true, true
+	out, err := run(ctx, c)
+	if err != nil {
+		return fmt.Errorf("revert: list %s: %w", base, err)
+	}
+	atBase := map[string]bool{}
+	for _, p := range splitZ(out) {
+		atBase[p] = true
+	}
+	var restore []string
+	for _, p := range paths {
+		if atBase[p] {
+			restore = append(restore, p)
+			continue
+		}
+		full := filepath.Join(s.dir, filepath.FromSlash(p))
+		if err := os.RemoveAll(full); err != nil {
+			return fmt.Errorf("revert: %w", err)
+		}
+		for d := filepath.Dir(full); d != s.dir && strings.HasPrefix(d, s.dir); d = filepath.Dir(d) {
+			if os.Remove(d) != nil {
+				break
+			}
+		}
+	}
+	if len(restore) > 0 {
+		// A temporary index holding base, checked out path by path: the
+		// worktree's own index is left alone.
+		g.index = filepath.Join(s.gitDir, indexName+".revert")
+		defer os.Remove(g.index)
+		if _, err := run(ctx, g.c("read-tree", base)); err != nil {
+			return fmt.Errorf("revert: %w", err)
+		}
+		for _, p := range restore {
+			full := filepath.Join(s.dir, filepath.FromSlash(p))
+			// A directory or symlink now where base has a file: clear it.
+			if fi, err := os.Lstat(full); err == nil && fi.IsDir() {
+				if err := os.RemoveAll(full); err != nil {
+					return fmt.Errorf("revert: %w", err)
+				}
+			}
+		}
+		c := g.c(append([]string{"checkout-index", "--force", "--"}, restore...)...)
+		c.paths = true
+		if _, err := run(ctx, c); err != nil {
+			return fmt.Errorf("revert: %w", err)
+		}
+	}
+	return nil
+}
+
+// throughLink reports whether a parent directory of p inside dir is a
+// symlink.
+func throughLink(dir, p string) bool {
+	parts := strings.Split(p, "/")
+	cur := dir
+	for _, seg := range parts[:len(parts)-1] {
+		cur = filepath.Join(cur, seg)
+		fi, err := os.Lstat(cur)
+		if err != nil {
+			return false
+		}
+		if fi.Mode()&os.ModeSymlink != 0 {
+			return true
+		}
+	}
+	return false
+}

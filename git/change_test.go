@@ -1,0 +1,243 @@
+package git
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	muster "github.com/muster-run/muster"
+)
+
+var ctx = context.Background()
+
+func baseFiles() map[string]string {
+	return map[string]string{
+		"README.md":      "hello\n",
+		"src/a.go":       "package a\n",
+		"src/b.go":       "package b\n\nfunc B() {}\n\n// a long enough body for rename detection\n",
+		"src/gone.go":    "package gone\n",
+		"tools/run.sh":   "#!/bin/sh\necho hi\n",
+		"docs/guide.txt": "guide\n",
+	}
+}
+
+func TestChangeKinds(t *testing.T) {
+	repo := newRepo(t, baseFiles())
+	w := open(t, repo, "r1")
+	dir, base, err := w.Prepare(ctx, "claude#1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, dir, "src/a.go", "package a\n// edited\n")                             // modified
+	write(t, dir, "src/new.go", "package a\n")                                      // added
+	os.Remove(filepath.Join(dir, "src/gone.go"))                                    // deleted
+	os.Rename(filepath.Join(dir, "src/b.go"), filepath.Join(dir, "src/renamed.go")) // renamed
+	os.Chmod(filepath.Join(dir, "tools/run.sh"), 0o755)                             // mode
+	write(t, dir, "img/logo.bin", "\x00\x01\x02\xff binary")                        // binary
+	os.Symlink("../README.md", filepath.Join(dir, "docs/readme-link"))              // symlink
+	os.Remove(filepath.Join(dir, "docs/guide.txt"))                                 // file -> symlink
+	os.Symlink("../README.md", filepath.Join(dir, "docs/guide.txt"))
+	write(t, dir, "build/out.o", "ignored")
+	write(t, dir, ".gitignore", "build/\n")
+
+	ch, err := w.Change(ctx, dir, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "A .gitignore; A docs/readme-link; A img/logo.bin; A src/new.go; D src/gone.go; M src/a.go; M tools/run.sh; R src/b.go->src/renamed.go; T docs/guide.txt"
+	if got := render(ch); got != want {
+		t.Errorf("change:\n got %s\nwant %s", got, want)
+	}
+	diff, err := w.Diff(ctx, dir, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"Binary files /dev/null and b/img/logo.bin differ", "+// edited", "rename from src/b.go", "new mode 100755", "new file mode 120000"} {
+		if !strings.Contains(diff, s) {
+			t.Errorf("diff lacks %q:\n%s", s, diff)
+		}
+	}
+	// The commit holds exactly the change, on base, and moves no branch.
+	tip0, _ := w.Tip(ctx)
+	c, err := w.Commit(ctx, dir, base, muster.CommitInfo{Run: "r1", Task: "t1", Title: "all kinds", Executor: "claude#1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := g(t, repo, "rev-parse", c+"^"); p != base {
+		t.Errorf("parent %s, want base %s", p, base)
+	}
+	if got := g(t, repo, "diff-tree", "-r", "-M", "--name-status", base, c); !strings.Contains(got, "R100\tsrc/b.go\tsrc/renamed.go") || strings.Contains(got, "build/") {
+		t.Errorf("commit content:\n%s", got)
+	}
+	if tip, _ := w.Tip(ctx); tip != tip0 {
+		t.Error("Commit moved the run branch")
+	}
+}
+
+func TestChangeFoldsAgentCommitsAndIgnoresItsIndex(t *testing.T) {
+	repo := newRepo(t, baseFiles())
+	w := open(t, repo, "r1")
+	dir, base, _ := w.Prepare(ctx, "a#1")
+	write(t, dir, "src/a.go", "package a\n// one\n")
+	g(t, dir, "commit", "-qam", "agent commit 1")
+	write(t, dir, "src/c.go", "package c\n")
+	g(t, dir, "add", "src/c.go")
+	g(t, dir, "commit", "-qm", "agent commit 2")
+	write(t, dir, "src/d.go", "package d\n") // not committed
+	write(t, dir, "src/e.go", "package e\n")
+	g(t, dir, "add", "src/e.go") // staged only
+	os.Remove(filepath.Join(dir, "src/e.go"))
+	ch, err := w.Change(ctx, dir, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := render(ch), "A src/c.go; A src/d.go; M src/a.go"; got != want {
+		t.Errorf("got %s, want %s", got, want)
+	}
+}
+
+func TestChangeAfterHeadMovedToAnotherBranch(t *testing.T) {
+	repo := newRepo(t, baseFiles())
+	w := open(t, repo, "r1")
+	dir, base, _ := w.Prepare(ctx, "a#1")
+	g(t, dir, "checkout", "-q", "-b", "agent-branch")
+	write(t, dir, "x.txt", "x\n")
+	g(t, dir, "add", "x.txt")
+	g(t, dir, "commit", "-qm", "on a branch")
+	// The change is the work tree against base, wherever HEAD is.
+	ch, err := w.Change(ctx, dir, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := render(ch); got != "A x.txt" {
+		t.Errorf("got %s", got)
+	}
+	agentTip := g(t, repo, "rev-parse", "agent-branch")
+	// Prepare detaches again and does not move the agent's branch.
+	dir2, _, err := w.Prepare(ctx, "a#1")
+	if err != nil || dir2 != dir {
+		t.Fatal(dir2, err)
+	}
+	if _, err := gitOut(dir, "symbolic-ref", "-q", "HEAD"); err == nil {
+		t.Error("worktree still on a branch after Prepare")
+	}
+	if g(t, repo, "rev-parse", "agent-branch") != agentTip {
+		t.Error("Prepare moved the agent's branch")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "x.txt")); err == nil {
+		t.Error("Prepare left the agent's file")
+	}
+}
+
+func TestChangeWithRebaseInProgress(t *testing.T) {
+	repo := newRepo(t, baseFiles())
+	w := open(t, repo, "r1")
+	dir, base, _ := w.Prepare(ctx, "a#1")
+	g(t, dir, "checkout", "-q", "-b", "side")
+	write(t, dir, "src/a.go", "package a\n// side\n")
+	g(t, dir, "commit", "-qam", "side")
+	g(t, dir, "checkout", "-q", "--detach", base)
+	write(t, dir, "src/a.go", "package a\n// other\n")
+	g(t, dir, "commit", "-qam", "other")
+	if _, err := gitOut(dir, "rebase", "side"); err == nil {
+		t.Fatal("rebase should stop on a conflict")
+	}
+	ch, err := w.Change(ctx, dir, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := render(ch); got != "M src/a.go" {
+		t.Errorf("got %s", got)
+	}
+	if !strings.Contains(read(t, dir, "src/a.go"), "<<<<<<<") {
+		t.Error("expected conflict markers in the working file")
+	}
+	// Prepare drops the rebase.
+	if _, _, err := w.Prepare(ctx, "a#1"); err != nil {
+		t.Fatal(err)
+	}
+	gd := g(t, dir, "rev-parse", "--git-dir")
+	if _, err := os.Stat(filepath.Join(dir, gd, "rebase-merge")); err == nil {
+		t.Error("rebase state left")
+	}
+	if out := g(t, dir, "status", "--porcelain"); out != "" {
+		t.Errorf("worktree not clean: %s", out)
+	}
+}
+
+func TestViolations(t *testing.T) {
+	repo := newRepo(t, baseFiles())
+	w := open(t, repo, "r1")
+	dir, _, _ := w.Prepare(ctx, "a#1")
+	os.Symlink("/etc/passwd", filepath.Join(dir, "src/abs-link"))
+	os.Symlink("../../outside", filepath.Join(dir, "src/up-link"))
+	os.Symlink("a.go", filepath.Join(dir, "src/ok-link"))
+	os.Symlink("../.git/config", filepath.Join(dir, "src/git-link"))
+	ch := &muster.Change{Files: []muster.FileChange{
+		{Status: "M", Path: "src/a.go"},
+		{Status: "A", Path: "src/deep/x_test.go"},
+		{Status: "A", Path: "docs/guide.txt"},
+		{Status: "R", OldPath: "docs/old.md", Path: "src/moved.md"},
+		{Status: "A", Path: "../escape.go"},
+		{Status: "A", Path: "/abs.go"},
+		{Status: "A", Path: "src/../src/a.go"},
+		{Status: "A", Path: "src/abs-link"},
+		{Status: "A", Path: "src/up-link"},
+		{Status: "A", Path: "src/ok-link"},
+		{Status: "A", Path: "src/git-link"},
+		{Status: "M", Path: "muster.toml"},
+		{Status: "A", Path: ".muster/state"},
+	}}
+	cases := []struct {
+		name string
+		owns []string
+		want []string
+	}{
+		{"directory", []string{"src/"}, []string{"docs/guide.txt", "docs/old.md", "../escape.go", "/abs.go", "src/../src/a.go", "src/abs-link", "src/up-link", "src/git-link", "muster.toml", ".muster/state"}},
+		{"globs", []string{"src/*.go", "src/**/*_test.go", "docs/*"}, []string{"src/moved.md", "../escape.go", "/abs.go", "src/../src/a.go", "src/abs-link", "src/up-link", "src/ok-link", "src/git-link", "muster.toml", ".muster/state"}},
+		{"no owns", nil, []string{"../escape.go", "/abs.go", "src/../src/a.go", "src/abs-link", "src/up-link", "src/git-link", "muster.toml", ".muster/state"}},
+		{"owns cannot grant muster files", []string{"muster.toml", ".muster/", "src/", "docs/"}, []string{"../escape.go", "/abs.go", "src/../src/a.go", "src/abs-link", "src/up-link", "src/git-link", "muster.toml", ".muster/state"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := w.Violations(ctx, dir, ch, tc.owns)
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("\n got %q\nwant %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestRevert(t *testing.T) {
+	repo := newRepo(t, baseFiles())
+	w := open(t, repo, "r1")
+	dir, base, _ := w.Prepare(ctx, "a#1")
+	write(t, dir, "src/a.go", "changed\n")
+	write(t, dir, "other/new.txt", "new\n")
+	write(t, dir, "src/keep.go", "package a\n")
+	os.Remove(filepath.Join(dir, "docs/guide.txt"))
+	os.Symlink("/etc", filepath.Join(dir, "README.md.link"))
+	ch, _ := w.Change(ctx, dir, base)
+	bad := w.Violations(ctx, dir, ch, []string{"src/"})
+	if want := []string{"README.md.link", "docs/guide.txt", "other/new.txt"}; !slices.Equal(sorted(bad), want) {
+		t.Fatalf("violations %q, want %q", bad, want)
+	}
+	if err := w.Revert(ctx, dir, base, bad); err != nil {
+		t.Fatal(err)
+	}
+	ch, _ = w.Change(ctx, dir, base)
+	if got := render(ch); got != "A src/keep.go; M src/a.go" {
+		t.Errorf("after revert: %s", got)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "other")); err == nil {
+		t.Error("empty directory left")
+	}
+	if err := w.Revert(ctx, dir, base, []string{"../x"}); err == nil {
+		t.Error("revert accepted ../x")
+	}
+}
+
+func sorted(s []string) []string { s = slices.Clone(s); slices.Sort(s); return s }

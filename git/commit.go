@@ -1,0 +1,225 @@
+package git
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	muster "github.com/muster-run/muster"
+)
+
+// ErrNoChange is returned by Commit when the worktree holds no change.
+var ErrNoChange = errors.New("no change to commit")
+
+// Trailer keys of task commits.
+const (
+	TrailerRun      = "Muster-Run"
+	TrailerTask     = "Muster-Task"
+	TrailerExecutor = "Muster-Executor"
+)
+
+// Message returns a task commit's message: "<task>: <title>", a blank
+// line and the trailers. The title is made one line.
+func Message(info muster.CommitInfo) string {
+	title := oneLine(info.Title)
+	subject := string(info.Task)
+	if title != "" {
+		subject += ": " + title
+	}
+	return fmt.Sprintf("%s\n\n%s: %s\n%s: %s\n%s: %s\n", subject,
+		TrailerRun, oneLine(info.Run), TrailerTask, oneLine(string(info.Task)), TrailerExecutor, oneLine(info.Executor))
+}
+
+// oneLine turns control characters (newlines included) into spaces.
+func oneLine(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, s)
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// Commit records the change in dir against base as one commit whose
+// only parent is base, authored by the git config identity (or "muster
+// <muster@localhost>"). It commits the change the last Change call
+// computed, the one Violations, gates and reviewers saw, so that a file
+// written afterwards (by a gate, say) cannot slip in unchecked; without
+// a Change since Prepare or Revert it computes the change now. No branch
+// moves and the worktree's own index and HEAD are not used. An empty
+// change returns ErrNoChange.
+func (w *Workspace) Commit(ctx context.Context, dir, base string, info muster.CommitInfo) (string, error) {
+	s, err := w.lookup(ctx, dir)
+	if err != nil {
+		return "", err
+	}
+	defer s.mu.Unlock()
+	snap, err := w.snapshotFor(ctx, s, base)
+	if err != nil {
+		return "", err
+	}
+	if snap.change.Empty() {
+		return "", ErrNoChange
+	}
+	msg := Message(info)
+	now := time.Now()
+	env := append([]string{"GIT_AUTHOR_DATE=" + strconv.FormatInt(now.Unix(), 10) + " " + now.Format("-0700")}, w.ident...)
+	c, err := w.commitTree(ctx, snap.tree, base, msg, env)
+	if err == nil {
+		w.integrateMu.Lock()
+		w.meta[c] = commitMeta{msg, env}
+		w.integrateMu.Unlock()
+	}
+	return c, err
+}
+
+// commitTree makes a commit of tree with one parent, without signing it
+// (a run is unattended).
+func (w *Workspace) commitTree(ctx context.Context, tree, parent, msg string, env []string) (string, error) {
+	c := cmd{dir: w.top, env: env, stdin: []byte(msg), args: []string{"commit-tree", "--no-gpg-sign", "-p", parent, "-F", "-", tree}}
+	id, err := line(ctx, c)
+	if err != nil {
+		return "", fmt.Errorf("commit-tree: %w", err)
+	}
+	return id, nil
+}
+
+// mergeTreeArgs returns the argv of the three-way merge of commit onto tip
+// with base as merge base.
+func mergeTreeArgs(explicitBase bool, base, tip, commit string) []string {
+	a := []string{"merge-tree", "--write-tree", "-z", "--name-only", "--no-messages"}
+	if explicitBase {
+		a = append(a, "--merge-base="+base)
+	}
+	return append(a, tip, commit)
+}
+
+// Integrate puts a task commit made on base onto the run branch. When the
+// tip is still base the branch fast-forwards to commit; otherwise the
+// three-way merge of base, tip and commit (git merge-tree) becomes one
+// new commit on the tip with commit's message and author. On conflict
+// the paths in conflict are returned and the branch is not moved. Every
+// move is an update-ref with the expected old value, so the branch never
+// holds a half-made state; calls are serialised.
+func (w *Workspace) Integrate(ctx context.Context, commit, base string) (tip string, conflicts []string, err error) {
+	w.integrateMu.Lock()
+	defer w.integrateMu.Unlock()
+	tip, conflicts, err = w.integrate(ctx, commit, base)
+	if err != nil {
+		// The branch may have moved under us: read it again next time.
+		w.tip = ""
+	}
+	return tip, conflicts, err
+}
+
+func (w *Workspace) integrate(ctx context.Context, commit, base string) (tip string, conflicts []string, err error) {
+	old, err := w.readTip(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	if old == base {
+		if _, err := run(ctx, cmd{dir: w.top, args: []string{"update-ref", "-m", "muster: task", w.ref, commit, old}}); err != nil {
+			return "", nil, fmt.Errorf("integrate %s: %w", commit, err)
+		}
+		w.setTip(commit)
+		return commit, nil, nil
+	}
+	if !w.mergeBase && !w.onBranch[base] {
+		// Without --merge-base git computes the merge base of tip and
+		// commit, which is base exactly when base is an ancestor of tip
+		// (commit's only parent is base).
+		ok, err := isAncestor(ctx, w.top, base, old)
+		if err != nil {
+			return "", nil, err
+		}
+		if !ok {
+			return "", nil, fmt.Errorf("integrate %s: base %s is not on the run branch", commit, base)
+		}
+	}
+	out, err := run(ctx, cmd{dir: w.top, args: mergeTreeArgs(w.mergeBase, base, old, commit)})
+	f := splitZ(out)
+	if err != nil {
+		if exitCode(err) == 1 && len(f) > 0 {
+			seen := map[string]bool{}
+			for _, p := range f[1:] {
+				if p != "" && !seen[p] {
+					seen[p] = true
+					conflicts = append(conflicts, p)
+				}
+			}
+			return old, conflicts, nil
+		}
+		return "", nil, fmt.Errorf("integrate %s: merge: %w", commit, err)
+	}
+	if len(f) == 0 {
+		return "", nil, fmt.Errorf("integrate %s: merge-tree printed no tree", commit)
+	}
+	tree := f[0]
+	m, ok := w.meta[commit] // made here: message, author and date known
+	if !ok {
+		if m, err = w.readMeta(ctx, commit); err != nil {
+			return "", nil, err
+		}
+	}
+	msg, env := m.msg, m.env
+	nc, err := w.commitTree(ctx, tree, old, msg, env)
+	if err != nil {
+		return "", nil, err
+	}
+	if _, err := run(ctx, cmd{dir: w.top, args: []string{"update-ref", "-m", "muster: task", w.ref, nc, old}}); err != nil {
+		return "", nil, fmt.Errorf("integrate %s: %w", commit, err)
+	}
+	delete(w.meta, commit)
+	w.setTip(nc)
+	return nc, nil, nil
+}
+
+// commitMeta is a task commit's message and the environment that keeps
+// its author (name, email and date), with muster's committer.
+type commitMeta struct {
+	msg string
+	env []string
+}
+
+// readMeta reads a commit's commitMeta.
+func (w *Workspace) readMeta(ctx context.Context, commit string) (commitMeta, error) {
+	out, err := run(ctx, cmd{dir: w.top, readOnly: true, args: []string{"log", "-1", "--no-show-signature", "--format=%an%x00%ae%x00%ad%x00%B", "--date=raw", commit}})
+	if err != nil {
+		return commitMeta{}, fmt.Errorf("read commit %s: %w", commit, err)
+	}
+	p := strings.SplitN(string(out), "\x00", 4)
+	if len(p) != 4 {
+		return commitMeta{}, fmt.Errorf("read commit %s: unexpected output", commit)
+	}
+	env := []string{"GIT_AUTHOR_NAME=" + p[0], "GIT_AUTHOR_EMAIL=" + p[1], "GIT_AUTHOR_DATE=" + p[2]}
+	env = append(env, w.ident[2:]...) // committer
+	return commitMeta{strings.TrimRight(p[3], "\n") + "\n", env}, nil
+}
+
+// TaskCommits returns the commits on the run branch since the base, by
+// their Muster-Task trailer (the newest when a task has several). Resume
+// uses it to find tasks whose commit landed before a crash.
+func (w *Workspace) TaskCommits(ctx context.Context) (map[muster.TaskID]string, error) {
+	out, err := run(ctx, cmd{dir: w.top, readOnly: true, args: []string{"log", "--first-parent", "--no-show-signature",
+		"--format=%H%x00%(trailers:key=" + TrailerTask + ",valueonly,separator=%x01)%x00", w.base + ".." + w.ref}})
+	if err != nil {
+		return nil, fmt.Errorf("list task commits: %w", err)
+	}
+	res := map[muster.TaskID]string{}
+	f := strings.Split(string(out), "\x00")
+	for i := 0; i+1 < len(f); i += 2 {
+		id := strings.TrimSpace(f[i])
+		task := strings.TrimSpace(strings.Split(f[i+1], "\x01")[0])
+		if id == "" || task == "" {
+			continue
+		}
+		if _, ok := res[muster.TaskID(task)]; !ok { // log lists newest first
+			res[muster.TaskID(task)] = id
+		}
+	}
+	return res, nil
+}

@@ -1,0 +1,468 @@
+package git
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+
+	muster "github.com/muster-run/muster"
+)
+
+// Options configure Open.
+type Options struct {
+	// Repo is any directory inside the repository.
+	Repo string
+	// RunID names the run; the run branch is muster/<RunID>.
+	RunID string
+	// Base is the commit the run starts from. Empty: HEAD of the current
+	// branch. On resume it must be the recorded base.
+	Base string
+	// Resume reopens a run whose branch exists already.
+	Resume bool
+	// Keep lists patterns (gitignore syntax, e.g. "node_modules/") kept
+	// when a worktree is cleaned between tasks.
+	Keep []string
+}
+
+// Workspace is muster.Workspace over git: the run branch and a pool of
+// worktrees, one per executor clone. Its methods are safe for concurrent
+// use; calls on one worktree must not overlap.
+type Workspace struct {
+	top       string // the user's work tree
+	common    string // the common git directory
+	run       string
+	branch    string // muster/<run>
+	ref       string // refs/heads/muster/<run>
+	base      string
+	keep      []string
+	mergeBase bool // git merge-tree knows --merge-base (git >= 2.40)
+	ident     []string
+	fallback  bool
+
+	createMu sync.Mutex // serialises git worktree add/remove
+
+	integrateMu sync.Mutex            // serialises moves of the run branch; guards:
+	tip         string                // the run branch as last read or moved
+	onBranch    map[string]bool       // commits known to be on the run branch
+	meta        map[string]commitMeta // task commits made here
+
+	mu    sync.Mutex
+	slots map[string]*slot // by slot name
+	byDir map[string]*slot // by worktree directory
+}
+
+// slot is one pooled worktree.
+type slot struct {
+	mu     sync.Mutex
+	name   string
+	dir    string
+	gitDir string // the worktree's private git directory
+	// staged is the base muster's private index was last read from.
+	staged string
+	// snap is the change the last Change computed, reused by Diff and
+	// Commit until the next Prepare or Revert.
+	snap *snapshot
+}
+
+// snapshot is a change computed by Change: the tree of the worktree
+// against base.
+type snapshot struct {
+	base, tree string
+	change     *muster.Change
+}
+
+var _ muster.Workspace = (*Workspace)(nil)
+
+var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
+
+// Fallback identity when git config has no user.name or user.email.
+const (
+	fallbackName  = "muster"
+	fallbackEmail = "muster@localhost"
+)
+
+// Open opens the run's workspace: it resolves the base, creates the run
+// branch muster/<RunID> there (or, with Resume, checks that it exists and
+// descends from Base), and creates the run directory. Worktrees are made
+// on demand by Prepare.
+func Open(ctx context.Context, opts Options) (*Workspace, error) {
+	if !runIDPattern.MatchString(opts.RunID) || strings.Contains(opts.RunID, "..") || strings.HasSuffix(opts.RunID, ".lock") {
+		return nil, fmt.Errorf("run id %q: use letters, digits, '.', '_' and '-' (no \"..\", no \".lock\" suffix)", opts.RunID)
+	}
+	major, minor, err := version(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if major < 2 || major == 2 && minor < 38 {
+		return nil, fmt.Errorf("git %d.%d is too old: muster needs git 2.38 or newer (merge-tree --write-tree)", major, minor)
+	}
+	top, common, err := Root(ctx, opts.Repo)
+	if err != nil {
+		return nil, err
+	}
+	w := &Workspace{
+		top: top, common: common, run: opts.RunID,
+		branch: "muster/" + opts.RunID, ref: "refs/heads/muster/" + opts.RunID,
+		keep:      opts.Keep,
+		mergeBase: major > 2 || minor >= 40,
+		slots:     map[string]*slot{}, byDir: map[string]*slot{},
+		onBranch: map[string]bool{}, meta: map[string]commitMeta{},
+	}
+	if err := w.openBranch(ctx, opts); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(w.RunDir(), 0o755); err != nil {
+		return nil, fmt.Errorf("create run directory: %w", err)
+	}
+	if err := w.identity(ctx); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+func (w *Workspace) openBranch(ctx context.Context, opts Options) error {
+	existing, _ := revParse(ctx, w.top, w.ref)
+	if opts.Resume {
+		if existing == "" {
+			return fmt.Errorf("resume run %s: branch %s does not exist", w.run, w.branch)
+		}
+		if opts.Base == "" {
+			return fmt.Errorf("resume run %s: the recorded base is missing", w.run)
+		}
+		base, err := revParse(ctx, w.top, opts.Base)
+		if err != nil {
+			return fmt.Errorf("resume run %s: base %s: %w", w.run, opts.Base, err)
+		}
+		ok, err := isAncestor(ctx, w.top, base, existing)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("resume run %s: branch %s does not descend from the recorded base %s", w.run, w.branch, base)
+		}
+		w.base = base
+		return nil
+	}
+	if existing != "" {
+		return fmt.Errorf("run %s: branch %s exists already", w.run, w.branch)
+	}
+	rev := opts.Base
+	if rev == "" {
+		rev = "HEAD"
+	}
+	base, err := revParse(ctx, w.top, rev)
+	if err != nil {
+		if rev == "HEAD" {
+			return fmt.Errorf("the repository at %s has no commit yet: commit something first", w.top)
+		}
+		return fmt.Errorf("base %s is not a commit: %w", rev, err)
+	}
+	zero := strings.Repeat("0", len(base))
+	if _, err := run(ctx, cmd{dir: w.top, args: []string{"update-ref", "-m", "muster: run " + w.run, w.ref, base, zero}}); err != nil {
+		return fmt.Errorf("create branch %s: %w", w.branch, err)
+	}
+	w.base = base
+	return nil
+}
+
+// identity reads user.name and user.email; when either is unset, commits
+// are made as "muster <muster@localhost>".
+func (w *Workspace) identity(ctx context.Context) error {
+	name, _ := line(ctx, cmd{dir: w.top, readOnly: true, args: []string{"config", "user.name"}})
+	email, _ := line(ctx, cmd{dir: w.top, readOnly: true, args: []string{"config", "user.email"}})
+	if name == "" || email == "" {
+		name, email, w.fallback = fallbackName, fallbackEmail, true
+	}
+	w.ident = []string{
+		"GIT_AUTHOR_NAME=" + name, "GIT_AUTHOR_EMAIL=" + email,
+		"GIT_COMMITTER_NAME=" + name, "GIT_COMMITTER_EMAIL=" + email,
+	}
+	return nil
+}
+
+// Identity returns the author of muster's commits and whether it is the
+// fallback "muster <muster@localhost>" (git config has no user.name or
+// user.email).
+func (w *Workspace) Identity() (ident string, fallback bool) {
+	name := strings.TrimPrefix(w.ident[0], "GIT_AUTHOR_NAME=")
+	email := strings.TrimPrefix(w.ident[1], "GIT_AUTHOR_EMAIL=")
+	return name + " <" + email + ">", w.fallback
+}
+
+// RunDir returns <git-common-dir>/muster/runs/<run-id>, where the journal,
+// the plan copy and the receipt live.
+func (w *Workspace) RunDir() string { return filepath.Join(w.common, "muster", "runs", w.run) }
+
+// Branch returns the run branch's short name, muster/<run-id>.
+func (w *Workspace) Branch() string { return w.branch }
+
+// Base returns the commit the run started from.
+func (w *Workspace) Base() string { return w.base }
+
+// Top returns the user's work tree.
+func (w *Workspace) Top() string { return w.top }
+
+// Tip returns the run branch's current commit.
+func (w *Workspace) Tip(ctx context.Context) (string, error) {
+	w.integrateMu.Lock()
+	defer w.integrateMu.Unlock()
+	return w.readTip(ctx)
+}
+
+// readTip returns the run branch's commit as muster last left it; it
+// reads the ref the first time. Another process moving the branch makes
+// the next update-ref fail (expected old value), which reads it again.
+func (w *Workspace) readTip(ctx context.Context) (string, error) {
+	if w.tip != "" {
+		return w.tip, nil
+	}
+	tip, err := revParse(ctx, w.top, w.ref)
+	if err != nil {
+		return "", fmt.Errorf("run branch %s: %w", w.branch, err)
+	}
+	w.setTip(tip)
+	return tip, nil
+}
+
+func (w *Workspace) setTip(tip string) {
+	w.tip = tip
+	w.onBranch[tip] = true
+}
+
+// poolDir returns <git-common-dir>/muster/wt/<run-id>.
+func poolDir(common, run string) string { return filepath.Join(common, "muster", "wt", run) }
+
+// slotDirName turns "claude#2" into "claude-2".
+func slotDirName(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if r < 128 && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('-')
+		}
+	}
+	n := strings.TrimLeft(b.String(), ".")
+	if n == "" {
+		n = "slot"
+	}
+	return n
+}
+
+// Prepare returns the slot's worktree reset to the run branch tip: it is
+// created on first use (detached, serialised), and on reuse any rebase,
+// merge, cherry-pick or revert the agent left is dropped, HEAD is
+// detached again if the agent switched branches (the branch itself is not
+// moved), tracked files are reset and untracked and ignored files are
+// removed except the Keep patterns.
+func (w *Workspace) Prepare(ctx context.Context, slotName string) (dir, base string, err error) {
+	s := w.slot(slotName)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	tip, err := w.Tip(ctx)
+	if err != nil {
+		return "", "", err
+	}
+	if err := w.reset(ctx, s, tip); err != nil {
+		// The worktree may be damaged (its .git file removed, say):
+		// build it again once.
+		if err := w.rebuild(ctx, s, tip); err != nil {
+			return "", "", fmt.Errorf("prepare worktree for %s: %w", slotName, err)
+		}
+	}
+	return s.dir, tip, nil
+}
+
+func (w *Workspace) slot(name string) *slot {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if s := w.slots[name]; s != nil {
+		return s
+	}
+	s := &slot{name: name, dir: filepath.Join(poolDir(w.common, w.run), slotDirName(name))}
+	// Two names may map to one directory ("a#1", "a-1"): keep them apart.
+	for i := 2; w.byDir[s.dir] != nil; i++ {
+		s.dir = filepath.Join(poolDir(w.common, w.run), fmt.Sprintf("%s-%d", slotDirName(name), i))
+	}
+	w.slots[name], w.byDir[s.dir] = s, s
+	return s
+}
+
+// reset brings an existing worktree back to tip; it fails when the
+// worktree does not exist or is not usable.
+func (w *Workspace) reset(ctx context.Context, s *slot, tip string) error {
+	if _, err := os.Stat(filepath.Join(s.dir, ".git")); err != nil {
+		return err
+	}
+	if s.gitDir == "" {
+		gd, err := line(ctx, cmd{dir: s.dir, readOnly: true, args: []string{"rev-parse", "--path-format=absolute", "--git-dir"}})
+		if err != nil {
+			return err
+		}
+		if filepath.Clean(gd) == filepath.Clean(w.common) {
+			return errors.New("not a linked worktree")
+		}
+		s.gitDir = gd
+	}
+	// Leftovers of an agent: operations in progress and stale locks (the
+	// agent has exited; nothing else uses this worktree).
+	for _, f := range []string{"rebase-merge", "rebase-apply", "MERGE_HEAD", "MERGE_MSG", "MERGE_MODE",
+		"CHERRY_PICK_HEAD", "REVERT_HEAD", "sequencer", "AUTO_MERGE", "BISECT_LOG", "BISECT_START",
+		"BISECT_TERMS", "BISECT_NAMES", "BISECT_EXPECTED_REV", "BISECT_ANCESTORS_OK",
+		"index.lock", "HEAD.lock", indexName + ".lock"} {
+		if err := os.RemoveAll(filepath.Join(s.gitDir, f)); err != nil {
+			return err
+		}
+	}
+	g := w.in(s)
+	// checkout -f --detach resets the index and every tracked file to
+	// tip, detaches HEAD and never moves a branch the agent checked out.
+	if _, err := run(ctx, g.c("checkout", "--force", "--detach", "--quiet", "--no-recurse-submodules", tip)); err != nil {
+		return err
+	}
+	if _, err := run(ctx, g.c(cleanArgs(w.keep)...)); err != nil {
+		return err
+	}
+	s.snap = nil
+	s.staged = tip
+	return copyIndex(filepath.Join(s.gitDir, "index"), filepath.Join(s.gitDir, indexName))
+}
+
+// cleanArgs removes untracked and ignored files, nested repositories
+// included, except the keep patterns.
+func cleanArgs(keep []string) []string {
+	a := []string{"clean", "-ffdxq"}
+	for _, k := range keep {
+		a = append(a, "-e", k)
+	}
+	return a
+}
+
+// rebuild removes whatever is at the slot's directory and adds the
+// worktree afresh.
+func (w *Workspace) rebuild(ctx context.Context, s *slot, tip string) error {
+	w.createMu.Lock()
+	defer w.createMu.Unlock()
+	if _, err := os.Lstat(s.dir); err == nil {
+		if _, err := run(ctx, cmd{dir: w.top, args: []string{"worktree", "remove", "--force", "--force", s.dir}}); err != nil {
+			if err := os.RemoveAll(s.dir); err != nil {
+				return err
+			}
+		}
+	}
+	if _, err := run(ctx, cmd{dir: w.top, args: []string{"worktree", "prune"}}); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(s.dir), 0o755); err != nil {
+		return err
+	}
+	if _, err := run(ctx, cmd{dir: w.top, args: []string{"worktree", "add", "--detach", "--quiet", s.dir, tip}}); err != nil {
+		return err
+	}
+	s.gitDir = ""
+	return w.reset(ctx, s, tip)
+}
+
+// Close removes the run's worktrees and their administrative files. The
+// run branch and run directory stay.
+func (w *Workspace) Close(ctx context.Context) error {
+	w.createMu.Lock()
+	defer w.createMu.Unlock()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	err := removePool(ctx, w.top, w.common, w.run)
+	w.slots, w.byDir = map[string]*slot{}, map[string]*slot{}
+	return err
+}
+
+// removePool removes every worktree under a run's pool directory.
+func removePool(ctx context.Context, top, common, runID string) error {
+	pool := poolDir(common, runID)
+	ents, err := os.ReadDir(pool)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	var errs []error
+	for _, e := range ents {
+		d := filepath.Join(pool, e.Name())
+		if _, err := runOnce(ctx, cmd{dir: top, args: []string{"worktree", "remove", "--force", "--force", d}}); err != nil {
+			if err := os.RemoveAll(d); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if err := os.RemoveAll(pool); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := run(ctx, cmd{dir: top, args: []string{"worktree", "prune"}}); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// PruneStale removes the worktrees of every run for which live returns
+// false (a run no process is working on), then prunes git's records of
+// worktrees whose directories are gone. Run branches and run directories
+// stay.
+func PruneStale(ctx context.Context, repo string, live func(runID string) bool) error {
+	top, common, err := Root(ctx, repo)
+	if err != nil {
+		return err
+	}
+	ents, err := os.ReadDir(filepath.Join(common, "muster", "wt"))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	var errs []error
+	for _, e := range ents {
+		if e.IsDir() && !live(e.Name()) {
+			errs = append(errs, removePool(ctx, top, common, e.Name()))
+		}
+	}
+	if _, err := run(ctx, cmd{dir: top, args: []string{"worktree", "prune"}}); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// indexName is muster's private index inside a worktree's git directory.
+const indexName = "muster-index"
+
+// copyIndex copies an index file keeping its modification time, which
+// git compares with file times to detect racily clean entries.
+func copyIndex(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	fi, err := in.Stat()
+	if err != nil {
+		return err
+	}
+	tmp := dst + ".tmp"
+	out, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		os.Remove(tmp)
+		return err
+	}
+	if err := out.Close(); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Chtimes(tmp, fi.ModTime(), fi.ModTime()); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return os.Rename(tmp, dst)
+}
