@@ -84,13 +84,13 @@ func buildArgs(spec *muster.ExecutorSpec, req *muster.ExecRequest, resume bool) 
 	if spec.Model != "" {
 		args = append(args, "--model", spec.Model)
 	}
+	args = append(args, "--permission-mode", permissionMode(req))
 	switch req.Authority {
 	case muster.AuthorityRead:
-		args = append(args, "--permission-mode", "default", "--tools", readTools)
+		args = append(args, "--tools", readTools)
 	case muster.AuthorityShell:
-		args = append(args, "--permission-mode", "bypassPermissions")
 	default:
-		args = append(args, "--permission-mode", "acceptEdits", "--tools", writeTools)
+		args = append(args, "--tools", writeTools)
 	}
 	if req.Scratch != "" {
 		args = append(args, "--add-dir", req.Scratch)
@@ -99,6 +99,33 @@ func buildArgs(spec *muster.ExecutorSpec, req *muster.ExecRequest, resume bool) 
 		args = append(args, "--resume", req.SessionID)
 	}
 	return append(args, spec.Args...)
+}
+
+// permissionMode maps the authority onto a permission mode. Write
+// authority is acceptEdits, except in a worktree inside a .git directory
+// (where muster keeps its worktrees): Claude Code refuses every edit there
+// as "a sensitive file" unless permissions are bypassed, so it gets
+// bypassPermissions, still with only the write tools (no shell).
+func permissionMode(req *muster.ExecRequest) string {
+	switch req.Authority {
+	case muster.AuthorityRead:
+		return "default"
+	case muster.AuthorityShell:
+		return "bypassPermissions"
+	}
+	if insideGitDir(req.Dir) {
+		return "bypassPermissions"
+	}
+	return "acceptEdits"
+}
+
+func insideGitDir(dir string) bool {
+	for _, part := range strings.Split(filepath.ToSlash(filepath.Clean(dir)), "/") {
+		if part == ".git" {
+			return true
+		}
+	}
+	return false
 }
 
 // kindEnv returns the variables Claude Code needs: its config directory in
@@ -120,9 +147,9 @@ func kindEnv(spec *muster.ExecutorSpec, req *muster.ExecRequest, home, key strin
 		// Claude Code appends /v1/messages itself.
 		env["ANTHROPIC_BASE_URL"] = strings.TrimSuffix(strings.TrimSuffix(spec.BaseURL, "/"), "/v1")
 	}
-	if req.Authority == muster.AuthorityShell && root {
+	if permissionMode(req) == "bypassPermissions" && root {
 		// bypassPermissions is refused for root unless the CLI is told it
-		// runs in a sandbox; shell authority was approved for this task.
+		// runs in a sandbox (muster's worktree, with the task's authority).
 		env["IS_SANDBOX"] = "1"
 	}
 	return env

@@ -29,6 +29,12 @@ func TestBuildArgs(t *testing.T) {
 		{"default is write", "", false, []string{"acceptEdits"}, []string{"bypassPermissions"}},
 		{"shell", muster.AuthorityShell, true, []string{"bypassPermissions", "--resume", "sess-1"}, []string{"--tools"}},
 	}
+	// In muster's worktrees, under .git, Claude Code refuses acceptEdits
+	// writes; write authority bypasses permissions with write tools only.
+	req := &muster.ExecRequest{Spec: spec, Authority: muster.AuthorityWrite, Dir: "/repo/.git/muster/wt/r/c-1"}
+	if got := strings.Join(buildArgs(spec, req, false), " "); !strings.Contains(got, "--permission-mode bypassPermissions --tools "+writeTools) {
+		t.Errorf("worktree under .git: %q", got)
+	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			req := &muster.ExecRequest{Spec: spec, Authority: c.auth, SessionID: "sess-1", Scratch: "/s/x"}

@@ -49,7 +49,7 @@ var Kinds = []Kind{
 		LoginFiles: []string{".claude/.credentials.json"},
 		Authority: map[muster.Authority]Grade{
 			muster.AuthorityRead:  {Enforced, "--tools Read,Grep,Glob (only read tools exist)"},
-			muster.AuthorityWrite: {Enforced, "--permission-mode acceptEdits --tools Read,Grep,Glob,Edit,Write,NotebookEdit,TodoWrite (no shell tool)"},
+			muster.AuthorityWrite: {Enforced, "--tools Read,Grep,Glob,Edit,Write,NotebookEdit,TodoWrite (no shell tool); --permission-mode acceptEdits, or bypassPermissions in worktrees under .git, where Claude Code refuses edits otherwise"},
 			muster.AuthorityShell: {Full, "--permission-mode bypassPermissions (full access)"},
 		},
 	},
