@@ -230,3 +230,17 @@ func TestRunOutcomes(t *testing.T) {
 		})
 	}
 }
+
+func TestRedact(t *testing.T) {
+	s := NewStream(nil, "plainsecretvalue")
+	in := "key sk-ant-api03-abcdefghijklmnopqrstuv and AIzaSyA1234567890abcdefghijklmnopqrstu, Authorization: Bearer abcdefghijklmnop1234, plainsecretvalue, sk-short"
+	got := s.Redact(in)
+	for _, leak := range []string{"sk-ant-api03", "AIzaSy", "abcdefghijklmnop1234", "plainsecretvalue"} {
+		if strings.Contains(got, leak) {
+			t.Errorf("%q left in %q", leak, got)
+		}
+	}
+	if !strings.Contains(got, "sk-short") {
+		t.Errorf("short text redacted: %q", got)
+	}
+}
