@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -58,9 +59,10 @@ func (e *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit fu
 			return nil, &muster.AgentError{Class: muster.FailStart, ExitCode: -1, Message: err.Error()}
 		}
 	}
+	resume := resumable(home, req.Dir, req.SessionID)
 	inv := agentkit.Invocation{
 		Kind:    e.kind,
-		Argv:    append([]string{bin}, buildArgs(e.spec, req, resumable(home, req.SessionID))...),
+		Argv:    append([]string{bin}, buildArgs(e.spec, req, resume)...),
 		Env:     agentkit.Environ(home, kindEnv(e.spec, req, home, key, os.Geteuid() == 0), req),
 		Dir:     req.Dir,
 		Stdin:   agentkit.Prompt(req),
@@ -68,6 +70,10 @@ func (e *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit fu
 		Parse:   parseLine,
 	}
 	res, _, err := agentkit.Run(ctx, req, inv, emit)
+	if resume && agentkit.ResumeFailed(res, err) {
+		inv.Argv = append([]string{bin}, buildArgs(e.spec, req, false)...)
+		res, _, err = agentkit.Run(ctx, req, inv, emit)
+	}
 	return res, err
 }
 
@@ -156,14 +162,33 @@ func kindEnv(spec *muster.ExecutorSpec, req *muster.ExecRequest, home, key strin
 }
 
 // resumable reports whether the session exists in the clone's config
-// directory; a session from another home cannot be resumed.
-func resumable(home, id string) bool {
+// directory for this working directory: Claude Code finds sessions only
+// under the project directory of its cwd, so a session recorded elsewhere
+// cannot be resumed (it would fail with "No conversation found").
+func resumable(home, dir, id string) bool {
 	if id == "" || strings.ContainsAny(id, `/\*?[`) {
 		return false
 	}
-	m, _ := filepath.Glob(filepath.Join(home, ".claude", "projects", "*", id+".jsonl"))
-	return len(m) > 0
+	dirs := []string{dir}
+	if real, err := filepath.EvalSymlinks(dir); err == nil && real != dir {
+		dirs = append(dirs, real)
+	}
+	for _, d := range dirs {
+		p := filepath.Join(home, ".claude", "projects", projectDir(d), id+".jsonl")
+		if _, err := os.Stat(p); err == nil {
+			return true
+		}
+	}
+	return false
 }
+
+// projectDir is Claude Code's name for a working directory's project:
+// every character other than a letter or digit becomes "-".
+func projectDir(dir string) string {
+	return nonAlnum.ReplaceAllString(filepath.Clean(dir), "-")
+}
+
+var nonAlnum = regexp.MustCompile(`[^A-Za-z0-9]`)
 
 type event struct {
 	Type      string          `json:"type"`

@@ -80,6 +80,10 @@ func (e *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit fu
 		Parse:   func(line []byte, s *agentkit.Stream) error { return parseLine(line, s, u) },
 	}
 	res, _, err := agentkit.Run(ctx, req, inv, emit)
+	if resume && agentkit.ResumeFailed(res, err) {
+		inv.Argv = append([]string{bin}, buildArgs(e.spec, req, false)...)
+		res, _, err = agentkit.Run(ctx, req, inv, emit)
+	}
 	return res, err
 }
 
