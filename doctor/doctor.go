@@ -93,6 +93,12 @@ func Check(ctx context.Context, cfg *muster.Config, opts Options) []Result {
 		}
 	}
 	n := len(specs)
+	// The repository's .cache/agents is found from the config file's
+	// directory, besides the current directory.
+	var starts []string
+	if cfg != nil && cfg.Source != "" {
+		starts = append(starts, filepath.Dir(cfg.Source))
+	}
 	for _, k := range agentkit.Kinds {
 		if !used[k.Name] {
 			specs = append(specs, &muster.ExecutorSpec{Kind: k.Name})
@@ -105,14 +111,14 @@ func Check(ctx context.Context, cfg *muster.Config, opts Options) []Result {
 		// Each probe goroutine ends when its --version call does.
 		go func() {
 			defer wg.Done()
-			out[i] = check(ctx, s, i < n, opts)
+			out[i] = check(ctx, s, i < n, opts, starts)
 		}()
 	}
 	wg.Wait()
 	return out
 }
 
-func check(ctx context.Context, spec *muster.ExecutorSpec, configured bool, opts Options) Result {
+func check(ctx context.Context, spec *muster.ExecutorSpec, configured bool, opts Options, starts []string) Result {
 	r := Result{Kind: spec.Kind, Credentials: CredNotKnown}
 	if configured {
 		r.Executor = spec.Name
@@ -120,7 +126,7 @@ func check(ctx context.Context, spec *muster.ExecutorSpec, configured bool, opts
 	kind := agentkit.Lookup(spec.Kind)
 	switch {
 	case kind != nil:
-		checkCLI(ctx, spec, kind, &r, opts)
+		checkCLI(ctx, spec, kind, &r, opts, starts)
 	case spec.Kind == muster.ExecCommand:
 		r.Authority = []Authority{{Authority: "all", Level: "none", How: "muster's scrubbed environment only; the program decides"}}
 		if len(spec.Command) == 0 {
@@ -159,12 +165,12 @@ func check(ctx context.Context, spec *muster.ExecutorSpec, configured bool, opts
 	return r
 }
 
-func checkCLI(ctx context.Context, spec *muster.ExecutorSpec, kind *agentkit.Kind, r *Result, opts Options) {
+func checkCLI(ctx context.Context, spec *muster.ExecutorSpec, kind *agentkit.Kind, r *Result, opts Options, starts []string) {
 	for _, a := range []muster.Authority{muster.AuthorityRead, muster.AuthorityWrite, muster.AuthorityShell} {
 		g := kind.Authority[a]
 		r.Authority = append(r.Authority, Authority{Authority: a, Level: g.Level, How: g.How})
 	}
-	bin, err := agentkit.FindBinary(spec, kind.Binary)
+	bin, err := agentkit.FindBinary(spec, kind.Binary, starts...)
 	if err != nil {
 		r.Problems = append(r.Problems, err.Error())
 	} else {
