@@ -31,6 +31,8 @@ func TestClassify(t *testing.T) {
 		{0, "usage limit reached, resets 8am", muster.FailUsageLimit, 0, time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)},
 		{0, "5-hour limit reached ∙ resets 3pm", muster.FailUsageLimit, 0, time.Date(2026, 11, 29, 15, 0, 0, 0, time.UTC)},
 		{0, "You've hit your limit · resets 11am", muster.FailUsageLimit, 0, time.Date(2026, 11, 30, 11, 0, 0, 0, time.UTC)},
+		{0, "You've hit your usage limit. Upgrade to Pro, or try again at 8:05 PM.", muster.FailUsageLimit, 0, time.Date(2026, 11, 29, 20, 5, 0, 0, time.UTC)},
+		{0, "You've hit your usage limit. Upgrade to Pro, or try again in 3 days 4 hours 11 minutes.", muster.FailUsageLimit, 0, now.Add(76*time.Hour + 11*time.Minute)},
 		{401, "Invalid API key · Fix external API key", muster.FailAuth, 0, time.Time{}},
 		{0, "unexpected status 401 Unauthorized: invalid x-api-key", muster.FailAuth, 0, time.Time{}},
 		{0, `[API Error: {"error":{"code":401,"message":"invalid x-api-key"}}]`, muster.FailAuth, 0, time.Time{}},
