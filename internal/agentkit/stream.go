@@ -118,8 +118,11 @@ func (s *Stream) Tool(name string, input any) {
 	s.emit(muster.Record{Type: muster.RecTool, Tool: name, Args: args})
 }
 
-// UsageRecord emits one usage record.
+// UsageRecord emits one usage record (none for zero usage).
 func (s *Stream) UsageRecord(model string, u muster.Usage) {
+	if u.IsZero() {
+		return
+	}
 	if model == "" {
 		model = s.Model
 	}
