@@ -66,7 +66,7 @@ func (e *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit fu
 		Env:     agentkit.Environ(home, kindEnv(e.spec, req, home, key, os.Geteuid() == 0), req),
 		Dir:     req.Dir,
 		Stdin:   agentkit.Prompt(req),
-		Secrets: []string{key},
+		Secrets: agentkit.Secrets(req, key),
 		Parse:   parseLine,
 	}
 	res, _, err := agentkit.Run(ctx, req, inv, emit)

@@ -76,7 +76,7 @@ func (e *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit fu
 		Env:     agentkit.Environ(home, kindEnv(e.spec, codexHome, keyName, key), req),
 		Dir:     req.Dir,
 		Stdin:   agentkit.Prompt(req),
-		Secrets: []string{key},
+		Secrets: agentkit.Secrets(req, key),
 		Parse:   func(line []byte, s *agentkit.Stream) error { return parseLine(line, s, u) },
 	}
 	res, _, err := agentkit.Run(ctx, req, inv, emit)

@@ -72,7 +72,7 @@ func (e *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit fu
 		Env:     agentkit.Environ(home, kindEnv(e.spec, key), req),
 		Dir:     req.Dir,
 		Stdin:   agentkit.Prompt(req),
-		Secrets: []string{key},
+		Secrets: agentkit.Secrets(req, key),
 		Parse:   p.line,
 	}
 	res, _, err := agentkit.Run(ctx, req, inv, emit)

@@ -77,7 +77,7 @@ func (e *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit fu
 		Argv:    append([]string{bin}, buildArgs(e.spec, req, model, resume, prompt, attach)...),
 		Env:     agentkit.Environ(home, kindEnv(home, cfgPath, keyName, key), req),
 		Dir:     req.Dir,
-		Secrets: []string{key},
+		Secrets: agentkit.Secrets(req, key),
 		Parse: func(line []byte, s *agentkit.Stream) error {
 			if s.Model == "" {
 				s.Model = model

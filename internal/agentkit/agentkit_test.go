@@ -246,3 +246,19 @@ func TestRedact(t *testing.T) {
 		t.Errorf("short text redacted: %q", got)
 	}
 }
+
+func TestSecrets(t *testing.T) {
+	req := &muster.ExecRequest{Spec: &muster.ExecutorSpec{Env: map[string]string{"OTHER_TOKEN": "t-1", "PLAIN": "p"}},
+		Env: map[string]string{"X_SECRET": "s-1"}}
+	got := strings.Join(Secrets(req, "k-1"), ",")
+	for _, w := range []string{"k-1", "t-1", "s-1"} {
+		if !strings.Contains(got, w) {
+			t.Errorf("secrets %q lack %s", got, w)
+		}
+	}
+	for _, v := range Secrets(req, "k-1") {
+		if v == "p" {
+			t.Errorf("plain value among secrets: %q", got)
+		}
+	}
+}

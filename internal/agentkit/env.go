@@ -240,3 +240,22 @@ func WriteFile(path string, data []byte) error {
 	}
 	return os.WriteFile(path, data, 0o600)
 }
+
+// Secrets returns the values to redact from what an agent reports: its key
+// and every variable of the executor's env table or the request's Env whose
+// name looks like a credential's.
+func Secrets(req *muster.ExecRequest, key string) []string {
+	out := []string{key}
+	add := func(env map[string]string) {
+		for k, v := range env {
+			if proc.IsSecretName(k) {
+				out = append(out, v)
+			}
+		}
+	}
+	if req.Spec != nil {
+		add(req.Spec.Env)
+	}
+	add(req.Env)
+	return out
+}
