@@ -87,7 +87,7 @@ func TestCheck(t *testing.T) {
 			t.Fatal("credential value printed")
 		}
 	}
-	for _, w := range []string{"GOOD_KEY: set", "UNSET_KEY: missing", "advisory", "9.9.9 (Fake)"} {
+	for _, w := range []string{"GOOD_KEY: set", "UNSET_KEY: missing", "enforced", "full", "9.9.9 (Fake)"} {
 		if !strings.Contains(text.String(), w) {
 			t.Errorf("text lacks %q:\n%s", w, text.String())
 		}

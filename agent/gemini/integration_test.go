@@ -2,6 +2,7 @@ package gemini
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -56,5 +57,23 @@ func TestRealGemini(t *testing.T) {
 		t.Errorf("review usage %+v", u)
 	}
 	agenttest.NoSecret(t, key, rrec, rres)
+
+	// Authority: read writes nothing, write runs no shell command.
+	for _, c := range []struct {
+		auth     muster.Authority
+		scenario string
+	}{{muster.AuthorityRead, "gemini-write"}, {muster.AuthorityWrite, "gemini-shell"}} {
+		areq := *req
+		areq.Dir = agenttest.GitRepo(t)
+		areq.Authority = c.auth
+		areq.Prompt = "Try it. [scenario: " + c.scenario + "]"
+		ares, err := e.Execute(context.Background(), &areq, nil)
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", c.auth, err, ares.Tail)
+		}
+		if _, err := os.Stat(filepath.Join(areq.Dir, "hello.txt")); err == nil {
+			t.Errorf("%s authority: the agent wrote hello.txt (%s)", c.auth, c.scenario)
+		}
+	}
 	agenttest.NoSecret(t, key, rec, res, filepath.Dir(req.Scratch), req.Dir)
 }

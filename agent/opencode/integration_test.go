@@ -2,6 +2,7 @@ package opencode
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -41,4 +42,16 @@ func TestRealOpencode(t *testing.T) {
 		t.Error("no session ID")
 	}
 	agenttest.NoSecret(t, key, rec, res, filepath.Dir(req.Scratch), req.Dir)
+
+	// Read authority removes the write tool.
+	rreq := *req
+	rreq.Dir = agenttest.GitRepo(t)
+	rreq.Authority = muster.AuthorityRead
+	rres, err := e.Execute(context.Background(), &rreq, nil)
+	if err != nil {
+		t.Fatalf("read: %v\n%s", err, rres.Tail)
+	}
+	if _, err := os.Stat(filepath.Join(rreq.Dir, "hello.txt")); err == nil {
+		t.Error("a read-only opencode wrote hello.txt")
+	}
 }

@@ -68,9 +68,9 @@ var Kinds = []Kind{
 		KeyEnv:     "GEMINI_API_KEY",
 		LoginFiles: []string{".gemini/oauth_creds.json", ".gemini/google_accounts.json"},
 		Authority: map[muster.Authority]Grade{
-			muster.AuthorityRead:  {Advisory, "--approval-mode plan (the CLI's read-only mode; not a sandbox)"},
-			muster.AuthorityWrite: {Advisory, "--approval-mode auto_edit (edit tools approved, others not)"},
-			muster.AuthorityShell: {Full, "--yolo (full access)"},
+			muster.AuthorityRead:  {Enforced, "--approval-mode plan (no shell tool; file writes refused outside the CLI's plans directory in the clone's home)"},
+			muster.AuthorityWrite: {Enforced, "--approval-mode auto_edit (edit tools approved; headless mode offers no shell tool)"},
+			muster.AuthorityShell: {Full, "--approval-mode yolo (full access)"},
 		},
 	},
 	{
@@ -78,8 +78,8 @@ var Kinds = []Kind{
 		KeyEnv:     "ANTHROPIC_API_KEY",
 		LoginFiles: []string{".local/share/opencode/auth.json"},
 		Authority: map[muster.Authority]Grade{
-			muster.AuthorityRead:  {Advisory, `permission {"edit":"deny","bash":"deny"} in the clone's config (checked by the CLI, no sandbox)`},
-			muster.AuthorityWrite: {Advisory, `permission {"edit":"allow","bash":"deny"} in the clone's config (checked by the CLI, no sandbox)`},
+			muster.AuthorityRead:  {Enforced, `permission {"edit":"deny","bash":"deny"} in the clone's config (the CLI removes its edit, write and bash tools)`},
+			muster.AuthorityWrite: {Enforced, `permission {"edit":"allow","bash":"deny"} in the clone's config (the CLI removes its bash tool)`},
 			muster.AuthorityShell: {Full, `permission {"edit":"allow","bash":"allow"} and --auto (full access)`},
 		},
 	},
