@@ -31,6 +31,8 @@ const (
 	EvTaskSkipped     EventType = "TaskSkipped"   // Task, Reason
 	EvTaskCancelled   EventType = "TaskCancelled" // Task, Attempt, Reason (interrupted, budget, stopped)
 	EvNote            EventType = "Note"          // Task, Message: a finding shared with later tasks
+	EvLoopAttempt     EventType = "LoopAttempt"   // Task, Round (0: before any repair), Gate, Passed, Output: one check of a Loop
+	EvLoopEnded       EventType = "LoopEnded"     // Task, State (resolved, exhausted, failed), Round, Reason
 	EvWarning         EventType = "Warning"       // Message
 	EvRunFinished     EventType = "RunFinished"   // State
 	EvRunInterrupted  EventType = "RunInterrupted"

@@ -204,6 +204,17 @@ type Workspace interface {
 	// as one commit on the tip. Conflicts returns the paths in conflict
 	// and leaves the branch as it was.
 	Integrate(ctx context.Context, commit, base string) (tip string, conflicts []string, err error)
+	// Merge computes what Integrate would put on the run branch without
+	// moving it: commit itself when the tip is base, else a new commit on
+	// the tip holding the three-way merge. Conflicts returns the paths in
+	// conflict (merged is then empty).
+	Merge(ctx context.Context, commit, base string) (merged string, conflicts []string, err error)
+	// Advance moves the run branch to merged if it is still at
+	// expectedTip (compare-and-swap); otherwise it fails and moves nothing.
+	Advance(ctx context.Context, merged, expectedTip string) error
+	// Checkout resets the slot's worktree (made on first use) to commit,
+	// cleaned as Prepare does, and returns its directory.
+	Checkout(ctx context.Context, slot, commit string) (dir string, err error)
 	// Tip returns the run branch's current commit.
 	Tip(ctx context.Context) (string, error)
 	// Close releases worktrees and locks.

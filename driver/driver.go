@@ -45,6 +45,9 @@ type Options struct {
 	Clock     muster.Clock
 	// ScratchDir holds per-invocation files outside any worktree.
 	ScratchDir string
+	// NotesFile is the run's notes, shared between tasks (default:
+	// notes.md beside ScratchDir, i.e. in the run directory).
+	NotesFile string
 	// Weights are expected durations per task, for priorities (optional).
 	Weights map[muster.TaskID]float64
 	// OnEvent sees every event after it is durable and applied, on the
@@ -100,6 +103,11 @@ type Driver struct {
 	pending []muster.Event // worker events waiting for the next batch
 	// unsynced is set while events are written but not yet durable.
 	unsynced bool
+	// gc caches gate results per (gate, commit); notes is the run's
+	// notes file; handoffs are what finished tasks left (loop only).
+	gc       gateCache
+	notes    *notes
+	handoffs map[muster.TaskID]handoff
 }
 
 // Run drives the run to its end. It returns the final state; the error is
@@ -111,6 +119,13 @@ func Run(ctx context.Context, opts Options) (*engine.State, error) {
 	}
 	if opts.ScratchDir == "" {
 		return nil, errors.New("driver: ScratchDir is required")
+	}
+	d.notes = &notes{path: opts.NotesFile}
+	if d.notes.path == "" {
+		d.notes.path = filepath.Join(filepath.Dir(filepath.Clean(opts.ScratchDir)), "notes.md")
+	}
+	for i := range opts.Replayed {
+		d.observe(&opts.Replayed[i])
 	}
 	return d.run(ctx)
 }
@@ -344,6 +359,7 @@ func (d *Driver) emit(evs ...muster.Event) error {
 		if err := d.state.Apply(e); err != nil {
 			return &muster.Error{Code: muster.CodeInternal, Op: "apply event", Err: err}
 		}
+		d.observe(e)
 		if d.opts.OnEvent != nil {
 			d.opts.OnEvent(e, d.state)
 		}

@@ -20,6 +20,9 @@ type Workspace struct {
 	DiffFn       func(ctx context.Context, dir, base string) (string, error)
 	CommitFn     func(ctx context.Context, dir, base string, info muster.CommitInfo) (string, error)
 	IntegrateFn  func(ctx context.Context, commit, base string) (string, []string, error)
+	MergeFn      func(ctx context.Context, commit, base string) (string, []string, error)
+	AdvanceFn    func(ctx context.Context, merged, expectedTip string) error
+	CheckoutFn   func(ctx context.Context, slot, commit string) (string, error)
 
 	mu  sync.Mutex
 	tip string
@@ -92,6 +95,49 @@ func (w *Workspace) Integrate(ctx context.Context, commit, base string) (string,
 	defer w.mu.Unlock()
 	w.tip = commit
 	return commit, nil, nil
+}
+
+// Merge returns commit when the fake tip is base, else "m(<commit>@<tip>)",
+// by default.
+func (w *Workspace) Merge(ctx context.Context, commit, base string) (string, []string, error) {
+	if w.MergeFn != nil {
+		return w.MergeFn(ctx, commit, base)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.tip == "" {
+		w.tip = "base"
+	}
+	if w.tip == base {
+		return commit, nil, nil
+	}
+	return "m(" + commit + "@" + w.tip + ")", nil, nil
+}
+
+// Advance moves the fake tip to merged when it is at expectedTip, by
+// default.
+func (w *Workspace) Advance(ctx context.Context, merged, expectedTip string) error {
+	if w.AdvanceFn != nil {
+		return w.AdvanceFn(ctx, merged, expectedTip)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.tip == "" {
+		w.tip = "base"
+	}
+	if w.tip != expectedTip {
+		return fmt.Errorf("run branch at %s, not %s", w.tip, expectedTip)
+	}
+	w.tip = merged
+	return nil
+}
+
+// Checkout returns "/co/<slot>@<commit>" by default.
+func (w *Workspace) Checkout(ctx context.Context, slot, commit string) (string, error) {
+	if w.CheckoutFn != nil {
+		return w.CheckoutFn(ctx, slot, commit)
+	}
+	return "/co/" + slot + "@" + commit, nil
 }
 
 // Tip returns the fake tip.
