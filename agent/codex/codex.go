@@ -84,6 +84,9 @@ func (e *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit fu
 		inv.Argv = append([]string{bin}, buildArgs(e.spec, req, false)...)
 		res, _, err = agentkit.Run(ctx, req, inv, emit)
 	}
+	// Codex snapshots the shell's environment, the API key included when
+	// it cannot mask it, into its home: never leave that behind.
+	_ = os.RemoveAll(filepath.Join(codexHome, "shell_snapshots"))
 	return res, err
 }
 
