@@ -47,6 +47,8 @@ func PlainLine(e muster.Event) string {
 		res := "failed"
 		if e.Passed != nil && *e.Passed {
 			res = "passed"
+		} else if e.Baseline == "fail" {
+			res = "failed (pre-existing, not charged)"
 		}
 		return fmt.Sprintf("%s: gate %s %s", id, Sanitize(e.Gate), res)
 	case muster.EvReviewed:

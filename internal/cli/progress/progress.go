@@ -98,7 +98,13 @@ func (p *Printer) OnEvent(e *muster.Event, s *engine.State) {
 		}
 	case muster.EvGateRan:
 		if e.Passed != nil && !*e.Passed {
-			line = fmt.Sprintf("%s %s gate %s failed", p.c(yellow, "!"), task, e.Gate)
+			why := ""
+			if e.Baseline == "fail" {
+				why = " (pre-existing: it fails on the base too; not charged)"
+			} else if e.Phase == "integration" {
+				why = " on the integrated tree"
+			}
+			line = fmt.Sprintf("%s %s gate %s failed%s", p.c(yellow, "!"), task, e.Gate, why)
 		} else if p.Verbose {
 			line = fmt.Sprintf("  %s gate %s passed", task, e.Gate)
 		}
@@ -116,6 +122,18 @@ func (p *Printer) OnEvent(e *muster.Event, s *engine.State) {
 		}
 	case muster.EvViolation:
 		line = fmt.Sprintf("%s %s changed paths outside Owns: %s", p.c(yellow, "!"), task, cmdutil.Sanitize(strings.Join(e.Paths, ", ")))
+	case muster.EvLoopAttempt:
+		if e.Passed != nil && *e.Passed {
+			line = fmt.Sprintf("  %s check %d passed", task, e.Round)
+		} else {
+			line = fmt.Sprintf("%s %s check %d failed", p.c(yellow, "!"), task, e.Round)
+		}
+	case muster.EvLoopEnded:
+		line = fmt.Sprintf("  %s loop %s after %d checks %s", task, e.State, e.Round, cmdutil.Sanitize(e.Reason))
+	case muster.EvTasksPlanned:
+		if e.Task != "" {
+			line = fmt.Sprintf("  %s delegated %d new tasks", task, len(e.Tasks))
+		}
 	case muster.EvWarning:
 		line = p.c(yellow, "warning: ") + cmdutil.Sanitize(e.Message)
 	case muster.EvToolUse:
