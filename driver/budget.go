@@ -1,6 +1,9 @@
 package driver
 
 import (
+	"context"
+	"errors"
+
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/engine"
 )
@@ -44,4 +47,25 @@ func (d *Driver) budget(evs []*muster.Event) error {
 		return d.emit(muster.Event{Type: muster.EvWarning, Reason: engine.BudgetWarnReason, Message: msg})
 	}
 	return nil
+}
+
+// stopped turns the failure of an attempt that was stopped on purpose
+// (budget, interrupt) into its cancellation: a step cut short by the stop
+// (a commit, a gate) is not the task's fault, and must not doom its
+// dependents.
+func stopped(ctx context.Context, final []muster.Event) []muster.Event {
+	cause := context.Cause(ctx)
+	if cause == nil || errors.Is(cause, context.Canceled) {
+		return final
+	}
+	reason := cause.Error()
+	if errors.Is(cause, muster.ErrInterrupted) {
+		reason = "interrupted"
+	}
+	for i, e := range final {
+		if e.Type == muster.EvTaskFailed {
+			final[i] = muster.Event{Type: muster.EvTaskCancelled, Task: e.Task, Attempt: e.Attempt, Reason: reason}
+		}
+	}
+	return final
 }

@@ -136,3 +136,28 @@ func TestOrphansCarryTheAgentPID(t *testing.T) {
 		t.Fatalf("orphans %+v", o)
 	}
 }
+
+func TestDependentsOfBudgetStoppedWorkAreCancelledForTheBudget(t *testing.T) {
+	sim, _ := enginetest.New(plan("a", "b:a", "c:b"), enginetest.Crew(1), t0)
+	for _, e := range []muster.Event{
+		{Type: muster.EvExecutorLeased, Task: "a", Executor: "e1", Clone: 1},
+		{Type: muster.EvTaskStarted, Task: "a", Attempt: 1, Executor: "e1", Clone: 1},
+		{Type: muster.EvTaskCancelled, Task: "a", Attempt: 1, Reason: "budget: task a spent $2 of its $1"},
+		{Type: muster.EvExecutorRelease, Task: "a", Executor: "e1", Clone: 1},
+	} {
+		if err := sim.Emit(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := sim.Run(); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []muster.TaskID{"b", "c"} {
+		if ts := sim.State.Tasks[id]; ts.State != muster.StateCancelled || !strings.HasPrefix(ts.Reason, "budget: not started") {
+			t.Errorf("task %s: %s %q", id, ts.State, ts.Reason)
+		}
+	}
+	if sim.State.RunState != muster.RunFailed {
+		t.Errorf("run %s", sim.State.RunState)
+	}
+}

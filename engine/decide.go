@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/muster-run/muster"
@@ -128,7 +129,12 @@ func Decide(s *State, in Input) Decision {
 		for _, id := range s.Order {
 			if t := s.Tasks[id]; t.State == muster.StatePending {
 				if dep, why := s.blockedBy(t); dep != "" {
-					d.Actions = append(d.Actions, Action{Kind: ActSkip, Task: id, Reason: fmt.Sprintf("dependency %s %s", dep, why)})
+					a := Action{Kind: ActSkip, Task: id, Reason: fmt.Sprintf("dependency %s %s", dep, why)}
+					if dt := s.Tasks[dep]; dt.State == muster.StateCancelled && strings.HasPrefix(dt.Reason, "budget:") {
+						// Work stopped by the budget: cancelled too, for resume.
+						a = Action{Kind: ActCancel, Task: id, Reason: "budget: not started: dependency " + string(dep) + " was stopped by the budget"}
+					}
+					d.Actions = append(d.Actions, a)
 				}
 			}
 		}
