@@ -195,3 +195,24 @@ func TestKilledAfterTheEndResumeSealsAndCleansUp(t *testing.T) {
 		t.Errorf("%d worktrees left", wts)
 	}
 }
+
+func TestStaleWorktreesOfDeadRunsArePruned(t *testing.T) {
+	repo, plan, cfg, _ := setup(t, 4)
+	r := runMuster(t, repo, []string{"MUSTER_CRASH_AT=TaskSucceeded:1"}, 0, "run", plan, "--config", cfg, "--run-id", "dead", "--plain")
+	if !r.killed {
+		t.Fatalf("exit %d, want killed\n%s", r.code, r.stderr)
+	}
+	if wts := strings.Count(git(t, repo, "worktree", "list", "--porcelain"), "worktree "); wts < 2 {
+		t.Fatalf("the killed run left no worktree (%d): nothing to test", wts)
+	}
+	if r := runMuster(t, repo, nil, 0, "run", plan, "--config", cfg, "--run-id", "next", "--plain"); r.code != 0 {
+		t.Fatalf("next run: exit %d\n%s", r.code, r.stderr)
+	}
+	if wts := strings.Count(git(t, repo, "worktree", "list", "--porcelain"), "worktree "); wts != 1 {
+		t.Errorf("%d worktrees after the next run, want the dead run's pruned:\n%s", wts, git(t, repo, "worktree", "list"))
+	}
+	// The dead run itself stays resumable.
+	if r := runMuster(t, repo, nil, 0, "resume", "dead", "--plain"); r.code != 0 {
+		t.Errorf("resume of the pruned run: exit %d\n%s", r.code, r.stderr)
+	}
+}
