@@ -23,7 +23,13 @@ func TestSecondProcessCannotDriveTheRun(t *testing.T) {
 	}
 	dir := filepath.Join(repo, ".git", "muster", "runs", "sealed")
 	// Hold the run's lock as a live muster process would.
+	// The killed process's lock may linger a moment (a child between
+	// fork and exec shares it).
 	j, _, err := journal.Open(filepath.Join(dir, journal.FileName), journal.Options{})
+	for i := 0; errors.Is(err, journal.ErrLocked) && i < 100; i++ {
+		time.Sleep(20 * time.Millisecond)
+		j, _, err = journal.Open(filepath.Join(dir, journal.FileName), journal.Options{})
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,13 @@ import (
 // the crash test uses it to land kill -9 mid-commit and mid-integration.
 const CrashEnv = "MUSTER_CRASH_AT"
 
+// lockPatience polls of lockPoll: how long a run's lock is retried before
+// another process is taken to hold it.
+const (
+	lockPatience = 40
+	lockPoll     = 50 * time.Millisecond
+)
+
 // openJournal opens a run's journal and takes its lock; a run another
 // live muster process drives is an environment error (exit 3).
 func openJournal(repo *cmdutil.Repo, runID string) (*journal.Journal, []muster.Event, error) {
@@ -32,6 +39,12 @@ func openJournal(repo *cmdutil.Repo, runID string) (*journal.Journal, []muster.E
 		return nil, nil, cmdutil.Env("create run directory: %v", err)
 	}
 	j, replayed, err := journal.Open(path, journal.Options{})
+	// A process killed a moment ago may still share the lock through a
+	// child between fork and exec: give that a moment to pass.
+	for wait := 0; errors.Is(err, journal.ErrLocked) && wait < lockPatience; wait++ {
+		time.Sleep(lockPoll)
+		j, replayed, err = journal.Open(path, journal.Options{})
+	}
 	if errors.Is(err, journal.ErrLocked) {
 		return nil, nil, cmdutil.Env("run %s is being driven by another muster process (its journal %s is locked); wait for it to end, or stop it first", runID, path)
 	}
