@@ -469,7 +469,13 @@ func (s *State) insertReady(id muster.TaskID) {
 func (s *State) removeReady(id muster.TaskID) {
 	for i, r := range s.ready {
 		if r == id {
-			s.ready = append(s.ready[:i], s.ready[i+1:]...)
+			// Starts take from the front: shift the shorter side.
+			if i < len(s.ready)/2 {
+				copy(s.ready[1:i+1], s.ready[:i])
+				s.ready = s.ready[1:]
+			} else {
+				s.ready = append(s.ready[:i], s.ready[i+1:]...)
+			}
 			return
 		}
 	}
