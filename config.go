@@ -1,7 +1,7 @@
 package muster
 
 import (
-	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -69,7 +69,7 @@ func (e *ExecutorSpec) HasRole(role string) bool {
 }
 
 // Slot names one clone of an executor: "name#n", n from 1.
-func Slot(executor string, clone int) string { return fmt.Sprintf("%s#%d", executor, clone) }
+func Slot(executor string, clone int) string { return executor + "#" + strconv.Itoa(clone) }
 
 // GateSpec is a named gate command from [gates].
 type GateSpec struct {

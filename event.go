@@ -31,9 +31,12 @@ const (
 	EvTaskSkipped     EventType = "TaskSkipped"   // Task, Reason
 	EvTaskCancelled   EventType = "TaskCancelled" // Task, Attempt, Reason (interrupted, budget, stopped)
 	EvNote            EventType = "Note"          // Task, Message: a finding shared with later tasks
+	EvLoopAttempt     EventType = "LoopAttempt"   // Task, Round (0: before any repair), Gate, Passed, Output: one check of a Loop
+	EvLoopEnded       EventType = "LoopEnded"     // Task, State (resolved, exhausted, failed), Round, Reason
 	EvWarning         EventType = "Warning"       // Message
 	EvRunFinished     EventType = "RunFinished"   // State
 	EvRunInterrupted  EventType = "RunInterrupted"
+	EvAgentStarted    EventType = "AgentStarted" // Task, Executor, Clone, Role, PID: the agent's process (group) runs
 )
 
 // Event is one line of the journal. Fields not used by a type are empty.
@@ -49,6 +52,8 @@ type Event struct {
 	Plan   string `json:"plan,omitempty"`
 	Base   string `json:"base,omitempty"`
 	Branch string `json:"branch,omitempty"`
+	// Ref is the user's branch the run started from (for --merge).
+	Ref string `json:"ref,omitempty"`
 	// Config is the effective configuration of a RunStarted.
 	Config *Config `json:"config,omitempty"`
 	Tasks  []*Task `json:"tasks,omitempty"`

@@ -44,6 +44,8 @@ type ExecRequest struct {
 	SessionID string
 	Timeout   time.Duration
 	Grace     time.Duration
+	// Stall kills the agent when it prints nothing for this long (0: never).
+	Stall time.Duration
 	// Env holds extra variables for the agent (already allowed by config).
 	Env map[string]string
 }
@@ -61,6 +63,9 @@ type Record struct {
 	Findings  []Finding
 	Text      string
 	SessionID string
+	// PID (type pid) is the agent's process, which leads its own
+	// process group, so that a resume can kill what survived a crash.
+	PID int
 }
 
 // Record types.
@@ -72,6 +77,7 @@ const (
 	RecMessage   = "message"
 	RecNotes     = "notes"
 	RecSession   = "session"
+	RecPID       = "pid"
 )
 
 // ExecResult is how an invocation ended.
@@ -92,6 +98,11 @@ type ExecResult struct {
 type Executor interface {
 	Execute(ctx context.Context, req *ExecRequest, emit func(Record)) (*ExecResult, error)
 }
+
+// ScratchFree is implemented by executors that never use
+// ExecRequest.Scratch; the driver then does not create the directory
+// (directory creation dominates the cost of a zero-work task).
+type ScratchFree interface{ ScratchFree() }
 
 // FailureClass classifies why an agent invocation failed.
 type FailureClass string
@@ -197,11 +208,31 @@ type Workspace interface {
 	// as one commit on the tip. Conflicts returns the paths in conflict
 	// and leaves the branch as it was.
 	Integrate(ctx context.Context, commit, base string) (tip string, conflicts []string, err error)
+	// Merge computes what Integrate would put on the run branch without
+	// moving it: commit itself when the tip is base, else a new commit on
+	// the tip holding the three-way merge. Conflicts returns the paths in
+	// conflict (merged is then empty).
+	Merge(ctx context.Context, commit, base string) (merged string, conflicts []string, err error)
+	// Advance moves the run branch to merged if it is still at
+	// expectedTip (compare-and-swap); otherwise it fails and moves nothing.
+	Advance(ctx context.Context, merged, expectedTip string) error
+	// Checkout resets the slot's worktree (made on first use) to commit,
+	// cleaned as Prepare does, and returns its directory.
+	Checkout(ctx context.Context, slot, commit string) (dir string, err error)
 	// Tip returns the run branch's current commit.
 	Tip(ctx context.Context) (string, error)
 	// Close releases worktrees and locks.
 	Close(ctx context.Context) error
 }
+
+// GateRunner runs gate commands (through sh -c) in a worktree.
+type GateRunner interface {
+	Run(ctx context.Context, dir string, gate GateSpec, timeout time.Duration) GateResult
+}
+
+// Pricer estimates the cost of usage a model reported without a cost.
+// known is false when the model has no price.
+type Pricer func(model string, u Usage) (micros int64, known bool)
 
 // GateResult is the outcome of one gate command.
 type GateResult struct {

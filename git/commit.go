@@ -121,11 +121,58 @@ func (w *Workspace) integrate(ctx context.Context, commit, base string) (tip str
 	if err != nil {
 		return "", nil, err
 	}
-	if old == base {
-		if _, err := run(ctx, cmd{dir: w.top, args: []string{"update-ref", "-m", "muster: task", w.ref, commit, old}}); err != nil {
-			return "", nil, fmt.Errorf("integrate %s: %w", commit, err)
+	merged, conflicts, err := w.merge(ctx, old, commit, base)
+	if err != nil || len(conflicts) > 0 {
+		if len(conflicts) > 0 {
+			merged = old
 		}
-		w.setTip(commit)
+		return merged, conflicts, err
+	}
+	if err := w.advance(ctx, merged, old); err != nil {
+		return "", nil, err
+	}
+	delete(w.meta, commit)
+	return merged, nil, nil
+}
+
+// Merge computes the commit Integrate would put on the run branch, without
+// moving the branch: commit itself when the tip is still base, else one
+// new commit on the tip holding the three-way merge, with commit's message
+// and author. On conflict it returns the paths in conflict.
+func (w *Workspace) Merge(ctx context.Context, commit, base string) (merged string, conflicts []string, err error) {
+	w.integrateMu.Lock()
+	defer w.integrateMu.Unlock()
+	old, err := w.readTip(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	return w.merge(ctx, old, commit, base)
+}
+
+// Advance moves the run branch to merged when it is still at expectedTip
+// (update-ref with the expected old value); otherwise nothing moves.
+func (w *Workspace) Advance(ctx context.Context, merged, expectedTip string) error {
+	w.integrateMu.Lock()
+	defer w.integrateMu.Unlock()
+	if err := w.advance(ctx, merged, expectedTip); err != nil {
+		w.tip = ""
+		return err
+	}
+	return nil
+}
+
+func (w *Workspace) advance(ctx context.Context, merged, old string) error {
+	if _, err := run(ctx, cmd{dir: w.top, args: []string{"update-ref", "-m", "muster: task", w.ref, merged, old}}); err != nil {
+		return fmt.Errorf("advance the run branch to %s: %w", merged, err)
+	}
+	w.setTip(merged)
+	return nil
+}
+
+// merge returns commit when old is base, else the merge of commit (made
+// on base) onto old as one new commit whose parent is old.
+func (w *Workspace) merge(ctx context.Context, old, commit, base string) (merged string, conflicts []string, err error) {
+	if old == base {
 		return commit, nil, nil
 	}
 	if !w.mergeBase && !w.onBranch[base] {
@@ -151,7 +198,7 @@ func (w *Workspace) integrate(ctx context.Context, commit, base string) (tip str
 					conflicts = append(conflicts, p)
 				}
 			}
-			return old, conflicts, nil
+			return "", conflicts, nil
 		}
 		return "", nil, fmt.Errorf("integrate %s: merge: %w", commit, err)
 	}
@@ -165,17 +212,8 @@ func (w *Workspace) integrate(ctx context.Context, commit, base string) (tip str
 			return "", nil, err
 		}
 	}
-	msg, env := m.msg, m.env
-	nc, err := w.commitTree(ctx, tree, old, msg, env)
-	if err != nil {
-		return "", nil, err
-	}
-	if _, err := run(ctx, cmd{dir: w.top, args: []string{"update-ref", "-m", "muster: task", w.ref, nc, old}}); err != nil {
-		return "", nil, fmt.Errorf("integrate %s: %w", commit, err)
-	}
-	delete(w.meta, commit)
-	w.setTip(nc)
-	return nc, nil, nil
+	c, err := w.commitTree(ctx, tree, old, m.msg, m.env)
+	return c, nil, err
 }
 
 // commitMeta is a task commit's message and the environment that keeps

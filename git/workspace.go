@@ -311,6 +311,21 @@ func (w *Workspace) Prepare(ctx context.Context, slotName string) (dir, base str
 	return s.dir, tip, nil
 }
 
+// Checkout returns the slot's worktree reset to commit, cleaned as
+// Prepare does (made on first use). Baseline and integration gates run
+// there.
+func (w *Workspace) Checkout(ctx context.Context, slotName, commit string) (string, error) {
+	s := w.slot(slotName)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := w.reset(ctx, s, commit); err != nil {
+		if err := w.rebuild(ctx, s, commit); err != nil {
+			return "", fmt.Errorf("check out %s for %s: %w", commit, slotName, err)
+		}
+	}
+	return s.dir, nil
+}
+
 func (w *Workspace) slot(name string) *slot {
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -1,0 +1,486 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/internal/suggest"
+	"github.com/pelletier/go-toml/v2"
+)
+
+// FileName is the config file muster looks for at the repository root.
+const FileName = "muster.toml"
+
+// Known keys, in the order of the documentation.
+var (
+	topKeys      = []string{"run", "executors", "gates"}
+	runKeys      = []string{"max_parallel", "on_failure", "budget_usd", "budget_tokens", "writers", "on_violation", "noop", "max_rounds", "verify_integration", "approve", "require_approval", "keep", "grace", "gate_timeout", "reviewers", "stall_timeout", "prices_file"}
+	executorKeys = []string{"kind", "clones", "roles", "model", "base_url", "api_key_env", "env", "args", "command", "timeout", "max_concurrent", "seed", "speed"}
+)
+
+// namePattern is the shape of an executor or gate name; "#" would break
+// slot names ("name#2").
+var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+// envNamePattern is the shape of an environment variable name.
+var envNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// Default returns the configuration muster uses when there is no
+// muster.toml: the policies' defaults (on_failure "continue",
+// on_violation "fail", noop "fail"; zero for every limit, meaning the
+// built-in default or no limit) and an empty crew, which the caller fills
+// (the CLI uses a sim executor with two coder+reviewer clones unless
+// --crew names one).
+func Default() *muster.Config {
+	return &muster.Config{
+		Run: muster.RunConfig{
+			OnFailure:   muster.OnFailureContinue,
+			OnViolation: muster.OnViolationFail,
+			Noop:        muster.NoopFail,
+		},
+		Executors: []*muster.ExecutorSpec{},
+	}
+}
+
+// Load reads the config file at path. Problems come back as a
+// *muster.Error with code muster.CodeInvalid wrapping muster.Problems
+// (each "FILE:LINE: message"); a file that cannot be read is a
+// *muster.Error with code muster.CodeInvalid naming the file.
+func Load(path string) (*muster.Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &muster.Error{Code: muster.CodeInvalid, Op: "read config", Err: err}
+	}
+	cfg, probs := Parse(path, data)
+	if len(probs) > 0 {
+		return nil, &muster.Error{Code: muster.CodeInvalid, Err: probs}
+	}
+	return cfg, nil
+}
+
+// Parse reads a muster.toml document; name is the file name used in
+// messages. It returns the config (Default() plus what the file sets)
+// and every problem found, in line order. It never panics.
+func Parse(name string, data []byte) (cfg *muster.Config, probs muster.Problems) {
+	r := &reader{file: name}
+	cfg = Default()
+	cfg.Source = name
+	defer func() {
+		if x := recover(); x != nil {
+			cfg = Default()
+			probs = muster.Problems{{File: name, Message: fmt.Sprintf("cannot read the config: %v", x)}}
+		}
+	}()
+	var doc map[string]any
+	if err := toml.Unmarshal(data, &doc); err != nil {
+		var de *toml.DecodeError
+		line := 0
+		msg := err.Error()
+		if errors.As(err, &de) {
+			line, _ = de.Position()
+		}
+		msg = strings.TrimPrefix(msg, "toml: ")
+		r.addf(line, "bad TOML: %s", msg)
+		return cfg, r.list
+	}
+	r.pos = scanPositions(data)
+	for _, k := range r.sortedKeys(doc) {
+		v := doc[k]
+		switch k {
+		case "run":
+			if t, ok := r.table(v, k); ok {
+				r.run(&cfg.Run, t)
+			}
+		case "executors":
+			if t, ok := r.table(v, k); ok {
+				cfg.Executors = r.executors(t)
+			}
+		case "gates":
+			if t, ok := r.table(v, k); ok {
+				cfg.Gates = r.gates(t)
+			}
+		default:
+			r.unknown(topKeys, k)
+		}
+	}
+	sort.SliceStable(r.list, func(i, j int) bool { return r.list[i].Line < r.list[j].Line })
+	return cfg, r.list
+}
+
+// reader collects problems while it walks the decoded document.
+type reader struct {
+	file string
+	pos  positions
+	list muster.Problems
+}
+
+func (r *reader) addf(line int, format string, args ...any) {
+	r.list = append(r.list, muster.Problem{File: r.file, Line: line, Message: fmt.Sprintf(format, args...)})
+}
+
+// at reports a problem at the line of the key path.
+func (r *reader) at(path []string, format string, args ...any) {
+	r.addf(r.pos.line(path...), format, args...)
+}
+
+// unknown reports an unknown key with the nearest known one.
+func (r *reader) unknown(known []string, path ...string) {
+	k := path[len(path)-1]
+	where := ""
+	if len(path) > 1 {
+		where = " in [" + strings.Join(path[:len(path)-1], ".") + "]"
+	}
+	if s := suggest.Nearest(k, known); s != "" {
+		r.at(path, "unknown key %q%s; did you mean %q?", k, where, s)
+		return
+	}
+	r.at(path, "unknown key %q%s (known keys: %s)", k, where, strings.Join(known, ", "))
+}
+
+// sortedKeys returns the keys of t in file order (then by name).
+func (r *reader) sortedKeys(t map[string]any, prefix ...string) []string {
+	keys := make([]string, 0, len(t))
+	for k := range t {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		li := r.pos.line(append(append([]string{}, prefix...), keys[i])...)
+		lj := r.pos.line(append(append([]string{}, prefix...), keys[j])...)
+		if li != lj {
+			return li < lj
+		}
+		return keys[i] < keys[j]
+	})
+	return keys
+}
+
+func (r *reader) table(v any, path ...string) (map[string]any, bool) {
+	t, ok := v.(map[string]any)
+	if !ok {
+		r.at(path, "%s: want a table", strings.Join(path, "."))
+	}
+	return t, ok
+}
+
+func (r *reader) run(rc *muster.RunConfig, t map[string]any) {
+	for _, k := range r.sortedKeys(t, "run") {
+		v, p := t[k], []string{"run", k}
+		switch k {
+		case "max_parallel":
+			rc.MaxParallel = r.count(v, 0, p)
+		case "on_failure":
+			rc.OnFailure = r.oneOf(v, p, muster.OnFailureStop, muster.OnFailureContinue)
+		case "budget_usd":
+			if f, ok := r.number(v, p); ok {
+				rc.BudgetUSDMicros = int64(math.Round(f * 1e6))
+			}
+		case "budget_tokens":
+			rc.BudgetTokens = int64(r.count(v, 0, p))
+		case "writers":
+			rc.Writers = r.count(v, 0, p)
+		case "on_violation":
+			rc.OnViolation = r.oneOf(v, p, muster.OnViolationFail, muster.OnViolationDiscard)
+		case "noop":
+			rc.Noop = r.oneOf(v, p, muster.NoopFail, muster.NoopComplete)
+		case "max_rounds":
+			rc.MaxRounds = r.count(v, 1, p)
+		case "verify_integration":
+			if b, ok := v.(bool); ok {
+				rc.VerifyIntegration = &b
+			} else {
+				r.at(p, "%s: want true or false", k)
+			}
+		case "approve":
+			rc.Approve = r.authorities(v, p)
+		case "require_approval":
+			rc.RequireApproval = r.authorities(v, p)
+		case "keep":
+			rc.Keep = r.strings(v, p)
+		case "grace":
+			rc.Grace = r.duration(v, p)
+		case "gate_timeout":
+			rc.GateTimeout = r.duration(v, p)
+		case "reviewers":
+			rc.Reviewers = r.count(v, 0, p)
+		case "stall_timeout":
+			rc.StallTimeout = r.duration(v, p)
+		case "prices_file":
+			rc.PricesFile = r.str(v, p)
+		default:
+			r.unknown(runKeys, p...)
+		}
+	}
+}
+
+func (r *reader) executors(t map[string]any) []*muster.ExecutorSpec {
+	out := []*muster.ExecutorSpec{}
+	for _, name := range r.sortedKeys(t, "executors") {
+		p := []string{"executors", name}
+		et, ok := r.table(t[name], p...)
+		if !ok {
+			continue
+		}
+		if !namePattern.MatchString(name) {
+			r.at(p, `bad executor name %q: use letters, digits, ".", "_" and "-"`, name)
+		}
+		e := &muster.ExecutorSpec{Name: name, Clones: 1, Line: r.pos.line(p...)}
+		r.executor(e, et, p)
+		out = append(out, e)
+	}
+	return out
+}
+
+func (r *reader) executor(e *muster.ExecutorSpec, t map[string]any, path []string) {
+	sub := func(k string) []string { return append(append([]string{}, path...), k) }
+	hasKind := false
+	for _, k := range r.sortedKeys(t, path...) {
+		v, p := t[k], sub(k)
+		switch k {
+		case "kind":
+			hasKind = true
+			s := r.str(v, p)
+			if s == "" {
+				continue
+			}
+			if !contains(muster.ExecutorKinds, s) {
+				if n := suggest.Nearest(s, muster.ExecutorKinds); n != "" {
+					r.at(p, "executor %s: unknown kind %q; did you mean %q?", e.Name, s, n)
+				} else {
+					r.at(p, "executor %s: unknown kind %q (known kinds: %s)", e.Name, s, strings.Join(muster.ExecutorKinds, ", "))
+				}
+				continue
+			}
+			e.Kind = s
+		case "clones":
+			e.Clones = r.count(v, 1, p)
+			if e.Clones < 1 {
+				e.Clones = 1
+			}
+		case "roles":
+			e.Roles = r.strings(v, p)
+			for _, role := range e.Roles {
+				if !namePattern.MatchString(role) {
+					r.at(p, "executor %s: bad role %q: use letters, digits, \".\", \"_\" and \"-\"", e.Name, role)
+				}
+			}
+			if v, ok := v.([]any); ok && len(v) == 0 {
+				r.at(p, "executor %s: roles: want at least one role, such as \"coder\"", e.Name)
+			}
+		case "model":
+			e.Model = r.str(v, p)
+		case "base_url":
+			e.BaseURL = r.str(v, p)
+		case "api_key_env":
+			s := r.str(v, p)
+			if s != "" && !envNamePattern.MatchString(s) {
+				// Never echo the value: it may be the key itself.
+				r.at(p, "executor %s: api_key_env: want the name of an environment variable that holds the key, not the key", e.Name)
+				continue
+			}
+			e.APIKeyEnv = s
+		case "env":
+			e.Env = r.env(v, p, e.Name)
+		case "args":
+			e.Args = r.strings(v, p)
+		case "command":
+			e.Command = r.strings(v, p)
+		case "timeout":
+			e.Timeout = r.duration(v, p)
+		case "max_concurrent":
+			e.MaxConcurrent = r.count(v, 0, p)
+		case "seed":
+			if n, ok := v.(int64); ok {
+				e.Seed = n
+			} else {
+				r.at(p, "seed: want a whole number")
+			}
+		case "speed":
+			if f, ok := r.number(v, p); ok {
+				e.Speed = f
+			}
+		default:
+			r.unknown(executorKeys, p...)
+		}
+	}
+	switch {
+	case !hasKind:
+		r.at(path, "executor %s: missing kind (one of %s)", e.Name, strings.Join(muster.ExecutorKinds, ", "))
+	case e.Kind == muster.ExecCommand && len(e.Command) == 0:
+		r.at(path, `executor %s: kind "command" needs command = ["program", "arg", ...]`, e.Name)
+	}
+	if len(e.Roles) == 0 {
+		e.Roles = []string{muster.RoleCoder}
+	}
+}
+
+func (r *reader) env(v any, p []string, exec string) map[string]string {
+	t, ok := v.(map[string]any)
+	if !ok {
+		r.at(p, "executor %s: env: want a table of NAME = \"value\"", exec)
+		return nil
+	}
+	out := make(map[string]string, len(t))
+	for _, k := range r.sortedKeys(t, p...) {
+		kp := append(append([]string{}, p...), k)
+		if !envNamePattern.MatchString(k) {
+			r.at(kp, "executor %s: env: bad variable name %q", exec, k)
+			continue
+		}
+		s, ok := t[k].(string)
+		if !ok {
+			// Never echo the value: it may be a secret.
+			r.at(kp, "executor %s: env.%s: want a string", exec, k)
+			continue
+		}
+		out[k] = s
+	}
+	return out
+}
+
+func (r *reader) gates(t map[string]any) []muster.GateSpec {
+	var out []muster.GateSpec
+	for _, name := range r.sortedKeys(t, "gates") {
+		p := []string{"gates", name}
+		s, ok := t[name].(string)
+		if !ok || strings.TrimSpace(s) == "" {
+			r.at(p, `gate %s: want a command string, such as %s = "go test ./..."`, name, name)
+			continue
+		}
+		out = append(out, muster.GateSpec{Name: name, Command: s, Line: r.pos.line(p...)})
+	}
+	return out
+}
+
+// count reads a whole number of at least lo.
+func (r *reader) count(v any, lo int, p []string) int {
+	n, ok := v.(int64)
+	if !ok || n < int64(lo) || n > math.MaxInt32 {
+		r.at(p, "%s: want a whole number, %d or more", p[len(p)-1], lo)
+		return 0
+	}
+	return int(n)
+}
+
+// number reads a number of zero or more.
+func (r *reader) number(v any, p []string) (float64, bool) {
+	var f float64
+	switch n := v.(type) {
+	case int64:
+		f = float64(n)
+	case float64:
+		f = n
+	default:
+		r.at(p, "%s: want a number", p[len(p)-1])
+		return 0, false
+	}
+	if !(f >= 0) || f > 1e12 {
+		r.at(p, "%s: want a number, 0 or more", p[len(p)-1])
+		return 0, false
+	}
+	return f, true
+}
+
+func (r *reader) str(v any, p []string) string {
+	s, ok := v.(string)
+	if !ok {
+		r.at(p, "%s: want a string", p[len(p)-1])
+	}
+	return s
+}
+
+func (r *reader) strings(v any, p []string) []string {
+	a, ok := v.([]any)
+	if !ok {
+		r.at(p, `%s: want a list of strings, such as ["a", "b"]`, p[len(p)-1])
+		return nil
+	}
+	out := make([]string, 0, len(a))
+	for _, x := range a {
+		s, ok := x.(string)
+		if !ok {
+			r.at(p, `%s: want a list of strings, such as ["a", "b"]`, p[len(p)-1])
+			return nil
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func (r *reader) oneOf(v any, p []string, allowed ...string) string {
+	s, ok := v.(string)
+	if !ok || !contains(allowed, s) {
+		r.at(p, "%s: want %s", p[len(p)-1], quoteOr(allowed))
+		return ""
+	}
+	return s
+}
+
+func (r *reader) duration(v any, p []string) time.Duration {
+	s, ok := v.(string)
+	d, err := time.ParseDuration(s)
+	if !ok || err != nil || d <= 0 {
+		r.at(p, `%s: want a duration such as "20m" or "1h30m"`, p[len(p)-1])
+		return 0
+	}
+	return d
+}
+
+func (r *reader) authorities(v any, p []string) []muster.Authority {
+	var out []muster.Authority
+	for _, s := range r.strings(v, p) {
+		a := muster.Authority(s)
+		switch a {
+		case muster.AuthorityRead, muster.AuthorityWrite, muster.AuthorityShell:
+			out = append(out, a)
+		default:
+			r.at(p, `%s: unknown authority %q: want "read", "write" or "shell"`, p[len(p)-1], s)
+		}
+	}
+	return out
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func quoteOr(list []string) string {
+	q := make([]string, len(list))
+	for i, s := range list {
+		q[i] = fmt.Sprintf("%q", s)
+	}
+	if len(q) < 2 {
+		return strings.Join(q, "")
+	}
+	return strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
+}
+
+// Resolve returns the configuration for a command: the file explicit
+// when it is set (it must exist: the --config flag), else FileName in
+// repoDir when that file exists, else Default().
+func Resolve(repoDir, explicit string) (*muster.Config, error) {
+	if explicit != "" {
+		return Load(explicit)
+	}
+	path := filepath.Join(repoDir, FileName)
+	if _, err := os.Stat(path); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return Default(), nil
+		}
+		return nil, &muster.Error{Code: muster.CodeInvalid, Op: "read config", Err: err}
+	}
+	return Load(path)
+}

@@ -1,0 +1,65 @@
+package driver_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/driver"
+	"github.com/muster-run/muster/journal"
+	"github.com/muster-run/muster/mock"
+)
+
+// BenchmarkOverhead measures the scheduler and journal cost per task: 10,000
+// zero-work tasks (a chain every 10, so dependencies are exercised) on 16
+// clones, with the real journal (group-committed fsyncs) and no-op git.
+// Report: ns/task.
+func BenchmarkOverhead(b *testing.B) {
+	const n = 10_000
+	p := &muster.Plan{}
+	for i := 0; i < n; i++ {
+		t := &muster.Task{ID: muster.TaskID(fmt.Sprintf("t%05d", i)), Title: "x"}
+		if i%10 != 0 {
+			t.After = []muster.TaskID{muster.TaskID(fmt.Sprintf("t%05d", i-1))}
+		}
+		p.Tasks = append(p.Tasks, t)
+	}
+	cfg := &muster.Config{Executors: []*muster.ExecutorSpec{{Name: "x", Clones: 16}}}
+	for _, sync := range []bool{true, false} {
+		b.Run(fmt.Sprintf("fsync=%v", sync), func(b *testing.B) {
+			syncs := 0
+			for i := 0; i < b.N; i++ {
+				dir := b.TempDir()
+				j, _, err := journal.Open(filepath.Join(dir, journal.FileName), journal.Options{NoSync: !sync})
+				if err != nil {
+					b.Fatal(err)
+				}
+				cj := &countingJournal{Journal: j}
+				st, err := driver.Run(context.Background(), driver.Options{
+					RunID: "bench", Plan: p, Config: cfg, Journal: cj, Workspace: &mock.Workspace{},
+					Executors: map[string]muster.Executor{"x": &mock.Executor{}}, ScratchDir: dir,
+				})
+				j.Close()
+				if err != nil || st.RunState != muster.RunSucceeded {
+					b.Fatalf("%v %s", err, st.RunState)
+				}
+				syncs += cj.syncs
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/task")
+			b.ReportMetric(float64(b.N*n)/float64(syncs), "tasks/fsync")
+		})
+	}
+}
+
+// countingJournal counts group commits.
+type countingJournal struct {
+	*journal.Journal
+	syncs int
+}
+
+func (c *countingJournal) Sync() error {
+	c.syncs++
+	return c.Journal.Sync()
+}

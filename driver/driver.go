@@ -1,0 +1,586 @@
+// Package driver is the imperative shell around the engine. One loop
+// goroutine owns the engine state: it asks engine.Decide what to do,
+// appends the events that carry each action out to the journal (fsynced)
+// and only then applies them, and starts one worker goroutine per
+// attempt. Workers never touch the state; they send events back on a
+// channel. The loop returns only after every worker has returned.
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/engine"
+)
+
+// Options configure a run. Plan and Config are required for a new run;
+// a resumed run takes them from Replayed.
+type Options struct {
+	RunID    string
+	PlanPath string
+	Plan     *muster.Plan
+	Config   *muster.Config
+	Base     string
+	Branch   string
+	// Ref is the user's branch the run started from.
+	Ref string
+	// Replayed holds the journal's events when resuming; empty for a new run.
+	Replayed []muster.Event
+	// ResumeConfig, when resuming, replaces the recorded config (flags
+	// given to resume, such as a raised budget).
+	ResumeConfig *muster.Config
+
+	Journal   muster.Journal
+	Workspace muster.Workspace
+	// Executors maps an executor name (and engine.CodeExecutor) to its adapter.
+	Executors map[string]muster.Executor
+	Gates     muster.GateRunner
+	Price     muster.Pricer
+	Clock     muster.Clock
+	// ScratchDir holds per-invocation files outside any worktree.
+	ScratchDir string
+	// NotesFile is the run's notes, shared between tasks (default:
+	// notes.md beside ScratchDir, i.e. in the run directory).
+	NotesFile string
+	// Weights are expected durations per task, for priorities (optional).
+	Weights map[muster.TaskID]float64
+	// OnEvent sees every event after it is durable and applied, on the
+	// loop goroutine: keep it quick.
+	OnEvent func(e *muster.Event, s *engine.State)
+	// Reconcile, when resuming, returns commits already on the run branch
+	// by task (found by their Muster-Task trailer).
+	Reconcile func(ctx context.Context) (map[muster.TaskID]string, error)
+	// KillOrphan stops what survives of a crashed attempt's process: pid
+	// leads its own process group. It returns once the group is gone.
+	KillOrphan func(pid int)
+	// Fragment reads the tasks a delegating task (Delegates: yes) wrote to
+	// the file at path, validates them against the plan so far (existing)
+	// and returns them ready to splice in (depending on parent); nil, nil
+	// when the file is missing or empty. An error fails the delegating
+	// task with its text, before its commit is integrated.
+	Fragment func(parent *muster.Task, path string, existing []*muster.Task) ([]*muster.Task, error)
+	// CrashAt is a test-only hook: "POINT[:N]" kills the process with
+	// SIGKILL the N-th time POINT is reached (an event type, right after
+	// its journal write, or CrashCommit, CrashIntegrate).
+	CrashAt string
+}
+
+// groupWindow is how long the loop waits for more worker reports before
+// it makes a batch durable: short against an fsync (about a millisecond)
+// and against any agent's work.
+const groupWindow = 300 * time.Microsecond
+
+// groupJournal is a journal that can write events now and make them
+// durable later with one sync (group commit).
+type groupJournal interface {
+	Write(es []*muster.Event) error
+	Sync() error
+}
+
+// message is what workers send to the loop.
+type message struct {
+	events []muster.Event
+	// done marks the worker's last message.
+	done bool
+	// lease asks for a clone of a role (reviewers); the loop answers on reply.
+	lease *leaseRequest
+	// block pauses an executor until a time (usage limits).
+	block *blockRequest
+	// splice asks the loop to validate and plan a delegating task's new
+	// tasks; the loop answers on its reply channel.
+	splice *spliceRequest
+}
+
+type spliceRequest struct {
+	parent *muster.Task
+	path   string
+	reply  chan error
+}
+
+type leaseRequest struct {
+	task  muster.TaskID
+	role  string
+	avoid string
+	reply chan engine.Lease
+}
+
+type blockRequest struct {
+	executor string
+	until    time.Time
+}
+
+// Driver runs one run.
+type Driver struct {
+	opts  Options
+	state *engine.State
+	clock muster.Clock
+	msgs  chan message
+	wg    sync.WaitGroup
+	integ fifo
+	// cancels holds each running attempt's cancel function, by task.
+	cancels map[muster.TaskID]context.CancelCauseFunc
+	pending []muster.Event // worker events waiting for the next batch
+	// unsynced is set while events are written but not yet durable.
+	unsynced bool
+	crash    *crasher
+	// gc caches gate results per (gate, commit); notes is the run's
+	// notes file; handoffs are what finished tasks left (loop only).
+	gc       gateCache
+	notes    *notes
+	handoffs map[muster.TaskID]handoff
+}
+
+// Run drives the run to its end. It returns the final state; the error is
+// muster.ErrInterrupted when ctx was cancelled (the run is resumable).
+func Run(ctx context.Context, opts Options) (*engine.State, error) {
+	d := &Driver{opts: opts, clock: opts.Clock, msgs: make(chan message, 256), cancels: map[muster.TaskID]context.CancelCauseFunc{}}
+	if d.clock == nil {
+		d.clock = muster.SystemClock{}
+	}
+	if opts.ScratchDir == "" {
+		return nil, errors.New("driver: ScratchDir is required")
+	}
+	c, err := parseCrash(opts.CrashAt)
+	if err != nil {
+		return nil, err
+	}
+	d.crash = c
+	d.notes = &notes{path: opts.NotesFile}
+	if d.notes.path == "" {
+		d.notes.path = filepath.Join(filepath.Dir(filepath.Clean(opts.ScratchDir)), "notes.md")
+	}
+	for i := range opts.Replayed {
+		d.observe(&opts.Replayed[i])
+	}
+	return d.run(ctx)
+}
+
+func (d *Driver) run(ctx context.Context) (*engine.State, error) {
+	var err error
+	if len(d.opts.Replayed) > 0 {
+		d.state, err = engine.Replay(d.opts.Replayed)
+		if err != nil {
+			return nil, fmt.Errorf("replay journal: %w", err)
+		}
+	} else {
+		d.state = engine.NewState()
+	}
+	if d.opts.Weights != nil {
+		d.state.SetWeights(d.opts.Weights)
+	}
+	if len(d.opts.Replayed) == 0 {
+		if err := d.emit(
+			muster.Event{Type: muster.EvRunStarted, Schema: muster.SchemaVersion, Run: d.opts.RunID, Plan: d.opts.PlanPath,
+				Base: d.opts.Base, Branch: d.opts.Branch, Ref: d.opts.Ref, Config: d.opts.Config},
+			muster.Event{Type: muster.EvTasksPlanned, Tasks: d.opts.Plan.Tasks},
+		); err != nil {
+			return d.state, err
+		}
+	} else if err := d.recover(ctx); err != nil {
+		return d.state, err
+	}
+	if d.opts.Weights != nil {
+		d.state.SetWeights(d.opts.Weights)
+	}
+
+	// Each worker goroutine lives for one attempt; the loop below waits
+	// for all of them before it returns.
+	defer d.wg.Wait()
+	interrupted := false
+	for {
+		if !interrupted && ctx.Err() != nil {
+			interrupted = true
+			for _, cancel := range d.cancels {
+				cancel(muster.ErrInterrupted)
+			}
+		}
+		if interrupted && len(d.cancels) == 0 {
+			d.drain()
+			if err := d.flush(); err != nil {
+				return d.state, err
+			}
+			err := d.emit(muster.Event{Type: muster.EvRunInterrupted, Reason: causeText(ctx)})
+			if err == nil {
+				err = d.sync()
+			}
+			if err != nil {
+				return d.state, err
+			}
+			return d.state, muster.ErrInterrupted
+		}
+		var wake time.Time
+		if !interrupted {
+			dec := engine.Decide(d.state, engine.Input{Now: d.clock.Now()})
+			finished, err := d.act(ctx, dec.Actions)
+			if err != nil {
+				d.abort(err)
+				return d.state, err
+			}
+			if finished {
+				return d.state, nil
+			}
+			if len(dec.Actions) > 0 {
+				continue
+			}
+			wake = dec.WakeAt
+		}
+		if err := d.wait(ctx, wake); err != nil {
+			d.abort(err)
+			return d.state, err
+		}
+	}
+}
+
+func causeText(ctx context.Context) string {
+	if c := context.Cause(ctx); c != nil && !errors.Is(c, context.Canceled) {
+		return c.Error()
+	}
+	return "interrupted"
+}
+
+// abort cancels every worker after a journal failure; nothing more can be
+// recorded, so the run is left to resume.
+func (d *Driver) abort(error) {
+	for _, cancel := range d.cancels {
+		cancel(muster.ErrInterrupted)
+	}
+	go func() {
+		for range d.msgs {
+		}
+	}()
+	d.wg.Wait()
+	close(d.msgs)
+}
+
+// drain takes the messages left in the channel without blocking.
+func (d *Driver) drain() {
+	for {
+		select {
+		case m := <-d.msgs:
+			_ = d.handle(m)
+		default:
+			return
+		}
+	}
+}
+
+// wait blocks until a worker reports, ctx ends, or wake passes, then
+// takes every message already queued, and makes them durable together.
+func (d *Driver) wait(ctx context.Context, wake time.Time) error {
+	// Nothing written stays unsynced while the loop sleeps.
+	if err := d.sync(); err != nil {
+		return err
+	}
+	var timer <-chan time.Time
+	if !wake.IsZero() {
+		t := time.NewTimer(time.Until(wake))
+		defer t.Stop()
+		timer = t.C
+	}
+	done := ctx.Done()
+	if ctx.Err() != nil {
+		done = nil // already interrupting: wait for workers only
+	}
+	select {
+	case m := <-d.msgs:
+		if err := d.handle(m); err != nil {
+			return err
+		}
+	case <-done:
+		return nil
+	case <-timer:
+		return nil
+	}
+	// Group commit: gather what other workers report within a short
+	// window, so that one fsync covers many events. The window ends early
+	// once every running attempt has reported its end.
+	window := time.NewTimer(groupWindow)
+	defer window.Stop()
+	for n := 0; n < 1024 && len(d.cancels) > 0; n++ {
+		select {
+		case m := <-d.msgs:
+			if err := d.handle(m); err != nil {
+				return err
+			}
+			continue
+		case <-window.C:
+		}
+		break
+	}
+	for n := 0; n < 1024; n++ {
+		select {
+		case m := <-d.msgs:
+			if err := d.handle(m); err != nil {
+				return err
+			}
+			continue
+		default:
+		}
+		break
+	}
+	return d.flush()
+}
+
+func (d *Driver) handle(m message) error {
+	d.pending = append(d.pending, m.events...)
+	if m.lease != nil {
+		// A lease must see the state as of the events before it.
+		if err := d.flush(); err != nil {
+			return err
+		}
+		ex, clone, ok := engine.FreeSlot(d.state, m.lease.role, m.lease.avoid, d.clock.Now())
+		if !ok {
+			m.lease.reply <- engine.Lease{}
+		} else {
+			err := d.emit(muster.Event{Type: muster.EvExecutorLeased, Task: m.lease.task, Executor: ex, Clone: clone, Role: m.lease.role})
+			if err == nil {
+				err = d.sync()
+			}
+			if err != nil {
+				m.lease.reply <- engine.Lease{}
+				return err
+			}
+			m.lease.reply <- engine.Lease{Task: m.lease.task, Executor: ex, Clone: clone, Role: m.lease.role}
+		}
+	}
+	if m.block != nil {
+		d.state.BlockedUntil[m.block.executor] = m.block.until
+	}
+	if m.splice != nil {
+		if err := d.flush(); err != nil {
+			m.splice.reply <- err
+			return err
+		}
+		err := d.planFragment(m.splice)
+		if err == nil {
+			// Durable before the delegator's commit lands.
+			err = d.sync()
+		}
+		m.splice.reply <- err
+		if errors.Is(err, errJournal) {
+			return err
+		}
+	}
+	if m.done {
+		for _, e := range m.events {
+			if e.Type == muster.EvTaskSucceeded || e.Type == muster.EvTaskFailed || e.Type == muster.EvTaskCancelled {
+				delete(d.cancels, e.Task)
+			}
+		}
+	}
+	return nil
+}
+
+// flush makes pending worker events durable and applies them.
+func (d *Driver) flush() error {
+	if len(d.pending) == 0 {
+		return nil
+	}
+	evs := d.pending
+	d.pending = nil
+	return d.emit(evs...)
+}
+
+// emit stamps events, writes them to the journal, then applies them in
+// order. With a group-commit journal the events are durable only after
+// the next sync, which the loop makes before anything outside the process
+// depends on them (a worker starts, a lease is granted, Run returns).
+// Applying first is safe: a crash before the sync loses the events and
+// the in-memory state together.
+func (d *Driver) emit(evs ...muster.Event) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	now := d.clock.Now().UTC()
+	ptrs := make([]*muster.Event, len(evs))
+	for i := range evs {
+		if evs[i].Time.IsZero() {
+			evs[i].Time = now
+		}
+		ptrs[i] = &evs[i]
+	}
+	if g, ok := d.opts.Journal.(groupJournal); ok {
+		if err := g.Write(ptrs); err != nil {
+			return &muster.Error{Code: muster.CodeInternal, Op: "journal", Err: err}
+		}
+		d.unsynced = true
+		if d.crash != nil {
+			for _, e := range ptrs {
+				d.crash.at(string(e.Type))
+			}
+		}
+	} else {
+		for _, e := range ptrs {
+			if err := d.opts.Journal.Append(e); err != nil {
+				return &muster.Error{Code: muster.CodeInternal, Op: "journal", Err: err}
+			}
+		}
+	}
+	for _, e := range ptrs {
+		if err := d.state.Apply(e); err != nil {
+			return &muster.Error{Code: muster.CodeInternal, Op: "apply event", Err: err}
+		}
+		d.observe(e)
+		if d.opts.OnEvent != nil {
+			d.opts.OnEvent(e, d.state)
+		}
+	}
+	return d.budget(ptrs)
+}
+
+// sync makes written events durable.
+func (d *Driver) sync() error {
+	if !d.unsynced {
+		return nil
+	}
+	if err := d.opts.Journal.(groupJournal).Sync(); err != nil {
+		return &muster.Error{Code: muster.CodeInternal, Op: "journal", Err: err}
+	}
+	d.unsynced = false
+	return nil
+}
+
+// act carries out the engine's actions. It reports whether the run ended.
+func (d *Driver) act(ctx context.Context, actions []engine.Action) (bool, error) {
+	var evs []muster.Event
+	var starts []engine.Action
+	for _, a := range actions {
+		switch a.Kind {
+		case engine.ActStart:
+			evs = append(evs,
+				muster.Event{Type: muster.EvExecutorLeased, Task: a.Task, Executor: a.Executor, Clone: a.Clone, Role: a.Role},
+				muster.Event{Type: muster.EvTaskStarted, Task: a.Task, Attempt: a.Attempt, Executor: a.Executor, Clone: a.Clone, Role: a.Role})
+			starts = append(starts, a)
+		case engine.ActSkip:
+			evs = append(evs, muster.Event{Type: muster.EvTaskSkipped, Task: a.Task, Reason: a.Reason})
+		case engine.ActCancel:
+			evs = append(evs, muster.Event{Type: muster.EvTaskCancelled, Task: a.Task, Reason: a.Reason})
+		case engine.ActFinish:
+			evs = append(evs, muster.Event{Type: muster.EvRunFinished, State: a.State})
+			if err := d.emit(evs...); err != nil {
+				return false, err
+			}
+			return true, d.sync()
+		}
+	}
+	if err := d.emit(evs...); err != nil {
+		return false, err
+	}
+	if len(starts) > 0 {
+		if err := d.sync(); err != nil {
+			return false, err
+		}
+	}
+	for _, a := range starts {
+		d.start(ctx, a)
+	}
+	return false, nil
+}
+
+// start launches the worker goroutine of one attempt. It lives until the
+// attempt ends (or is cancelled) and its last message is sent.
+func (d *Driver) start(ctx context.Context, a engine.Action) {
+	actx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	d.cancels[a.Task] = cancel
+	w := &worker{d: d, a: a, task: d.state.Tasks[a.Task].Task, cfg: d.state.Config, runID: d.state.Run}
+	w.scratch = filepath.Join(d.opts.ScratchDir, fmt.Sprintf("%s-%d", a.Task, a.Attempt))
+	w.deps = d.depOutputs(w.task)
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		defer cancel(nil)
+		final := stopped(actx, w.run(actx))
+		final = append(final, muster.Event{Type: muster.EvExecutorRelease, Task: a.Task, Executor: a.Executor, Clone: a.Clone, Role: a.Role})
+		d.msgs <- message{events: final, done: true}
+	}()
+}
+
+// recover reconciles a replayed run with git and the world, then marks it
+// resumed: attempts that were running are cancelled as interrupted,
+// leases released, and tasks whose commit is on the run branch succeed.
+func (d *Driver) recover(ctx context.Context) error {
+	var evs []muster.Event
+	commits := map[muster.TaskID]string{}
+	if d.opts.Reconcile != nil {
+		c, err := d.opts.Reconcile(ctx)
+		if err != nil {
+			return fmt.Errorf("reconcile with git: %w", err)
+		}
+		commits = c
+	}
+	released := map[string]bool{}
+	orphans := engine.Orphans(d.state)
+	// What survived of the crashed process's agents goes first, so that
+	// nothing writes into a worktree once it is reset.
+	if d.opts.KillOrphan != nil {
+		for _, o := range orphans {
+			if o.PID > 0 {
+				d.opts.KillOrphan(o.PID)
+			}
+		}
+	}
+	for _, o := range orphans {
+		t := d.state.Tasks[o.Lease.Task]
+		if o.Running && t != nil {
+			if c, ok := commits[t.Task.ID]; ok {
+				evs = append(evs, muster.Event{Type: muster.EvTaskSucceeded, Task: t.Task.ID, Attempt: t.Attempts, Commit: c,
+					Reason: "commit found on the run branch"})
+			} else {
+				evs = append(evs, muster.Event{Type: muster.EvTaskCancelled, Task: t.Task.ID, Attempt: t.Attempts, Reason: "interrupted"})
+			}
+		}
+		slot := muster.Slot(o.Lease.Executor, o.Lease.Clone)
+		if _, held := d.state.Leases[slot]; held && !released[slot] {
+			released[slot] = true
+			evs = append(evs, muster.Event{Type: muster.EvExecutorRelease, Task: o.Lease.Task, Executor: o.Lease.Executor, Clone: o.Lease.Clone, Role: o.Lease.Role})
+		}
+	}
+	// A task whose commit landed but whose success never reached the
+	// journal (a crash between the two) is done.
+	for _, id := range d.state.Order {
+		t := d.state.Tasks[id]
+		if c, ok := commits[id]; ok && t.State != muster.StateSucceeded && t.State != muster.StateRunning {
+			evs = append(evs, muster.Event{Type: muster.EvTaskSucceeded, Task: id, Attempt: t.Attempts, Commit: c, Reason: "commit found on the run branch"})
+		}
+	}
+	resumed := muster.Event{Type: muster.EvRunResumed, Config: d.opts.ResumeConfig}
+	evs = append(evs, resumed)
+	return d.emit(evs...)
+}
+
+// fifo is a first-come, first-served lock for the integration queue.
+type fifo struct {
+	mu    sync.Mutex
+	held  bool
+	queue []chan struct{}
+}
+
+func (f *fifo) lock() {
+	f.mu.Lock()
+	if !f.held {
+		f.held = true
+		f.mu.Unlock()
+		return
+	}
+	ch := make(chan struct{})
+	f.queue = append(f.queue, ch)
+	f.mu.Unlock()
+	<-ch
+}
+
+func (f *fifo) unlock() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.queue) == 0 {
+		f.held = false
+		return
+	}
+	ch := f.queue[0]
+	f.queue = f.queue[1:]
+	close(ch)
+}

@@ -1,0 +1,206 @@
+package driver
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/muster-run/muster"
+)
+
+// baselineSlot is the worktree where gates run on base commits and tips.
+const baselineSlot = "muster-baseline"
+
+// gates runs the plan-wide gates and the task's own in the worktree. It
+// returns feedback for the coder and a failure reason when a gate fails
+// that is the task's to fix: a plan-wide gate that fails on the task's
+// base too is pre-existing and not charged (for go test output, only
+// newly failing tests are charged); a task gate is an acceptance test and
+// must pass whatever it did on the base.
+func (w *worker) gates(ctx context.Context, round int) (feedback, failed string) {
+	if w.d.opts.Gates == nil {
+		return "", ""
+	}
+	taskGates := w.taskGates()
+	if len(w.cfg.Gates) == 0 && len(taskGates) == 0 {
+		return "", ""
+	}
+	w.send(muster.Event{Type: muster.EvPhase, Phase: "gates", Round: round})
+	var fb []string
+	charge := func(g muster.GateSpec, r muster.GateResult, why string) {
+		fb = append(fb, fmt.Sprintf("Gate %q (%s) failed%s:\n%s", g.Name, g.Command, why, tail(r.Output, maxFeedback/2)))
+		if failed == "" {
+			failed = "gate " + g.Name + " failed: " + gateSummary(r)
+		}
+	}
+	for _, g := range w.cfg.Gates {
+		r := w.d.opts.Gates.Run(ctx, w.dir, g, w.cfg.Run.GateTimeout)
+		ev := muster.Event{Type: muster.EvGateRan, Gate: g.Name, Passed: &r.Passed, Output: tail(r.Output, maxGateOutput), Round: round}
+		if r.Passed {
+			w.send(ev)
+			continue
+		}
+		before, ok := w.d.gateAt(ctx, g, w.base, w.cfg)
+		if !ok {
+			w.send(ev)
+			charge(g, r, "")
+			continue
+		}
+		ev.Baseline = verdict(before.Passed)
+		charged, newly := triage(r, before)
+		switch {
+		case !charged:
+			ev.Reason = "pre-existing: fails on the base commit too; not charged"
+			w.send(ev)
+		case len(newly) > 0:
+			ev.Reason = "newly failing: " + strings.Join(newly, ", ")
+			w.send(ev)
+			charge(g, r, " (newly failing: "+strings.Join(newly, ", ")+"; other failures were there before your change)")
+		default:
+			w.send(ev)
+			charge(g, r, "")
+		}
+	}
+	for _, g := range taskGates {
+		r := w.d.opts.Gates.Run(ctx, w.dir, g, w.cfg.Run.GateTimeout)
+		ev := muster.Event{Type: muster.EvGateRan, Gate: g.Name, Passed: &r.Passed, Output: tail(r.Output, maxGateOutput), Round: round}
+		if !w.baselined[g.Name] {
+			if w.baselined == nil {
+				w.baselined = map[string]bool{}
+			}
+			w.baselined[g.Name] = true
+			// Only for the warning: an acceptance test that already
+			// passes before the change does not tell the change apart.
+			if before, ok := w.d.gateAt(ctx, g, w.base, w.cfg); ok {
+				ev.Baseline = verdict(before.Passed)
+				if before.Passed {
+					w.send(muster.Event{Type: muster.EvWarning, Gate: g.Name,
+						Message: fmt.Sprintf("gate %s (%s) already passes on the base commit: it does not discriminate", g.Name, g.Command)})
+				}
+			}
+		}
+		w.send(ev)
+		if !r.Passed {
+			charge(g, r, "")
+		}
+	}
+	return strings.Join(fb, "\n\n"), failed
+}
+
+// gateSummary is a failing gate's last line of output, or its exit code.
+func gateSummary(r muster.GateResult) string {
+	if l := strings.TrimSpace(lastLines(r.Output, 1)); l != "" {
+		return l
+	}
+	return fmt.Sprintf("exit %d, no output", r.ExitCode)
+}
+
+func (w *worker) taskGates() []muster.GateSpec {
+	var out []muster.GateSpec
+	for i, g := range w.task.Gates {
+		out = append(out, muster.GateSpec{Name: fmt.Sprintf("%s/gate%d", w.task.ID, i+1), Command: g})
+	}
+	return out
+}
+
+func verdict(passed bool) string {
+	if passed {
+		return "pass"
+	}
+	return "fail"
+}
+
+// gateCache holds gate results per (gate, commit) and serialises the
+// baseline worktree.
+type gateCache struct {
+	mu sync.Mutex // guards m
+	m  map[string]muster.GateResult
+	wt sync.Mutex // held while the baseline worktree is in use
+}
+
+func gateKey(g muster.GateSpec, commit string) string {
+	return g.Name + "\x00" + g.Command + "\x00" + commit
+}
+
+func (c *gateCache) get(g muster.GateSpec, commit string) (muster.GateResult, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.m[gateKey(g, commit)]
+	return r, ok
+}
+
+func (c *gateCache) put(g muster.GateSpec, commit string, r muster.GateResult) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]muster.GateResult{}
+	}
+	c.m[gateKey(g, commit)] = r
+}
+
+// gateAt returns the gate's result on commit, computed once per (gate,
+// commit) in the baseline worktree. ok is false when it cannot be known
+// (no checkout, or cancelled).
+func (d *Driver) gateAt(ctx context.Context, g muster.GateSpec, commit string, cfg *muster.Config) (muster.GateResult, bool) {
+	if commit == "" {
+		return muster.GateResult{}, false
+	}
+	if r, ok := d.gc.get(g, commit); ok {
+		return r, true
+	}
+	d.gc.wt.Lock()
+	defer d.gc.wt.Unlock()
+	if r, ok := d.gc.get(g, commit); ok {
+		return r, true
+	}
+	dir, err := d.opts.Workspace.Checkout(ctx, baselineSlot, commit)
+	if err != nil || ctx.Err() != nil {
+		return muster.GateResult{}, false
+	}
+	r := d.opts.Gates.Run(ctx, dir, g, cfg.Run.GateTimeout)
+	if ctx.Err() != nil {
+		return muster.GateResult{}, false
+	}
+	d.gc.put(g, commit, r)
+	return r, true
+}
+
+// goFail matches a failing test in go test -v or plain output.
+var goFail = regexp.MustCompile(`(?m)^\s*--- FAIL: (\S+)`)
+
+// failingTests returns the names of failing Go tests in a gate's output.
+func failingTests(out string) map[string]bool {
+	m := map[string]bool{}
+	for _, s := range goFail.FindAllStringSubmatch(out, -1) {
+		m[s[1]] = true
+	}
+	return m
+}
+
+// triage decides whether a failing gate is the change's to fix, given the
+// gate's result before the change. A gate that passed before is charged.
+// One that failed before too is charged only for what is new: failing Go
+// tests that did not fail before (newly lists them), or a failure of
+// another kind (tests failed before, none named now: the build broke).
+func triage(after, before muster.GateResult) (charged bool, newly []string) {
+	if after.Passed {
+		return false, nil
+	}
+	if before.Passed {
+		return true, nil
+	}
+	a, b := failingTests(after.Output), failingTests(before.Output)
+	for n := range a {
+		if !b[n] {
+			newly = append(newly, n)
+		}
+	}
+	sort.Strings(newly)
+	if len(newly) > 0 {
+		return true, newly
+	}
+	return len(a) == 0 && len(b) > 0, nil
+}

@@ -1,0 +1,98 @@
+package driver
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/muster-run/muster"
+)
+
+// landing is how an integration went: merged is the new tip; conflicts,
+// or failed with feedback when the merged tree broke a plan-wide gate
+// (the branch then stays at tip).
+type landing struct {
+	merged, tip string
+	conflicts   []string
+	failed      string
+	feedback    string
+	err         error
+}
+
+// verifyIntegration reports whether merged trees are gated.
+func (w *worker) verifyIntegration() bool {
+	v := w.cfg.Run.VerifyIntegration
+	return (v == nil || *v) && len(w.cfg.Gates) > 0 && w.d.opts.Gates != nil
+}
+
+// land puts the task commit on the run branch; the caller holds the
+// integration queue. A fast-forward lands at once (the gates ran on that
+// very tree). Otherwise the merge is computed without moving the branch,
+// the plan-wide gates run on the merged tree in the task's worktree, and
+// the branch advances (compare-and-swap) only when none fails where the
+// tip passed: the run branch only ever holds trees that passed.
+//
+// Moves of the branch are not cancelled; gate runs are (an interrupted
+// verification leaves the branch where it was).
+func (w *worker) land(ctx context.Context, commit string) landing {
+	ws := w.d.opts.Workspace
+	gctx := ctx
+	ctx = context.WithoutCancel(ctx)
+	tip, err := ws.Tip(ctx)
+	if err != nil {
+		return landing{err: err}
+	}
+	if tip == w.base || !w.verifyIntegration() {
+		merged, conflicts, err := ws.Integrate(ctx, commit, w.base)
+		return landing{merged: merged, tip: tip, conflicts: conflicts, err: err}
+	}
+	merged, conflicts, err := ws.Merge(ctx, commit, w.base)
+	if err != nil || len(conflicts) > 0 {
+		return landing{tip: tip, conflicts: conflicts, err: err}
+	}
+	w.send(muster.Event{Type: muster.EvPhase, Phase: "verifying", Round: w.round})
+	dir, err := ws.Checkout(ctx, w.slot(), merged)
+	if err != nil {
+		return landing{err: fmt.Errorf("check out the merged tree: %w", err)}
+	}
+	var fb []string
+	failed := ""
+	for _, g := range w.cfg.Gates {
+		r := w.d.opts.Gates.Run(gctx, dir, g, w.cfg.Run.GateTimeout)
+		if gctx.Err() != nil {
+			return landing{err: gctx.Err()}
+		}
+		w.d.gc.put(g, merged, r)
+		ev := muster.Event{Type: muster.EvGateRan, Phase: "integration", Gate: g.Name, Passed: &r.Passed,
+			Output: tail(r.Output, maxGateOutput), Round: w.round, Commit: merged, Tip: tip}
+		if !r.Passed {
+			before, ok := w.d.gateAt(gctx, g, tip, w.cfg)
+			charged, newly := true, []string(nil)
+			if ok {
+				ev.Baseline = verdict(before.Passed)
+				charged, newly = triage(r, before)
+			}
+			if !charged {
+				ev.Reason = "pre-existing: fails on the tip too; not charged"
+			} else {
+				why := ""
+				if len(newly) > 0 {
+					why = " (newly failing: " + strings.Join(newly, ", ") + ")"
+					ev.Reason = "newly failing: " + strings.Join(newly, ", ")
+				}
+				fb = append(fb, fmt.Sprintf("Gate %q (%s) failed on the merged tree%s:\n%s", g.Name, g.Command, why, tail(r.Output, maxFeedback/2)))
+				if failed == "" {
+					failed = "gate " + g.Name + " failed on integration: " + gateSummary(r)
+				}
+			}
+		}
+		w.send(ev)
+	}
+	if failed != "" {
+		return landing{merged: merged, tip: tip, failed: failed, feedback: strings.Join(fb, "\n\n")}
+	}
+	if err := ws.Advance(ctx, merged, tip); err != nil {
+		return landing{err: err}
+	}
+	return landing{merged: merged, tip: tip}
+}

@@ -1,0 +1,113 @@
+package driver
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/muster-run/muster"
+)
+
+// Bounds on notes and hand-offs in a prompt.
+const (
+	maxNote      = 4096
+	maxNotesRead = 12 << 10
+)
+
+// notes is the run's notes file: findings tasks share with later tasks.
+// Appends are serialised; each prompt reads the file fresh.
+type notes struct {
+	mu   sync.Mutex
+	path string
+}
+
+// add appends a task's note. Failures to write lose the note, nothing more.
+func (n *notes) add(task muster.TaskID, text string) {
+	text = strings.TrimSpace(text)
+	if n == nil || n.path == "" || text == "" {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := os.MkdirAll(filepath.Dir(n.path), 0o755); err != nil {
+		return
+	}
+	f, err := os.OpenFile(n.path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	fmt.Fprintf(f, "## From task %s\n%s\n\n", task, bound(text, maxNote))
+}
+
+// read returns the end of the notes file ("" when there is none).
+func (n *notes) read() string {
+	if n == nil || n.path == "" {
+		return ""
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	b, err := os.ReadFile(n.path)
+	if err != nil {
+		return ""
+	}
+	return tail(string(b), maxNotesRead)
+}
+
+// findingsSection returns the text under a "## Findings" heading of an
+// agent's transcript, up to the next heading of that level or above.
+func findingsSection(transcript string) string {
+	lines := strings.Split(transcript, "\n")
+	start := -1
+	for i, l := range lines {
+		if strings.EqualFold(strings.TrimSpace(l), "## findings") {
+			start = i + 1
+		}
+	}
+	if start < 0 {
+		return ""
+	}
+	var out []string
+	for _, l := range lines[start:] {
+		t := strings.TrimSpace(l)
+		if strings.HasPrefix(t, "# ") || strings.HasPrefix(t, "## ") {
+			break
+		}
+		out = append(out, l)
+	}
+	return strings.TrimSpace(strings.Join(out, "\n"))
+}
+
+// shareFindings appends the coder's "## Findings" section to the run's
+// notes, before the task's success reaches the loop (so dependents,
+// started after it, read them).
+func (w *worker) shareFindings() {
+	f := findingsSection(w.transcript)
+	if f == "" {
+		return
+	}
+	w.d.notes.add(w.a.Task, f)
+	w.send(muster.Event{Type: muster.EvNote, Message: bound(f, maxGateOutput)})
+}
+
+// handoff is what a finished task leaves its dependents.
+type handoff struct {
+	paths   []string
+	message string
+}
+
+// observe keeps hand-offs from events, on the loop goroutine.
+func (d *Driver) observe(e *muster.Event) {
+	if e.Type != muster.EvCommitted || e.Task == "" {
+		return
+	}
+	if d.handoffs == nil {
+		d.handoffs = map[muster.TaskID]handoff{}
+	}
+	d.handoffs[e.Task] = handoff{paths: e.Paths, message: e.Message}
+}
+
+// oneLine folds whitespace, newlines included.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

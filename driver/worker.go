@@ -1,0 +1,458 @@
+package driver
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/engine"
+)
+
+// Bounds on what an attempt writes into the journal.
+const (
+	maxMessage    = 1024
+	maxGateOutput = 4096
+	maxFeedback   = 6000
+	maxTransient  = 3
+	maxTranscript = 16 << 10
+)
+
+// worker runs one attempt of one task: the agent, its fix rounds, the
+// commit and the integration. It talks to the loop only through send,
+// lease and block, and returns the attempt's final events.
+type worker struct {
+	d       *Driver
+	a       engine.Action
+	task    *muster.Task
+	cfg     *muster.Config
+	runID   string
+	scratch string
+	deps    []depOutput
+
+	dir, base string
+	sessionID string
+	// round is the round the attempt is in.
+	round int
+	// lastMsg is the coder's last message; transcript is the end of what
+	// it said in this attempt (for a ## Findings section).
+	lastMsg    string
+	transcript string
+	// prevBlocking holds the blocking findings of the last review.
+	prevBlocking map[string]bool
+	// baselined holds the task gates already run on the base.
+	baselined map[string]bool
+	// planOut is where a delegating task's agent may write new tasks.
+	planOut string
+}
+
+type depOutput struct {
+	ID     muster.TaskID
+	Title  string
+	Commit string
+	Reason string
+	// Paths and Message are the files its commit changed and its
+	// agent's last message (untrusted).
+	Paths   []string
+	Message string
+}
+
+func (w *worker) slot() string { return muster.Slot(w.a.Executor, w.a.Clone) }
+
+// send hands intermediate events to the loop.
+func (w *worker) send(evs ...muster.Event) {
+	for i := range evs {
+		if evs[i].Task == "" {
+			evs[i].Task = w.a.Task
+		}
+		if evs[i].Attempt == 0 {
+			evs[i].Attempt = w.a.Attempt
+		}
+	}
+	w.d.msgs <- message{events: evs}
+}
+
+func (w *worker) fail(reason string, retry bool) []muster.Event {
+	return []muster.Event{{Type: muster.EvTaskFailed, Task: w.a.Task, Attempt: w.a.Attempt, Reason: reason, Retry: retry}}
+}
+
+func (w *worker) cancelled(ctx context.Context) []muster.Event {
+	reason := "interrupted"
+	if c := context.Cause(ctx); c != nil && !errors.Is(c, muster.ErrInterrupted) && !errors.Is(c, context.Canceled) {
+		reason = c.Error()
+	}
+	return []muster.Event{{Type: muster.EvTaskCancelled, Task: w.a.Task, Attempt: w.a.Attempt, Reason: reason}}
+}
+
+func (w *worker) spec() *muster.ExecutorSpec {
+	if w.a.Executor == engine.CodeExecutor {
+		return &muster.ExecutorSpec{Name: engine.CodeExecutor, Kind: "code", Clones: engine.CodeClones(w.cfg)}
+	}
+	if s := w.cfg.Executor(w.a.Executor); s != nil {
+		return s
+	}
+	return &muster.ExecutorSpec{Name: w.a.Executor}
+}
+
+// run is the attempt. Each return path gives the attempt's final events.
+func (w *worker) run(ctx context.Context) []muster.Event {
+	exec := w.d.opts.Executors[w.a.Executor]
+	if exec == nil {
+		return w.fail(fmt.Sprintf("executor %q is not available", w.a.Executor), false)
+	}
+	feedback := ""
+	conflictRetried := false
+	start, prepared := 0, false
+	for {
+		if !prepared {
+			dir, base, err := w.d.opts.Workspace.Prepare(ctx, w.slot())
+			if ctx.Err() != nil {
+				return w.cancelled(ctx)
+			}
+			if err != nil {
+				return w.fail("prepare worktree: "+err.Error(), w.a.Attempt <= w.task.Retries)
+			}
+			w.dir, w.base = dir, base
+		}
+		prepared = false
+		var final []muster.Event
+		var commit string
+		if w.task.Loop != nil && start == 0 {
+			final, commit = w.loop(ctx, exec)
+		} else {
+			final, commit = w.rounds(ctx, exec, feedback, start)
+		}
+		if final != nil {
+			if len(final) == 1 && final[0].Type == muster.EvTaskSucceeded && !conflictRetried {
+				// No change, but a delegating task may have planned work.
+				if why := w.splice(); why != "" {
+					return w.fail(why, false)
+				}
+			}
+			return final
+		}
+		if commit == "" {
+			return nil // unreachable: rounds returns final or a commit
+		}
+		// New tasks are validated before the commit lands: a bad
+		// fragment fails the task with nothing integrated.
+		if !conflictRetried {
+			if why := w.splice(); why != "" {
+				return w.fail(why, false)
+			}
+		}
+		w.send(muster.Event{Type: muster.EvPhase, Phase: "integrating", Round: w.round})
+		w.d.integ.lock()
+		l := w.land(ctx, commit)
+		w.d.integ.unlock()
+		if l.err != nil && ctx.Err() != nil {
+			return w.cancelled(ctx)
+		}
+		switch {
+		case l.err != nil:
+			return w.fail("integrate: "+l.err.Error(), false)
+		case len(l.conflicts) > 0:
+			if conflictRetried {
+				return w.fail("conflict on integration: "+strings.Join(l.conflicts, ", "), false)
+			}
+			conflictRetried = true
+			feedback = "Your previous change conflicted with work that landed meanwhile, in: " +
+				strings.Join(l.conflicts, ", ") + ". The worktree now holds the new tip; redo the task on top of it."
+			w.send(muster.Event{Type: muster.EvFixRound, Round: 0, Reason: "conflict", Paths: l.conflicts})
+			start = 0
+			continue
+		case l.failed != "":
+			// The change broke a plan-wide gate once merged onto the new
+			// tip: fix it there, the worktree holding the merged tree.
+			if w.round >= w.cfg.MaxRounds() {
+				return w.fail(l.failed, false)
+			}
+			dir, err := w.d.opts.Workspace.Checkout(ctx, w.slot(), l.merged)
+			if ctx.Err() != nil {
+				return w.cancelled(ctx)
+			}
+			if err != nil {
+				return w.fail("check out the merged tree: "+err.Error(), false)
+			}
+			w.dir, w.base, prepared = dir, l.tip, true
+			feedback = l.failed + "\n\nYour change passed its checks alone, but merged with work that landed meanwhile it breaks a check. " +
+				"The worktree now holds your change merged onto the new tip; fix it there.\n\n" + l.feedback
+			start = w.round + 1
+			continue
+		}
+		w.d.crash.at(CrashIntegrate)
+		w.send(muster.Event{Type: muster.EvIntegrated, Commit: l.merged, Tip: l.merged})
+		w.shareFindings()
+		return []muster.Event{{Type: muster.EvTaskSucceeded, Task: w.a.Task, Attempt: w.a.Attempt, Commit: l.merged}}
+	}
+}
+
+// rounds runs the agent and its fix rounds from round start. It returns
+// either the final events of a failed or finished attempt, or the task
+// commit to integrate.
+func (w *worker) rounds(ctx context.Context, exec muster.Executor, feedback string, start int) ([]muster.Event, string) {
+	maxRounds := w.cfg.MaxRounds()
+	violatedBefore := false
+	askedEmpty := false
+	lastDiff := ""
+	why := firstLine(feedback)
+	for round := start; round <= maxRounds; round++ {
+		w.round = round
+		if round > 0 {
+			w.send(muster.Event{Type: muster.EvFixRound, Round: round, Reason: why})
+		}
+		w.send(muster.Event{Type: muster.EvPhase, Phase: "agent", Round: round})
+		res, err := w.execute(ctx, exec, round, feedback)
+		if ctx.Err() != nil {
+			return w.cancelled(ctx), ""
+		}
+		if err != nil {
+			return w.agentFailure(err, res), ""
+		}
+		change, err := w.d.opts.Workspace.Change(ctx, w.dir, w.base)
+		if err != nil {
+			return w.fail("compute change: "+err.Error(), false), ""
+		}
+		if viol := w.d.opts.Workspace.Violations(ctx, w.dir, change, w.task.Owns); len(viol) > 0 {
+			w.send(muster.Event{Type: muster.EvViolation, Paths: viol, Round: round})
+			if !violatedBefore && round < maxRounds {
+				violatedBefore = true
+				feedback = "You changed files outside the paths this task owns. Revert these, keep to your paths:\n  " +
+					strings.Join(viol, "\n  ") + "\nYou own:\n  " + strings.Join(w.task.Owns, "\n  ")
+				why = "changed paths outside Owns: " + strings.Join(viol, ", ")
+				continue
+			}
+			if err := w.d.opts.Workspace.Revert(ctx, w.dir, w.base, viol); err != nil {
+				return w.fail("revert out-of-bounds paths: "+err.Error(), false), ""
+			}
+			if w.cfg.Run.OnViolation != muster.OnViolationDiscard {
+				return w.fail("boundary violation: changed paths outside Owns: "+strings.Join(viol, ", "), false), ""
+			}
+			w.send(muster.Event{Type: muster.EvWarning, Message: "discarded out-of-bounds paths: " + strings.Join(viol, ", ")})
+			if change, err = w.d.opts.Workspace.Change(ctx, w.dir, w.base); err != nil {
+				return w.fail("compute change: "+err.Error(), false), ""
+			}
+		}
+		if change.Empty() {
+			if w.task.Delegates && nonEmpty(w.planOut) {
+				return []muster.Event{{Type: muster.EvTaskSucceeded, Task: w.a.Task, Attempt: w.a.Attempt, Reason: "delegated: planned new tasks, no change of its own"}}, ""
+			}
+			if res != nil && res.Satisfied {
+				w.shareFindings()
+				reason := "satisfied: no change needed"
+				if askedEmpty {
+					reason = "satisfied when asked: " + bound(oneLine(w.lastMsg), 300)
+				}
+				return []muster.Event{{Type: muster.EvTaskSucceeded, Task: w.a.Task, Attempt: w.a.Attempt, Reason: reason}}, ""
+			}
+			if !askedEmpty && round < maxRounds {
+				// Ask once whether the task already holds.
+				askedEmpty = true
+				feedback = emptyChangeQuestion
+				why = "empty change: asked whether the task already holds"
+				continue
+			}
+			if askedEmpty {
+				w.send(muster.Event{Type: muster.EvWarning, Message: "asked whether the task already holds, the agent answered: " + bound(oneLine(w.lastMsg), 300)})
+			}
+			if w.cfg.Run.Noop == muster.NoopComplete {
+				return []muster.Event{{Type: muster.EvTaskSucceeded, Task: w.a.Task, Attempt: w.a.Attempt, Reason: "no change (noop = complete)"}}, ""
+			}
+			return w.fail("no change: the agent changed nothing and did not say the task already holds", w.a.Attempt <= w.task.Retries), ""
+		}
+		diff, err := w.d.opts.Workspace.Diff(ctx, w.dir, w.base)
+		if err != nil {
+			return w.fail("diff: "+err.Error(), false), ""
+		}
+		sum := fmt.Sprintf("%x", sha256.Sum256([]byte(diff)))
+		if round > start && sum == lastDiff {
+			return w.fail("stalemate: fix round "+fmt.Sprint(round)+" changed nothing", false), ""
+		}
+		lastDiff = sum
+		if fb, failed := w.gates(ctx, round); failed != "" {
+			if round < maxRounds {
+				feedback, why = fb, failed
+				continue
+			}
+			return w.fail(failed, false), ""
+		}
+		if ctx.Err() != nil {
+			return w.cancelled(ctx), ""
+		}
+		if fb, failed, stop := w.review(ctx, round, diff); failed != "" {
+			if round < maxRounds && !stop {
+				feedback, why = fb, failed
+				continue
+			}
+			return w.fail(failed, false), ""
+		}
+		commit, err := w.commit(ctx, change)
+		if err != nil {
+			return w.fail("commit: "+err.Error(), false), ""
+		}
+		return nil, commit
+	}
+	return w.fail(fmt.Sprintf("still failing after %d fix rounds", maxRounds), false), ""
+}
+
+// emptyChangeQuestion is the prompt of the one round a coder that changed
+// nothing gets.
+const emptyChangeQuestion = "You changed nothing. If the task already holds as it is, answer with a " +
+	"{\"type\":\"satisfied\"} record and say briefly why. Otherwise make the change now."
+
+// commit records the change and tells the loop, with the coder's last
+// message for the tasks that depend on this one.
+func (w *worker) commit(ctx context.Context, change *muster.Change) (string, error) {
+	commit, err := w.d.opts.Workspace.Commit(ctx, w.dir, w.base, muster.CommitInfo{
+		Run: w.runID, Task: w.task.ID, Title: w.task.Title, Executor: w.slot()})
+	if err != nil {
+		return "", err
+	}
+	w.d.crash.at(CrashCommit)
+	w.send(muster.Event{Type: muster.EvCommitted, Commit: commit, Paths: change.Paths(), Message: bound(w.lastMsg, maxMessage)})
+	return commit, nil
+}
+
+// execute runs the coder once, retrying rate limits and transient errors
+// with backoff inside the attempt.
+func (w *worker) execute(ctx context.Context, exec muster.Executor, round int, feedback string) (*muster.ExecResult, error) {
+	spec := w.spec()
+	req := &muster.ExecRequest{
+		Run: w.runID, Task: w.task, Role: w.a.Role, Spec: spec, Clone: w.a.Clone, Attempt: w.a.Attempt, Round: round,
+		Dir: w.dir, Authority: w.task.EffectiveAuthority(), SessionID: w.sessionID,
+		Timeout: w.task.Timeout, Grace: w.cfg.Grace(), Stall: w.cfg.Run.StallTimeout,
+	}
+	if req.Timeout == 0 {
+		req.Timeout = spec.Timeout
+	}
+	req.Prompt = buildPrompt(w, feedback, round)
+	w.lastMsg = ""
+	req.Scratch = filepath.Join(w.scratch, fmt.Sprintf("r%d", round))
+	if _, free := exec.(muster.ScratchFree); !free {
+		if err := os.MkdirAll(req.Scratch, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	if w.task.Delegates {
+		w.planOut = filepath.Join(w.scratch, "plan-out.md")
+		req.PlanOut = w.planOut
+		if err := os.MkdirAll(w.scratch, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	backoff := time.Second
+	for try := 0; ; try++ {
+		res, err := exec.Execute(ctx, req, w.record(spec, w.a.Role, w.a.Clone))
+		if res != nil && res.SessionID != "" {
+			w.sessionID = res.SessionID
+		}
+		var ae *muster.AgentError
+		if err == nil || ctx.Err() != nil || !errors.As(err, &ae) || try >= maxTransient {
+			return res, err
+		}
+		var wait time.Duration
+		switch ae.Class {
+		case muster.FailRateLimit:
+			wait = ae.RetryAfter
+			if wait <= 0 {
+				wait = backoff
+			}
+		case muster.FailTransient, muster.FailStall:
+			wait = backoff
+		default:
+			return res, err
+		}
+		if wait > time.Minute {
+			wait = time.Minute
+		}
+		w.send(muster.Event{Type: muster.EvWarning, Message: fmt.Sprintf("%s on %s: retrying in %s", ae.Class, w.slot(), wait.Round(time.Millisecond))})
+		select {
+		case <-ctx.Done():
+			return res, err
+		case <-time.After(wait):
+		}
+		backoff *= 2
+	}
+}
+
+func (w *worker) agentFailure(err error, res *muster.ExecResult) []muster.Event {
+	var ae *muster.AgentError
+	retryable := true
+	reason := err.Error()
+	if errors.As(err, &ae) {
+		retryable = ae.Retryable()
+		if ae.Class == muster.FailUsageLimit && !ae.ResetAt.IsZero() {
+			w.d.msgs <- message{block: &blockRequest{executor: w.a.Executor, until: ae.ResetAt}}
+			retryable = true
+			reason += " (paused until " + ae.ResetAt.UTC().Format(time.RFC3339) + ")"
+		}
+	}
+	if res != nil && res.Tail != "" {
+		reason += ": " + lastLines(res.Tail, 3)
+	}
+	return w.fail("agent failed: "+reason, retryable && w.a.Attempt <= w.task.Retries)
+}
+
+// record turns an executor's records into events.
+func (w *worker) record(spec *muster.ExecutorSpec, role string, clone int) func(muster.Record) {
+	return func(r muster.Record) {
+		switch r.Type {
+		case muster.RecUsage:
+			u := r.Usage
+			u.Estimated = false
+			if u.CostMicros == 0 && w.d.opts.Price != nil && u.Tokens() > 0 {
+				if c, ok := w.d.opts.Price(r.Model, u); ok {
+					u.CostMicros, u.Estimated = c, true
+				}
+			}
+			w.send(muster.Event{Type: muster.EvTokensUsed, Executor: spec.Name, Clone: clone, Role: role, Model: r.Model, Usage: u})
+		case muster.RecTool:
+			w.send(muster.Event{Type: muster.EvToolUse, Executor: spec.Name, Clone: clone, Tool: r.Tool, Args: bound(r.Args, maxMessage)})
+		case muster.RecMessage:
+			if role == w.a.Role {
+				w.lastMsg = r.Text
+				w.transcript = tail(w.transcript+r.Text+"\n", maxTranscript)
+			}
+			w.send(muster.Event{Type: muster.EvMessage, Executor: spec.Name, Clone: clone, Message: bound(r.Text, maxMessage)})
+		case muster.RecNotes:
+			w.d.notes.add(w.a.Task, r.Text)
+			w.send(muster.Event{Type: muster.EvNote, Executor: spec.Name, Clone: clone, Message: bound(r.Text, maxGateOutput)})
+		case muster.RecSession:
+			w.sessionID = r.SessionID
+		case muster.RecPID:
+			w.send(muster.Event{Type: muster.EvAgentStarted, Executor: spec.Name, Clone: clone, Role: role, PID: r.PID})
+		}
+	}
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	return bound(s, 200)
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return bound(strings.Join(lines, " | "), 300)
+}
+
+func bound(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "…" + s[len(s)-n:]
+}

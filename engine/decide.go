@@ -1,0 +1,349 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/muster-run/muster"
+)
+
+// CodeExecutor is the built-in executor that runs Kind: code tasks.
+const CodeExecutor = "code"
+
+// ActionKind says what an Action asks the driver to do.
+type ActionKind int
+
+// Action kinds.
+const (
+	// ActStart leases Executor#Clone and starts attempt Attempt of Task.
+	ActStart ActionKind = iota
+	// ActSkip marks Task skipped with Reason.
+	ActSkip
+	// ActFinish ends the run with State.
+	ActFinish
+	// ActCancel marks a task that has not started cancelled with Reason
+	// (the budget cannot cover it).
+	ActCancel
+)
+
+// Action is one decision.
+type Action struct {
+	Kind     ActionKind
+	Task     muster.TaskID
+	Executor string
+	Clone    int
+	Role     string
+	Attempt  int
+	Reason   string
+	State    string
+}
+
+func (a Action) String() string {
+	switch a.Kind {
+	case ActStart:
+		return fmt.Sprintf("start %s#%d on %s", a.Task, a.Attempt, muster.Slot(a.Executor, a.Clone))
+	case ActSkip:
+		return fmt.Sprintf("skip %s: %s", a.Task, a.Reason)
+	case ActCancel:
+		return fmt.Sprintf("cancel %s: %s", a.Task, a.Reason)
+	}
+	return "finish " + a.State
+}
+
+// Input is what Decide needs besides the state.
+type Input struct {
+	Now time.Time
+}
+
+// Decision is Decide's answer: actions to take now, and a time to ask
+// again even if nothing happens (zero: only when an event arrives).
+type Decision struct {
+	Actions []Action
+	WakeAt  time.Time
+}
+
+// Decide returns what to do next. It never mutates s: the driver applies
+// the events that carry each action out, and asks again.
+func Decide(s *State, in Input) Decision {
+	var d Decision
+	if s.RunState != muster.RunRunning || s.Config == nil {
+		return d
+	}
+	// Tasks whose dependency failed or was skipped are skipped, naming it.
+	for _, id := range s.doomedInOrder() {
+		t := s.Tasks[id]
+		if t.State != muster.StatePending {
+			continue
+		}
+		if dep, why := s.blockedBy(t); dep != "" {
+			d.Actions = append(d.Actions, Action{Kind: ActSkip, Task: id, Reason: fmt.Sprintf("dependency %s %s", dep, why)})
+		}
+	}
+	if len(d.Actions) > 0 {
+		// Apply the skips first: they may cascade, and change nothing else.
+		return d
+	}
+	running := s.coders > 0 || len(s.Leases) > 0
+	if s.Stopped != "" {
+		if running {
+			return d
+		}
+		for _, id := range s.Order {
+			if t := s.Tasks[id]; !t.Terminal() {
+				d.Actions = append(d.Actions, Action{Kind: ActSkip, Task: id,
+					Reason: fmt.Sprintf("not started: the run stopped after %s failed", s.Stopped)})
+			}
+		}
+		if len(d.Actions) == 0 {
+			d.Actions = append(d.Actions, Action{Kind: ActFinish, State: s.finalState()})
+		}
+		return d
+	}
+	var broke string
+	d.Actions, d.WakeAt, broke = s.starts(in.Now)
+	if len(d.Actions) > 0 || running {
+		return d
+	}
+	if broke != "" {
+		// Nothing runs and the budget covers nothing that could start:
+		// the run ends; every task not done is cancelled for the budget
+		// (a resume with a raised budget runs them).
+		for _, id := range s.Order {
+			if t := s.Tasks[id]; !t.Terminal() {
+				d.Actions = append(d.Actions, Action{Kind: ActCancel, Task: id, Reason: broke})
+			}
+		}
+		return d
+	}
+	if !s.Done() {
+		if !d.WakeAt.IsZero() {
+			return d // an executor is paused; wait for it
+		}
+		// Nothing runs and nothing can start: say why instead of hanging.
+		for _, id := range s.ready {
+			d.Actions = append(d.Actions, Action{Kind: ActSkip, Task: id,
+				Reason: "no executor in the crew can run it (" + s.needs(s.Tasks[id].Task) + ")"})
+		}
+		// Tasks that wait on a cancelled task (a task budget) never start.
+		for _, id := range s.Order {
+			if t := s.Tasks[id]; t.State == muster.StatePending {
+				if dep, why := s.blockedBy(t); dep != "" {
+					a := Action{Kind: ActSkip, Task: id, Reason: fmt.Sprintf("dependency %s %s", dep, why)}
+					if dt := s.Tasks[dep]; dt.State == muster.StateCancelled && strings.HasPrefix(dt.Reason, "budget:") {
+						// Work stopped by the budget: cancelled too, for resume.
+						a = Action{Kind: ActCancel, Task: id, Reason: "budget: not started: dependency " + string(dep) + " was stopped by the budget"}
+					}
+					d.Actions = append(d.Actions, a)
+				}
+			}
+		}
+		if len(d.Actions) > 0 {
+			return d
+		}
+	}
+	d.Actions = append(d.Actions, Action{Kind: ActFinish, State: s.finalState()})
+	return d
+}
+
+func (s *State) blockedBy(t *TaskState) (muster.TaskID, string) {
+	for _, dep := range t.Task.After {
+		dt := s.Tasks[dep]
+		switch dt.State {
+		case muster.StateFailed:
+			return dep, "failed"
+		case muster.StateSkipped:
+			return dep, "was skipped"
+		case muster.StateCancelled:
+			return dep, "was cancelled (" + dt.Reason + ")"
+		}
+	}
+	return "", ""
+}
+
+func (s *State) finalState() string {
+	for _, t := range s.Tasks {
+		if t.State != muster.StateSucceeded {
+			return muster.RunFailed
+		}
+	}
+	return muster.RunSucceeded
+}
+
+func (s *State) needs(t *muster.Task) string {
+	if t.EffectiveKind() == muster.KindCode {
+		return "code"
+	}
+	if t.Executor != "" {
+		return "executor " + t.Executor
+	}
+	return "role " + t.EffectiveRole()
+}
+
+// capacity returns how many clones of an executor may work at once.
+func capacity(e *muster.ExecutorSpec) int {
+	n := e.Clones
+	if n <= 0 {
+		n = 1
+	}
+	if e.MaxConcurrent > 0 && e.MaxConcurrent < n {
+		n = e.MaxConcurrent
+	}
+	return n
+}
+
+// CodeClones is how many Kind: code tasks may run at once.
+func CodeClones(c *muster.Config) int {
+	if c.Run.MaxParallel > 0 {
+		return c.Run.MaxParallel
+	}
+	return 4
+}
+
+func (s *State) starts(now time.Time) ([]Action, time.Time, string) {
+	cfg := s.Config
+	var acts []Action
+	var wake time.Time
+	// broke says why the budget refused a ready task; moreM and moreK are
+	// the reservations of the tasks this decision starts.
+	var broke string
+	var moreM, moreK int64
+	coders, writers := s.coders, s.writers
+	taken := map[string]bool{}
+	busy := func(exec string, clone int) bool {
+		slot := muster.Slot(exec, clone)
+		_, leased := s.Leases[slot]
+		return leased || taken[slot]
+	}
+	free := func(exec string, limit int) (int, int) {
+		n, first := 0, 0
+		for c := 1; c <= limit; c++ {
+			if !busy(exec, c) {
+				if first == 0 {
+					first = c
+				}
+				n++
+			}
+		}
+		// Clones above the limit (max_concurrent) that are still leased
+		// count against it.
+		return n - s.leasedAbove(exec, limit), first
+	}
+	// spare counts free clones in the whole crew, to stop early when the
+	// crew is busy however long the ready list is.
+	spare, codeSpare := 0, 0
+	if s.codeTasks > 0 {
+		codeSpare = CodeClones(cfg) - s.leasedBy(CodeExecutor)
+	}
+	for _, e := range cfg.Executors {
+		spare += capacity(e) - s.leasedBy(e.Name)
+	}
+	for _, id := range s.ready {
+		if cfg.Run.MaxParallel > 0 && coders >= cfg.Run.MaxParallel || spare <= 0 && codeSpare <= 0 {
+			break
+		}
+		t := s.Tasks[id]
+		writes := t.Task.EffectiveAuthority() != muster.AuthorityRead
+		if cfg.Run.Writers > 0 && writes && writers >= cfg.Run.Writers {
+			continue
+		}
+		if why := s.budgetRefusal(t.Task, moreM, moreK); why != "" {
+			if broke == "" {
+				broke = why
+			}
+			continue
+		}
+		var pick string
+		pickClone, pickFree := 0, 0
+		if t.Task.EffectiveKind() == muster.KindCode {
+			if n, c := free(CodeExecutor, CodeClones(cfg)); n > 0 {
+				pick, pickClone = CodeExecutor, c
+			}
+		} else {
+			role := t.Task.EffectiveRole()
+			for _, e := range cfg.Executors {
+				if t.Task.Executor != "" && e.Name != t.Task.Executor {
+					continue
+				}
+				if t.Task.Executor == "" && !e.HasRole(role) {
+					continue
+				}
+				if until, ok := s.BlockedUntil[e.Name]; ok && now.Before(until) {
+					if wake.IsZero() || until.Before(wake) {
+						wake = until
+					}
+					continue
+				}
+				if n, c := free(e.Name, capacity(e)); n > pickFree {
+					pick, pickClone, pickFree = e.Name, c, n
+				}
+			}
+		}
+		if pick == "" {
+			continue
+		}
+		taken[muster.Slot(pick, pickClone)] = true
+		if pick == CodeExecutor {
+			codeSpare--
+		} else {
+			spare--
+		}
+		coders++
+		if writes {
+			writers++
+		}
+		m, k := s.Expected(t.Task)
+		moreM, moreK = moreM+m, moreK+k
+		acts = append(acts, Action{Kind: ActStart, Task: id, Executor: pick, Clone: pickClone,
+			Role: t.Task.EffectiveRole(), Attempt: t.Attempts + 1})
+	}
+	return acts, wake, broke
+}
+
+func (s *State) leasedBy(exec string) int {
+	n := 0
+	for _, l := range s.Leases {
+		if l.Executor == exec {
+			n++
+		}
+	}
+	return n
+}
+
+func (s *State) leasedAbove(exec string, limit int) int {
+	n := 0
+	for _, l := range s.Leases {
+		if l.Executor == exec && l.Clone > limit {
+			n++
+		}
+	}
+	return n
+}
+
+// FreeSlot returns a free clone for a role (reviewers, for instance),
+// preferring executors other than avoid; ok is false when none is free.
+func FreeSlot(s *State, role, avoid string, now time.Time) (exec string, clone int, ok bool) {
+	var fallbackExec string
+	var fallbackClone int
+	for _, e := range s.Config.Executors {
+		if !e.HasRole(role) {
+			continue
+		}
+		if until, blocked := s.BlockedUntil[e.Name]; blocked && now.Before(until) {
+			continue
+		}
+		for c := 1; c <= capacity(e); c++ {
+			if _, leased := s.Leases[muster.Slot(e.Name, c)]; leased {
+				continue
+			}
+			if e.Name != avoid {
+				return e.Name, c, true
+			}
+			if fallbackExec == "" {
+				fallbackExec, fallbackClone = e.Name, c
+			}
+			break
+		}
+	}
+	return fallbackExec, fallbackClone, fallbackExec != ""
+}

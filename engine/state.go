@@ -1,0 +1,515 @@
+// Package engine is muster's pure scheduler. State is a fold over the
+// journal's events; Decide turns a state and the time into actions. The
+// package starts no goroutines, runs no processes and reads no clock, so
+// every decision can be replayed and property-tested.
+package engine
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/muster-run/muster"
+)
+
+// TaskState is where one task stands.
+type TaskState struct {
+	Task     *muster.Task
+	Index    int    // plan order
+	State    string // muster.State*
+	Attempts int    // attempts started
+	Executor string // the slot of the latest attempt
+	Clone    int
+	Commit   string // on the run branch, once integrated
+	Reason   string // why it failed, was skipped or cancelled
+	Phase    string
+	Round    int
+	Usage    muster.Usage
+	// AttemptUsage is what the latest attempt has spent.
+	AttemptUsage muster.Usage
+	Started      time.Time // latest attempt's start
+	Ended        time.Time
+
+	// waiting counts dependencies not yet succeeded; dependents lists the
+	// tasks that wait on this one.
+	waiting    int
+	dependents []muster.TaskID
+	priority   float64
+}
+
+// Terminal reports whether the task has ended for this run.
+func (t *TaskState) Terminal() bool {
+	switch t.State {
+	case muster.StateSucceeded, muster.StateFailed, muster.StateSkipped, muster.StateCancelled:
+		return true
+	}
+	return false
+}
+
+// Lease is a clone at work on a task.
+type Lease struct {
+	Task     muster.TaskID
+	Executor string
+	Clone    int
+	Role     string
+}
+
+// State is everything the scheduler knows, folded from events.
+type State struct {
+	Run    string
+	Plan   string
+	Base   string
+	Branch string
+	Config *muster.Config
+	Start  time.Time
+	// RunState is running until RunFinished or RunInterrupted.
+	RunState string
+	LastSeq  int64
+	LastTime time.Time
+
+	Tasks map[muster.TaskID]*TaskState
+	Order []muster.TaskID
+	// Leases maps a slot ("name#n") to its lease.
+	Leases map[string]Lease
+	Usage  muster.Usage
+	// Stopped is set once a failure stops the run (on_failure = stop).
+	Stopped string
+	// BlockedUntil holds executors paused by a usage limit.
+	BlockedUntil map[string]time.Time
+	// PIDs maps a leased slot to the process its agent runs as (the
+	// latest AgentStarted), until the lease is released.
+	PIDs map[string]int
+
+	ready     []muster.TaskID        // pending tasks with no waiting deps, by priority
+	doomed    map[muster.TaskID]bool // pending tasks with a failed or skipped dependency
+	weights   map[muster.TaskID]float64
+	coders    int // coder leases
+	codeTasks int // Kind: code tasks in the plan
+	writers   int // leases of tasks that write
+
+	// doneUsage sums the usage of the doneCount tasks that succeeded
+	// (the running average of Expected); budgetWarned is set by the
+	// 80 % warning.
+	doneUsage    muster.Usage
+	doneCount    int
+	budgetWarned bool
+}
+
+// NewState returns an empty state.
+func NewState() *State {
+	return &State{
+		Tasks:        map[muster.TaskID]*TaskState{},
+		Leases:       map[string]Lease{},
+		BlockedUntil: map[string]time.Time{},
+		PIDs:         map[string]int{},
+		doomed:       map[muster.TaskID]bool{},
+		RunState:     muster.RunRunning,
+	}
+}
+
+// Replay folds events into a new state.
+func Replay(events []muster.Event) (*State, error) {
+	s := NewState()
+	for i := range events {
+		if err := s.Apply(&events[i]); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// SetWeights sets expected durations (any unit) used for priorities;
+// unknown tasks weigh 1. Weights only order ready tasks: they are hints,
+// not journal facts.
+func (s *State) SetWeights(w map[muster.TaskID]float64) {
+	s.weights = w
+	s.computePriorities()
+	s.sortReady()
+}
+
+// Apply folds one event into the state. It rejects events that break the
+// state machine (starting a task that is not ready, using a busy clone).
+func (s *State) Apply(e *muster.Event) error {
+	if e.Seq != 0 {
+		if e.Seq <= s.LastSeq {
+			return fmt.Errorf("event %d (%s) out of order after %d", e.Seq, e.Type, s.LastSeq)
+		}
+		s.LastSeq = e.Seq
+	}
+	if !e.Time.IsZero() {
+		s.LastTime = e.Time
+	}
+	switch e.Type {
+	case muster.EvRunStarted:
+		s.Run, s.Plan, s.Base, s.Branch, s.Config = e.Run, e.Plan, e.Base, e.Branch, e.Config
+		s.Start = e.Time
+		s.RunState = muster.RunRunning
+	case muster.EvRunResumed:
+		s.RunState = muster.RunRunning
+		s.Stopped = ""
+		if e.Config != nil {
+			s.Config = e.Config
+		}
+		for _, id := range s.Order {
+			t := s.Tasks[id]
+			if t.State != muster.StateSucceeded && t.State != muster.StateRunning {
+				t.State = muster.StatePending
+				t.Reason = ""
+			}
+		}
+		s.doomed = map[muster.TaskID]bool{}
+		s.rebuildReady()
+	case muster.EvTasksPlanned:
+		return s.addTasks(e.Tasks, e.Task)
+	case muster.EvExecutorLeased:
+		slot := muster.Slot(e.Executor, e.Clone)
+		if l, busy := s.Leases[slot]; busy {
+			return fmt.Errorf("event %d: %s leased to %s while working on %s", e.Seq, slot, e.Task, l.Task)
+		}
+		role := e.Role
+		if role == "" {
+			role = muster.RoleCoder
+		}
+		s.Leases[slot] = Lease{Task: e.Task, Executor: e.Executor, Clone: e.Clone, Role: role}
+		if role != muster.RoleReviewer {
+			s.coders++
+			if t := s.Tasks[e.Task]; t != nil && t.Task.EffectiveAuthority() != muster.AuthorityRead {
+				s.writers++
+			}
+		}
+	case muster.EvExecutorRelease:
+		slot := muster.Slot(e.Executor, e.Clone)
+		l, ok := s.Leases[slot]
+		if !ok {
+			return fmt.Errorf("event %d: %s released but not leased", e.Seq, slot)
+		}
+		delete(s.Leases, slot)
+		delete(s.PIDs, slot)
+		if l.Role != muster.RoleReviewer {
+			s.coders--
+			if t := s.Tasks[l.Task]; t != nil && t.Task.EffectiveAuthority() != muster.AuthorityRead {
+				s.writers--
+			}
+		}
+	case muster.EvTaskStarted:
+		t, err := s.task(e)
+		if err != nil {
+			return err
+		}
+		if t.State != muster.StatePending || t.waiting > 0 {
+			return fmt.Errorf("event %d: task %s started while %s", e.Seq, t.Task.ID, t.describe())
+		}
+		t.State = muster.StateRunning
+		t.Attempts = e.Attempt
+		t.Executor, t.Clone = e.Executor, e.Clone
+		t.Started = e.Time
+		t.Reason, t.Phase, t.Round = "", "", 0
+		t.AttemptUsage = muster.Usage{}
+		s.removeReady(t.Task.ID)
+	case muster.EvAgentStarted:
+		if e.PID > 0 {
+			s.PIDs[muster.Slot(e.Executor, e.Clone)] = e.PID
+		}
+	case muster.EvPhase:
+		if t := s.Tasks[e.Task]; t != nil {
+			t.Phase, t.Round = e.Phase, e.Round
+		}
+	case muster.EvFixRound:
+		if t := s.Tasks[e.Task]; t != nil {
+			t.Round = e.Round
+		}
+	case muster.EvTokensUsed:
+		s.Usage.Add(e.Usage)
+		if t := s.Tasks[e.Task]; t != nil {
+			t.Usage.Add(e.Usage)
+			t.AttemptUsage.Add(e.Usage)
+		}
+	case muster.EvIntegrated:
+		if t := s.Tasks[e.Task]; t != nil {
+			t.Commit = e.Commit
+		}
+	case muster.EvTaskSucceeded:
+		t, err := s.task(e)
+		if err != nil {
+			return err
+		}
+		if t.State == muster.StateSucceeded {
+			return fmt.Errorf("event %d: task %s succeeded twice", e.Seq, t.Task.ID)
+		}
+		s.removeReady(t.Task.ID)
+		t.State, t.Reason, t.Ended = muster.StateSucceeded, e.Reason, e.Time
+		if !t.Usage.IsZero() {
+			s.doneUsage.Add(t.Usage)
+			s.doneCount++
+		}
+		if e.Commit != "" {
+			t.Commit = e.Commit
+		}
+		for _, d := range t.dependents {
+			dt := s.Tasks[d]
+			dt.waiting--
+			if dt.waiting == 0 && dt.State == muster.StatePending {
+				s.insertReady(d)
+			}
+		}
+	case muster.EvTaskFailed:
+		t, err := s.task(e)
+		if err != nil {
+			return err
+		}
+		t.Reason, t.Ended = e.Reason, e.Time
+		if e.Retry {
+			t.State = muster.StatePending
+			if t.waiting == 0 {
+				s.insertReady(t.Task.ID)
+			}
+		} else {
+			t.State = muster.StateFailed
+			s.doom(t)
+			if s.Config != nil && s.Config.Run.OnFailure == muster.OnFailureStop && s.Stopped == "" {
+				s.Stopped = string(t.Task.ID)
+			}
+		}
+	case muster.EvTaskSkipped, muster.EvTaskCancelled:
+		t, err := s.task(e)
+		if err != nil {
+			return err
+		}
+		s.removeReady(t.Task.ID)
+		t.State, t.Reason, t.Ended = muster.StateSkipped, e.Reason, e.Time
+		delete(s.doomed, t.Task.ID)
+		if e.Type == muster.EvTaskCancelled {
+			t.State = muster.StateCancelled
+		} else {
+			s.doom(t)
+		}
+	case muster.EvRunFinished:
+		s.RunState = e.State
+	case muster.EvRunInterrupted:
+		s.RunState = muster.RunInterrupted
+	case muster.EvWarning:
+		if e.Reason == BudgetWarnReason {
+			s.budgetWarned = true
+		}
+	case muster.EvNote, muster.EvToolUse, muster.EvMessage, muster.EvGateRan,
+		muster.EvReviewed, muster.EvViolation, muster.EvCommitted:
+		// Facts for reports and views; no scheduling state.
+	default:
+		// Unknown types from a newer schema are kept in the journal and
+		// ignored here.
+	}
+	return nil
+}
+
+// doom marks the pending dependents of a failed or skipped task.
+func (s *State) doom(t *TaskState) {
+	for _, d := range t.dependents {
+		if s.Tasks[d].State == muster.StatePending {
+			s.doomed[d] = true
+		}
+	}
+}
+
+func (s *State) doomedInOrder() []muster.TaskID {
+	if len(s.doomed) == 0 {
+		return nil
+	}
+	out := make([]muster.TaskID, 0, len(s.doomed))
+	for id := range s.doomed {
+		out = append(out, id)
+	}
+	sort.Slice(out, func(i, j int) bool { return s.Tasks[out[i]].Index < s.Tasks[out[j]].Index })
+	return out
+}
+
+func (s *State) task(e *muster.Event) (*TaskState, error) {
+	t := s.Tasks[e.Task]
+	if t == nil {
+		return nil, fmt.Errorf("event %d (%s): unknown task %q", e.Seq, e.Type, e.Task)
+	}
+	return t, nil
+}
+
+func (t *TaskState) describe() string {
+	if t.State == muster.StatePending && t.waiting > 0 {
+		return fmt.Sprintf("waiting on %d dependencies", t.waiting)
+	}
+	return t.State
+}
+
+// addTasks adds planned tasks. A splice (parent set) makes each new task
+// depend on the parent as well.
+func (s *State) addTasks(tasks []*muster.Task, parent muster.TaskID) error {
+	fresh := make([]*muster.Task, 0, len(tasks))
+	for _, nt := range tasks {
+		if old, dup := s.Tasks[nt.ID]; dup {
+			if parent != "" && old.Task.Parent == parent {
+				// A later attempt of the same delegator planned it again:
+				// the first plan stands.
+				continue
+			}
+			return fmt.Errorf("task %q planned twice", nt.ID)
+		}
+		fresh = append(fresh, nt)
+	}
+	tasks = fresh
+	for _, nt := range tasks {
+		task := nt
+		if parent != "" && !hasDep(task.After, parent) {
+			c := *task
+			c.After = append(append([]muster.TaskID(nil), task.After...), parent)
+			task = &c
+		}
+		ts := &TaskState{Task: task, Index: len(s.Order), State: muster.StatePending}
+		if task.EffectiveKind() == muster.KindCode {
+			s.codeTasks++
+		}
+		if task.Done {
+			ts.State, ts.Reason = muster.StateSucceeded, "marked done in the plan"
+		}
+		s.Tasks[task.ID] = ts
+		s.Order = append(s.Order, task.ID)
+	}
+	for _, nt := range tasks {
+		ts := s.Tasks[nt.ID]
+		for _, d := range ts.Task.After {
+			dt := s.Tasks[d]
+			if dt == nil {
+				return fmt.Errorf("task %q depends on unknown task %q", nt.ID, d)
+			}
+			dt.dependents = append(dt.dependents, nt.ID)
+			if dt.State != muster.StateSucceeded {
+				ts.waiting++
+			}
+		}
+	}
+	s.computePriorities()
+	s.rebuildReady()
+	return nil
+}
+
+func hasDep(deps []muster.TaskID, id muster.TaskID) bool {
+	for _, d := range deps {
+		if d == id {
+			return true
+		}
+	}
+	return false
+}
+
+// computePriorities sets each task's priority to the longest path of
+// weights from it to the end of the graph (itself included).
+func (s *State) computePriorities() {
+	// Reverse topological order by DFS; the plan is validated acyclic, and
+	// a cycle here only stops the recursion.
+	const visiting = -1
+	seen := make(map[muster.TaskID]int, len(s.Tasks))
+	var visit func(id muster.TaskID) float64
+	visit = func(id muster.TaskID) float64 {
+		t := s.Tasks[id]
+		switch seen[id] {
+		case visiting:
+			return 0
+		case 1:
+			return t.priority
+		}
+		seen[id] = visiting
+		best := 0.0
+		for _, d := range t.dependents {
+			if p := visit(d); p > best {
+				best = p
+			}
+		}
+		w := 1.0
+		if v, ok := s.weights[id]; ok && v > 0 {
+			w = v
+		}
+		t.priority = w + best
+		seen[id] = 1
+		return t.priority
+	}
+	for _, id := range s.Order {
+		visit(id)
+	}
+}
+
+func (s *State) less(a, b muster.TaskID) bool {
+	ta, tb := s.Tasks[a], s.Tasks[b]
+	if ta.priority != tb.priority {
+		return ta.priority > tb.priority
+	}
+	return ta.Index < tb.Index
+}
+
+func (s *State) rebuildReady() {
+	s.ready = s.ready[:0]
+	for _, id := range s.Order {
+		t := s.Tasks[id]
+		if t.State == muster.StatePending && t.waiting == 0 {
+			s.ready = append(s.ready, id)
+		}
+	}
+	s.sortReady()
+}
+
+func (s *State) sortReady() {
+	sort.SliceStable(s.ready, func(i, j int) bool { return s.less(s.ready[i], s.ready[j]) })
+}
+
+func (s *State) insertReady(id muster.TaskID) {
+	i := sort.Search(len(s.ready), func(i int) bool { return !s.less(s.ready[i], id) })
+	if i < len(s.ready) && s.ready[i] == id {
+		return
+	}
+	s.ready = append(s.ready, "")
+	copy(s.ready[i+1:], s.ready[i:])
+	s.ready[i] = id
+}
+
+func (s *State) removeReady(id muster.TaskID) {
+	for i, r := range s.ready {
+		if r == id {
+			// Starts take from the front: shift the shorter side.
+			if i < len(s.ready)/2 {
+				copy(s.ready[1:i+1], s.ready[:i])
+				s.ready = s.ready[1:]
+			} else {
+				s.ready = append(s.ready[:i], s.ready[i+1:]...)
+			}
+			return
+		}
+	}
+}
+
+// Ready returns the tasks ready to start, highest priority first.
+func (s *State) Ready() []muster.TaskID { return append([]muster.TaskID(nil), s.ready...) }
+
+// Counts returns how many tasks are in each state.
+func (s *State) Counts() map[string]int {
+	c := map[string]int{}
+	for _, t := range s.Tasks {
+		c[t.State]++
+	}
+	return c
+}
+
+// Running returns the tasks now running, in plan order.
+func (s *State) Running() []*TaskState {
+	var out []*TaskState
+	for _, id := range s.Order {
+		if t := s.Tasks[id]; t.State == muster.StateRunning {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// Done reports whether every task is terminal.
+func (s *State) Done() bool {
+	for _, t := range s.Tasks {
+		if !t.Terminal() {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,124 @@
+// Package gate runs gate commands through sh -c inside a worktree, and
+// Kind: code tasks, whose Run command is a deterministic step.
+package gate
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/internal/proc"
+)
+
+// MaxOutput bounds the output a gate keeps (its tail: failures are
+// usually at the end).
+const MaxOutput = 64 << 10
+
+// DefaultTimeout applies when a gate has no timeout.
+const DefaultTimeout = 10 * time.Minute
+
+// Runner runs gates. The zero value is ready to use.
+type Runner struct {
+	// Grace is the SIGTERM-to-SIGKILL grace period (default 5 s).
+	Grace time.Duration
+}
+
+// Run runs one gate in dir.
+func (r Runner) Run(ctx context.Context, dir string, g muster.GateSpec, timeout time.Duration) muster.GateResult {
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	grace := r.Grace
+	if grace <= 0 {
+		grace = 5 * time.Second
+	}
+	out := newTail(MaxOutput)
+	res, err := proc.Run(ctx, proc.Spec{
+		Argv:     []string{"sh", "-c", g.Command},
+		Dir:      dir,
+		Env:      proc.Environ(),
+		Timeout:  timeout,
+		Grace:    grace,
+		OnLine:   out.line,
+		OnStderr: out.line,
+	})
+	gr := muster.GateResult{Name: g.Name, Command: g.Command, ExitCode: res.ExitCode, Duration: res.Duration}
+	switch {
+	case err != nil:
+		gr.ExitCode = -1
+		gr.Output = err.Error()
+	case res.Stopped == "timeout":
+		gr.Output = out.String() + fmt.Sprintf("\n[gate timed out after %s]", timeout)
+	case res.Stopped == "cancelled":
+		gr.Output = out.String() + "\n[gate cancelled]"
+	default:
+		gr.Output = out.String()
+		gr.Passed = res.ExitCode == 0
+	}
+	return gr
+}
+
+// tail keeps the last n bytes of lines written to it.
+type tail struct {
+	mu  sync.Mutex
+	n   int
+	buf []string
+	sz  int
+	cut bool
+}
+
+func newTail(n int) *tail { return &tail{n: n} }
+
+func (t *tail) line(s string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, s)
+	t.sz += len(s) + 1
+	for t.sz > t.n && len(t.buf) > 1 {
+		t.sz -= len(t.buf[0]) + 1
+		t.buf = t.buf[1:]
+		t.cut = true
+	}
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := strings.Join(t.buf, "\n")
+	if t.cut {
+		s = "[…output cut…]\n" + s
+	}
+	return s
+}
+
+// CodeExecutor runs a Kind: code task's Run command through sh -c in
+// its worktree; the command's exit status is the attempt's.
+type CodeExecutor struct{ Runner Runner }
+
+// Execute runs req.Task.Run.
+func (c CodeExecutor) Execute(ctx context.Context, req *muster.ExecRequest, emit func(muster.Record)) (*muster.ExecResult, error) {
+	timeout := req.Timeout
+	r := c.Runner.Run(ctx, req.Dir, muster.GateSpec{Name: string(req.Task.ID), Command: req.Task.Run}, timeout)
+	emit(muster.Record{Type: muster.RecTool, Tool: "sh", Args: req.Task.Run})
+	if ctx.Err() != nil {
+		return nil, context.Cause(ctx)
+	}
+	res := &muster.ExecResult{ExitCode: r.ExitCode, Tail: lastBytes(r.Output, 4096)}
+	if !r.Passed {
+		return res, &muster.AgentError{Class: muster.FailExit, ExitCode: r.ExitCode, Message: fmt.Sprintf("run %q exited %d", req.Task.Run, r.ExitCode)}
+	}
+	return res, nil
+}
+
+func lastBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[len(s)-n:]
+}
+
+// ScratchFree says the executor needs no scratch directory.
+func (CodeExecutor) ScratchFree() {}

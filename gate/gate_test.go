@@ -1,0 +1,47 @@
+package gate
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/muster-run/muster"
+)
+
+func TestGatePassFailTimeout(t *testing.T) {
+	dir := t.TempDir()
+	var r Runner
+	if g := r.Run(context.Background(), dir, muster.GateSpec{Name: "ok", Command: "echo fine; pwd"}, 0); !g.Passed || !strings.Contains(g.Output, dir) {
+		t.Fatalf("ok gate: %+v", g)
+	}
+	g := r.Run(context.Background(), dir, muster.GateSpec{Name: "bad", Command: "echo broken >&2; exit 2"}, 0)
+	if g.Passed || g.ExitCode != 2 || !strings.Contains(g.Output, "broken") {
+		t.Fatalf("bad gate: %+v", g)
+	}
+	g = Runner{Grace: 50 * time.Millisecond}.Run(context.Background(), dir, muster.GateSpec{Name: "slow", Command: "sleep 30"}, 100*time.Millisecond)
+	if g.Passed || !strings.Contains(g.Output, "timed out") {
+		t.Fatalf("slow gate: %+v", g)
+	}
+}
+
+func TestOutputBounded(t *testing.T) {
+	g := Runner{}.Run(context.Background(), t.TempDir(), muster.GateSpec{Command: "yes 0123456789 | head -n 100000; echo LAST"}, 0)
+	if len(g.Output) > MaxOutput+100 || !strings.HasSuffix(g.Output, "LAST") || !strings.HasPrefix(g.Output, "[…output cut…]") {
+		t.Fatalf("output %d bytes, tail %q", len(g.Output), g.Output[len(g.Output)-10:])
+	}
+}
+
+func TestCodeExecutor(t *testing.T) {
+	dir := t.TempDir()
+	task := &muster.Task{ID: "gen", Kind: muster.KindCode, Run: "echo hi > out.txt"}
+	var recs []muster.Record
+	res, err := CodeExecutor{}.Execute(context.Background(), &muster.ExecRequest{Task: task, Dir: dir}, func(r muster.Record) { recs = append(recs, r) })
+	if err != nil || res.ExitCode != 0 || len(recs) != 1 {
+		t.Fatalf("%v %+v %v", err, res, recs)
+	}
+	task.Run = "exit 7"
+	if _, err := (CodeExecutor{}).Execute(context.Background(), &muster.ExecRequest{Task: task, Dir: dir}, func(muster.Record) {}); err == nil {
+		t.Fatal("want failure")
+	}
+}

@@ -1,0 +1,406 @@
+package htmlreport
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"time"
+
+	"github.com/muster-run/muster"
+)
+
+// Geometry of the drawings, in SVG user units. Every drawing has a
+// viewBox and scales to the page width.
+const (
+	nodeW, nodeH   = 150.0, 36.0
+	colGap, rowGap = 70.0, 14.0
+	graphPad       = 16.0
+
+	ganttLabel = 120.0 // left column with clone names
+	ganttPlot  = 860.0 // width of the time axis
+	ganttRow   = 30.0
+	ganttTop   = 24.0 // room for the axis labels
+
+	barLabel = 150.0
+	barPlot  = 260.0
+	barRow   = 24.0
+)
+
+// node is a task box of the graph.
+type node struct {
+	X, Y   float64
+	ID     string
+	Label  string // ID, clipped
+	State  string
+	Title  string // full title, for the tooltip
+	Detail string // second line: state and clone
+}
+
+// edge is a dependency arrow, drawn as a path.
+type edge struct {
+	D    string // path data
+	From string
+	To   string
+}
+
+type graph struct {
+	W, H  float64
+	Nodes []node
+	Edges []edge
+}
+
+// layers assigns each task its longest distance from a task with no
+// dependencies, so every edge points right. A dependency cycle (which
+// validation rejects before a run) is cut where it is found.
+func layers(r *run) map[muster.TaskID]int {
+	layer := map[muster.TaskID]int{}
+	visiting := map[muster.TaskID]bool{}
+	var visit func(id muster.TaskID) int
+	visit = func(id muster.TaskID) int {
+		if l, ok := layer[id]; ok {
+			return l
+		}
+		if visiting[id] {
+			return 0
+		}
+		visiting[id] = true
+		l := 0
+		if t := r.tasks[id]; t != nil {
+			for _, d := range t.After {
+				if _, known := r.tasks[d]; known {
+					l = max(l, visit(d)+1)
+				}
+			}
+		}
+		visiting[id] = false
+		layer[id] = l
+		return l
+	}
+	for _, id := range r.order {
+		visit(id)
+	}
+	return layer
+}
+
+func layoutGraph(r *run) graph {
+	layer := layers(r)
+	// Order each layer by the mean row of the task's dependencies (plan
+	// order breaks ties), so chains run straight and edges cross less.
+	byLayer := map[int][]muster.TaskID{}
+	maxLayer := 0
+	for _, id := range r.order {
+		byLayer[layer[id]] = append(byLayer[layer[id]], id)
+		maxLayer = max(maxLayer, layer[id])
+	}
+	rowOf := map[muster.TaskID]int{}
+	for l := 0; l <= maxLayer; l++ {
+		ids := byLayer[l]
+		key := map[muster.TaskID]float64{}
+		for i, id := range ids {
+			sum, n := 0.0, 0
+			for _, d := range r.tasks[id].After {
+				if row, ok := rowOf[d]; ok {
+					sum += float64(row)
+					n++
+				}
+			}
+			key[id] = float64(i) / 1e6 // plan order
+			if n > 0 {
+				key[id] += sum / float64(n)
+			}
+		}
+		sort.SliceStable(ids, func(i, j int) bool { return key[ids[i]] < key[ids[j]] })
+		for i, id := range ids {
+			rowOf[id] = i
+		}
+	}
+	pos := map[muster.TaskID][2]float64{}
+	var g graph
+	maxRow := 0
+	for _, id := range r.order {
+		t := r.tasks[id]
+		l := layer[id]
+		row := rowOf[id]
+		maxRow = max(maxRow, row)
+		x := graphPad + float64(l)*(nodeW+colGap)
+		y := graphPad + float64(row)*(nodeH+rowGap)
+		pos[id] = [2]float64{x, y}
+		detail := t.State
+		if t.Slot != "" {
+			detail += " · " + t.Slot
+		}
+		g.Nodes = append(g.Nodes, node{X: x, Y: y, ID: string(id), Label: clipText(string(id), 20),
+			State: t.State, Title: t.Title, Detail: clipText(detail, 24)})
+	}
+	for _, id := range r.order {
+		to := pos[id]
+		for _, d := range r.tasks[id].After {
+			from, ok := pos[d]
+			if !ok {
+				continue
+			}
+			x1, y1 := from[0]+nodeW, from[1]+nodeH/2
+			x2, y2 := to[0]-6, to[1]+nodeH/2
+			mid := (x1 + x2) / 2
+			g.Edges = append(g.Edges, edge{From: string(d), To: string(id),
+				D: fmt.Sprintf("M%.1f %.1fC%.1f %.1f %.1f %.1f %.1f %.1f", x1, y1, mid, y1, mid, y2, x2, y2)})
+		}
+	}
+	g.W = 2*graphPad + float64(maxLayer+1)*nodeW + float64(maxLayer)*colGap
+	g.H = 2*graphPad + float64(maxRow+1)*nodeH + float64(maxRow)*rowGap
+	return g
+}
+
+// bar is one span in the Gantt chart.
+type bar struct {
+	X, Y, W, H float64
+	Class      string
+	Label      string
+	Tip        string
+	Marks      []mark
+}
+
+// mark is a gate run, fix round or review inside a bar.
+type mark struct {
+	X, Y, W, H float64
+	Class      string
+	Tip        string
+}
+
+type tick struct {
+	X     float64
+	Label string
+}
+
+type rowLabel struct {
+	Y     float64
+	Label string
+}
+
+type gantt struct {
+	W, H  float64
+	Rows  []rowLabel
+	Bars  []bar
+	Ticks []tick
+	Grid  []float64 // y of row separators
+}
+
+func layoutGantt(r *run) gantt {
+	g := gantt{W: ganttLabel + ganttPlot + 10}
+	total := r.End.Sub(r.Start)
+	if total <= 0 {
+		total = time.Second
+	}
+	xAt := func(t time.Time) float64 {
+		if t.IsZero() {
+			t = r.End
+		}
+		return ganttLabel + ganttPlot*float64(t.Sub(r.Start))/float64(total)
+	}
+	rowOf := map[string]int{}
+	for i, s := range r.slots {
+		rowOf[s] = i
+		y := ganttTop + float64(i)*ganttRow
+		g.Rows = append(g.Rows, rowLabel{Y: y + ganttRow/2 + 4, Label: s})
+		g.Grid = append(g.Grid, y+ganttRow)
+	}
+	g.H = ganttTop + float64(len(r.slots))*ganttRow + 8
+	for _, s := range r.spans {
+		y := ganttTop + float64(rowOf[s.Slot])*ganttRow + 4
+		x1, x2 := xAt(s.Start), xAt(s.End)
+		b := bar{X: x1, Y: y, W: math.Max(x2-x1, 2), H: ganttRow - 8, Class: s.Outcome}
+		if b.W > 8*float64(len(s.Task))+6 {
+			b.Label = string(s.Task)
+		}
+		b.Tip = fmt.Sprintf("%s on %s (%s): %s–%s, %s", s.Task, s.Slot, s.Role,
+			s.Start.UTC().Format(time.TimeOnly), s.End.UTC().Format(time.TimeOnly), s.Outcome)
+		if t := r.tasks[s.Task]; t != nil && s.Role != muster.RoleReviewer {
+			in := func(at time.Time) bool { return !at.Before(s.Start) && !at.After(s.End) }
+			for _, gr := range t.Gates {
+				if in(gr.Time) {
+					cls, res := "gate-fail", "failed"
+					if gr.Passed {
+						cls, res = "gate-pass", "passed"
+					}
+					b.Marks = append(b.Marks, mark{X: xAt(gr.Time) - 1.5, Y: y + 2, W: 3, H: ganttRow - 12, Class: cls,
+						Tip: fmt.Sprintf("gate %s %s at %s", gr.Name, res, gr.Time.UTC().Format(time.TimeOnly))})
+				}
+			}
+			for _, f := range t.Fixes {
+				if in(f.Time) {
+					b.Marks = append(b.Marks, mark{X: xAt(f.Time) - 2, Y: y - 2, W: 4, H: ganttRow - 4, Class: "fix",
+						Tip: fmt.Sprintf("fix round %d: %s", f.Round, f.Reason)})
+				}
+			}
+		}
+		if s.Role == muster.RoleReviewer {
+			if t := r.tasks[s.Task]; t != nil {
+				for _, rv := range t.Reviews {
+					if rv.Slot == s.Slot && !rv.Time.Before(s.Start) && !rv.Time.After(s.End) {
+						cls := "review-ok"
+						for _, f := range rv.Findings {
+							if f.Blocking() {
+								cls = "review-block"
+							}
+						}
+						b.Marks = append(b.Marks, mark{X: xAt(rv.Time) - 1.5, Y: y + 2, W: 3, H: ganttRow - 12, Class: cls,
+							Tip: fmt.Sprintf("review: %d findings", len(rv.Findings))})
+					}
+				}
+			}
+		}
+		g.Bars = append(g.Bars, b)
+	}
+	step := tickStep(total)
+	for d := time.Duration(0); d <= total; d += step {
+		g.Ticks = append(g.Ticks, tick{X: ganttLabel + ganttPlot*float64(d)/float64(total), Label: fmtTick(d)})
+	}
+	return g
+}
+
+// tickStep picks a round interval giving at most about ten ticks.
+func tickStep(total time.Duration) time.Duration {
+	for _, s := range []time.Duration{time.Second, 5 * time.Second, 10 * time.Second, 30 * time.Second,
+		time.Minute, 2 * time.Minute, 5 * time.Minute, 10 * time.Minute, 15 * time.Minute, 30 * time.Minute,
+		time.Hour, 2 * time.Hour, 6 * time.Hour, 12 * time.Hour, 24 * time.Hour} {
+		if total/s <= 10 {
+			return s
+		}
+	}
+	return total / 10
+}
+
+// hbar is one bar of a horizontal bar chart.
+type hbar struct {
+	Y, W  float64
+	Label string
+	Value string
+}
+
+type barChart struct {
+	W, H float64
+	Bars []hbar
+}
+
+func layoutBars(labels []string, values []int64, text func(i int) string) barChart {
+	c := barChart{W: barLabel + barPlot + 150, H: float64(len(labels))*barRow + 8}
+	var top int64 = 1
+	for _, v := range values {
+		top = max(top, v)
+	}
+	for i, l := range labels {
+		c.Bars = append(c.Bars, hbar{Y: 4 + float64(i)*barRow, W: math.Max(1, barPlot*float64(values[i])/float64(top)),
+			Label: clipText(l, 22), Value: text(i)})
+	}
+	return c
+}
+
+// line is the cumulative cost over time.
+type line struct {
+	W, H     float64
+	Points   string // polyline points
+	Area     string // closed polygon under the line
+	YTicks   []tick // X holds the y coordinate
+	XTicks   []tick
+	BudgetY  float64 // 0: no budget line drawn
+	Budget   string
+	Plot     [4]float64 // x, y, w, h of the plot area
+	HasData  bool
+	FinalUSD string
+	Base     float64 // y of the time axis
+}
+
+func layoutCost(r *run) line {
+	const left, top, w, h = 60.0, 10.0, 900.0, 170.0
+	c := line{W: left + w + 20, H: top + h + 30, Plot: [4]float64{left, top, w, h}, Base: top + h}
+	total := r.End.Sub(r.Start)
+	if total <= 0 {
+		total = time.Second
+	}
+	var peak int64 = 1
+	for _, p := range r.cost {
+		peak = max(peak, p.Micros)
+	}
+	scale := float64(peak) * 1.15
+	if r.Budget > 0 && r.Budget <= peak*2 {
+		scale = math.Max(scale, float64(r.Budget)*1.05)
+		c.BudgetY = top + h - h*float64(r.Budget)/scale
+		c.Budget = "budget " + fmtUSD(r.Budget)
+	}
+	x := func(t time.Time) float64 { return left + w*float64(t.Sub(r.Start))/float64(total) }
+	y := func(m int64) float64 { return top + h - h*float64(m)/scale }
+	pts := fmt.Sprintf("%.1f,%.1f", left, top+h)
+	var prev int64
+	for _, p := range r.cost {
+		pts += fmt.Sprintf(" %.1f,%.1f %.1f,%.1f", x(p.Time), y(prev), x(p.Time), y(p.Micros))
+		prev = p.Micros
+	}
+	pts += fmt.Sprintf(" %.1f,%.1f", left+w, y(prev))
+	c.Points = pts
+	c.Area = pts + fmt.Sprintf(" %.1f,%.1f", left+w, top+h)
+	c.HasData = len(r.cost) > 0
+	c.FinalUSD = fmtUSD(prev)
+	for i := 0; i <= 4; i++ {
+		m := int64(scale * float64(i) / 4)
+		c.YTicks = append(c.YTicks, tick{X: y(m), Label: fmtUSD(m)})
+	}
+	step := tickStep(total)
+	for d := time.Duration(0); d <= total; d += step {
+		c.XTicks = append(c.XTicks, tick{X: left + w*float64(d)/float64(total), Label: fmtTick(d)})
+	}
+	return c
+}
+
+func clipText(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+// fmtDur prints a duration as 45s, 3m07s or 1h02m.
+func fmtDur(d time.Duration) string {
+	d = d.Round(time.Second)
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	}
+	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+}
+
+// fmtTick prints an axis label: 0, 30s, 5m, 1h30m.
+func fmtTick(d time.Duration) string {
+	switch {
+	case d == 0:
+		return "0"
+	case d%time.Hour == 0:
+		return fmt.Sprintf("%dh", int(d.Hours()))
+	case d%time.Minute == 0 && d > time.Hour:
+		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+	case d%time.Minute == 0:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	}
+	return fmtDur(d)
+}
+
+// fmtUSD prints micro-dollars as $0.42 (or $0.0042 below a cent).
+func fmtUSD(micros int64) string {
+	if micros > 0 && micros < 10_000 {
+		return fmt.Sprintf("$%.4f", float64(micros)/1e6)
+	}
+	return fmt.Sprintf("$%.2f", float64(micros)/1e6)
+}
+
+// fmtTok prints a token count as 950, 12.3k or 1.20M.
+func fmtTok(n int64) string {
+	switch {
+	case n < 1000:
+		return fmt.Sprintf("%d", n)
+	case n < 1_000_000:
+		return fmt.Sprintf("%.1fk", float64(n)/1e3)
+	}
+	return fmt.Sprintf("%.2fM", float64(n)/1e6)
+}

@@ -1,0 +1,189 @@
+package htmlreport
+
+import (
+	"bytes"
+	"fmt"
+	"html/template"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/muster-run/muster"
+)
+
+// Options configure the report.
+type Options struct {
+	// Title heads the page; empty means "muster run <id>".
+	Title string
+	// Verification is the receipt's verification status as `muster
+	// verify` puts it ("verified: journal, receipt and branch agree");
+	// empty means the receipt was not checked.
+	Verification string
+	// Now is when the report was made, printed in its footer.
+	Now time.Time
+}
+
+// page is what the template draws.
+type page struct {
+	Title        string
+	Run          *run
+	Duration     string
+	Done, Total  int
+	Failed       int
+	Skipped      int
+	Cost         string
+	Budget       string
+	Tokens       string
+	Verification string
+	VerifyClass  string
+	Generated    string
+	Graph        graph
+	Gantt        gantt
+	ByClone      barChart
+	ByModel      barChart
+	Over         line
+	Rows         []row
+	Legend       []string
+	BarX         float64 // where cost bars start
+}
+
+// row is one task in the table.
+type row struct {
+	ID, Title, State, Slot string
+	Attempts, Rounds       int
+	Commit, CommitShort    string
+	Paths                  []string
+	Gates                  []gateSummary
+	Findings               []finding
+	Tokens, Cost           string
+	Time                   string // from the first start to the end
+	Reason                 string
+}
+
+type gateSummary struct {
+	Name string
+	Runs []bool
+}
+
+type finding struct {
+	Severity, Title, Where string
+	Round                  int
+}
+
+// Write renders the run described by events as one self-contained HTML
+// page: a summary, the task graph, a Gantt chart of the clones' work,
+// cost charts and a table of tasks. It needs no network: styles are
+// inline, drawings are inline SVG, and the page carries no script. Every
+// string from the journal is escaped.
+func Write(w io.Writer, events []muster.Event, opts Options) error {
+	r := fold(events)
+	p := page{Title: opts.Title, Run: r, Verification: opts.Verification}
+	if p.Title == "" {
+		p.Title = "muster run " + r.ID
+	}
+	if !opts.Now.IsZero() {
+		p.Generated = opts.Now.UTC().Format("2006-01-02 15:04:05 UTC")
+	}
+	switch v := strings.ToLower(opts.Verification); {
+	case v == "":
+		p.Verification, p.VerifyClass = "not checked (run muster verify)", "unknown"
+	case strings.HasPrefix(v, "ok") || strings.HasPrefix(v, "verified") || strings.HasPrefix(v, "pass"):
+		p.VerifyClass = "good"
+	case strings.Contains(v, "mismatch") || strings.Contains(v, "fail") || strings.Contains(v, "not match") || strings.Contains(v, "invalid"):
+		p.VerifyClass = "bad"
+	default:
+		p.VerifyClass = "unknown"
+	}
+	if !r.Start.IsZero() {
+		p.Duration = fmtDur(r.End.Sub(r.Start))
+	}
+	for _, id := range r.order {
+		switch r.tasks[id].State {
+		case muster.StateSucceeded:
+			p.Done++
+		case muster.StateFailed:
+			p.Failed++
+		case muster.StateSkipped, muster.StateCancelled:
+			p.Skipped++
+		}
+	}
+	p.Total = len(r.order)
+	p.Cost = fmtUSD(r.Usage.CostMicros)
+	if r.Budget > 0 {
+		p.Budget = fmtUSD(r.Budget)
+	}
+	p.Tokens = fmtTok(r.Usage.Tokens())
+	p.Graph = layoutGraph(r)
+	p.Gantt = layoutGantt(r)
+	vals := make([]int64, len(r.slots))
+	for i, s := range r.slots {
+		vals[i] = r.bySlot[s].CostMicros
+	}
+	p.ByClone = layoutBars(r.slots, vals, func(i int) string {
+		u := r.bySlot[r.slots[i]]
+		return fmtUSD(u.CostMicros) + " · " + fmtTok(u.Tokens()) + " tok"
+	})
+	models := r.sortedModels()
+	vals = make([]int64, len(models))
+	for i, m := range models {
+		vals[i] = r.byModel[m].CostMicros
+	}
+	p.ByModel = layoutBars(models, vals, func(i int) string {
+		u := r.byModel[models[i]]
+		return fmtUSD(u.CostMicros) + " · " + fmtTok(u.Tokens()) + " tok"
+	})
+	p.Over = layoutCost(r)
+	p.BarX = barLabel
+	p.Legend = []string{muster.StateSucceeded, muster.StateFailed, "retried", muster.StateCancelled, muster.StateRunning, "review"}
+	for _, id := range r.order {
+		p.Rows = append(p.Rows, makeRow(r.tasks[id]))
+	}
+	var buf bytes.Buffer
+	if err := tmpl.Execute(&buf, p); err != nil {
+		return fmt.Errorf("html report: %w", err)
+	}
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+func makeRow(t *task) row {
+	rw := row{ID: string(t.ID), Title: t.Title, State: t.State, Slot: t.Slot, Attempts: t.Attempts,
+		Rounds: t.Rounds, Commit: t.Commit, Paths: t.Paths, Reason: t.Reason,
+		Tokens: fmtTok(t.Usage.Tokens()), Cost: fmtUSD(t.Usage.CostMicros)}
+	if !t.Start.IsZero() && !t.End.IsZero() && t.End.After(t.Start) {
+		rw.Time = fmtDur(t.End.Sub(t.Start))
+	}
+	rw.CommitShort = t.Commit
+	if len(rw.CommitShort) > 10 {
+		rw.CommitShort = rw.CommitShort[:10]
+	}
+	idx := map[string]int{}
+	for _, g := range t.Gates {
+		i, ok := idx[g.Name]
+		if !ok {
+			i = len(rw.Gates)
+			idx[g.Name] = i
+			rw.Gates = append(rw.Gates, gateSummary{Name: g.Name})
+		}
+		rw.Gates[i].Runs = append(rw.Gates[i].Runs, g.Passed)
+	}
+	for _, rv := range t.Reviews {
+		for _, f := range rv.Findings {
+			where := f.Path
+			if f.Line > 0 {
+				where = fmt.Sprintf("%s:%d", f.Path, f.Line)
+			}
+			rw.Findings = append(rw.Findings, finding{Severity: f.Severity, Title: f.Title, Where: where, Round: rv.Round})
+		}
+	}
+	return rw
+}
+
+var funcs = template.FuncMap{
+	"f":    func(v float64) string { return fmt.Sprintf("%.1f", v) },
+	"add":  func(a, b float64) float64 { return a + b },
+	"sub":  func(a, b float64) float64 { return a - b },
+	"half": func(v float64) float64 { return v / 2 },
+}
+
+var tmpl = template.Must(template.New("report").Funcs(funcs).Parse(pageTemplate))

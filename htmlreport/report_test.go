@@ -1,0 +1,227 @@
+package htmlreport
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/muster-run/muster"
+)
+
+var t0 = time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+
+// loadSample reads testdata/sample.jsonl: 8 tasks on 4 clones, a fix
+// round after review, and a task that fails after two fix rounds.
+func loadSample(t testing.TB) []muster.Event {
+	t.Helper()
+	f, err := os.Open(filepath.Join("testdata", "sample.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var evs []muster.Event
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var e muster.Event
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			t.Fatalf("sample.jsonl:%d: %v", len(evs)+1, err)
+		}
+		evs = append(evs, e)
+	}
+	return evs
+}
+
+// Small constructors for hand-made journals.
+func at(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+
+func started(s int, id muster.TaskID, ex string, clone int) muster.Event {
+	return muster.Event{Time: at(s), Type: muster.EvTaskStarted, Task: id, Attempt: 1, Executor: ex, Clone: clone, Role: muster.RoleCoder}
+}
+
+func ended(s int, typ muster.EventType, id muster.TaskID, reason string) muster.Event {
+	return muster.Event{Time: at(s), Type: typ, Task: id, Reason: reason}
+}
+
+func render(t *testing.T, evs []muster.Event, opts Options) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := Write(&b, evs, opts); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+func TestWriteSample(t *testing.T) {
+	html := render(t, loadSample(t), Options{Verification: "verified: journal, receipt and branch agree", Now: t0.Add(time.Hour)})
+	for _, want := range []string{
+		`<svg id="graph-svg"`, `<svg id="gantt-svg"`, `<svg id="cost-clone-svg"`, `<svg id="cost-model-svg"`, `<svg id="cost-time-svg"`,
+		`<tr id="task-e2e">`, "stalemate: fix round 2 changed nothing", "Handler ignores HEAD requests",
+		"verified: journal, receipt and branch agree", "claude#1", "codex#1", "gemini#1", "gpt-5-codex",
+		`class="mark fix"`, `class="mark gate-fail"`, `class="mark gate-pass"`, `class="bar failed"`, `class="bar review"`,
+		"7/8 done", "$20.00", "2026-11-29 11:00:00 UTC",
+	} {
+		if !strings.Contains(html, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	// 8 task nodes, one edge per dependency (10 in the sample).
+	if n := strings.Count(html, `<g class="task-node">`); n != 8 {
+		t.Errorf("%d task nodes, want 8", n)
+	}
+	if n := strings.Count(html, `<path class="edge"`); n != 10 {
+		t.Errorf("%d edges, want 10", n)
+	}
+	// One bar per lease: 8 coder attempts and 8 reviews.
+	if n := strings.Count(html, `<g class="span">`); n != 16 {
+		t.Errorf("%d Gantt bars, want 16", n)
+	}
+	for _, banned := range []string{"<script", "http://", "https://", "@import", "url(http"} {
+		if strings.Contains(html, banned) {
+			t.Errorf("report contains %q: it must load nothing", banned)
+		}
+	}
+}
+
+func TestUntrustedTextIsEscaped(t *testing.T) {
+	evil := `<script>alert("x")</script><img src=x onerror=alert(1)>`
+	evs := []muster.Event{
+		{Time: at(0), Type: muster.EvRunStarted, Run: "r<b>1</b>", Plan: "p.md", Branch: "muster/r1"},
+		{Time: at(0), Type: muster.EvTasksPlanned, Tasks: []*muster.Task{{ID: "a", Title: evil}, {ID: "b", Title: "ok", After: []muster.TaskID{"a"}}}},
+		started(1, "a", "sim", 1),
+		{Time: at(5), Type: muster.EvReviewed, Task: "a", Executor: "sim", Clone: 2, Findings: []muster.Finding{{Severity: "major", Title: evil, Path: evil}}},
+		{Time: at(6), Type: muster.EvTokensUsed, Task: "a", Executor: "sim", Clone: 1, Model: evil, Usage: muster.Usage{InputTokens: 10, CostMicros: 5}},
+		{Time: at(7), Type: muster.EvWarning, Message: evil},
+		ended(9, muster.EvTaskFailed, "a", evil),
+		ended(9, muster.EvTaskSkipped, "b", "dependency a failed"),
+		{Time: at(10), Type: muster.EvRunFinished, State: muster.RunFailed},
+	}
+	html := render(t, evs, Options{Title: evil, Verification: evil})
+	if strings.Contains(html, "<script") || strings.Contains(html, "<img") || strings.Contains(html, "<b>1</b>") {
+		t.Fatalf("untrusted markup reached the page:\n%s", html)
+	}
+	if !strings.Contains(html, "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;") {
+		t.Error("escaped title not found")
+	}
+	// Attributes carry no unescaped quotes from the journal.
+	if regexp.MustCompile(`onerror=alert`).MatchString(strings.ReplaceAll(html, "&lt;img src=x onerror=alert(1)&gt;", "")) {
+		t.Error("event handler attribute survived")
+	}
+}
+
+func TestWriteWithoutLeasesOrEvents(t *testing.T) {
+	// A journal without leases: attempts make the Gantt bars.
+	evs := []muster.Event{
+		{Time: at(0), Type: muster.EvRunStarted, Run: "r2"},
+		{Time: at(0), Type: muster.EvTasksPlanned, Tasks: []*muster.Task{{ID: "a"}, {ID: "b", After: []muster.TaskID{"a"}}}},
+		started(1, "a", "sim", 1),
+		ended(30, muster.EvTaskSucceeded, "a", ""),
+		started(31, "b", "sim", 1),
+	}
+	html := render(t, evs, Options{})
+	if n := strings.Count(html, `<g class="span">`); n != 2 {
+		t.Errorf("%d bars, want 2", n)
+	}
+	if !strings.Contains(html, `class="bar running"`) || !strings.Contains(html, "not checked") {
+		t.Error("an unfinished run should show a running bar and an unchecked receipt")
+	}
+	// No events at all still makes a page.
+	if html := render(t, nil, Options{}); !strings.Contains(html, "<h1>muster run </h1>") {
+		t.Errorf("empty journal: %.200s", html)
+	}
+}
+
+func BenchmarkWrite(b *testing.B) {
+	evs := loadSample(b)
+	var buf bytes.Buffer
+	for b.Loop() {
+		buf.Reset()
+		if err := Write(&buf, evs, Options{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(buf.Len()), "bytes/report")
+}
+
+func TestRetriedAttemptHasItsOwnBar(t *testing.T) {
+	lease := func(s int, typ muster.EventType, clone int) muster.Event {
+		return muster.Event{Time: at(s), Type: typ, Task: "a", Executor: "sim", Clone: clone, Role: muster.RoleCoder}
+	}
+	evs := []muster.Event{
+		{Time: at(0), Type: muster.EvRunStarted, Run: "r3", Config: &muster.Config{Executors: []*muster.ExecutorSpec{{Name: "sim", Kind: "sim", Clones: 2}}}},
+		{Time: at(0), Type: muster.EvTasksPlanned, Tasks: []*muster.Task{{ID: "a", Title: "A"}}},
+		lease(1, muster.EvExecutorLeased, 1), started(1, "a", "sim", 1),
+		{Time: at(20), Type: muster.EvTaskFailed, Task: "a", Attempt: 1, Reason: "exit 1", Retry: true},
+		lease(20, muster.EvExecutorRelease, 1),
+		lease(21, muster.EvExecutorLeased, 2), {Time: at(21), Type: muster.EvTaskStarted, Task: "a", Attempt: 2, Executor: "sim", Clone: 2},
+		{Time: at(50), Type: muster.EvTaskSucceeded, Task: "a", Attempt: 2, Commit: "abc"},
+		lease(50, muster.EvExecutorRelease, 2),
+		{Time: at(51), Type: muster.EvRunFinished, State: muster.RunSucceeded},
+	}
+	html := render(t, evs, Options{})
+	if !strings.Contains(html, `class="bar retried"`) || !strings.Contains(html, `class="bar succeeded"`) {
+		t.Errorf("want a retried and a succeeded bar:\n%s", html)
+	}
+	if !strings.Contains(html, "<td class=\"num\">2</td>") || !strings.Contains(html, "<td class=\"num\">49s</td>") {
+		t.Error("the task row should show 2 attempts and 49s")
+	}
+}
+
+// largeRun makes a journal of n tasks in chains of four on ten clones,
+// each with a gate run and a review.
+func largeRun(n int) []muster.Event {
+	cfg := &muster.Config{Executors: []*muster.ExecutorSpec{{Name: "sim", Kind: "sim", Clones: 10}}}
+	evs := []muster.Event{{Time: at(0), Type: muster.EvRunStarted, Run: "big", Config: cfg}}
+	var tasks []*muster.Task
+	for i := range n {
+		t := &muster.Task{ID: muster.TaskID(fmt.Sprintf("t%03d", i)), Title: fmt.Sprintf("task %d", i)}
+		if i%4 != 0 {
+			t.After = []muster.TaskID{tasks[i-1].ID}
+		}
+		tasks = append(tasks, t)
+	}
+	evs = append(evs, muster.Event{Time: at(0), Type: muster.EvTasksPlanned, Tasks: tasks})
+	pass := true
+	for i, t := range tasks {
+		s, clone := (i/40)*60+(i%4)*15, (i/4)%10+1
+		evs = append(evs,
+			muster.Event{Time: at(s), Type: muster.EvExecutorLeased, Task: t.ID, Executor: "sim", Clone: clone},
+			muster.Event{Time: at(s), Type: muster.EvTaskStarted, Task: t.ID, Attempt: 1, Executor: "sim", Clone: clone},
+			muster.Event{Time: at(s + 8), Type: muster.EvTokensUsed, Task: t.ID, Executor: "sim", Clone: clone, Model: "m", Usage: muster.Usage{InputTokens: 1000, CostMicros: 2000}},
+			muster.Event{Time: at(s + 9), Type: muster.EvGateRan, Task: t.ID, Gate: "test", Passed: &pass},
+			muster.Event{Time: at(s + 11), Type: muster.EvReviewed, Task: t.ID, Executor: "sim", Clone: clone},
+			muster.Event{Time: at(s + 12), Type: muster.EvTaskSucceeded, Task: t.ID, Attempt: 1, Commit: "c0ffee"},
+			muster.Event{Time: at(s + 12), Type: muster.EvExecutorRelease, Task: t.ID, Executor: "sim", Clone: clone},
+		)
+	}
+	return append(evs, muster.Event{Time: at(n/40*60 + 60), Type: muster.EvRunFinished, State: muster.RunSucceeded})
+}
+
+func TestWriteLarge(t *testing.T) {
+	html := render(t, largeRun(200), Options{})
+	if n := strings.Count(html, `<g class="span">`); n != 200 {
+		t.Errorf("%d bars, want 200", n)
+	}
+	if n := strings.Count(html, `<path class="edge"`); n != 150 {
+		t.Errorf("%d edges, want 150", n)
+	}
+}
+
+func BenchmarkWriteLarge(b *testing.B) {
+	evs := largeRun(200)
+	var buf bytes.Buffer
+	for b.Loop() {
+		buf.Reset()
+		if err := Write(&buf, evs, Options{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(buf.Len()), "bytes/report")
+}

@@ -1,0 +1,261 @@
+package agentkit
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/internal/proc"
+)
+
+// CacheBin is where scripts/install-agents.sh puts the agent CLIs,
+// relative to the repository root.
+const CacheBin = ".cache/agents/node_modules/.bin"
+
+// FindBinary resolves the program of a kind: spec.Command[0] when set (a
+// path, or a name looked up on PATH), else name on PATH, else name under
+// CacheBin in start or any of its parents (the worktree first, then the
+// current directory).
+func FindBinary(spec *muster.ExecutorSpec, name string, starts ...string) (string, error) {
+	if spec != nil && len(spec.Command) > 0 && spec.Command[0] != "" {
+		p, err := exec.LookPath(spec.Command[0])
+		if err != nil {
+			return "", fmt.Errorf("executor %s: command %q: %w", spec.Name, spec.Command[0], err)
+		}
+		return filepath.Abs(p)
+	}
+	if p, err := exec.LookPath(name); err == nil {
+		return filepath.Abs(p)
+	}
+	if wd, err := os.Getwd(); err == nil {
+		starts = append(starts, wd)
+	}
+	for _, s := range starts {
+		if s == "" {
+			continue
+		}
+		dir, err := filepath.Abs(s)
+		if err != nil {
+			continue
+		}
+		for {
+			p := filepath.Join(dir, CacheBin, name)
+			if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+				return p, nil
+			}
+			parent := filepath.Dir(dir)
+			if parent == dir {
+				break
+			}
+			dir = parent
+		}
+	}
+	return "", fmt.Errorf("%s not found on PATH or in %s (run scripts/install-agents.sh)", name, CacheBin)
+}
+
+var unsafeSlot = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+// Home returns the clone's private home directory, creating it: a stable
+// place per executor clone, so that sessions persist between invocations
+// and a fix round can resume one. It lies beside the invocation's scratch
+// directory: <parent of Scratch>/agent-homes/<executor>-<clone>. Without a
+// scratch directory it is under the user's cache directory.
+func Home(req *muster.ExecRequest) (string, error) {
+	name := "agent"
+	if req.Spec != nil {
+		name = req.Spec.Name
+	}
+	slot := unsafeSlot.ReplaceAllString(fmt.Sprintf("%s-%d", name, req.Clone), "_")
+	var base string
+	if req.Scratch != "" {
+		base = filepath.Join(filepath.Dir(filepath.Clean(req.Scratch)), "agent-homes")
+	} else {
+		c, err := os.UserCacheDir()
+		if err != nil {
+			c = os.TempDir()
+		}
+		base = filepath.Join(c, "muster", "agent-homes")
+	}
+	home := filepath.Join(base, slot)
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return "", fmt.Errorf("agent home: %w", err)
+	}
+	return home, nil
+}
+
+// APIKey returns the name and value of the variable holding the agent's key
+// (see KeyName). The value is empty when the variable is unset.
+func APIKey(spec *muster.ExecutorSpec, kind *Kind) (name, value string) {
+	name = KeyName(spec, kind)
+	return name, os.Getenv(name)
+}
+
+// providerKeys are the variables opencode's built-in providers read.
+var providerKeys = map[string]string{
+	"anthropic": "ANTHROPIC_API_KEY",
+	"openai":    "OPENAI_API_KEY",
+	"google":    "GOOGLE_GENERATIVE_AI_API_KEY",
+}
+
+// KeyName returns the variable holding the agent's key: spec.APIKeyEnv when
+// configured, else the kind's own variable (for opencode, the one of the
+// model's provider).
+func KeyName(spec *muster.ExecutorSpec, kind *Kind) string {
+	if spec != nil && spec.APIKeyEnv != "" {
+		return spec.APIKeyEnv
+	}
+	if spec != nil && kind.Name == muster.ExecOpencode {
+		if p, _, ok := strings.Cut(spec.Model, "/"); ok && providerKeys[p] != "" {
+			return providerKeys[p]
+		}
+	}
+	return kind.KeyEnv
+}
+
+// vendorPrefixes are variables of the user's environment that would point
+// an agent elsewhere or change its behaviour; they are dropped so that only
+// the executor's configuration decides (its env table may set them again).
+var vendorPrefixes = []string{"ANTHROPIC_", "CLAUDE_", "OPENAI_", "CODEX_", "GEMINI_", "GOOGLE_", "OPENCODE_", "XDG_"}
+
+// Environ builds an agent's environment: muster's own, scrubbed of
+// credentials (proc.Environ) and of other agents' settings, then set (in
+// this order, later wins): HOME=home, the kind's variables, the
+// executor's env table and the request's Env.
+func Environ(home string, kindVars map[string]string, req *muster.ExecRequest) []string {
+	// PWD is set because some CLIs (Bun-built ones) take it over the
+	// process's real working directory.
+	set := map[string]string{"HOME": home}
+	if req.Dir != "" {
+		set["PWD"] = req.Dir
+	}
+	for k, v := range kindVars {
+		set[k] = v
+	}
+	if req.Spec != nil {
+		for k, v := range req.Spec.Env {
+			set[k] = v
+		}
+	}
+	for k, v := range req.Env {
+		set[k] = v
+	}
+	var out []string
+	for _, kv := range proc.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if _, ok := set[name]; ok || hasVendorPrefix(name) {
+			continue
+		}
+		out = append(out, kv)
+	}
+	keys := make([]string, 0, len(set))
+	for k := range set {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		out = append(out, k+"="+set[k])
+	}
+	return out
+}
+
+func hasVendorPrefix(name string) bool {
+	u := strings.ToUpper(name)
+	for _, p := range vendorPrefixes {
+		if strings.HasPrefix(u, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// SeedLogin copies the logged-in user's credential files of a kind into
+// home (each only when missing there), so a clone with its own home can
+// use a subscription login. It does nothing when the user has no login.
+func SeedLogin(kind *Kind, home string) error {
+	user, err := os.UserHomeDir()
+	if err != nil || user == "" || filepath.Clean(user) == filepath.Clean(home) {
+		return nil
+	}
+	for _, rel := range kind.LoginFiles {
+		src := filepath.Join(user, rel)
+		if kind.Name == muster.ExecCodex && os.Getenv("CODEX_HOME") != "" {
+			src = filepath.Join(os.Getenv("CODEX_HOME"), filepath.Base(rel))
+		}
+		dst := filepath.Join(home, rel)
+		if _, err := os.Stat(dst); err == nil {
+			continue
+		}
+		if err := copyFile(src, dst); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("seed login %s: %w", rel, err)
+		}
+	}
+	return nil
+}
+
+// HasLogin reports whether the user has a login file of the kind.
+func HasLogin(kind *Kind) bool {
+	user, err := os.UserHomeDir()
+	if err != nil {
+		return false
+	}
+	for _, rel := range kind.LoginFiles {
+		if _, err := os.Stat(filepath.Join(user, rel)); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+		return err
+	}
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// WriteFile writes data to path (0600), creating its directory.
+func WriteFile(path string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	return os.WriteFile(path, data, 0o600)
+}
+
+// Secrets returns the values to redact from what an agent reports: its key
+// and every variable of the executor's env table or the request's Env whose
+// name looks like a credential's.
+func Secrets(req *muster.ExecRequest, key string) []string {
+	out := []string{key}
+	add := func(env map[string]string) {
+		for k, v := range env {
+			if proc.IsSecretName(k) {
+				out = append(out, v)
+			}
+		}
+	}
+	if req.Spec != nil {
+		add(req.Spec.Env)
+	}
+	add(req.Env)
+	return out
+}

@@ -1,0 +1,96 @@
+// Package agentkit holds what the agent CLI adapters (agent/claude,
+// agent/codex, agent/gemini, agent/opencode) share: the table of known
+// kinds, binary lookup, per-clone homes, the scrubbed environment, the
+// run loop over internal/proc, stream bookkeeping, failure classification
+// and review findings. It knows no single CLI's wire format.
+package agentkit
+
+import (
+	"github.com/muster-run/muster"
+)
+
+// Enforcement grades how a kind enforces an authority.
+const (
+	Enforced = "enforced" // the CLI removes the capability or sandboxes it
+	Advisory = "advisory" // a mode the CLI may not enforce
+	Full     = "full"     // nothing is restricted (shell authority)
+)
+
+// Kind is what muster knows about one agent CLI.
+type Kind struct {
+	// Name is the muster executor kind.
+	Name string
+	// Binary is the command name looked up on PATH and in .cache/agents.
+	Binary string
+	// VersionArgs print the CLI's version.
+	VersionArgs []string
+	// KeyEnv is the variable the CLI reads its API key from; the default
+	// api_key_env.
+	KeyEnv string
+	// LoginFiles are credential files of a logged-in user, relative to the
+	// user's home; they are copied into each clone's home when no api_key_env
+	// is configured.
+	LoginFiles []string
+	// Authority maps each authority to its enforcement and how.
+	Authority map[muster.Authority]Grade
+}
+
+// Grade is how one authority is applied by a kind.
+type Grade struct {
+	Level string // Enforced or Advisory
+	How   string // the flags or settings muster uses
+}
+
+// Kinds lists the agent CLIs muster drives, in a fixed order.
+var Kinds = []Kind{
+	{
+		Name: muster.ExecClaudeCode, Binary: "claude", VersionArgs: []string{"--version"},
+		KeyEnv:     "ANTHROPIC_API_KEY",
+		LoginFiles: []string{".claude/.credentials.json"},
+		Authority: map[muster.Authority]Grade{
+			muster.AuthorityRead:  {Enforced, "--tools Read,Grep,Glob (only read tools exist)"},
+			muster.AuthorityWrite: {Enforced, "--tools Read,Grep,Glob,Edit,Write,NotebookEdit,TodoWrite (no shell tool); --permission-mode acceptEdits, or bypassPermissions in worktrees under .git, where Claude Code refuses edits otherwise"},
+			muster.AuthorityShell: {Full, "--permission-mode bypassPermissions (full access)"},
+		},
+	},
+	{
+		Name: muster.ExecCodex, Binary: "codex", VersionArgs: []string{"--version"},
+		KeyEnv:     "OPENAI_API_KEY",
+		LoginFiles: []string{".codex/auth.json"},
+		Authority: map[muster.Authority]Grade{
+			muster.AuthorityRead:  {Enforced, "--sandbox read-only (OS sandbox)"},
+			muster.AuthorityWrite: {Enforced, "--sandbox workspace-write (writes confined to the worktree; sandboxed shell remains)"},
+			muster.AuthorityShell: {Full, "--dangerously-bypass-approvals-and-sandbox (full access)"},
+		},
+	},
+	{
+		Name: muster.ExecGemini, Binary: "gemini", VersionArgs: []string{"--version"},
+		KeyEnv:     "GEMINI_API_KEY",
+		LoginFiles: []string{".gemini/oauth_creds.json", ".gemini/google_accounts.json"},
+		Authority: map[muster.Authority]Grade{
+			muster.AuthorityRead:  {Enforced, "--approval-mode plan (no shell tool; file writes refused outside the CLI's plans directory in the clone's home)"},
+			muster.AuthorityWrite: {Enforced, "--approval-mode auto_edit (edit tools approved; headless mode offers no shell tool)"},
+			muster.AuthorityShell: {Full, "--approval-mode yolo (full access)"},
+		},
+	},
+	{
+		Name: muster.ExecOpencode, Binary: "opencode", VersionArgs: []string{"--version"},
+		KeyEnv:     "ANTHROPIC_API_KEY",
+		LoginFiles: []string{".local/share/opencode/auth.json"},
+		Authority: map[muster.Authority]Grade{
+			muster.AuthorityRead:  {Enforced, `permission {"edit":"deny","bash":"deny"} in the clone's config (the CLI removes its edit, write and bash tools)`},
+			muster.AuthorityWrite: {Enforced, `permission {"edit":"allow","bash":"deny"} in the clone's config (the CLI removes its bash tool)`},
+			muster.AuthorityShell: {Full, `permission {"edit":"allow","bash":"allow"} and --auto (full access)`},
+		},
+	},
+}
+
+// Lookup returns the kind named name, or nil.
+func Lookup(name string) *Kind {
+	for i := range Kinds {
+		if Kinds[i].Name == name {
+			return &Kinds[i]
+		}
+	}
+	return nil
+}

@@ -1,0 +1,172 @@
+package agentkit
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/internal/proc"
+)
+
+// Invocation is one agent process to run.
+type Invocation struct {
+	Kind  *Kind
+	Argv  []string
+	Env   []string
+	Dir   string
+	Stdin string // written to stdin, which is then closed; "": /dev/null
+	// Secrets are values redacted from the tail and error messages.
+	Secrets []string
+	// Parse handles one stdout line that starts with "{"; an error means the
+	// line is not the JSON the CLI should print.
+	Parse func(line []byte, s *Stream) error
+	// Now tells the time for reset times (nil: time.Now).
+	Now func() time.Time
+}
+
+// Run runs the invocation under internal/proc (own process group, grace
+// kill, timeout and stall from req), feeds stdout lines to inv.Parse, and
+// turns the outcome into a result or a classified *muster.AgentError.
+// Reviewers' findings and coders' satisfied statements are read from the
+// final answer. The stream is returned for adapter-specific follow-up.
+func Run(ctx context.Context, req *muster.ExecRequest, inv Invocation, emit func(muster.Record)) (*muster.ExecResult, *Stream, error) {
+	s := NewStream(emit, inv.Secrets...)
+	var stderr []string
+	// stdout and stderr are read by two goroutines; mu serialises their
+	// use of the stream, so records are never emitted concurrently.
+	var mu sync.Mutex
+	spec := proc.Spec{
+		Argv:  inv.Argv,
+		Dir:   inv.Dir,
+		Env:   inv.Env,
+		Grace: req.Grace,
+		Stall: req.Stall,
+		OnLine: func(line string) {
+			mu.Lock()
+			defer mu.Unlock()
+			t := strings.TrimSpace(line)
+			if !strings.HasPrefix(t, "{") {
+				if t != "" {
+					s.Note(t)
+				}
+				return
+			}
+			s.Lines++
+			if err := inv.Parse([]byte(t), s); err != nil {
+				s.Bad++
+				s.Note(Clip(t, 300))
+			}
+		},
+		OnStderr: func(line string) {
+			mu.Lock()
+			defer mu.Unlock()
+			line = strings.TrimSpace(line)
+			if line == "" {
+				return
+			}
+			s.Note("stderr: " + Clip(line, 500))
+			stderr = append(stderr, Clip(line, 500))
+			if len(stderr) > 40 {
+				stderr = stderr[len(stderr)-20:]
+			}
+		},
+	}
+	if inv.Stdin != "" {
+		spec.Stdin = strings.NewReader(inv.Stdin)
+	}
+	if emit != nil {
+		// Before the readers start, so never concurrent with them: the
+		// pid lets a resume kill what a crashed muster left running.
+		spec.OnStart = func(pid int) { emit(muster.Record{Type: muster.RecPID, PID: pid}) }
+	}
+	spec.Timeout = req.Timeout
+	if spec.Timeout == 0 && req.Spec != nil {
+		spec.Timeout = req.Spec.Timeout
+	}
+	now := inv.Now
+	if now == nil {
+		now = time.Now
+	}
+	name := "agent"
+	if inv.Kind != nil {
+		name = inv.Kind.Name
+	}
+	pr, err := proc.Run(ctx, spec)
+	if err != nil {
+		return nil, s, &muster.AgentError{Class: muster.FailStart, ExitCode: -1, Message: s.Redact(err.Error())}
+	}
+	res := &muster.ExecResult{ExitCode: pr.ExitCode, SessionID: s.SessionID}
+	switch pr.Stopped {
+	case "cancelled":
+		res.Tail = s.Tail()
+		if c := context.Cause(ctx); c != nil {
+			return res, s, c
+		}
+		return res, s, ctx.Err()
+	case "stall":
+		res.Tail = s.Tail()
+		return res, s, &muster.AgentError{Class: muster.FailStall, ExitCode: pr.ExitCode,
+			Message: fmt.Sprintf("%s printed nothing for %s; killed", name, req.Stall)}
+	case "timeout":
+		res.Tail = s.Tail()
+		return res, s, &muster.AgentError{Class: muster.FailTimeout, ExitCode: pr.ExitCode,
+			Message: fmt.Sprintf("%s ran past its timeout of %s; killed", name, spec.Timeout)}
+	}
+	if pr.ExitCode != 0 || s.Failed {
+		text := strings.Join(s.Errors, "\n")
+		if len(stderr) > 0 {
+			text = strings.TrimSpace(text + "\n" + strings.Join(stderr, "\n"))
+		}
+		if text == "" {
+			text = fmt.Sprintf("%s exited with status %d", name, pr.ExitCode)
+		}
+		ae := Classify(s.Status, pr.ExitCode, s.Redact(text), now())
+		if ae.Class == muster.FailExit && !s.Done && s.Bad > 0 {
+			ae.Class = muster.FailMalformed
+		}
+		if ae.Class == muster.FailRateLimit && ae.RetryAfter == 0 && s.RetryAfterMS > 0 {
+			ae.RetryAfter = time.Duration(s.RetryAfterMS) * time.Millisecond
+		}
+		res.Tail = s.Tail()
+		return res, s, ae
+	}
+	if !s.Done {
+		res.Tail = s.Tail()
+		return res, s, &muster.AgentError{Class: muster.FailMalformed, ExitCode: pr.ExitCode,
+			Message: fmt.Sprintf("%s exited without its final event (%d events, %d undecodable lines)", name, s.Lines, s.Bad)}
+	}
+	if req.Role == muster.RoleReviewer {
+		if f, ok := ParseFindings(s.Final); ok {
+			res.Reviewed = true
+			res.Findings = f
+			s.Emit(muster.Record{Type: muster.RecFindings, Findings: f})
+		}
+	} else if Satisfied(s.Final) {
+		res.Satisfied = true
+		s.Emit(muster.Record{Type: muster.RecSatisfied})
+	}
+	res.SessionID = s.SessionID
+	res.Tail = s.Tail()
+	return res, s, nil
+}
+
+// resumeFailures are what the CLIs say when a session to resume is not
+// found.
+var resumeFailures = []string{"no conversation found", "no previous sessions found", "error resuming session",
+	"session not found", "thread not found", "no rollout found", "no saved session"}
+
+// ResumeFailed reports whether an invocation failed because the session it
+// was asked to resume does not exist; the caller then starts afresh.
+func ResumeFailed(res *muster.ExecResult, err error) bool {
+	if err == nil {
+		return false
+	}
+	text := strings.ToLower(err.Error())
+	if res != nil {
+		text += "\n" + strings.ToLower(res.Tail)
+	}
+	return containsAny(text, resumeFailures...)
+}

@@ -1,0 +1,130 @@
+// Package cmdutil holds what every muster command shares: the streams,
+// the mapping from errors to exit codes, finding a repository and its
+// runs, loading the config, and the JSON exporter.
+package cmdutil
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strings"
+
+	"golang.org/x/term"
+
+	"github.com/muster-run/muster"
+)
+
+// Exit statuses (DESIGN.md §2).
+const (
+	ExitOK          = 0
+	ExitFailed      = 1
+	ExitInvalid     = 2
+	ExitEnvironment = 3
+	ExitInterrupted = 130
+)
+
+// IOStreams are a command's standard streams.
+type IOStreams struct {
+	In     io.Reader
+	Out    io.Writer
+	ErrOut io.Writer
+}
+
+// System returns the process's streams.
+func System() *IOStreams { return &IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr} }
+
+// IsTerminal reports whether w is a terminal.
+func IsTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// ColorEnabled reports whether to colour output written to w: on a
+// terminal, unless NO_COLOR is set (to anything) or TERM is dumb.
+func ColorEnabled(w io.Writer) bool {
+	if _, set := os.LookupEnv("NO_COLOR"); set || os.Getenv("TERM") == "dumb" {
+		return false
+	}
+	return IsTerminal(w)
+}
+
+// ExitCode maps an error to the exit status of DESIGN.md §2.
+func ExitCode(err error) int {
+	if err == nil {
+		return ExitOK
+	}
+	var probs muster.Problems
+	if errors.As(err, &probs) {
+		return ExitInvalid
+	}
+	var fe *FlagError
+	if errors.As(err, &fe) {
+		return ExitInvalid
+	}
+	switch muster.ErrorCode(err) {
+	case muster.CodeInvalid:
+		return ExitInvalid
+	case muster.CodeFailed:
+		return ExitFailed
+	case muster.CodeInterrupted:
+		return ExitInterrupted
+	}
+	return ExitEnvironment
+}
+
+// FlagError is bad command-line input.
+type FlagError struct{ Err error }
+
+func (e *FlagError) Error() string { return e.Err.Error() }
+func (e *FlagError) Unwrap() error { return e.Err }
+
+// FlagErrorf returns a *FlagError.
+func FlagErrorf(format string, args ...any) error {
+	return &FlagError{Err: fmt.Errorf(format, args...)}
+}
+
+// Invalid returns a bad-input error.
+func Invalid(format string, args ...any) error {
+	return &muster.Error{Code: muster.CodeInvalid, Message: fmt.Sprintf(format, args...)}
+}
+
+// Env returns an environment or internal error.
+func Env(format string, args ...any) error {
+	return &muster.Error{Code: muster.CodeInternal, Message: fmt.Sprintf(format, args...)}
+}
+
+// Silent marks an error whose message was already printed.
+type Silent struct{ Err error }
+
+func (e *Silent) Error() string { return e.Err.Error() }
+func (e *Silent) Unwrap() error { return e.Err }
+
+// WriteJSON writes v as indented JSON with a final newline.
+func WriteJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+var ansi = regexp.MustCompile(`\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(\x07|\x1b\\)|\x1b[@-Z\\-_]`)
+
+// Sanitize strips terminal control sequences and control characters
+// (except tab) from untrusted text, and folds newlines into spaces.
+func Sanitize(s string) string {
+	s = ansi.ReplaceAllString(s, "")
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r == '\n' || r == '\r':
+			return ' '
+		case r == '\t':
+			return r
+		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
+			return -1
+		}
+		return r
+	}, s)
+}

@@ -1,0 +1,146 @@
+package cmdutil
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/git"
+	"github.com/muster-run/muster/journal"
+)
+
+// Repo is a repository muster works in.
+type Repo struct {
+	Top    string // the work tree's top directory
+	GitDir string // the common git directory
+}
+
+// OpenRepo finds the repository containing dir.
+func OpenRepo(ctx context.Context, dir string) (*Repo, error) {
+	if dir == "" {
+		dir = "."
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, Env("%v", err)
+	}
+	if st, err := os.Stat(abs); err != nil || !st.IsDir() {
+		return nil, Env("%s: not a directory", dir)
+	}
+	top, gitDir, err := git.Root(ctx, abs)
+	if err != nil {
+		if errors.Is(err, git.ErrNoGit) {
+			return nil, Env("git is not installed (muster needs the git command)")
+		}
+		return nil, Env("%s is not inside a git repository: run muster from a repository, or pass --repo DIR", abs)
+	}
+	return &Repo{Top: top, GitDir: gitDir}, nil
+}
+
+// RunsDir is where the repository's runs live.
+func (r *Repo) RunsDir() string { return filepath.Join(r.GitDir, "muster", "runs") }
+
+// RunDir is one run's directory.
+func (r *Repo) RunDir(id string) string { return filepath.Join(r.RunsDir(), id) }
+
+// JournalPath is one run's journal.
+func (r *Repo) JournalPath(id string) string { return filepath.Join(r.RunDir(id), journal.FileName) }
+
+// RunInfo describes a run from its journal's first event.
+type RunInfo struct {
+	ID      string
+	Started time.Time
+	Plan    string
+	Dir     string
+}
+
+// Runs lists the repository's runs, most recently started first.
+func (r *Repo) Runs() ([]RunInfo, error) {
+	entries, err := os.ReadDir(r.RunsDir())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, Env("list runs: %v", err)
+	}
+	var out []RunInfo
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		first, err := firstEvent(r.JournalPath(e.Name()))
+		if err != nil || first.Type != muster.EvRunStarted {
+			continue
+		}
+		out = append(out, RunInfo{ID: e.Name(), Started: first.Time, Plan: first.Plan, Dir: r.RunDir(e.Name())})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].Started.Equal(out[j].Started) {
+			return out[i].Started.After(out[j].Started)
+		}
+		return out[i].ID > out[j].ID
+	})
+	return out, nil
+}
+
+func firstEvent(path string) (muster.Event, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return muster.Event{}, err
+	}
+	defer f.Close()
+	br := bufio.NewReaderSize(f, 64<<10)
+	line, err := br.ReadBytes('\n')
+	if err != nil {
+		return muster.Event{}, err
+	}
+	var e muster.Event
+	err = json.Unmarshal(line, &e)
+	return e, err
+}
+
+// ResolveRun returns the run named id, or the latest run when id is empty.
+func (r *Repo) ResolveRun(id string) (string, error) {
+	if id != "" {
+		if _, err := os.Stat(r.JournalPath(id)); err != nil {
+			return "", Invalid("no run %q in %s (see muster runs)", id, r.Top)
+		}
+		return id, nil
+	}
+	runs, err := r.Runs()
+	if err != nil {
+		return "", err
+	}
+	if len(runs) == 0 {
+		return "", Invalid("no runs in %s yet: start one with muster run PLAN", r.Top)
+	}
+	return runs[0].ID, nil
+}
+
+// ReadRun reads a run's journal without locking it.
+func (r *Repo) ReadRun(id string) ([]muster.Event, error) {
+	evs, err := journal.ReadFile(r.JournalPath(id))
+	if err != nil {
+		return nil, Env("read journal of run %s: %v", id, err)
+	}
+	if len(evs) == 0 || evs[0].Type != muster.EvRunStarted {
+		return nil, Env("journal of run %s is empty or does not start with RunStarted", id)
+	}
+	return evs, nil
+}
+
+// NewRunID returns a fresh run ID: the date and six random hex digits.
+func NewRunID(now time.Time) string {
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%s-%s", now.UTC().Format("20060102"), hex.EncodeToString(b[:]))
+}

@@ -1,0 +1,172 @@
+// Package progress prints one line per change of a run, for people: a
+// task started on a clone, finished in so long, failed and why. Colour
+// only on a terminal, honouring NO_COLOR.
+package progress
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/engine"
+	"github.com/muster-run/muster/internal/cli/cmdutil"
+)
+
+// Printer prints progress lines.
+type Printer struct {
+	w     io.Writer
+	color bool
+	start time.Time
+	// Verbose also prints tool uses and gate runs.
+	Verbose bool
+}
+
+// New returns a printer writing to w.
+func New(w io.Writer, color bool) *Printer { return &Printer{w: w, color: color} }
+
+const (
+	green  = "\x1b[32m"
+	red    = "\x1b[31m"
+	yellow = "\x1b[33m"
+	dim    = "\x1b[2m"
+	bold   = "\x1b[1m"
+	reset  = "\x1b[0m"
+)
+
+func (p *Printer) c(code, s string) string {
+	if !p.color {
+		return s
+	}
+	return code + s + reset
+}
+
+// OnEvent prints the line for an event, if it has one.
+func (p *Printer) OnEvent(e *muster.Event, s *engine.State) {
+	if p.start.IsZero() {
+		p.start = s.Start
+		if p.start.IsZero() {
+			p.start = e.Time
+		}
+	}
+	counts := s.Counts()
+	done := counts[muster.StateSucceeded] + counts[muster.StateFailed] + counts[muster.StateSkipped] + counts[muster.StateCancelled]
+	total := len(s.Tasks)
+	prefix := p.c(dim, fmt.Sprintf("%7s [%d/%d]", fmtDur(e.Time.Sub(p.start)), done, total))
+	line := ""
+	task := string(e.Task)
+	switch e.Type {
+	case muster.EvRunStarted:
+		line = fmt.Sprintf("run %s on branch %s (base %s)", e.Run, e.Branch, short(e.Base))
+	case muster.EvRunResumed:
+		line = "resumed: unfinished tasks run again"
+	case muster.EvTaskStarted:
+		a := ""
+		if e.Attempt > 1 {
+			a = fmt.Sprintf(" (attempt %d)", e.Attempt)
+		}
+		line = fmt.Sprintf("%s %s started on %s%s", p.c(bold, "▶"), task, e.Slot(), a)
+	case muster.EvTaskSucceeded:
+		t := s.Tasks[e.Task]
+		extra := ""
+		if e.Commit != "" {
+			extra = " commit " + short(e.Commit)
+		} else if e.Reason != "" {
+			extra = " (" + cmdutil.Sanitize(e.Reason) + ")"
+		}
+		took := ""
+		if t != nil && !t.Started.IsZero() {
+			took = " in " + fmtDur(e.Time.Sub(t.Started))
+		}
+		line = fmt.Sprintf("%s %s done%s%s", p.c(green, "✓"), task, took, extra)
+	case muster.EvTaskFailed:
+		retry := ""
+		if e.Retry {
+			retry = " (will retry)"
+		}
+		line = fmt.Sprintf("%s %s failed%s: %s", p.c(red, "✗"), task, retry, cmdutil.Sanitize(e.Reason))
+	case muster.EvTaskSkipped:
+		line = fmt.Sprintf("%s %s skipped: %s", p.c(yellow, "-"), task, cmdutil.Sanitize(e.Reason))
+	case muster.EvTaskCancelled:
+		line = fmt.Sprintf("%s %s cancelled: %s", p.c(yellow, "■"), task, cmdutil.Sanitize(e.Reason))
+	case muster.EvFixRound:
+		if e.Round > 0 {
+			line = fmt.Sprintf("%s %s fix round %d: %s", p.c(yellow, "↻"), task, e.Round, cmdutil.Sanitize(e.Reason))
+		} else {
+			line = fmt.Sprintf("%s %s re-runs on the new tip: %s", p.c(yellow, "↻"), task, cmdutil.Sanitize(e.Reason))
+		}
+	case muster.EvGateRan:
+		if e.Passed != nil && !*e.Passed {
+			why := ""
+			if e.Baseline == "fail" {
+				why = " (pre-existing: it fails on the base too; not charged)"
+			} else if e.Phase == "integration" {
+				why = " on the integrated tree"
+			}
+			line = fmt.Sprintf("%s %s gate %s failed%s", p.c(yellow, "!"), task, e.Gate, why)
+		} else if p.Verbose {
+			line = fmt.Sprintf("  %s gate %s passed", task, e.Gate)
+		}
+	case muster.EvReviewed:
+		n := 0
+		for _, f := range e.Findings {
+			if f.Blocking() {
+				n++
+			}
+		}
+		if len(e.Findings) > 0 {
+			line = fmt.Sprintf("  %s reviewed by %s: %d findings (%d blocking)", task, e.Slot(), len(e.Findings), n)
+		} else {
+			line = fmt.Sprintf("  %s approved by %s", task, e.Slot())
+		}
+	case muster.EvViolation:
+		line = fmt.Sprintf("%s %s changed paths outside Owns: %s", p.c(yellow, "!"), task, cmdutil.Sanitize(strings.Join(e.Paths, ", ")))
+	case muster.EvLoopAttempt:
+		if e.Passed != nil && *e.Passed {
+			line = fmt.Sprintf("  %s check %d passed", task, e.Round)
+		} else {
+			line = fmt.Sprintf("%s %s check %d failed", p.c(yellow, "!"), task, e.Round)
+		}
+	case muster.EvLoopEnded:
+		line = fmt.Sprintf("  %s loop %s after %d checks %s", task, e.State, e.Round, cmdutil.Sanitize(e.Reason))
+	case muster.EvTasksPlanned:
+		if e.Task != "" {
+			line = fmt.Sprintf("  %s delegated %d new tasks", task, len(e.Tasks))
+		}
+	case muster.EvWarning:
+		line = p.c(yellow, "warning: ") + cmdutil.Sanitize(e.Message)
+	case muster.EvToolUse:
+		if p.Verbose {
+			line = fmt.Sprintf("  %s %s %s", task, e.Tool, cmdutil.Sanitize(e.Args))
+		}
+	case muster.EvRunFinished:
+		line = fmt.Sprintf("run %s", e.State)
+	case muster.EvRunInterrupted:
+		line = p.c(yellow, "interrupted: ") + "resume with muster resume " + s.Run
+	}
+	if line != "" {
+		fmt.Fprintf(p.w, "%s %s\n", prefix, line)
+	}
+}
+
+func short(sha string) string {
+	if len(sha) > 10 {
+		return sha[:10]
+	}
+	return sha
+}
+
+func fmtDur(d time.Duration) string {
+	if d < 0 {
+		d = 0
+	}
+	if d < time.Minute {
+		return fmt.Sprintf("%.1fs", d.Seconds())
+	}
+	d = d.Round(time.Second)
+	if d < time.Hour {
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	}
+	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+}

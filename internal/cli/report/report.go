@@ -1,0 +1,193 @@
+// Package report is the muster report command: usage and cost of runs,
+// as text, JSON or CSV, and a run's self-contained HTML report.
+package report
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/htmlreport"
+	"github.com/muster-run/muster/internal/cli/cmdutil"
+	"github.com/muster-run/muster/internal/cli/runner"
+	rep "github.com/muster-run/muster/report"
+)
+
+// Options are the command's flags.
+type Options struct {
+	Repo   string
+	All    bool
+	JSON   bool
+	CSV    bool
+	HTML   string
+	Since  string
+	Until  string
+	TZ     string
+	Config string
+}
+
+// NewCmd returns muster report.
+func NewCmd(io *cmdutil.IOStreams) *cobra.Command {
+	o := &Options{}
+	cmd := &cobra.Command{
+		Use:   "report [RUN | --all]",
+		Short: "Usage and cost of a run (default: the latest) or of every run",
+		Long: `Report tokens and cost of a run, or of every run of the repository with --all:
+totals; by day and by hour; by model; by role; by task; by executor clone
+(claude#2) with each clone's share of all tokens; cost per succeeded task; and
+for a running or finished run, a projection of cost per day at its rate.
+Agent-reported costs are used as they are; others are estimated from a dated
+price table, and the report says which.
+
+--html FILE writes one self-contained HTML page of a run: its task graph, a
+Gantt chart of tasks across executor clones, cost charts and a task table.`,
+		Example: `  muster report
+  muster report 20261129-abc123 --json
+  muster report --all --since 2026-11-01 --csv
+  muster report --html run.html`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id := ""
+			if len(args) == 1 {
+				id = args[0]
+			}
+			return run(io, o, id)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&o.Repo, "repo", "", "repository (default: current directory)")
+	fs.BoolVar(&o.All, "all", false, "report every run of the repository")
+	fs.BoolVar(&o.JSON, "json", false, "JSON output (stable field names, with a schema version)")
+	fs.BoolVar(&o.CSV, "csv", false, "CSV output")
+	fs.StringVar(&o.HTML, "html", "", "write the run's HTML report to FILE")
+	fs.StringVar(&o.Since, "since", "", "count usage from this day (YYYY-MM-DD)")
+	fs.StringVar(&o.Until, "until", "", "count usage up to and including this day (YYYY-MM-DD)")
+	fs.StringVar(&o.TZ, "tz", "", "time zone of days and hours (IANA name; default: local)")
+	fs.StringVar(&o.Config, "config", "", "config file, for prices_file (default: muster.toml at the root)")
+	return cmd
+}
+
+func run(io *cmdutil.IOStreams, o *Options, id string) error {
+	if o.All && id != "" {
+		return cmdutil.FlagErrorf("give a RUN or --all, not both")
+	}
+	if o.JSON && o.CSV {
+		return cmdutil.FlagErrorf("--json and --csv exclude each other")
+	}
+	if o.HTML != "" && o.All {
+		return cmdutil.FlagErrorf("--html reports one run: drop --all")
+	}
+	tz := time.Local
+	if o.TZ != "" {
+		loc, err := time.LoadLocation(o.TZ)
+		if err != nil {
+			return cmdutil.FlagErrorf("--tz %q: %v", o.TZ, err)
+		}
+		tz = loc
+	}
+	since, err := day(o.Since, tz, "--since")
+	if err != nil {
+		return err
+	}
+	until, err := day(o.Until, tz, "--until")
+	if err != nil {
+		return err
+	}
+	if !until.IsZero() {
+		until = until.AddDate(0, 0, 1)
+	}
+	repo, err := cmdutil.OpenRepo(context.Background(), o.Repo)
+	if err != nil {
+		return err
+	}
+	var ids []string
+	if o.All {
+		infos, err := repo.Runs()
+		if err != nil {
+			return err
+		}
+		for _, info := range infos {
+			ids = append(ids, info.ID)
+		}
+		if len(ids) == 0 {
+			return cmdutil.Invalid("no runs in %s yet", repo.Top)
+		}
+	} else {
+		one, err := repo.ResolveRun(id)
+		if err != nil {
+			return err
+		}
+		ids = []string{one}
+	}
+	var runs [][]muster.Event
+	for _, r := range ids {
+		evs, err := repo.ReadRun(r)
+		if err != nil {
+			return err
+		}
+		runs = append(runs, evs)
+	}
+	if o.HTML != "" {
+		return writeHTML(io, o.HTML, runs[0], repo.RunDir(ids[0]))
+	}
+	cfg, err := runner.LoadConfig(repo, &runner.Flags{Config: o.Config})
+	if err != nil {
+		return err
+	}
+	prices, err := runner.Prices(cfg)
+	if err != nil {
+		return err
+	}
+	r := rep.Build(runs, rep.Options{TZ: tz, Since: since, Until: until, Prices: prices, Now: time.Now()})
+	format := rep.FormatText
+	switch {
+	case o.JSON:
+		format = rep.FormatJSON
+	case o.CSV:
+		format = rep.FormatCSV
+	}
+	return rep.Write(io.Out, r, format)
+}
+
+// WriteHTML writes a run's HTML report to path.
+func WriteHTML(path string, events []muster.Event, verification string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return cmdutil.Env("write %s: %v", path, err)
+	}
+	if err := htmlreport.Write(f, events, htmlreport.Options{Verification: verification, Now: time.Now()}); err != nil {
+		f.Close()
+		return cmdutil.Env("write %s: %v", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return cmdutil.Env("write %s: %v", path, err)
+	}
+	return nil
+}
+
+func writeHTML(io *cmdutil.IOStreams, path string, events []muster.Event, runDir string) error {
+	if err := WriteHTML(path, events, ""); err != nil {
+		return err
+	}
+	abs, _ := filepath.Abs(path)
+	fmt.Fprintf(io.ErrOut, "report: %s\n", abs)
+	return nil
+}
+
+func day(s string, tz *time.Location, flag string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	for _, layout := range []string{"2006-01-02", "20060102"} {
+		if t, err := time.ParseInLocation(layout, strings.TrimSpace(s), tz); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, cmdutil.FlagErrorf("%s %q: want a day as YYYY-MM-DD", flag, s)
+}

@@ -1,0 +1,140 @@
+// Package cli is muster's command tree: the only place that wires
+// adapters together. Main runs a command and returns its exit status.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/internal/cli/cmdutil"
+	"github.com/muster-run/muster/internal/cli/demo"
+	"github.com/muster-run/muster/internal/cli/doctor"
+	"github.com/muster-run/muster/internal/cli/mockllm"
+	"github.com/muster-run/muster/internal/cli/report"
+	"github.com/muster-run/muster/internal/cli/resume"
+	"github.com/muster-run/muster/internal/cli/run"
+	"github.com/muster-run/muster/internal/cli/runner"
+	"github.com/muster-run/muster/internal/cli/runs"
+	"github.com/muster-run/muster/internal/cli/status"
+	"github.com/muster-run/muster/internal/cli/usage"
+	"github.com/muster-run/muster/internal/cli/validate"
+	"github.com/muster-run/muster/internal/cli/verify"
+	"github.com/muster-run/muster/internal/cli/watch"
+)
+
+// Version is set at build time.
+var Version = "dev"
+
+// NewRoot returns the root command.
+func NewRoot(io *cmdutil.IOStreams) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "muster",
+		Short: "Run a plan of coding tasks across a crew of AI coding agents",
+		Long: `muster runs a plan of coding tasks across a crew of AI coding agents (Claude
+Code, Codex CLI, Gemini CLI, opencode, HTTP models, any command) in parallel git
+worktrees, inside declared file boundaries, through gates and reviews. It leaves
+one commit per task on a run branch, a journal that survives kill -9, and a
+cost report down to each agent clone.
+
+Start with: muster demo`,
+		Version:       Version,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(io.Out)
+	root.SetErr(io.ErrOut)
+	root.SetIn(io.In)
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return &cmdutil.FlagError{Err: fmt.Errorf("%w\nsee: %s --help", err, cmd.CommandPath())}
+	})
+	root.AddCommand(
+		demo.NewCmd(io),
+		validate.NewCmd(io),
+		verify.NewCmd(io),
+		run.NewCmd(io),
+		resume.NewCmd(io),
+		status.NewCmd(io),
+		runs.NewCmd(io),
+		report.NewCmd(io),
+		usage.NewCmd(),
+		watch.NewCmd(resolveJournal),
+		mockllm.NewCmd(),
+		doctor.NewCmd(repoConfig),
+	)
+	for _, c := range root.Commands() {
+		c.SilenceUsage = true
+	}
+	return root
+}
+
+// resolveJournal maps a run ID ("" for the latest) in the current
+// repository to its journal.
+func resolveJournal(run string) (string, error) {
+	repo, err := cmdutil.OpenRepo(context.Background(), "")
+	if err != nil {
+		return "", err
+	}
+	id, err := repo.ResolveRun(run)
+	if err != nil {
+		return "", err
+	}
+	return repo.JournalPath(id), nil
+}
+
+// repoConfig returns the current repository's configuration, or nil
+// outside a repository.
+func repoConfig() (*muster.Config, error) {
+	repo, err := cmdutil.OpenRepo(context.Background(), "")
+	if err != nil {
+		return nil, nil
+	}
+	return runner.LoadConfig(repo, &runner.Flags{})
+}
+
+// Main runs muster with the process's arguments and returns the exit
+// status. The first SIGINT or SIGTERM cancels the run (agents get SIGTERM,
+// then SIGKILL after the grace period); a second one exits at once.
+func Main() int {
+	io := cmdutil.System()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	// Lives until Main returns: a first signal cancels, a second exits.
+	go func() {
+		n := 0
+		for range sigs {
+			n++
+			if n == 1 {
+				fmt.Fprintln(io.ErrOut, "\nstopping: agents get SIGTERM, then SIGKILL after the grace period (again to quit at once)")
+				cancel(muster.ErrInterrupted)
+				continue
+			}
+			os.Exit(cmdutil.ExitInterrupted)
+		}
+	}()
+	return Execute(ctx, io, os.Args[1:])
+}
+
+// Execute runs one command line and returns its exit status.
+func Execute(ctx context.Context, io *cmdutil.IOStreams, args []string) int {
+	root := NewRoot(io)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return cmdutil.ExitOK
+	}
+	var silent *cmdutil.Silent
+	if !errors.As(err, &silent) {
+		fmt.Fprintln(io.ErrOut, "muster: "+err.Error())
+	}
+	return cmdutil.ExitCode(err)
+}

@@ -1,0 +1,70 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/engine"
+	"github.com/muster-run/muster/internal/cli/cmdutil"
+	"github.com/muster-run/muster/planfile"
+)
+
+// Resume finishes an interrupted or failed run: every task that has not
+// succeeded runs again, with the flags given now.
+func Resume(ctx context.Context, io *cmdutil.IOStreams, runID string, f *Flags) (*Session, error) {
+	repo, err := cmdutil.OpenRepo(ctx, f.Repo)
+	if err != nil {
+		return nil, err
+	}
+	id, err := repo.ResolveRun(runID)
+	if err != nil {
+		return nil, err
+	}
+	events, err := repo.ReadRun(id)
+	if err != nil {
+		return nil, err
+	}
+	st, err := engine.Replay(events)
+	if err != nil {
+		return nil, cmdutil.Env("journal of run %s does not replay: %v", id, err)
+	}
+	cfg := st.Config
+	if cfg == nil {
+		cfg = &muster.Config{}
+	}
+	if err := ApplyFlags(cfg, f); err != nil {
+		return nil, err
+	}
+	if allSucceeded(st) {
+		// A process killed after the run's end left no receipt (and
+		// perhaps worktrees): finish that, and change nothing else.
+		s := &Session{IO: io, Repo: repo, RunID: id}
+		if err := s.sealFinished(ctx, st); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(io.ErrOut, "run %s: every task succeeded already; nothing to do\n", id)
+		return &Session{State: st}, nil
+	}
+	plan := &muster.Plan{Source: events[0].Plan}
+	if p := PlanCopy(repo.RunDir(id)); p != "" {
+		if pl, err := planfile.Load(p); err == nil {
+			plan.Brief, plan.Title = pl.Brief, pl.Title
+		}
+	}
+	s := &Session{IO: io, Repo: repo, Flags: f, Config: cfg, Plan: plan, RunID: id, Resume: true, Events: events, Base: st.Base}
+	err = s.Drive(ctx)
+	return s, s.finish(ctx, err)
+}
+
+func allSucceeded(st *engine.State) bool {
+	if len(st.Tasks) == 0 {
+		return false
+	}
+	for _, t := range st.Tasks {
+		if t.State != muster.StateSucceeded {
+			return false
+		}
+	}
+	return st.RunState == muster.RunSucceeded
+}

@@ -1,0 +1,314 @@
+// Package runner wires a run together for the run, resume and demo
+// commands: config, plan, workspace, journal, crew and driver, with
+// signals, progress lines and the closing summary.
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/config"
+	"github.com/muster-run/muster/driver"
+	"github.com/muster-run/muster/engine"
+	"github.com/muster-run/muster/gate"
+	"github.com/muster-run/muster/git"
+	"github.com/muster-run/muster/internal/agents"
+	"github.com/muster-run/muster/internal/cli/cmdutil"
+	"github.com/muster-run/muster/internal/cli/progress"
+	"github.com/muster-run/muster/journal"
+	"github.com/muster-run/muster/planfile"
+	"github.com/muster-run/muster/receipt"
+	"github.com/muster-run/muster/tui"
+)
+
+// Flags are the flags of run and resume (DESIGN.md §2).
+type Flags struct {
+	Repo        string
+	Config      string
+	JSON        bool
+	MaxParallel int
+	OnFailure   string
+	Crew        []string
+	RunID       string
+	Merge       bool
+	BudgetUSD   float64
+	Approve     []string
+	Strict      bool
+	Verbose     bool
+	Plain       bool
+}
+
+// AddFlags registers the flags shared by run and resume.
+func AddFlags(cmd *cobra.Command, f *Flags) {
+	fs := cmd.Flags()
+	fs.StringVar(&f.Repo, "repo", "", "repository to work in (default: current directory)")
+	fs.StringVar(&f.Config, "config", "", "config file (default: muster.toml at the repository root, if present)")
+	fs.BoolVar(&f.JSON, "json", false, "write the journal's events to stdout as JSON lines; progress goes to stderr")
+	fs.IntVar(&f.MaxParallel, "max-parallel", 0, "cap on coders working at once (default: from config, else every clone)")
+	fs.StringVar(&f.OnFailure, "on-failure", "", "after a task fails: continue (default) or stop")
+	fs.StringArrayVar(&f.Crew, "crew", nil, "add or override an executor: NAME=KIND[:CLONES] (repeatable)")
+	fs.StringVar(&f.RunID, "run-id", "", "the run's ID (default: date and random digits)")
+	fs.BoolVar(&f.Merge, "merge", false, "fast-forward your branch to the run branch when every task succeeded")
+	fs.Float64Var(&f.BudgetUSD, "budget-usd", 0, "the run's total spending limit in dollars")
+	fs.StringArrayVar(&f.Approve, "approve", nil, "approve an authority the plan requests (e.g. shell; repeatable)")
+	fs.BoolVar(&f.Verbose, "verbose", false, "also print tool uses and passing gates")
+	fs.BoolVar(&f.Plain, "plain", false, "plain progress lines even on a terminal")
+}
+
+// LoadConfig reads the config (flag, or muster.toml at the top, or the
+// defaults) and applies the command-line overrides.
+func LoadConfig(repo *cmdutil.Repo, f *Flags) (*muster.Config, error) {
+	cfg, err := config.Resolve(repo.Top, f.Config)
+	if err != nil {
+		return nil, err
+	}
+	return cfg, ApplyFlags(cfg, f)
+}
+
+// ApplyFlags applies command-line overrides to cfg.
+func ApplyFlags(cfg *muster.Config, f *Flags) error {
+	var crew []*muster.ExecutorSpec
+	for _, c := range f.Crew {
+		spec, err := config.ParseCrew(c)
+		if err != nil {
+			return &cmdutil.FlagError{Err: err}
+		}
+		crew = append(crew, spec)
+	}
+	config.Merge(cfg, crew)
+	if f.MaxParallel < 0 {
+		return cmdutil.FlagErrorf("--max-parallel must be 0 or more, not %d", f.MaxParallel)
+	}
+	if f.MaxParallel > 0 {
+		cfg.Run.MaxParallel = f.MaxParallel
+	}
+	switch f.OnFailure {
+	case "":
+	case muster.OnFailureStop, muster.OnFailureContinue:
+		cfg.Run.OnFailure = f.OnFailure
+	default:
+		return cmdutil.FlagErrorf("--on-failure must be stop or continue, not %q", f.OnFailure)
+	}
+	if f.BudgetUSD < 0 {
+		return cmdutil.FlagErrorf("--budget-usd must not be negative")
+	}
+	if f.BudgetUSD > 0 {
+		cfg.Run.BudgetUSDMicros = muster.MicrosFromUSD(f.BudgetUSD)
+	}
+	for _, a := range f.Approve {
+		for _, one := range strings.Split(a, ",") {
+			one = strings.TrimSpace(one)
+			switch muster.Authority(one) {
+			case muster.AuthorityRead, muster.AuthorityWrite, muster.AuthorityShell:
+				cfg.Run.Approve = append(cfg.Run.Approve, muster.Authority(one))
+			default:
+				return cmdutil.FlagErrorf("--approve: unknown authority %q (read, write or shell)", one)
+			}
+		}
+	}
+	return nil
+}
+
+// Unapproved lists what the plan requests that is not approved: shell,
+// and any authority under require_approval, unless approved in config or
+// with --approve.
+func Unapproved(p *muster.Plan, cfg *muster.Config) muster.Problems {
+	need := map[muster.Authority]bool{muster.AuthorityShell: true}
+	for _, a := range cfg.Run.RequireApproval {
+		need[a] = true
+	}
+	for _, a := range cfg.Run.Approve {
+		delete(need, a)
+	}
+	var probs muster.Problems
+	for _, t := range p.Tasks {
+		if t.Done {
+			continue
+		}
+		a := t.EffectiveAuthority()
+		if need[a] {
+			probs = append(probs, muster.Problem{File: p.Source, Line: t.LineOf("authority"),
+				Message: fmt.Sprintf("task %s requests authority %q, which is not approved: approve it with --approve %s or [run] approve = [%q] in muster.toml", t.ID, a, a, a)})
+		}
+	}
+	return probs
+}
+
+// PrintProblems writes problems, one a line, to w.
+func PrintProblems(w io.Writer, probs muster.Problems) {
+	for _, p := range probs {
+		fmt.Fprintln(w, p.String())
+	}
+}
+
+func fileExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && !st.IsDir()
+}
+
+// Session is one driving of a run (new or resumed).
+type Session struct {
+	IO      *cmdutil.IOStreams
+	Repo    *cmdutil.Repo
+	Flags   *Flags
+	Config  *muster.Config
+	Plan    *muster.Plan
+	RunID   string
+	Ref     string // the user's branch
+	Resume  bool
+	Events  []muster.Event // replayed, when resuming
+	Weights map[muster.TaskID]float64
+	// OnEvent, if set, also sees every event (the demo's counters).
+	OnEvent func(e *muster.Event, s *engine.State)
+
+	State *engine.State
+	// Receipt is the sealed receipt, once the run has ended.
+	Receipt *receipt.Receipt
+	Dir     string
+	Base    string
+	Tip     string
+}
+
+// Drive opens the workspace and journal and runs the driver to the end.
+func (s *Session) Drive(ctx context.Context) error {
+	prices, err := Prices(s.Config)
+	if err != nil {
+		return err
+	}
+	// A resume takes the run's lock before it touches any worktree, so
+	// that it never disturbs a run another process drives.
+	var j *journal.Journal
+	var replayed []muster.Event
+	if s.Resume {
+		if j, replayed, err = openJournal(s.Repo, s.RunID); err != nil {
+			return err
+		}
+		defer j.Close()
+	}
+	pruneStale(ctx, s.Repo, s.RunID)
+	ws, err := git.Open(ctx, git.Options{Repo: s.Repo.Top, RunID: s.RunID, Base: s.Base, Resume: s.Resume, Keep: s.Config.Run.Keep})
+	if err != nil {
+		return classifyGit(err)
+	}
+	defer ws.Close(context.WithoutCancel(ctx))
+	s.Dir = ws.RunDir()
+	s.Base = ws.Base()
+	if !s.Resume {
+		if j, replayed, err = openJournal(s.Repo, s.RunID); err != nil {
+			return err
+		}
+		defer j.Close()
+		if len(replayed) > 0 {
+			return cmdutil.Invalid("run %s exists already: pick another --run-id or resume it", s.RunID)
+		}
+		if err := copyPlan(s.Plan.Source, s.Dir); err != nil {
+			return cmdutil.Env("copy plan: %v", err)
+		}
+	}
+	errOut := s.IO.ErrOut
+	pr := progress.New(errOut, cmdutil.ColorEnabled(errOut) && !s.Flags.Plain)
+	pr.Verbose = s.Flags.Verbose
+	// On a terminal, the live view shows the run; q leaves it (the run
+	// goes on in plain lines), ctrl+c in it stops the run.
+	var live *tui.Live
+	if !s.Flags.Plain && os.Getenv("CI") == "" && tui.Interactive(s.IO.In, errOut) {
+		var stop context.CancelCauseFunc
+		ctx, stop = context.WithCancelCause(ctx)
+		defer stop(nil)
+		// The view outlives a cancelled run, to draw its last events.
+		live = tui.Start(context.WithoutCancel(ctx), s.IO.In, errOut, tui.Options{
+			Budget:      s.Config.Run.BudgetUSDMicros,
+			OnInterrupt: func() { stop(muster.ErrInterrupted) },
+		})
+		defer live.Close()
+		for _, e := range replayed {
+			live.Send(e)
+		}
+	}
+	var jsonOut *jsonStream
+	if s.Flags.JSON {
+		jsonOut = newJSONStream(s.IO.Out)
+	}
+	runner := gate.Runner{Grace: s.Config.Grace()}
+	crew, err := agents.Crew(s.Config, runner)
+	if err != nil {
+		return err
+	}
+	opts := driver.Options{
+		RunID: s.RunID, PlanPath: s.Plan.Source, Plan: s.Plan, Config: s.Config, Base: s.Base, Branch: ws.Branch(), Ref: s.Ref,
+		Replayed: replayed, Journal: j, Workspace: ws, Executors: crew, Gates: runner, Price: prices.Cost,
+		ScratchDir: filepath.Join(s.Dir, "scratch"), Weights: s.Weights,
+		Reconcile: ws.TaskCommits, KillOrphan: killOrphan, CrashAt: os.Getenv(CrashEnv),
+		Fragment: fragment(s.Config),
+		OnEvent: func(e *muster.Event, st *engine.State) {
+			if live != nil && live.Active() {
+				live.Send(*e)
+			} else {
+				pr.OnEvent(e, st)
+			}
+			if jsonOut != nil {
+				jsonOut.write(e)
+			}
+			if s.OnEvent != nil {
+				s.OnEvent(e, st)
+			}
+		},
+	}
+	if s.Resume {
+		opts.ResumeConfig = s.Config
+	}
+	st, runErr := driver.Run(ctx, opts)
+	s.State = st
+	if live != nil {
+		_ = live.Close() // the run's outcome is driver.Run's
+	}
+	if tip, err := ws.Tip(context.WithoutCancel(ctx)); err == nil {
+		s.Tip = tip
+	}
+	if st != nil && st.Run != "" {
+		s.seal(s.Tip)
+	}
+	return runErr
+}
+
+func classifyGit(err error) error {
+	var ge *git.GitError
+	if errors.As(err, &ge) {
+		return cmdutil.Env("git: %v", err)
+	}
+	var me *muster.Error
+	if errors.As(err, &me) {
+		return err
+	}
+	return cmdutil.Env("%v", err)
+}
+
+func copyPlan(src, dir string) error {
+	data, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	name := "plan.md"
+	if planfile.IsYAML(src) {
+		name = "plan" + filepath.Ext(src)
+	}
+	return os.WriteFile(filepath.Join(dir, name), data, 0o644)
+}
+
+// PlanCopy returns the path of the plan copied into a run directory.
+func PlanCopy(dir string) string {
+	for _, n := range []string{"plan.md", "plan.yaml", "plan.yml"} {
+		if p := filepath.Join(dir, n); fileExists(p) {
+			return p
+		}
+	}
+	return ""
+}

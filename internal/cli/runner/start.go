@@ -1,0 +1,187 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/engine"
+	"github.com/muster-run/muster/git"
+	"github.com/muster-run/muster/internal/cli/cmdutil"
+	"github.com/muster-run/muster/planfile"
+)
+
+// Start validates a plan and runs it as a new run.
+func Start(ctx context.Context, io *cmdutil.IOStreams, planPath string, f *Flags) (*Session, error) {
+	repo, err := cmdutil.OpenRepo(ctx, f.Repo)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := LoadConfig(repo, f)
+	if err != nil {
+		return nil, err
+	}
+	return StartWith(ctx, io, planPath, f, cfg, nil)
+}
+
+// StartWith runs a plan as a new run with a config already loaded;
+// onEvent, if set, sees every event.
+func StartWith(ctx context.Context, io *cmdutil.IOStreams, planPath string, f *Flags, cfg *muster.Config, onEvent func(*muster.Event, *engine.State)) (*Session, error) {
+	repo, err := cmdutil.OpenRepo(ctx, f.Repo)
+	if err != nil {
+		return nil, err
+	}
+	plan, probs, err := planfile.Check(planPath, cfg, planfile.Options{Strict: f.Strict})
+	if err != nil {
+		return nil, err
+	}
+	if len(cfg.Executors) == 0 && needsCrew(plan) {
+		return nil, cmdutil.Invalid("no executors: add an [executors.NAME] table to muster.toml, or pass --crew NAME=KIND[:CLONES] (e.g. --crew sim=sim:2)")
+	}
+	probs = append(probs, Unapproved(plan, cfg)...)
+	PrintProblems(io.ErrOut, probs)
+	if len(probs.Errors()) > 0 {
+		return nil, &cmdutil.Silent{Err: probs.Errors()}
+	}
+	runID := f.RunID
+	if runID == "" {
+		runID = cmdutil.NewRunID(time.Now())
+	} else if !muster.IDPattern.MatchString(runID) {
+		return nil, cmdutil.FlagErrorf("--run-id %q: use letters, digits, '.', '_' and '-'", runID)
+	}
+	ref, _ := git.CurrentBranch(ctx, repo.Top)
+	s := &Session{IO: io, Repo: repo, Flags: f, Config: cfg, Plan: plan, RunID: runID, Ref: ref, OnEvent: onEvent}
+	err = s.Drive(ctx)
+	return s, s.finish(ctx, err)
+}
+
+func needsCrew(p *muster.Plan) bool {
+	for _, t := range p.Tasks {
+		if !t.Done && t.EffectiveKind() != muster.KindCode {
+			return true
+		}
+	}
+	return false
+}
+
+// finish prints the summary, merges when asked, and turns the outcome
+// into the command's error (and so its exit code).
+func (s *Session) finish(ctx context.Context, runErr error) error {
+	if s.State == nil || s.State.Run == "" {
+		return runErr
+	}
+	Summary(s.IO.ErrOut, s.State, s.Dir, s.Tip)
+	if s.Receipt != nil {
+		fmt.Fprintf(s.IO.ErrOut, "  receipt    sealed: %d journal lines, chain %s (muster verify %s)\n", s.Receipt.Journal.Lines, short(s.Receipt.Journal.Hash), s.RunID)
+	}
+	if errors.Is(runErr, muster.ErrInterrupted) {
+		return &muster.Error{Code: muster.CodeInterrupted, Message: "interrupted: the run is resumable with muster resume " + s.RunID}
+	}
+	if runErr != nil {
+		return runErr
+	}
+	if s.State.RunState != muster.RunSucceeded {
+		return &cmdutil.Silent{Err: &muster.Error{Code: muster.CodeFailed, Message: "the run ended with failed or skipped tasks"}}
+	}
+	if s.Flags.Merge {
+		ref := s.Ref
+		if ref == "" {
+			ref = s.State.Branch
+		}
+		if err := git.FastForward(context.WithoutCancel(ctx), s.Repo.Top, s.refOrRecorded(), s.State.Branch); err != nil {
+			fmt.Fprintf(s.IO.ErrOut, "not merged: %v\nthe run branch %s is left for you to merge\n", err, s.State.Branch)
+		} else {
+			fmt.Fprintf(s.IO.ErrOut, "merged: %s fast-forwarded to %s\n", s.refOrRecorded(), short(s.Tip))
+		}
+	}
+	return nil
+}
+
+func (s *Session) refOrRecorded() string {
+	if s.Ref != "" {
+		return s.Ref
+	}
+	for _, e := range s.Events {
+		if e.Type == muster.EvRunStarted {
+			return e.Ref
+		}
+	}
+	return ""
+}
+
+func short(sha string) string {
+	if len(sha) > 10 {
+		return sha[:10]
+	}
+	return sha
+}
+
+// Summary prints what a run did: tasks by state, time, parallelism, and
+// usage by executor clone.
+func Summary(w io.Writer, s *engine.State, dir, tip string) {
+	c := s.Counts()
+	end := s.LastTime
+	wall := end.Sub(s.Start)
+	var busy time.Duration
+	for _, t := range s.Tasks {
+		if !t.Started.IsZero() && !t.Ended.IsZero() && t.Ended.After(t.Started) {
+			busy += t.Ended.Sub(t.Started)
+		}
+	}
+	fmt.Fprintf(w, "\nrun %s: %s\n", s.Run, s.RunState)
+	fmt.Fprintf(w, "  tasks      %d succeeded, %d failed, %d skipped, %d cancelled, %d pending (of %d)\n",
+		c[muster.StateSucceeded], c[muster.StateFailed], c[muster.StateSkipped], c[muster.StateCancelled], c[muster.StatePending], len(s.Tasks))
+	if wall > 0 {
+		fmt.Fprintf(w, "  time       %s wall, %s of task work, parallelism %.2fx\n", wall.Round(100*time.Millisecond), busy.Round(100*time.Millisecond), busy.Seconds()/wall.Seconds())
+	}
+	fmt.Fprintf(w, "  usage      %s tokens, $%.4f\n", fmtInt(s.Usage.Tokens()), s.Usage.USD())
+	var failed []string
+	for _, id := range s.Order {
+		t := s.Tasks[id]
+		if t.State == muster.StateFailed || t.State == muster.StateSkipped || t.State == muster.StateCancelled {
+			failed = append(failed, fmt.Sprintf("    %-10s %s: %s", t.State, id, cmdutil.Sanitize(t.Reason)))
+		}
+	}
+	if len(failed) > 0 {
+		fmt.Fprintf(w, "  not done\n%s\n", strings.Join(failed, "\n"))
+	}
+	fmt.Fprintf(w, "  branch     %s at %s (base %s)\n", s.Branch, short(tip), short(s.Base))
+	if dir != "" {
+		fmt.Fprintf(w, "  run dir    %s\n", dir)
+	}
+}
+
+// ByClone sums usage by executor clone from events.
+func ByClone(events []muster.Event) ([]string, map[string]muster.Usage) {
+	m := map[string]muster.Usage{}
+	for _, e := range events {
+		if e.Type == muster.EvTokensUsed {
+			u := m[e.Slot()]
+			u.Add(e.Usage)
+			m[e.Slot()] = u
+		}
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys, m
+}
+
+func fmtInt(n int64) string {
+	s := fmt.Sprint(n)
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}

@@ -1,0 +1,82 @@
+// Package runs is the muster runs command.
+package runs
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/muster-run/muster/engine"
+	"github.com/muster-run/muster/internal/cli/cmdutil"
+	"github.com/muster-run/muster/internal/cli/status"
+	"github.com/muster-run/muster/journal"
+)
+
+// Run is one row of runs --json.
+type Run struct {
+	Run     string  `json:"run"`
+	State   string  `json:"state"`
+	Started string  `json:"started"`
+	Plan    string  `json:"plan"`
+	Branch  string  `json:"branch"`
+	Tasks   int     `json:"tasks"`
+	Done    int     `json:"succeeded"`
+	CostUSD float64 `json:"cost_usd"`
+	Dir     string  `json:"dir"`
+}
+
+// NewCmd returns muster runs.
+func NewCmd(io *cmdutil.IOStreams) *cobra.Command {
+	var repoDir string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "runs",
+		Short: "The runs in this repository, latest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			repo, err := cmdutil.OpenRepo(cmd.Context(), repoDir)
+			if err != nil {
+				return err
+			}
+			infos, err := repo.Runs()
+			if err != nil {
+				return err
+			}
+			rows := []Run{}
+			for _, info := range infos {
+				events, err := repo.ReadRun(info.ID)
+				if err != nil {
+					continue
+				}
+				st, err := engine.Replay(events)
+				if err != nil {
+					continue
+				}
+				s := status.Build(st, info.Dir, journal.Locked(repo.JournalPath(info.ID)))
+				done := 0
+				for _, t := range s.Tasks {
+					if t.State == "succeeded" {
+						done++
+					}
+				}
+				rows = append(rows, Run{Run: s.Run, State: s.State, Started: info.Started.Local().Format("2006-01-02 15:04:05"),
+					Plan: s.Plan, Branch: s.Branch, Tasks: len(s.Tasks), Done: done, CostUSD: s.Usage.CostUSD, Dir: info.Dir})
+			}
+			if asJSON {
+				return cmdutil.WriteJSON(io.Out, rows)
+			}
+			if len(rows) == 0 {
+				fmt.Fprintln(io.ErrOut, "no runs yet: start one with muster run PLAN")
+				return nil
+			}
+			fmt.Fprintf(io.Out, "%-18s %-12s %-20s %-9s %-10s %s\n", "RUN", "STATE", "STARTED", "TASKS", "COST", "PLAN")
+			for _, r := range rows {
+				fmt.Fprintf(io.Out, "%-18s %-12s %-20s %-9s %-10s %s\n", r.Run, r.State, r.Started, fmt.Sprintf("%d/%d", r.Done, r.Tasks), fmt.Sprintf("$%.4f", r.CostUSD), r.Plan)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&repoDir, "repo", "", "repository (default: current directory)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array")
+	return cmd
+}

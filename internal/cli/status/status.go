@@ -1,0 +1,172 @@
+// Package status is the muster status command.
+package status
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/engine"
+	"github.com/muster-run/muster/internal/cli/cmdutil"
+	"github.com/muster-run/muster/journal"
+)
+
+// Task is one task in status --json (DESIGN.md §6).
+type Task struct {
+	ID       string  `json:"id"`
+	Title    string  `json:"title"`
+	State    string  `json:"state"`
+	Attempts int     `json:"attempts"`
+	Executor *string `json:"executor"`
+	Commit   *string `json:"commit"`
+	Reason   *string `json:"reason"`
+	Round    int     `json:"round,omitempty"`
+	Phase    string  `json:"phase,omitempty"`
+}
+
+// Usage is the run's usage in status --json.
+type Usage struct {
+	InputTokens      int64   `json:"input_tokens"`
+	OutputTokens     int64   `json:"output_tokens"`
+	CacheReadTokens  int64   `json:"cache_read_tokens"`
+	CacheWriteTokens int64   `json:"cache_write_tokens"`
+	CostUSD          float64 `json:"cost_usd"`
+}
+
+// Status is status --json's object (DESIGN.md §6).
+type Status struct {
+	Run    string `json:"run"`
+	State  string `json:"state"`
+	Plan   string `json:"plan"`
+	Branch string `json:"branch"`
+	Base   string `json:"base"`
+	Dir    string `json:"dir"`
+	Tasks  []Task `json:"tasks"`
+	Usage  Usage  `json:"usage"`
+}
+
+// Build folds a run's events into its status. live says whether a muster
+// process holds the run now: a run that is not finished and not live was
+// interrupted (or crashed) and is resumable.
+func Build(st *engine.State, dir string, live bool) *Status {
+	s := &Status{Run: st.Run, Plan: st.Plan, Branch: st.Branch, Base: st.Base, Dir: dir, Tasks: []Task{}}
+	switch {
+	case st.RunState == muster.RunRunning && !live:
+		s.State = muster.RunInterrupted
+	default:
+		s.State = st.RunState
+	}
+	for _, id := range st.Order {
+		t := st.Tasks[id]
+		state := t.State
+		if state == muster.StateRunning && !live {
+			state = muster.StateCancelled
+		}
+		out := Task{ID: string(id), Title: t.Task.Title, State: state, Attempts: t.Attempts, Round: t.Round}
+		if state == muster.StateRunning {
+			out.Phase = t.Phase
+		}
+		if t.Executor != "" {
+			slot := muster.Slot(t.Executor, t.Clone)
+			out.Executor = &slot
+		}
+		if t.Commit != "" {
+			c := t.Commit
+			out.Commit = &c
+		}
+		if t.Reason != "" && state != muster.StateSucceeded {
+			r := t.Reason
+			out.Reason = &r
+		} else if state == muster.StateCancelled && !live && t.State == muster.StateRunning {
+			r := "interrupted"
+			out.Reason = &r
+		}
+		s.Tasks = append(s.Tasks, out)
+	}
+	u := st.Usage
+	s.Usage = Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens, CostUSD: float64(u.CostMicros) / 1e6}
+	return s
+}
+
+// NewCmd returns muster status.
+func NewCmd(io *cmdutil.IOStreams) *cobra.Command {
+	var repoDir string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "status [RUN]",
+		Short: "Where a run stands (default: the latest run)",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			repo, err := cmdutil.OpenRepo(cmd.Context(), repoDir)
+			if err != nil {
+				return err
+			}
+			id := ""
+			if len(args) == 1 {
+				id = args[0]
+			}
+			if id, err = repo.ResolveRun(id); err != nil {
+				return err
+			}
+			events, err := repo.ReadRun(id)
+			if err != nil {
+				return err
+			}
+			st, err := engine.Replay(events)
+			if err != nil {
+				return cmdutil.Env("journal of run %s does not replay: %v", id, err)
+			}
+			s := Build(st, repo.RunDir(id), journal.Locked(repo.JournalPath(id)))
+			if asJSON {
+				return cmdutil.WriteJSON(io.Out, s)
+			}
+			printText(io, s, st)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&repoDir, "repo", "", "repository (default: current directory)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object (DESIGN.md §6)")
+	return cmd
+}
+
+func printText(io *cmdutil.IOStreams, s *Status, st *engine.State) {
+	w := io.Out
+	done := 0
+	for _, t := range s.Tasks {
+		if t.State != muster.StatePending && t.State != muster.StateRunning {
+			done++
+		}
+	}
+	elapsed := st.LastTime.Sub(st.Start).Round(time.Second)
+	fmt.Fprintf(w, "run %s  %s  [%d/%d]  %s  $%.4f\n", s.Run, s.State, done, len(s.Tasks), elapsed, s.Usage.CostUSD)
+	fmt.Fprintf(w, "branch %s  base %s\n\n", s.Branch, short(s.Base))
+	for _, t := range s.Tasks {
+		ex, extra := "", ""
+		if t.Executor != nil {
+			ex = *t.Executor
+		}
+		if t.Commit != nil {
+			extra = short(*t.Commit)
+		}
+		if t.State == muster.StateRunning {
+			extra = t.Phase
+			if t.Round > 0 {
+				extra += fmt.Sprintf(" round %d", t.Round)
+			}
+		}
+		if t.Reason != nil {
+			extra = strings.TrimSpace(extra + " " + cmdutil.Sanitize(*t.Reason))
+		}
+		fmt.Fprintf(w, "  %-10s %-16s %-12s %s\n", t.State, t.ID, ex, extra)
+	}
+}
+
+func short(sha string) string {
+	if len(sha) > 10 {
+		return sha[:10]
+	}
+	return sha
+}

@@ -1,0 +1,60 @@
+// Package validate is the muster validate command.
+package validate
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/muster-run/muster/internal/cli/cmdutil"
+	"github.com/muster-run/muster/internal/cli/runner"
+	"github.com/muster-run/muster/planfile"
+)
+
+// NewCmd returns muster validate.
+func NewCmd(io *cmdutil.IOStreams) *cobra.Command {
+	f := &runner.Flags{}
+	cmd := &cobra.Command{
+		Use:   "validate PLAN",
+		Short: "Check a plan and the config; print nothing on success",
+		Long: `Check a plan and the config together and report every problem at once, one a
+line as FILE:LINE: message. Exit 2 when there is any error; warnings (such as
+overlapping Owns between tasks that may run at once) alone exit 0, unless
+--strict makes them errors.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			// Outside a repository the plan is still checked, with the
+			// config named by --config, if any.
+			repo, err := cmdutil.OpenRepo(cmd.Context(), f.Repo)
+			if err != nil && f.Repo != "" {
+				return err
+			}
+			if repo == nil {
+				repo = &cmdutil.Repo{Top: "."}
+			}
+			cfg, err := runner.LoadConfig(repo, f)
+			if err != nil {
+				return err
+			}
+			crew := cfg
+			if len(cfg.Executors) == 0 {
+				crew = nil // no crew configured: executors and roles are not checked
+			}
+			plan, probs, err := planfile.Check(args[0], crew, planfile.Options{Strict: f.Strict})
+			if err != nil {
+				return err
+			}
+			probs = append(probs, runner.Unapproved(plan, cfg)...)
+			runner.PrintProblems(io.ErrOut, probs)
+			if errs := probs.Errors(); len(errs) > 0 {
+				return &cmdutil.Silent{Err: errs}
+			}
+			return nil
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&f.Repo, "repo", "", "repository (default: current directory)")
+	fs.StringVar(&f.Config, "config", "", "config file (default: muster.toml at the repository root, if present)")
+	fs.StringArrayVar(&f.Crew, "crew", nil, "add or override an executor: NAME=KIND[:CLONES]")
+	fs.StringArrayVar(&f.Approve, "approve", nil, "approve an authority (e.g. shell)")
+	fs.BoolVar(&f.Strict, "strict", false, "treat warnings as errors")
+	return cmd
+}

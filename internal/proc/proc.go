@@ -1,0 +1,264 @@
+// Package proc starts child processes in their own process group, streams
+// their output line by line, and stops them with SIGTERM then SIGKILL
+// after a grace period, so that no grandchild outlives a cancelled task.
+package proc
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Spec describes a process to run.
+type Spec struct {
+	Argv  []string
+	Dir   string
+	Env   []string  // full environment (nil: inherit)
+	Stdin io.Reader // nil: /dev/null
+	// Grace is the time between SIGTERM and SIGKILL when stopping.
+	Grace time.Duration
+	// Timeout stops the process after this long (0: none).
+	Timeout time.Duration
+	// Stall stops the process when it prints nothing for this long (0: none).
+	Stall time.Duration
+	// OnLine is called for each line of stdout (without the newline), from
+	// one goroutine. Lines longer than MaxLine are cut to MaxLine.
+	OnLine func(line string)
+	// OnStderr is called for each line of stderr, from one goroutine.
+	OnStderr func(line string)
+	// OnStart is called with the pid once the process runs.
+	OnStart func(pid int)
+}
+
+// MaxLine bounds one output line kept in memory.
+const MaxLine = 4 << 20
+
+// Result is how a process ended.
+type Result struct {
+	ExitCode int // -1 when killed by a signal
+	// Stopped says why muster stopped it: "", "timeout", "stall", "cancelled".
+	Stopped  string
+	Duration time.Duration
+}
+
+// Run starts the process and waits for it. It returns an error only when
+// the process could not start; a non-zero exit is in Result. When ctx is
+// cancelled, or Timeout or Stall elapse, the process group gets SIGTERM,
+// then SIGKILL after Grace.
+func Run(ctx context.Context, s Spec) (Result, error) {
+	if len(s.Argv) == 0 {
+		return Result{}, errors.New("empty command")
+	}
+	cmd := exec.Command(s.Argv[0], s.Argv[1:]...)
+	cmd.Dir = s.Dir
+	cmd.Env = s.Env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if s.Stdin != nil {
+		cmd.Stdin = s.Stdin
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return Result{}, err
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return Result{}, err
+	}
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return Result{}, fmt.Errorf("start %s: %w", s.Argv[0], err)
+	}
+	pid := cmd.Process.Pid
+	if s.OnStart != nil {
+		s.OnStart(pid)
+	}
+
+	activity := make(chan struct{}, 1)
+	poke := func() {
+		select {
+		case activity <- struct{}{}:
+		default:
+		}
+	}
+	var wg sync.WaitGroup
+	wg.Add(2)
+	// Both readers end when the pipes close: at the process's exit, or when
+	// the group is killed.
+	go func() { defer wg.Done(); readLines(stdout, s.OnLine, poke) }()
+	go func() { defer wg.Done(); readLines(stderr, s.OnStderr, poke) }()
+
+	waitDone := make(chan struct{})
+	var res Result
+	var stopOnce sync.Once
+	stop := func(why string) {
+		stopOnce.Do(func() {
+			res.Stopped = why
+			go Kill(pid, s.Grace, waitDone)
+		})
+	}
+	// The watcher lives until the process has been waited for.
+	watcherDone := make(chan struct{})
+	go func() {
+		defer close(watcherDone)
+		var timeout <-chan time.Time
+		if s.Timeout > 0 {
+			t := time.NewTimer(s.Timeout)
+			defer t.Stop()
+			timeout = t.C
+		}
+		var stall *time.Timer
+		var stallC <-chan time.Time
+		if s.Stall > 0 {
+			stall = time.NewTimer(s.Stall)
+			defer stall.Stop()
+			stallC = stall.C
+		}
+		for {
+			select {
+			case <-waitDone:
+				return
+			case <-ctx.Done():
+				stop("cancelled")
+				return
+			case <-timeout:
+				stop("timeout")
+				return
+			case <-stallC:
+				stop("stall")
+				return
+			case <-activity:
+				if stall != nil {
+					if !stall.Stop() {
+						select {
+						case <-stall.C:
+						default:
+						}
+					}
+					stall.Reset(s.Stall)
+				}
+			}
+		}
+	}()
+	wg.Wait()
+	err = cmd.Wait()
+	close(waitDone)
+	<-watcherDone
+	// Make sure no member of the group outlives the leader.
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	res.Duration = time.Since(start)
+	res.ExitCode = exitCode(err)
+	return res, nil
+}
+
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return -1
+		}
+		return ee.ExitCode()
+	}
+	return -1
+}
+
+// Kill sends SIGTERM to the process group of pid, then SIGKILL after grace
+// unless done is closed first.
+func Kill(pid int, grace time.Duration, done <-chan struct{}) {
+	_ = syscall.Kill(-pid, syscall.SIGTERM)
+	if grace <= 0 {
+		grace = 10 * time.Second
+	}
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
+}
+
+// Alive reports whether a process with pid exists.
+func Alive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	return syscall.Kill(pid, 0) == nil
+}
+
+func readLines(r io.Reader, fn func(string), poke func()) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var long []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if len(chunk) > 0 {
+			poke()
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			if len(long) < MaxLine {
+				long = append(long, chunk...)
+			}
+			continue
+		}
+		if len(chunk) > 0 || len(long) > 0 {
+			line := chunk
+			if len(long) > 0 {
+				line = append(long, chunk...)
+				long = long[:0]
+			}
+			if len(line) > MaxLine {
+				line = line[:MaxLine]
+			}
+			if fn != nil {
+				fn(strings.TrimRight(string(line), "\r\n"))
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// Environ returns os.Environ() without credentials: variables whose names
+// end in _KEY, _TOKEN or _SECRET, or contain PASSWORD (any case), unless
+// listed in allow.
+func Environ(allow ...string) []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if IsSecretName(name) && !contains(allow, name) {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+// IsSecretName reports whether an environment variable name looks like it
+// holds a credential.
+func IsSecretName(name string) bool {
+	u := strings.ToUpper(name)
+	return strings.HasSuffix(u, "_KEY") || strings.HasSuffix(u, "_TOKEN") ||
+		strings.HasSuffix(u, "_SECRET") || strings.Contains(u, "PASSWORD") ||
+		u == "KEY" || u == "TOKEN" || u == "SECRET" || strings.HasSuffix(u, "_API_KEY") ||
+		strings.HasSuffix(u, "_CREDENTIALS")
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

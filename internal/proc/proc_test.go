@@ -1,0 +1,106 @@
+package proc
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestRunLinesAndExit(t *testing.T) {
+	var lines, errs []string
+	res, err := Run(context.Background(), Spec{
+		Argv:     []string{"sh", "-c", "echo one; echo two; echo oops >&2; exit 3"},
+		OnLine:   func(l string) { lines = append(lines, l) },
+		OnStderr: func(l string) { errs = append(errs, l) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitCode != 3 || strings.Join(lines, ",") != "one,two" || strings.Join(errs, ",") != "oops" {
+		t.Fatalf("res=%+v lines=%v errs=%v", res, lines, errs)
+	}
+}
+
+func TestRunStdin(t *testing.T) {
+	var lines []string
+	_, err := Run(context.Background(), Spec{
+		Argv:   []string{"cat"},
+		Stdin:  strings.NewReader("hello\nworld"),
+		OnLine: func(l string) { lines = append(lines, l) },
+	})
+	if err != nil || strings.Join(lines, "|") != "hello|world" {
+		t.Fatalf("err=%v lines=%v", err, lines)
+	}
+}
+
+func TestTimeoutKillsGroup(t *testing.T) {
+	dir := t.TempDir()
+	pidFile := dir + "/child"
+	// The child ignores SIGTERM; only SIGKILL of the group ends it.
+	script := "trap '' TERM; (trap '' TERM; sleep 60) & echo $! > " + pidFile + "; wait"
+	res, err := Run(context.Background(), Spec{
+		Argv:    []string{"sh", "-c", script},
+		Timeout: 200 * time.Millisecond,
+		Grace:   100 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Stopped != "timeout" {
+		t.Fatalf("stopped=%q", res.Stopped)
+	}
+	b, _ := os.ReadFile(pidFile)
+	pid := 0
+	for _, c := range strings.TrimSpace(string(b)) {
+		pid = pid*10 + int(c-'0')
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for Alive(pid) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if Alive(pid) {
+		t.Fatalf("grandchild %d survived", pid)
+	}
+}
+
+func TestCancel(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { time.Sleep(100 * time.Millisecond); cancel() }()
+	res, err := Run(ctx, Spec{Argv: []string{"sleep", "30"}, Grace: time.Second})
+	if err != nil || res.Stopped != "cancelled" || res.ExitCode == 0 {
+		t.Fatalf("res=%+v err=%v", res, err)
+	}
+}
+
+func TestStall(t *testing.T) {
+	res, err := Run(context.Background(), Spec{
+		Argv:  []string{"sh", "-c", "echo a; sleep 30"},
+		Stall: 200 * time.Millisecond,
+		Grace: 100 * time.Millisecond,
+	})
+	if err != nil || res.Stopped != "stall" {
+		t.Fatalf("res=%+v err=%v", res, err)
+	}
+}
+
+func TestStartError(t *testing.T) {
+	if _, err := Run(context.Background(), Spec{Argv: []string{"/nonexistent/prog"}}); err == nil {
+		t.Fatal("want start error")
+	}
+}
+
+func TestEnvironScrubs(t *testing.T) {
+	t.Setenv("MY_API_KEY", "sk-secret")
+	t.Setenv("GH_TOKEN", "x")
+	t.Setenv("DB_PASSWORD_FILE", "x")
+	t.Setenv("PLAIN", "ok")
+	env := strings.Join(Environ("GH_TOKEN"), "\n")
+	if strings.Contains(env, "MY_API_KEY") || strings.Contains(env, "DB_PASSWORD") {
+		t.Fatal("secret leaked")
+	}
+	if !strings.Contains(env, "GH_TOKEN=x") || !strings.Contains(env, "PLAIN=ok") {
+		t.Fatal("allowed or plain var missing")
+	}
+}

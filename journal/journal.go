@@ -1,0 +1,267 @@
+// Package journal keeps a run's events as JSON lines in an append-only
+// file. Append writes and fsyncs a line before it returns, so an event is
+// durable before the state changes on it. A torn last line, left by a
+// crash mid-write, is detected and cut off when the journal is opened.
+package journal
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"syscall"
+
+	"github.com/muster-run/muster"
+)
+
+// FileName is the journal's name inside a run directory.
+const FileName = "journal.jsonl"
+
+// Journal is an open journal file, held with an exclusive lock so that
+// two processes never append to the same run. The lock is an flock: the
+// kernel drops it when the process dies, however it dies.
+type Journal struct {
+	mu   sync.Mutex
+	f    *os.File
+	seq  int64
+	buf  bytes.Buffer
+	sync bool
+}
+
+// ErrLocked is returned by Open when another live process holds the run.
+var ErrLocked = errors.New("run is in use by another muster process")
+
+// Options tune Open.
+type Options struct {
+	// NoSync skips fsync (benchmarks and tests of throughput only).
+	NoSync bool
+}
+
+// Open opens (creating if needed) the journal at path for appending,
+// takes its lock, replays it to find the next sequence number, and cuts
+// off a torn last line. It returns the events already in the file.
+func Open(path string, opts Options) (*Journal, []muster.Event, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open journal: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, nil, ErrLocked
+		}
+		return nil, nil, fmt.Errorf("lock journal: %w", err)
+	}
+	events, valid, err := Read(f)
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	if valid < st.Size() {
+		// A torn tail: cut it off and make the cut durable.
+		if err := f.Truncate(valid); err != nil {
+			f.Close()
+			return nil, nil, fmt.Errorf("repair journal: %w", err)
+		}
+		if err := f.Sync(); err != nil {
+			f.Close()
+			return nil, nil, err
+		}
+	}
+	if _, err := f.Seek(valid, io.SeekStart); err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	j := &Journal{f: f, sync: !opts.NoSync}
+	if n := len(events); n > 0 {
+		j.seq = events[n-1].Seq
+	}
+	return j, events, nil
+}
+
+// Append assigns e the next sequence number, writes it as one line and
+// fsyncs. The caller sets Time.
+func (j *Journal) Append(e *muster.Event) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.f == nil {
+		return errors.New("journal is closed")
+	}
+	e.Seq = j.seq + 1
+	j.buf.Reset()
+	enc := json.NewEncoder(&j.buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(e); err != nil {
+		return fmt.Errorf("encode event: %w", err)
+	}
+	if _, err := j.f.Write(j.buf.Bytes()); err != nil {
+		return fmt.Errorf("append to journal: %w", err)
+	}
+	if j.sync {
+		if err := j.f.Sync(); err != nil {
+			return fmt.Errorf("sync journal: %w", err)
+		}
+	}
+	j.seq = e.Seq
+	return nil
+}
+
+// Write appends events without syncing them: they are durable after the
+// next Sync. The driver writes as it goes and syncs once before anything
+// outside the process depends on what it wrote (group commit).
+func (j *Journal) Write(es []*muster.Event) error {
+	return j.append(es, false)
+}
+
+// Sync makes every written event durable.
+func (j *Journal) Sync() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.f == nil {
+		return errors.New("journal is closed")
+	}
+	if !j.sync {
+		return nil
+	}
+	if err := j.f.Sync(); err != nil {
+		return fmt.Errorf("sync journal: %w", err)
+	}
+	return nil
+}
+
+// AppendBatch appends several events with one fsync (group commit). The
+// events are durable together when it returns; a crash mid-batch leaves a
+// prefix of them, which replay handles like any torn tail.
+func (j *Journal) AppendBatch(es []*muster.Event) error {
+	return j.append(es, true)
+}
+
+func (j *Journal) append(es []*muster.Event, sync bool) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.f == nil {
+		return errors.New("journal is closed")
+	}
+	j.buf.Reset()
+	enc := json.NewEncoder(&j.buf)
+	enc.SetEscapeHTML(false)
+	seq := j.seq
+	for _, e := range es {
+		seq++
+		e.Seq = seq
+		if err := enc.Encode(e); err != nil {
+			return fmt.Errorf("encode event: %w", err)
+		}
+	}
+	if _, err := j.f.Write(j.buf.Bytes()); err != nil {
+		return fmt.Errorf("append to journal: %w", err)
+	}
+	if sync && j.sync {
+		if err := j.f.Sync(); err != nil {
+			return fmt.Errorf("sync journal: %w", err)
+		}
+	}
+	j.seq = seq
+	return nil
+}
+
+// Seq returns the sequence number of the last event.
+func (j *Journal) Seq() int64 {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.seq
+}
+
+// Close releases the lock and closes the file.
+func (j *Journal) Close() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.f == nil {
+		return nil
+	}
+	err := j.f.Close()
+	j.f = nil
+	return err
+}
+
+// Read decodes every complete, valid line of r. It returns the events
+// and the byte length of the valid prefix. A final line without its
+// newline, or one that is not a valid event, ends the valid prefix when
+// it is the last line (a torn write); a bad line followed by good ones is
+// corruption and an error naming the line.
+func Read(r io.Reader) ([]muster.Event, int64, error) {
+	br := bufio.NewReaderSize(r, 256<<10)
+	var events []muster.Event
+	var valid int64
+	lineNo := 0
+	var pendingErr error
+	for {
+		line, err := br.ReadBytes('\n')
+		if len(line) > 0 {
+			lineNo++
+			if pendingErr != nil {
+				return nil, 0, pendingErr
+			}
+			complete := line[len(line)-1] == '\n'
+			var e muster.Event
+			if !complete {
+				// Torn tail: not terminated; ignore it.
+				break
+			}
+			if derr := json.Unmarshal(line, &e); derr != nil || e.Type == "" || e.Seq != int64(len(events))+1 {
+				msg := "not a journal event"
+				if derr != nil {
+					msg = derr.Error()
+				} else if e.Type != "" {
+					msg = fmt.Sprintf("sequence %d, want %d", e.Seq, len(events)+1)
+				}
+				pendingErr = fmt.Errorf("journal line %d: %s", lineNo, msg)
+				continue
+			}
+			events = append(events, e)
+			valid += int64(len(line))
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+	}
+	return events, valid, nil
+}
+
+// ReadFile reads a journal without locking it (for status, reports,
+// watch): the torn tail of a live or crashed run is ignored.
+func ReadFile(path string) ([]muster.Event, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	events, _, err := Read(f)
+	return events, err
+}
+
+// Locked reports whether a live process holds the journal's lock.
+func Locked(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return true
+	}
+	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	return false
+}

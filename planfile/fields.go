@@ -1,0 +1,265 @@
+package planfile
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/internal/suggest"
+)
+
+// Keys lists the task field keys of the Markdown format, as documented.
+// Keys are matched without regard to case.
+var Keys = []string{
+	"After", "Owns", "Reads", "Gate", "Executor", "Role", "Kind", "Run",
+	"Satisfies", "Timeout", "Retries", "Review", "Authority", "Budget",
+	"Delegates", "Loop",
+}
+
+// listKeys may repeat; their values append.
+var listKeys = map[string]bool{"after": true, "owns": true, "reads": true, "gate": true, "satisfies": true}
+
+// DefaultLoopMax is the number of check attempts of a Loop without max=N.
+const DefaultLoopMax = 3
+
+// MaxLoopMax bounds a Loop's max=N.
+const MaxLoopMax = 5
+
+// problems collects problems of one file.
+type problems struct {
+	file     string
+	list     muster.Problems
+	hasCycle bool // checkCycles found one
+}
+
+func (ps *problems) addf(line int, format string, args ...any) {
+	ps.list = append(ps.list, muster.Problem{File: ps.file, Line: line, Message: fmt.Sprintf(format, args...)})
+}
+
+// canonicalKey returns the documented spelling of a key, or "".
+func canonicalKey(k string) string {
+	for _, c := range Keys {
+		if strings.EqualFold(c, k) {
+			return c
+		}
+	}
+	return ""
+}
+
+// unknownKey reports a key that is not known, with the nearest of
+// candidates as a hint.
+func (ps *problems) unknownKey(line int, key string, candidates []string) {
+	if s := suggest.Nearest(key, candidates); s != "" {
+		ps.addf(line, "unknown key %q; did you mean %q?", key, s)
+		return
+	}
+	ps.addf(line, "unknown key %q", key)
+}
+
+// setField applies one "Key: value" to t. name is the documented key
+// (from canonicalKey). A list key appends; a scalar key may appear once.
+func (ps *problems) setField(t *muster.Task, name, value string, line int) {
+	k := strings.ToLower(name)
+	value = strings.TrimSpace(value)
+	if t.KeyLines == nil {
+		t.KeyLines = map[string]int{}
+	}
+	if first, seen := t.KeyLines[k]; seen && !listKeys[k] {
+		ps.addf(line, "duplicate key %s (first on line %d)", name, first)
+		return
+	}
+	if _, seen := t.KeyLines[k]; !seen {
+		t.KeyLines[k] = line
+	}
+	if value == "" && k != "after" && k != "review" {
+		ps.addf(line, "%s needs a value", name)
+		return
+	}
+	switch k {
+	case "after":
+		if value == "-" {
+			return
+		}
+		for _, v := range splitList(value) {
+			if v != "-" {
+				t.After = append(t.After, muster.TaskID(v))
+			}
+		}
+	case "owns":
+		t.Owns = append(t.Owns, splitList(value)...)
+	case "reads":
+		t.Reads = append(t.Reads, splitList(value)...)
+	case "satisfies":
+		t.Satisfies = append(t.Satisfies, splitList(value)...)
+	case "gate":
+		// A gate is one command: commas belong to it.
+		t.Gates = append(t.Gates, value)
+	case "executor":
+		t.Executor = value
+	case "role":
+		t.Role = value
+	case "run":
+		t.Run = value
+	case "kind":
+		switch v := strings.ToLower(value); v {
+		case muster.KindAgent, muster.KindCode:
+			t.Kind = v
+		default:
+			ps.addf(line, "bad Kind %q: want agent or code", value)
+		}
+	case "timeout":
+		d, err := time.ParseDuration(value)
+		if err != nil || d <= 0 {
+			ps.addf(line, "bad Timeout %q: want a duration such as 20m or 1h30m", value)
+			return
+		}
+		t.Timeout = d
+	case "retries":
+		n, err := strconv.Atoi(value)
+		if err != nil || n < 0 {
+			ps.addf(line, "bad Retries %q: want a whole number, 0 or more", value)
+			return
+		}
+		t.Retries = n
+	case "review":
+		switch strings.ToLower(value) {
+		case "":
+		case "none":
+			t.Review = "none"
+		default:
+			ps.addf(line, "bad Review %q: want none (or leave the key out)", value)
+		}
+	case "authority":
+		switch a := muster.Authority(strings.ToLower(value)); a {
+		case muster.AuthorityRead, muster.AuthorityWrite, muster.AuthorityShell:
+			t.Authority = a
+		default:
+			ps.addf(line, "bad Authority %q: want read, write or shell", value)
+		}
+	case "budget":
+		b, err := ParseBudget(value)
+		if err != nil {
+			ps.addf(line, "bad Budget %q: %v", value, err)
+			return
+		}
+		t.Budget = b
+	case "delegates":
+		switch strings.ToLower(value) {
+		case "yes", "true":
+			t.Delegates = true
+		case "no", "false":
+			t.Delegates = false
+		default:
+			ps.addf(line, "bad Delegates %q: want yes or no", value)
+		}
+	case "loop":
+		l, err := ParseLoop(value)
+		if err != nil {
+			ps.addf(line, "bad Loop %q: %v", value, err)
+			return
+		}
+		t.Loop = l
+	}
+}
+
+// splitList splits a comma-separated value, trimming items and dropping
+// empty ones.
+func splitList(s string) []string {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// ParseBudget reads a Budget value: a dollar amount ("$2", "$0.50"), a
+// token count ("5000 tokens", "200k tokens", "1.5M tokens"), or one of
+// each separated by a comma ("$2, 200k tokens").
+func ParseBudget(s string) (muster.Budget, error) {
+	var b muster.Budget
+	parts := splitList(s)
+	if len(parts) == 0 || len(parts) > 2 {
+		return b, errBudget
+	}
+	for _, p := range parts {
+		if strings.HasPrefix(p, "$") {
+			if b.USDMicros != 0 {
+				return b, errBudget
+			}
+			f, err := strconv.ParseFloat(strings.TrimSpace(p[1:]), 64)
+			if err != nil || !(f > 0) || f > 1e9 {
+				return b, errBudget
+			}
+			b.USDMicros = int64(math.Round(f * 1e6))
+			if b.USDMicros == 0 {
+				return b, errBudget
+			}
+			continue
+		}
+		l := strings.ToLower(p)
+		num, ok := strings.CutSuffix(l, "tokens")
+		if !ok {
+			num, ok = strings.CutSuffix(l, "token")
+		}
+		if !ok || b.Tokens != 0 {
+			return b, errBudget
+		}
+		num = strings.TrimSpace(num)
+		mult := 1.0
+		switch {
+		case strings.HasSuffix(num, "k"):
+			mult, num = 1e3, num[:len(num)-1]
+		case strings.HasSuffix(num, "m"):
+			mult, num = 1e6, num[:len(num)-1]
+		}
+		f, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
+		if err != nil || !(f > 0) || f*mult > 1e15 {
+			return b, errBudget
+		}
+		b.Tokens = int64(math.Round(f * mult))
+		if b.Tokens == 0 {
+			return b, errBudget
+		}
+	}
+	return b, nil
+}
+
+var errBudget = fmt.Errorf(`want $N, N tokens (k and M allowed), or both: "$2, 200k tokens"`)
+
+// ParseLoop reads a Loop value: "[max=N] CHECK", where CHECK is the
+// command whose exit status 0 means the loop is resolved and N (1 to 5,
+// default 3) bounds the check attempts. For example
+// "Loop: max=4 go test ./parser/...".
+func ParseLoop(s string) (*muster.LoopSpec, error) {
+	s = strings.TrimSpace(s)
+	l := &muster.LoopSpec{Max: DefaultLoopMax}
+	if rest, ok := cutPrefixFold(s, "max="); ok {
+		numEnd := strings.IndexAny(rest, " \t")
+		if numEnd < 0 {
+			numEnd = len(rest)
+		}
+		n, err := strconv.Atoi(rest[:numEnd])
+		if err != nil || n < 1 || n > MaxLoopMax {
+			return nil, fmt.Errorf("max must be a whole number from 1 to %d", MaxLoopMax)
+		}
+		l.Max = n
+		s = strings.TrimSpace(rest[numEnd:])
+	}
+	if s == "" {
+		return nil, fmt.Errorf(`want "[max=N] CHECK-COMMAND"`)
+	}
+	l.Check = s
+	return l, nil
+}
+
+func cutPrefixFold(s, prefix string) (string, bool) {
+	if len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix) {
+		return s[len(prefix):], true
+	}
+	return s, false
+}

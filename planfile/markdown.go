@@ -1,0 +1,158 @@
+package planfile
+
+import (
+	"regexp"
+	"strings"
+
+	"github.com/muster-run/muster"
+)
+
+// fieldLine matches a "Key: value" line of a task's field block.
+var fieldLine = regexp.MustCompile(`^\s*([A-Za-z][A-Za-z0-9_-]*)\s*:(.*)$`)
+
+// parseMarkdown reads the Markdown plan format.
+func parseMarkdown(name string, data []byte) (*muster.Plan, muster.Problems) {
+	ps := &problems{file: name}
+	p := &muster.Plan{Source: name, Tasks: []*muster.Task{}}
+	lines := strings.Split(string(data), "\n")
+
+	var (
+		brief    []string
+		cur      *muster.Task
+		body     []string
+		inFields bool
+		fence    string // the open code fence marker, if any
+	)
+	finish := func() {
+		if cur != nil {
+			cur.Prompt = joinTrimmed(body)
+		}
+		body = nil
+	}
+	for i, line := range lines {
+		ln := i + 1
+		line = strings.TrimSuffix(line, "\r")
+		trimmed := strings.TrimSpace(line)
+
+		if fence != "" {
+			if strings.HasPrefix(trimmed, fence) {
+				fence = ""
+			}
+			appendLine(cur, &brief, &body, line)
+			continue
+		}
+		if heading, ok := taskHeading(line); ok {
+			finish()
+			var ok bool
+			cur, ok = ps.newTask(heading, ln)
+			if ok {
+				p.Tasks = append(p.Tasks, cur)
+			}
+			inFields = true
+			continue
+		}
+		if inFields {
+			if trimmed == "" {
+				inFields = false
+				continue
+			}
+			if m := fieldLine.FindStringSubmatch(line); m != nil {
+				if c := canonicalKey(m[1]); c != "" {
+					ps.setField(cur, c, m[2], ln)
+				} else {
+					ps.unknownKey(ln, m[1], Keys)
+				}
+				continue
+			}
+			inFields = false
+		}
+		if strings.HasPrefix(trimmed, "```") || strings.HasPrefix(trimmed, "~~~") {
+			fence = trimmed[:3]
+		}
+		if cur == nil && p.Title == "" && len(strings.TrimSpace(strings.Join(brief, ""))) == 0 {
+			if t, ok := planTitle(trimmed); ok {
+				p.Title = t
+				continue
+			}
+		}
+		appendLine(cur, &brief, &body, line)
+	}
+	finish()
+	p.Brief = joinTrimmed(brief)
+	return p, ps.list
+}
+
+func appendLine(cur *muster.Task, brief, body *[]string, line string) {
+	if cur == nil {
+		*brief = append(*brief, line)
+	} else {
+		*body = append(*body, line)
+	}
+}
+
+// planTitle reads a "# Plan: title" line.
+func planTitle(line string) (string, bool) {
+	rest, ok := strings.CutPrefix(line, "#")
+	if !ok || strings.HasPrefix(rest, "#") {
+		return "", false
+	}
+	rest, ok = cutPrefixFold(strings.TrimSpace(rest), "plan:")
+	if !ok {
+		return "", false
+	}
+	return strings.TrimSpace(rest), true
+}
+
+// taskHeading reports whether line is a level-2 heading that starts with
+// a checkbox, and returns the text after "##".
+func taskHeading(line string) (string, bool) {
+	rest, ok := strings.CutPrefix(line, "##")
+	if !ok || rest == "" || (rest[0] != ' ' && rest[0] != '\t') {
+		return "", false
+	}
+	rest = strings.TrimSpace(rest)
+	if !strings.HasPrefix(rest, "[") {
+		return "", false
+	}
+	return rest, true
+}
+
+// newTask builds a task from a heading "[ ] ID: Title" at line ln. ok is
+// false when the heading is too broken to name a task; the task then only
+// absorbs its fields and prompt.
+func (ps *problems) newTask(h string, ln int) (t *muster.Task, ok bool) {
+	t = &muster.Task{Line: ln, KeyLines: map[string]int{}}
+	var rest string
+	switch {
+	case strings.HasPrefix(h, "[ ]"):
+		rest = h[3:]
+	case strings.HasPrefix(h, "[x]"), strings.HasPrefix(h, "[X]"):
+		rest, t.Done = h[3:], true
+	default:
+		ps.addf(ln, `bad task heading: want "## [ ] ID: Title" (or "[x]" for a task already done)`)
+		return t, false
+	}
+	rest = strings.TrimSpace(rest)
+	id, title, _ := strings.Cut(rest, ":")
+	id, title = strings.TrimSpace(id), strings.TrimSpace(title)
+	if id == "" {
+		ps.addf(ln, `task heading has no ID: want "## [ ] ID: Title"`)
+		return t, false
+	}
+	if title == "" {
+		ps.addf(ln, `task %s has no title: want "## [ ] %s: Title"`, id, id)
+	}
+	t.ID, t.Title = muster.TaskID(id), title
+	return t, true
+}
+
+// joinTrimmed joins lines, dropping leading and trailing blank lines.
+func joinTrimmed(lines []string) string {
+	for len(lines) > 0 && strings.TrimSpace(lines[0]) == "" {
+		lines = lines[1:]
+	}
+	for len(lines) > 0 && strings.TrimSpace(lines[len(lines)-1]) == "" {
+		lines = lines[:len(lines)-1]
+	}
+	return strings.Join(lines, "\n")
+}

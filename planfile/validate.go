@@ -1,0 +1,551 @@
+package planfile
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/internal/owns"
+	"github.com/muster-run/muster/internal/suggest"
+)
+
+// Options tune Validate.
+type Options struct {
+	// Strict makes overlapping Owns between tasks that may run at the
+	// same time an error instead of a warning.
+	Strict bool
+}
+
+// Validate checks a parsed plan against the crew in cfg and returns every
+// problem at once, sorted by line: bad and duplicate IDs, unknown
+// dependencies, dependency cycles, Owns entries that escape the
+// repository, unknown executors, roles no executor has, "Kind: code"
+// without "Run:", and overlapping Owns between tasks that may run at the
+// same time (a warning unless opts.Strict). A nil cfg skips the checks
+// against the crew. Done tasks count as satisfied dependencies and are
+// not checked for overlaps. The problems name p.Source.
+func Validate(p *muster.Plan, cfg *muster.Config, opts Options) muster.Problems {
+	ps := &problems{file: p.Source}
+	if len(p.Tasks) == 0 {
+		ps.addf(0, `plan has no tasks: a task starts with a heading "## [ ] ID: Title"`)
+		return ps.list
+	}
+	ids := ps.checkIDs(p.Tasks, nil)
+	ps.checkDeps(p.Tasks, ids, nil)
+	ps.checkCycles(p.Tasks, ids)
+	normOwns := ps.checkTasks(p.Tasks, cfg)
+	if !ps.hasCycle {
+		ps.checkOverlaps(p.Tasks, ids, normOwns, opts.Strict)
+	}
+	sortProblems(ps.list)
+	return ps.list
+}
+
+// ValidateFragment checks the tasks frag that the delegating task parent
+// proposes to add to the plan existing: IDs valid and unique (within the
+// fragment and against the plan), dependencies known (in the fragment or
+// the plan), no cycles, executors and roles in the crew, each new task's
+// Owns inside the parent's Owns (when the parent has any), no Authority
+// above the parent's, no commands (Run, Gate, Loop) unless the parent
+// has Authority shell, and at most maxTasks tasks (no cap when
+// maxTasks <= 0). New tasks that may run at the same time with
+// overlapping Owns get a warning (Problem.Warning): decide with
+// Problems.Errors. The problems name frag.Source. An empty fragment is
+// valid.
+func ValidateFragment(parent *muster.Task, existing *muster.Plan, frag *muster.Plan, cfg *muster.Config, maxTasks int) muster.Problems {
+	ps := &problems{file: frag.Source}
+	if maxTasks > 0 && len(frag.Tasks) > maxTasks {
+		ps.addf(0, "%d new tasks; task %s may add at most %d", len(frag.Tasks), parent.ID, maxTasks)
+	}
+	old := map[muster.TaskID]*muster.Task{}
+	for _, t := range existing.Tasks {
+		old[t.ID] = t
+	}
+	ids := ps.checkIDs(frag.Tasks, old)
+	ps.checkDeps(frag.Tasks, ids, old)
+	ps.checkCycles(frag.Tasks, ids)
+	normOwns := ps.checkTasks(frag.Tasks, cfg)
+	if !ps.hasCycle {
+		// New tasks that may run at the same time should not share files:
+		// a warning, as in Validate without Strict.
+		ps.checkOverlaps(frag.Tasks, ids, normOwns, false)
+	}
+	ps.checkTrust(parent, frag.Tasks)
+	var parentOwns []string
+	for _, e := range parent.Owns {
+		if n, err := owns.Normalize(e); err == nil {
+			parentOwns = append(parentOwns, n)
+		}
+	}
+	if len(parentOwns) > 0 {
+		for i, t := range frag.Tasks {
+			if len(t.Owns) == 0 {
+				ps.addf(t.Line, "task %s: needs Owns inside the Owns of task %s (%s)", t.ID, parent.ID, strings.Join(parentOwns, ", "))
+				continue
+			}
+			for _, e := range normOwns[i] {
+				if !covered(parentOwns, e) {
+					ps.addf(t.LineOf("owns"), "task %s: Owns %q is outside the Owns of task %s (%s)", t.ID, e, parent.ID, strings.Join(parentOwns, ", "))
+				}
+			}
+		}
+	}
+	sortProblems(ps.list)
+	return ps.list
+}
+
+// authorityRank orders authorities from least to most.
+var authorityRank = map[muster.Authority]int{muster.AuthorityRead: 0, muster.AuthorityWrite: 1, muster.AuthorityShell: 2}
+
+// checkTrust holds agent-written tasks to their parent's authority: no
+// task may ask for more than the parent has, and commands (Run, Gate,
+// Loop), which muster would execute, come only from a parent with shell
+// authority (DESIGN.md §7: agent output is never run as a command unless
+// an approved authority says so).
+func (ps *problems) checkTrust(parent *muster.Task, tasks []*muster.Task) {
+	pa := parent.EffectiveAuthority()
+	for _, t := range tasks {
+		if a := t.EffectiveAuthority(); authorityRank[a] > authorityRank[pa] {
+			ps.addf(t.LineOf("authority"), "task %s: Authority %s is more than task %s has (%s)", t.ID, a, parent.ID, pa)
+		}
+		if pa == muster.AuthorityShell {
+			continue
+		}
+		for _, k := range []string{"run", "gate", "loop"} {
+			if _, ok := t.KeyLines[k]; ok {
+				ps.addf(t.LineOf(k), "task %s: %s is a command; only a delegating task with Authority shell may propose commands", t.ID, canonicalKey(k))
+			}
+		}
+	}
+}
+
+// checkIDs reports bad and duplicate IDs, and IDs already in old. It
+// returns the index of the first task with each ID.
+func (ps *problems) checkIDs(tasks []*muster.Task, old map[muster.TaskID]*muster.Task) map[muster.TaskID]int {
+	ids := map[muster.TaskID]int{}
+	for i, t := range tasks {
+		if !muster.IDPattern.MatchString(string(t.ID)) {
+			ps.addf(t.Line, `bad task ID %q: use letters, digits, ".", "_" and "-", starting with a letter or digit`, t.ID)
+		}
+		if first, dup := ids[t.ID]; dup {
+			ps.addf(t.Line, "duplicate task ID %q (first on line %d)", t.ID, tasks[first].Line)
+			continue
+		}
+		if _, clash := old[t.ID]; clash {
+			ps.addf(t.Line, "task ID %q is already in the plan", t.ID)
+		}
+		ids[t.ID] = i
+	}
+	return ids
+}
+
+// checkDeps reports dependencies that name no task of tasks or old.
+func (ps *problems) checkDeps(tasks []*muster.Task, ids map[muster.TaskID]int, old map[muster.TaskID]*muster.Task) {
+	var names []string
+	for _, t := range tasks {
+		for _, d := range t.After {
+			if _, ok := ids[d]; ok {
+				continue
+			}
+			if _, ok := old[d]; ok {
+				continue
+			}
+			if names == nil {
+				for _, u := range tasks {
+					names = append(names, string(u.ID))
+				}
+				for id := range old {
+					names = append(names, string(id))
+				}
+				sort.Strings(names[len(tasks):])
+			}
+			if s := suggest.Nearest(string(d), names); s != "" {
+				ps.addf(t.LineOf("after"), "task %s: unknown dependency %q; did you mean %q?", t.ID, d, s)
+			} else {
+				ps.addf(t.LineOf("after"), "task %s: unknown dependency %q", t.ID, d)
+			}
+		}
+	}
+}
+
+// checkCycles reports one cycle for every strongly connected group of
+// tasks (not done) that wait for each other, as "a -> b -> a", where
+// "a -> b" reads "a waits for b".
+func (ps *problems) checkCycles(tasks []*muster.Task, ids map[muster.TaskID]int) {
+	n := len(tasks)
+	adj := make([][]int, n)
+	for i, t := range tasks {
+		if t.Done || ids[t.ID] != i {
+			continue
+		}
+		for _, d := range t.After {
+			if j, ok := ids[d]; ok && !tasks[j].Done {
+				adj[i] = append(adj[i], j)
+			}
+		}
+	}
+	for _, comp := range sccs(adj) {
+		// comp is sorted by plan order; start from its first task.
+		in := make(map[int]bool, len(comp))
+		for _, v := range comp {
+			in[v] = true
+		}
+		cycle := findCycle(adj, comp[0], in)
+		if cycle == nil {
+			continue
+		}
+		ps.hasCycle = true
+		names := make([]string, len(cycle))
+		for k, v := range cycle {
+			names[k] = string(tasks[v].ID)
+		}
+		t := tasks[comp[0]]
+		ps.addf(t.LineOf("after"), "dependency cycle: %s", strings.Join(names, " -> "))
+	}
+}
+
+// sccs returns the strongly connected components of adj that hold a
+// cycle (more than one vertex, or a self-loop), each sorted, in order of
+// their smallest vertex. Iterative Tarjan: plans may be deep.
+func sccs(adj [][]int) [][]int {
+	n := len(adj)
+	index := make([]int, n)
+	low := make([]int, n)
+	onStack := make([]bool, n)
+	for i := range index {
+		index[i] = -1
+	}
+	var out [][]int
+	var vstack []int
+	next := 0
+	type frame struct{ v, e int }
+	for root := 0; root < n; root++ {
+		if index[root] >= 0 {
+			continue
+		}
+		call := []frame{{root, 0}}
+		index[root], low[root] = next, next
+		next++
+		vstack = append(vstack, root)
+		onStack[root] = true
+		for len(call) > 0 {
+			f := &call[len(call)-1]
+			if f.e < len(adj[f.v]) {
+				w := adj[f.v][f.e]
+				f.e++
+				if index[w] < 0 {
+					index[w], low[w] = next, next
+					next++
+					vstack = append(vstack, w)
+					onStack[w] = true
+					call = append(call, frame{w, 0})
+				} else if onStack[w] {
+					low[f.v] = min(low[f.v], index[w])
+				}
+				continue
+			}
+			v := f.v
+			call = call[:len(call)-1]
+			if len(call) > 0 {
+				u := call[len(call)-1].v
+				low[u] = min(low[u], low[v])
+			}
+			if low[v] != index[v] {
+				continue
+			}
+			var comp []int
+			for {
+				w := vstack[len(vstack)-1]
+				vstack = vstack[:len(vstack)-1]
+				onStack[w] = false
+				comp = append(comp, w)
+				if w == v {
+					break
+				}
+			}
+			if len(comp) > 1 || selfLoop(adj, v) {
+				sort.Ints(comp)
+				out = append(out, comp)
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i][0] < out[j][0] })
+	return out
+}
+
+func selfLoop(adj [][]int, v int) bool {
+	for _, w := range adj[v] {
+		if w == v {
+			return true
+		}
+	}
+	return false
+}
+
+// findCycle returns a path start -> ... -> start inside the component in
+// (a breadth-first search, so the cycle is a shortest one through start).
+func findCycle(adj [][]int, start int, in map[int]bool) []int {
+	prev := map[int]int{}
+	queue := []int{start}
+	for len(queue) > 0 {
+		v := queue[0]
+		queue = queue[1:]
+		for _, w := range adj[v] {
+			if !in[w] {
+				continue
+			}
+			if w == start {
+				path := []int{start}
+				for u := v; u != start; u = prev[u] {
+					path = append(path, u)
+				}
+				// path is start, v, ..., reversed after start.
+				rev := []int{start}
+				for k := len(path) - 1; k >= 1; k-- {
+					rev = append(rev, path[k])
+				}
+				return append(rev, start)
+			}
+			if _, seen := prev[w]; !seen {
+				prev[w] = v
+				queue = append(queue, w)
+			}
+		}
+	}
+	return nil
+}
+
+// checkTasks reports problems of single tasks: Owns entries, executors,
+// roles, code tasks without Run. It returns each task's normalised Owns.
+func (ps *problems) checkTasks(tasks []*muster.Task, cfg *muster.Config) [][]string {
+	norm := make([][]string, len(tasks))
+	var execNames []string
+	if cfg != nil {
+		for _, e := range cfg.Executors {
+			execNames = append(execNames, e.Name)
+		}
+	}
+	for i, t := range tasks {
+		for _, e := range t.Owns {
+			n, err := owns.Normalize(e)
+			if err != nil {
+				ps.addf(t.LineOf("owns"), "task %s: Owns %q: %v", t.ID, e, err)
+				continue
+			}
+			norm[i] = append(norm[i], n)
+		}
+		if t.EffectiveKind() == muster.KindCode && strings.TrimSpace(t.Run) == "" {
+			ps.addf(t.LineOf("kind"), "task %s: Kind code needs a Run command", t.ID)
+		}
+		if cfg == nil {
+			continue
+		}
+		role := t.EffectiveRole()
+		if t.Executor != "" {
+			ex := cfg.Executor(t.Executor)
+			switch {
+			case ex == nil:
+				if s := suggest.Nearest(t.Executor, execNames); s != "" {
+					ps.addf(t.LineOf("executor"), "task %s: unknown executor %q; did you mean %q?", t.ID, t.Executor, s)
+				} else {
+					ps.addf(t.LineOf("executor"), "task %s: unknown executor %q (the crew has: %s)", t.ID, t.Executor, crewList(execNames))
+				}
+			case t.EffectiveKind() != muster.KindCode && !ex.HasRole(role):
+				ps.addf(t.LineOf("role"), "task %s: executor %q has no role %q", t.ID, t.Executor, role)
+			}
+			continue
+		}
+		if t.EffectiveKind() == muster.KindCode {
+			continue
+		}
+		found := false
+		for _, e := range cfg.Executors {
+			if e.HasRole(role) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			ps.addf(t.LineOf("role"), "task %s: no executor in the crew has role %q", t.ID, role)
+		}
+	}
+	return norm
+}
+
+func crewList(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
+}
+
+// checkOverlaps reports pairs of tasks, neither of which waits for the
+// other (transitively), whose Owns overlap. Tasks without Owns and done
+// tasks are left out.
+func (ps *problems) checkOverlaps(tasks []*muster.Task, ids map[muster.TaskID]int, norm [][]string, strict bool) {
+	n := len(tasks)
+	words := (n + 63) / 64
+	// reach[i] holds the tasks i waits for, transitively.
+	reach := make([][]uint64, n)
+	order := make([]int, 0, n)
+	state := make([]byte, n)
+	// Iterative post-order over dependencies.
+	for r := 0; r < n; r++ {
+		if state[r] != 0 {
+			continue
+		}
+		type frame struct{ v, e int }
+		call := []frame{{r, 0}}
+		state[r] = 1
+		for len(call) > 0 {
+			f := &call[len(call)-1]
+			deps := tasks[f.v].After
+			if f.e < len(deps) {
+				j, ok := ids[deps[f.e]]
+				f.e++
+				if ok && state[j] == 0 {
+					state[j] = 1
+					call = append(call, frame{j, 0})
+				}
+				continue
+			}
+			state[f.v] = 2
+			order = append(order, f.v)
+			call = call[:len(call)-1]
+		}
+	}
+	for _, i := range order {
+		reach[i] = make([]uint64, words)
+		for _, d := range tasks[i].After {
+			j, ok := ids[d]
+			if !ok || reach[j] == nil {
+				continue
+			}
+			reach[i][j/64] |= 1 << (j % 64)
+			for w := range reach[j] {
+				reach[i][w] |= reach[j][w]
+			}
+		}
+	}
+	has := func(i, j int) bool { return reach[i] != nil && reach[i][j/64]&(1<<(j%64)) != 0 }
+
+	// Two entries can overlap only when one's static directory prefix
+	// contains the other's, so they share a first segment unless one
+	// starts with a glob. Bucket tasks by first segment ("" for a glob)
+	// and compare only within a bucket and against the "" bucket.
+	live := make([]bool, n)
+	buckets := map[string][]int{}
+	firsts := make([][]string, n)
+	for i, t := range tasks {
+		live[i] = !t.Done && len(norm[i]) > 0 && ids[t.ID] == i
+		if !live[i] {
+			continue
+		}
+		for _, e := range norm[i] {
+			s := firstSegment(e)
+			if l := buckets[s]; len(l) == 0 || l[len(l)-1] != i {
+				buckets[s] = append(l, i)
+			}
+			firsts[i] = append(firsts[i], s)
+		}
+	}
+	stamp := make([]int, n)
+	for j := 0; j < n; j++ {
+		if !live[j] {
+			continue
+		}
+		var cands []int
+		add := func(list []int) {
+			for _, i := range list {
+				if i < j && stamp[i] != j+1 {
+					stamp[i] = j + 1
+					cands = append(cands, i)
+				}
+			}
+		}
+		wild := false
+		for _, s := range firsts[j] {
+			if s == "" {
+				wild = true
+			}
+			add(buckets[s])
+		}
+		if wild {
+			for i := 0; i < j; i++ {
+				if live[i] {
+					add([]int{i})
+				}
+			}
+		} else {
+			add(buckets[""])
+		}
+		sort.Ints(cands)
+		for _, i := range cands {
+			if has(i, j) || has(j, i) {
+				continue
+			}
+			a, b, ok := owns.Overlaps(norm[i], norm[j])
+			if !ok {
+				continue
+			}
+			ps.list = append(ps.list, muster.Problem{
+				File: ps.file, Line: tasks[j].LineOf("owns"), Warning: !strict,
+				Message: fmt.Sprintf("tasks %s (line %d) and %s may run at the same time and their Owns overlap: %q and %q",
+					tasks[i].ID, tasks[i].Line, tasks[j].ID, a, b),
+			})
+		}
+	}
+}
+
+// firstSegment returns the first path segment of a normalised Owns
+// entry, or "" when that segment is a glob.
+func firstSegment(e string) string {
+	s, _, _ := strings.Cut(strings.TrimSuffix(e, "/"), "/")
+	if strings.ContainsAny(s, "*?[{") {
+		return ""
+	}
+	return s
+}
+
+// covered reports whether the normalised entry e lies inside the parent's
+// entries: a file any entry matches, or a directory or glob under a
+// parent directory (or "dir/**" glob), or an entry the parent lists as is.
+func covered(parent []string, e string) bool {
+	isGlob := strings.ContainsAny(e, "*?[{")
+	if !isGlob && !strings.HasSuffix(e, "/") {
+		return owns.Match(parent, e)
+	}
+	// The static directory part of e.
+	segs := strings.Split(strings.TrimSuffix(e, "/"), "/")
+	static := segs
+	for i, s := range segs {
+		if strings.ContainsAny(s, "*?[{") {
+			static = segs[:i]
+			break
+		}
+	}
+	prefix := strings.Join(static, "/")
+	for _, p := range parent {
+		if p == e {
+			return true
+		}
+		dir, ok := strings.CutSuffix(p, "/")
+		if !ok {
+			dir, ok = strings.CutSuffix(p, "/**")
+		}
+		if !ok || strings.ContainsAny(dir, "*?[{") {
+			continue
+		}
+		if prefix == dir || strings.HasPrefix(prefix, dir+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// sortProblems orders problems by line, keeping the order of problems on
+// the same line.
+func sortProblems(ps muster.Problems) {
+	sort.SliceStable(ps, func(i, j int) bool { return ps[i].Line < ps[j].Line })
+}

@@ -1,0 +1,218 @@
+package planfile
+
+import (
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/muster-run/muster"
+)
+
+func crew() *muster.Config {
+	return &muster.Config{Executors: []*muster.ExecutorSpec{
+		{Name: "claude", Kind: muster.ExecClaudeCode, Clones: 2, Roles: []string{"coder", "reviewer"}},
+		{Name: "codex", Kind: muster.ExecCodex, Clones: 1},
+	}}
+}
+
+func mustParse(t *testing.T, name, src string) *muster.Plan {
+	t.Helper()
+	p, probs := Parse(name, []byte(src))
+	if len(probs) != 0 {
+		t.Fatalf("parse %s: %v", name, probs)
+	}
+	return p
+}
+
+func TestValidate(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		src    string
+		strict bool
+		want   []string
+	}{
+		{"valid", "## [ ] a: A\nOwns: a/\n\n## [ ] b: B\nAfter: a\nOwns: a/x.go\nExecutor: codex\n", false, nil},
+		{"no tasks", "# Plan: empty\n\nJust a brief.\n", false,
+			[]string{`p.md: plan has no tasks: a task starts with a heading "## [ ] ID: Title"`}},
+		{"bad id", "## [ ] my task: A\n", false,
+			[]string{`p.md:1: bad task ID "my task": use letters, digits, ".", "_" and "-", starting with a letter or digit`}},
+		{"bad id start", "## [ ] -a: A\n", false,
+			[]string{`p.md:1: bad task ID "-a": use letters, digits, ".", "_" and "-", starting with a letter or digit`}},
+		{"duplicate id", "## [ ] a: A\n\n## [ ] b: B\n\n## [ ] a: Again\n", false,
+			[]string{`p.md:5: duplicate task ID "a" (first on line 1)`}},
+		{"unknown dependency", "## [ ] route: R\n\n## [ ] docs: D\nOwns: d.md\nAfter: rout, zzz\n", false,
+			[]string{`p.md:5: task docs: unknown dependency "rout"; did you mean "route"?`, `p.md:5: task docs: unknown dependency "zzz"`}},
+		{"cycle", "## [ ] a: A\nAfter: c\n\n## [ ] b: B\nAfter: a\n\n## [ ] c: C\nAfter: b\n", false,
+			[]string{`p.md:2: dependency cycle: a -> c -> b -> a`}},
+		{"self cycle", "## [ ] a: A\nAfter: a\n", false,
+			[]string{`p.md:2: dependency cycle: a -> a`}},
+		{"two cycles once each", "## [ ] a: A\nAfter: b\n\n## [ ] b: B\nAfter: a\n\n## [ ] c: C\nAfter: d, a\n\n## [ ] d: D\nAfter: c\n", false,
+			[]string{`p.md:2: dependency cycle: a -> b -> a`, `p.md:8: dependency cycle: c -> d -> c`}},
+		{"done breaks cycle", "## [x] a: A\nAfter: b\n\n## [ ] b: B\nAfter: a\n", false, nil},
+		{"owns escape", "## [ ] a: A\nOwns: ../x.go, /etc/passwd, ok.go\n", false,
+			[]string{`p.md:2: task a: Owns "../x.go": path escapes the repository with ..`, `p.md:2: task a: Owns "/etc/passwd": absolute path escapes the repository`}},
+		{"unknown executor", "## [ ] a: A\nExecutor: codx\n\n## [ ] b: B\nExecutor: gemini\n", false,
+			[]string{`p.md:2: task a: unknown executor "codx"; did you mean "codex"?`, `p.md:5: task b: unknown executor "gemini" (the crew has: claude, codex)`}},
+		{"role nobody has", "## [ ] a: A\nRole: tester\n", false,
+			[]string{`p.md:2: task a: no executor in the crew has role "tester"`}},
+		{"role executor lacks", "## [ ] a: A\nExecutor: codex\nRole: reviewer\n", false,
+			[]string{`p.md:3: task a: executor "codex" has no role "reviewer"`}},
+		{"code without run", "## [ ] a: A\nKind: code\n", false,
+			[]string{`p.md:2: task a: Kind code needs a Run command`}},
+		{"overlap warning", "## [ ] a: A\nOwns: internal/http/\n\n## [ ] b: B\nOwns: x.go, internal/http/router.go\n", false,
+			[]string{`p.md:5: warning: tasks a (line 1) and b may run at the same time and their Owns overlap: "internal/http/" and "internal/http/router.go"`}},
+		{"overlap strict", "## [ ] a: A\nOwns: **/*.go\n\n## [ ] b: B\nOwns: x.go\n", true,
+			[]string{`p.md:5: tasks a (line 1) and b may run at the same time and their Owns overlap: "**/*.go" and "x.go"`}},
+		{"overlap glob later", "## [ ] a: A\nOwns: pkg/x.go\n\n## [ ] b: B\nOwns: other.go\n\n## [ ] c: C\nOwns: **/x.go\n", false,
+			[]string{`p.md:8: warning: tasks a (line 1) and c may run at the same time and their Owns overlap: "pkg/x.go" and "**/x.go"`}},
+		{"ordered transitively", "## [ ] a: A\nOwns: x.go\n\n## [ ] b: B\nAfter: a\n\n## [ ] c: C\nAfter: b\nOwns: x.go\n", true, nil},
+		{"done tasks do not overlap", "## [x] a: A\nOwns: x.go\n\n## [ ] c: C\nOwns: x.go\n", true, nil},
+	} {
+		p := mustParse(t, "p.md", tc.src)
+		got := problemStrings(Validate(p, crew(), Options{Strict: tc.strict}))
+		if tc.want == nil {
+			tc.want = []string{}
+		}
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s:\n got %q\nwant %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestValidateSortsAndWarnings(t *testing.T) {
+	t.Parallel()
+	// bad.md also has an unknown key, which Parse reports; drop it here.
+	p, _ := Parse("bad.md", mustRead(t, "testdata/bad.md"))
+	probs := Validate(p, nil, Options{})
+	want := []string{
+		`bad.md:5: task api: Owns "../escape.go": path escapes the repository with ..`,
+		`bad.md:7: duplicate task ID "api" (first on line 3)`,
+		`bad.md:8: task api: unknown dependency "rout"`,
+		`bad.md:10: bad task ID "bad id": use letters, digits, ".", "_" and "-", starting with a letter or digit`,
+		`bad.md:11: task bad id: unknown dependency "c"`,
+		`bad.md:14: dependency cycle: a -> b -> a`,
+	}
+	if got := problemStrings(probs); !reflect.DeepEqual(got, want) {
+		t.Errorf("got %q\nwant %q", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// Warnings are not errors.
+	p = mustParse(t, "w.md", "## [ ] a: A\nOwns: x\n\n## [ ] b: B\nOwns: x\n")
+	probs = Validate(p, nil, Options{})
+	if len(probs) != 1 || !probs[0].Warning || len(probs.Errors()) != 0 {
+		t.Errorf("warning: %v", probs)
+	}
+}
+
+func TestValidateLargeChain(t *testing.T) {
+	t.Parallel()
+	// A long chain is deep: the checks must not recurse per task.
+	var b strings.Builder
+	const n = 3000
+	for i := 0; i < n; i++ {
+		b.WriteString("## [ ] t" + strconv.Itoa(i) + ": T\nOwns: same.go\n")
+		if i > 0 {
+			b.WriteString("After: t" + strconv.Itoa(i-1) + "\n")
+		}
+		b.WriteString("\n")
+	}
+	p := mustParse(t, "chain.md", b.String())
+	if probs := Validate(p, nil, Options{Strict: true}); len(probs) != 0 {
+		t.Fatalf("chain: %v", probs[:1])
+	}
+}
+
+func TestValidateFragment(t *testing.T) {
+	t.Parallel()
+	existing := mustParse(t, "plan.md", "## [ ] plan: P\nOwns: parser/, docs/parser.md\nDelegates: yes\n\n## [ ] other: O\nOwns: x.go\n")
+	parent := existing.Tasks[0]
+	for _, tc := range []struct {
+		name string
+		src  string
+		max  int
+		want []string
+	}{
+		{"valid", "## [ ] p1: One\nOwns: parser/lex.go\nAfter: plan\n\n## [ ] p2: Two\nOwns: parser/ast/, docs/parser.md\nAfter: p1, other\n", 5, nil},
+		{"empty", "nothing to add\n", 5, nil},
+		{"too many", "## [ ] p1: One\nOwns: parser/a\n\n## [ ] p2: Two\nOwns: parser/b\n", 1,
+			[]string{`out.md: 2 new tasks; task plan may add at most 1`}},
+		{"id clash", "## [ ] other: Again\nOwns: parser/a\n", 5,
+			[]string{`out.md:1: task ID "other" is already in the plan`}},
+		{"duplicate", "## [ ] p1: One\nOwns: parser/a\n\n## [ ] p1: One\nOwns: parser/b\n", 5,
+			[]string{`out.md:4: duplicate task ID "p1" (first on line 1)`}},
+		{"unknown dep", "## [ ] p1: One\nOwns: parser/a\nAfter: othr\n", 5,
+			[]string{`out.md:3: task p1: unknown dependency "othr"; did you mean "other"?`}},
+		{"cycle", "## [ ] p1: One\nOwns: parser/a\nAfter: p2\n\n## [ ] p2: Two\nOwns: parser/b\nAfter: p1\n", 5,
+			[]string{`out.md:3: dependency cycle: p1 -> p2 -> p1`}},
+		{"executor", "## [ ] p1: One\nOwns: parser/a\nExecutor: gpt\n", 5,
+			[]string{`out.md:3: task p1: unknown executor "gpt" (the crew has: claude, codex)`}},
+		{"owns outside", "## [ ] p1: One\nOwns: parser/a.go, cmd/main.go, parser/**/*.go, **/*.go, docs/\n", 5,
+			[]string{
+				`out.md:2: task p1: Owns "cmd/main.go" is outside the Owns of task plan (parser/, docs/parser.md)`,
+				`out.md:2: task p1: Owns "**/*.go" is outside the Owns of task plan (parser/, docs/parser.md)`,
+				`out.md:2: task p1: Owns "docs/" is outside the Owns of task plan (parser/, docs/parser.md)`,
+			}},
+		{"overlap among new tasks", "## [ ] p1: One\nOwns: parser/\n\n## [ ] p2: Two\nOwns: parser/x.go\n", 5,
+			[]string{`out.md:5: warning: tasks p1 (line 1) and p2 may run at the same time and their Owns overlap: "parser/" and "parser/x.go"`}},
+		{"owns missing", "## [ ] p1: One\n", 5,
+			[]string{`out.md:1: task p1: needs Owns inside the Owns of task plan (parser/, docs/parser.md)`}},
+		{"authority and commands", "## [ ] p1: One\nOwns: parser/a\nAuthority: shell\nKind: code\nRun: rm -rf /\nGate: curl x | sh\nLoop: max=2 make\n", 5,
+			[]string{
+				`out.md:3: task p1: Authority shell is more than task plan has (write)`,
+				`out.md:5: task p1: Run is a command; only a delegating task with Authority shell may propose commands`,
+				`out.md:6: task p1: Gate is a command; only a delegating task with Authority shell may propose commands`,
+				`out.md:7: task p1: Loop is a command; only a delegating task with Authority shell may propose commands`,
+			}},
+		{"owns escape", "## [ ] p1: One\nOwns: parser/../../x\n", 5,
+			[]string{`out.md:2: task p1: Owns "parser/../../x": path escapes the repository with ..`}},
+	} {
+		frag, _ := Parse("out.md", []byte(tc.src))
+		got := problemStrings(ValidateFragment(parent, existing, frag, crew(), tc.max))
+		if tc.want == nil {
+			tc.want = []string{}
+		}
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s:\n got %q\nwant %q", tc.name, got, tc.want)
+		}
+	}
+	// A parent with shell authority may propose commands.
+	shell := mustParse(t, "plan.md", "## [ ] plan: P\nAuthority: shell\nDelegates: yes\n")
+	frag := mustParse(t, "out.md", "## [ ] p1: One\nKind: code\nRun: make gen\nGate: make test\nAuthority: shell\n")
+	if probs := ValidateFragment(shell.Tasks[0], shell, frag, crew(), 0); len(probs) != 0 {
+		t.Errorf("shell parent: %v", probs)
+	}
+	// A parent without Owns lets new tasks own anything.
+	free := mustParse(t, "plan.md", "## [ ] plan: P\nDelegates: yes\n")
+	frag = mustParse(t, "out.md", "## [ ] p1: One\nOwns: anything/\n\n## [ ] p2: Two\n")
+	if probs := ValidateFragment(free.Tasks[0], free, frag, crew(), 0); len(probs) != 0 {
+		t.Errorf("free parent: %v", probs)
+	}
+}
+
+func TestCovered(t *testing.T) {
+	t.Parallel()
+	parent := []string{"parser/", "docs/*.md", "gen/**", "one.go"}
+	for _, tc := range []struct {
+		e    string
+		want bool
+	}{
+		{"parser/x.go", true},
+		{"parser/sub/", true},
+		{"parser/", true},
+		{"parser/**/*.go", true},
+		{"docs/a.md", true},
+		{"docs/*.md", true},
+		{"docs/sub/a.md", false},
+		{"gen/x/y.go", true},
+		{"gen/x/", true},
+		{"one.go", true},
+		{"two.go", false},
+		{"*.go", false},
+		{"parserx/", false},
+	} {
+		if got := covered(parent, tc.e); got != tc.want {
+			t.Errorf("covered(%q) = %v, want %v", tc.e, got, tc.want)
+		}
+	}
+}

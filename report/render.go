@@ -1,0 +1,171 @@
+package report
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/muster-run/muster"
+)
+
+// Formats accepted by Write.
+const (
+	FormatText = "text"
+	FormatJSON = "json"
+	FormatCSV  = "csv"
+)
+
+// Write renders r in format: text (aligned tables), json or csv.
+func Write(w io.Writer, r *Report, format string) error {
+	switch format {
+	case "", FormatText:
+		return WriteText(w, r)
+	case FormatJSON:
+		return WriteJSON(w, r)
+	case FormatCSV:
+		return WriteCSV(w, r)
+	}
+	return muster.Errorf(muster.CodeInvalid, "report format %q: want text, json or csv", format)
+}
+
+// WriteJSON writes r as one indented JSON object.
+func WriteJSON(w io.Writer, r *Report) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// sections lists the breakdowns in display order.
+func (r *Report) sections() []struct {
+	name, title string
+	lines       []Line
+} {
+	return []struct {
+		name, title string
+		lines       []Line
+	}{
+		{"clone", "By executor clone", r.ByClone},
+		{"task", "By task", r.ByTask},
+		{"role", "By role", r.ByRole},
+		{"model", "By model", r.ByModel},
+		{"day", "By day", r.ByDay},
+		{"hour", "By hour", r.ByHour},
+	}
+}
+
+// WriteCSV writes one record per line of every breakdown, plus totals
+// and runs: section,key,input_tokens,output_tokens,cache_write_tokens,
+// cache_read_tokens,total_tokens,cost_usd,estimated_usd,estimated,share_percent.
+func WriteCSV(w io.Writer, r *Report) error {
+	cw := csv.NewWriter(w)
+	cw.Write([]string{"section", "key", "input_tokens", "output_tokens", "cache_write_tokens", "cache_read_tokens",
+		"total_tokens", "cost_usd", "estimated_usd", "estimated", "share_percent"})
+	rec := func(section, key string, f Figures) {
+		cw.Write([]string{section, key, i64(f.InputTokens), i64(f.OutputTokens), i64(f.CacheWriteTokens), i64(f.CacheReadTokens),
+			i64(f.TotalTokens), micros(f.CostMicros), micros(f.EstimatedMicros), strconv.FormatBool(f.Estimated),
+			strconv.FormatFloat(f.SharePercent, 'f', 2, 64)})
+	}
+	rec("total", "total", r.Totals)
+	for _, run := range r.Runs {
+		rec("run", run.Run, run.Figures)
+	}
+	for _, s := range r.sections() {
+		for _, l := range s.lines {
+			rec(s.name, l.Key, l.Figures)
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// WriteText writes r as aligned tables for people.
+func WriteText(w io.Writer, r *Report) error {
+	fmt.Fprintf(w, "Cost report (prices dated %s; * = estimated from prices, not reported by the agent)\n\n", r.PricesDate)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "Run\tState\tStarted\tElapsed\tTasks ok\tTasks failed\tTokens\tCost\tCost/day\t\n")
+	for _, run := range r.Runs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t\n", run.Run, run.State, run.Started.In(zone(r)).Format("2006-01-02 15:04"),
+			run.Ended.Sub(run.Started).Round(time.Second), run.Succeeded, run.Failed, num(run.TotalTokens),
+			money(run.Figures), usd(run.CostPerDayMicros))
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\nTotal: %s tokens, %s", num(r.Totals.TotalTokens), money(r.Totals))
+	if r.SucceededTasks > 0 {
+		fmt.Fprintf(w, "; %d tasks succeeded, %s per succeeded task", r.SucceededTasks, usd(r.CostPerSucceededTaskMicros))
+	}
+	fmt.Fprintln(w)
+	if len(r.Unpriced) > 0 {
+		fmt.Fprintf(w, "No price for %s (counted as $0)\n", strings.Join(r.Unpriced, ", "))
+	}
+	for _, s := range r.sections() {
+		if len(s.lines) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "\n%s\n", s.title)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		width := 0
+		for _, l := range s.lines {
+			width = max(width, len(l.Key))
+		}
+		fmt.Fprintf(tw, "%s\tInput\tOutput\tCache write\tCache read\tTokens\tShare\tCost\t\n", strings.Repeat(" ", width))
+		for _, l := range s.lines {
+			fmt.Fprintf(tw, "%-*s\t%s\t%s\t%s\t%s\t%s\t%.1f%%\t%s\t\n", width, l.Key, num(l.InputTokens), num(l.OutputTokens),
+				num(l.CacheWriteTokens), num(l.CacheReadTokens), num(l.TotalTokens), l.SharePercent, money(l.Figures))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func zone(r *Report) *time.Location {
+	if loc, err := time.LoadLocation(r.TZ); err == nil {
+		return loc
+	}
+	return time.Local
+}
+
+func money(f Figures) string {
+	s := usd(f.CostMicros)
+	if f.Estimated {
+		s += "*"
+	}
+	return s
+}
+
+func usd(micros int64) string {
+	cents := (micros + 5000) / 10000
+	if micros < 0 {
+		cents = (micros - 5000) / 10000
+	}
+	sign := ""
+	if cents < 0 {
+		sign, cents = "-", -cents
+	}
+	return fmt.Sprintf("%s$%s.%02d", sign, num(cents/100), cents%100)
+}
+
+func micros(m int64) string { return strconv.FormatFloat(float64(m)/1e6, 'f', 6, 64) }
+
+func i64(n int64) string { return strconv.FormatInt(n, 10) }
+
+func num(n int64) string {
+	if n < 0 {
+		return "-" + num(-n)
+	}
+	s := strconv.FormatInt(n, 10)
+	var b strings.Builder
+	for i := range len(s) {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}

@@ -1,0 +1,312 @@
+// Package report builds usage and cost reports of muster runs from their
+// journal events: totals; by day, hour, model, role, task and executor
+// clone (with each clone's share of all tokens); cost per succeeded task;
+// and a projection of cost per day. Renderers write aligned text, JSON
+// (stable snake_case names, "schema": 1) and CSV.
+package report
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/cost"
+)
+
+// Schema is the version of the JSON form; it changes only when a field
+// changes meaning or goes away.
+const Schema = 1
+
+// Options shape a report.
+type Options struct {
+	// TZ is the zone of days and hours; nil means local.
+	TZ *time.Location
+	// Since and Until bound the TokensUsed events counted: Since <= Time
+	// < Until. Zero values do not bound.
+	Since, Until time.Time
+	// Prices estimates the cost of usage the agent did not price; nil
+	// means cost.Default().
+	Prices *cost.Table
+	// Now is the time of the report (for running runs' projections).
+	Now time.Time
+}
+
+// Figures are token and cost sums.
+type Figures struct {
+	InputTokens      int64   `json:"input_tokens"`
+	OutputTokens     int64   `json:"output_tokens"`
+	CacheWriteTokens int64   `json:"cache_write_tokens"`
+	CacheReadTokens  int64   `json:"cache_read_tokens"`
+	TotalTokens      int64   `json:"total_tokens"`
+	CostMicros       int64   `json:"cost_micros"`
+	CostUSD          float64 `json:"cost_usd"`
+	// EstimatedMicros is the part of CostMicros estimated from the price
+	// table rather than reported by the agent.
+	EstimatedMicros int64 `json:"estimated_micros"`
+	// Estimated says some of the cost is estimated.
+	Estimated bool `json:"estimated"`
+	// SharePercent is this line's share of all tokens in the report.
+	SharePercent float64 `json:"share_percent"`
+	// Events is the number of TokensUsed events summed.
+	Events int `json:"events"`
+}
+
+func (f *Figures) add(u muster.Usage, estimated int64) {
+	f.InputTokens += u.InputTokens
+	f.OutputTokens += u.OutputTokens
+	f.CacheWriteTokens += u.CacheWriteTokens
+	f.CacheReadTokens += u.CacheReadTokens
+	f.TotalTokens += u.Tokens()
+	f.CostMicros += u.CostMicros
+	f.CostUSD = float64(f.CostMicros) / 1e6
+	f.EstimatedMicros += estimated
+	f.Estimated = f.Estimated || u.Estimated
+	f.Events++
+}
+
+// Line is one row of a breakdown.
+type Line struct {
+	Key string `json:"key"`
+	Figures
+}
+
+// Run describes one run in the report.
+type Run struct {
+	Run   string `json:"run"`
+	State string `json:"state"` // running, succeeded, failed, interrupted
+	// Started and Ended bound the run (Ended: its last event, or Now
+	// while it runs).
+	Started   time.Time `json:"started"`
+	Ended     time.Time `json:"ended"`
+	Succeeded int       `json:"tasks_succeeded"`
+	Failed    int       `json:"tasks_failed"`
+	Figures
+	// CostPerDayMicros projects the run's cost over a day at its rate so
+	// far (cost ÷ elapsed time × 24 h); 0 when no time has elapsed.
+	CostPerDayMicros int64   `json:"cost_per_day_micros"`
+	CostPerDayUSD    float64 `json:"cost_per_day_usd"`
+}
+
+// Report is a usage and cost report over one or more runs.
+type Report struct {
+	Schema      int       `json:"schema"`
+	GeneratedAt time.Time `json:"generated_at"`
+	TZ          string    `json:"tz"`
+	// PricesDate is the date of the price table estimates come from.
+	PricesDate string   `json:"prices_date"`
+	Runs       []Run    `json:"runs"`
+	Totals     Figures  `json:"totals"`
+	ByDay      []Line   `json:"by_day"`
+	ByHour     []Line   `json:"by_hour"`
+	ByModel    []Line   `json:"by_model"`
+	ByRole     []Line   `json:"by_role"`
+	ByTask     []Line   `json:"by_task"`
+	ByClone    []Line   `json:"by_clone"`
+	Unpriced   []string `json:"unpriced_models"`
+	// SucceededTasks counts tasks that succeeded; CostPerSucceededTask
+	// divides the total cost by it.
+	SucceededTasks             int     `json:"succeeded_tasks"`
+	CostPerSucceededTaskMicros int64   `json:"cost_per_succeeded_task_micros"`
+	CostPerSucceededTaskUSD    float64 `json:"cost_per_succeeded_task_usd"`
+}
+
+// Placeholder keys for events without a value.
+const (
+	NoneKey = "(none)"
+)
+
+// Build folds the events of runs (each a run's journal, in order) into a
+// report. A TokensUsed event's own cost is used when it has one (and its
+// Estimated flag kept); otherwise the cost is estimated from the price
+// table and marked estimated.
+func Build(runs [][]muster.Event, opts Options) *Report {
+	loc := opts.TZ
+	if loc == nil {
+		loc = time.Local
+	}
+	prices := opts.Prices
+	if prices == nil {
+		prices = cost.Default()
+	}
+	r := &Report{Schema: Schema, GeneratedAt: opts.Now, TZ: loc.String(), PricesDate: prices.Date()}
+	groups := map[string]map[string]*Figures{}
+	bump := func(section, key string, u muster.Usage, est int64) {
+		m := groups[section]
+		if m == nil {
+			m = map[string]*Figures{}
+			groups[section] = m
+		}
+		f := m[key]
+		if f == nil {
+			f = &Figures{}
+			m[key] = f
+		}
+		f.add(u, est)
+	}
+	unpriced := map[string]bool{}
+	succeeded := map[string]bool{}
+	for _, events := range runs {
+		run := Run{State: muster.RunRunning}
+		taskState := map[muster.TaskID]string{}
+		for i := range events {
+			e := &events[i]
+			if run.Started.IsZero() || e.Time.Before(run.Started) {
+				run.Started = e.Time
+			}
+			if e.Time.After(run.Ended) {
+				run.Ended = e.Time
+			}
+			switch e.Type {
+			case muster.EvRunStarted:
+				run.Run = e.Run
+			case muster.EvRunFinished:
+				if e.State != "" {
+					run.State = e.State
+				} else {
+					run.State = muster.RunSucceeded
+				}
+			case muster.EvRunInterrupted:
+				run.State = muster.RunInterrupted
+			case muster.EvRunResumed:
+				run.State = muster.RunRunning
+			case muster.EvTaskSucceeded:
+				taskState[e.Task] = muster.StateSucceeded
+			case muster.EvTaskFailed:
+				if !e.Retry {
+					taskState[e.Task] = muster.StateFailed
+				}
+			case muster.EvTokensUsed:
+				if (!opts.Since.IsZero() && e.Time.Before(opts.Since)) || (!opts.Until.IsZero() && !e.Time.Before(opts.Until)) {
+					continue
+				}
+				u := e.Usage
+				var est int64
+				if u.CostMicros == 0 && u.Tokens() > 0 {
+					c, known := prices.Cost(e.Model, u)
+					u.CostMicros, u.Estimated, est = c, true, c
+					if !known {
+						unpriced[modelKey(e.Model)] = true
+					}
+				} else if u.Estimated {
+					est = u.CostMicros
+				}
+				run.add(u, est)
+				r.Totals.add(u, est)
+				t := e.Time.In(loc)
+				bump("day", t.Format("2006-01-02"), u, est)
+				bump("hour", t.Format("2006-01-02 15:00"), u, est)
+				bump("model", modelKey(e.Model), u, est)
+				bump("role", orNone(e.Role), u, est)
+				bump("task", orNone(string(e.Task)), u, est)
+				bump("clone", orNone(e.Slot()), u, est)
+			}
+		}
+		if run.State == muster.RunRunning && !opts.Now.IsZero() && opts.Now.After(run.Ended) {
+			run.Ended = opts.Now
+		}
+		for task, st := range taskState {
+			switch st {
+			case muster.StateSucceeded:
+				run.Succeeded++
+				succeeded[run.Run+"\x00"+string(task)] = true
+			case muster.StateFailed:
+				run.Failed++
+			}
+		}
+		if el := run.Ended.Sub(run.Started); el > 0 {
+			run.CostPerDayMicros = int64(float64(run.CostMicros) * float64(24*time.Hour) / float64(el))
+			run.CostPerDayUSD = float64(run.CostPerDayMicros) / 1e6
+		}
+		r.Runs = append(r.Runs, run)
+	}
+	if r.Runs == nil {
+		r.Runs = []Run{}
+	}
+	r.ByDay = lines(groups["day"], r.Totals.TotalTokens, byKey)
+	r.ByHour = lines(groups["hour"], r.Totals.TotalTokens, byKey)
+	r.ByModel = lines(groups["model"], r.Totals.TotalTokens, byCost)
+	r.ByRole = lines(groups["role"], r.Totals.TotalTokens, byCost)
+	r.ByTask = lines(groups["task"], r.Totals.TotalTokens, byCost)
+	r.ByClone = lines(groups["clone"], r.Totals.TotalTokens, byKey)
+	if r.Totals.TotalTokens > 0 {
+		r.Totals.SharePercent = 100
+	}
+	for i := range r.Runs {
+		r.Runs[i].SharePercent = share(r.Runs[i].TotalTokens, r.Totals.TotalTokens)
+	}
+	r.Unpriced = []string{}
+	for m := range unpriced {
+		r.Unpriced = append(r.Unpriced, m)
+	}
+	sort.Strings(r.Unpriced)
+	r.SucceededTasks = len(succeeded)
+	if r.SucceededTasks > 0 {
+		r.CostPerSucceededTaskMicros = r.Totals.CostMicros / int64(r.SucceededTasks)
+		r.CostPerSucceededTaskUSD = float64(r.CostPerSucceededTaskMicros) / 1e6
+	}
+	return r
+}
+
+func modelKey(m string) string {
+	if m == "" {
+		return "(unknown)"
+	}
+	return m
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return NoneKey
+	}
+	return s
+}
+
+func share(part, all int64) float64 {
+	if all == 0 {
+		return 0
+	}
+	return float64(part) * 100 / float64(all)
+}
+
+const (
+	byKey = iota
+	byCost
+)
+
+func lines(m map[string]*Figures, all int64, order int) []Line {
+	out := make([]Line, 0, len(m))
+	for k, f := range m {
+		l := Line{Key: k, Figures: *f}
+		l.SharePercent = share(f.TotalTokens, all)
+		out = append(out, l)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if order == byCost && out[i].CostMicros != out[j].CostMicros {
+			return out[i].CostMicros > out[j].CostMicros
+		}
+		return keyLess(out[i].Key, out[j].Key)
+	})
+	return out
+}
+
+// keyLess orders keys as strings, except that "exec#N" slots compare
+// their clone numbers as numbers (claude#2 before claude#10).
+func keyLess(a, b string) bool {
+	ea, na, oka := splitSlot(a)
+	eb, nb, okb := splitSlot(b)
+	if oka && okb && ea == eb {
+		return na < nb
+	}
+	return a < b
+}
+
+func splitSlot(s string) (string, int, bool) {
+	i := strings.LastIndexByte(s, '#')
+	if i < 0 {
+		return "", 0, false
+	}
+	n, err := strconv.Atoi(s[i+1:])
+	return s[:i], n, err == nil
+}

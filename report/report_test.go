@@ -1,0 +1,183 @@
+package report_test
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"flag"
+	"math"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/report"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+var t0 = time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
+
+func at(min int) time.Time { return t0.Add(time.Duration(min) * time.Minute) }
+
+// demoRun is a small finished run: two claude clones and a codex reviewer.
+func demoRun() []muster.Event {
+	tok := func(min int, task, exec string, clone int, role, model string, in, out int64, costMicros int64, est bool) muster.Event {
+		return muster.Event{Time: at(min), Type: muster.EvTokensUsed, Task: muster.TaskID(task), Executor: exec, Clone: clone,
+			Role: role, Model: model, Usage: muster.Usage{InputTokens: in, OutputTokens: out, CacheReadTokens: in * 10, CostMicros: costMicros, Estimated: est}}
+	}
+	return []muster.Event{
+		{Time: at(0), Type: muster.EvRunStarted, Run: "r1", Schema: 1},
+		{Time: at(1), Type: muster.EvTaskStarted, Task: "a", Executor: "claude", Clone: 1, Role: "coder"},
+		{Time: at(1), Type: muster.EvTaskStarted, Task: "b", Executor: "claude", Clone: 2, Role: "coder"},
+		tok(10, "a", "claude", 1, "coder", "claude-sonnet-4-5-20250929", 1000, 200, 50_000, false), // reported by the agent
+		tok(20, "b", "claude", 2, "coder", "claude-sonnet-4-5-20250929", 3000, 400, 0, false),      // estimated here
+		tok(50, "a", "codex", 1, "reviewer", "gpt-5.5", 500, 100, 0, false),
+		tok(70, "b", "claude", 2, "coder", "mystery-model", 100, 10, 0, false),
+		{Time: at(80), Type: muster.EvTaskSucceeded, Task: "a"},
+		{Time: at(85), Type: muster.EvTaskFailed, Task: "b", Retry: true},
+		{Time: at(90), Type: muster.EvTaskSucceeded, Task: "b"},
+		{Time: at(120), Type: muster.EvRunFinished, State: muster.RunSucceeded},
+	}
+}
+
+func build() *report.Report {
+	return report.Build([][]muster.Event{demoRun()}, report.Options{TZ: time.UTC, Now: at(300)})
+}
+
+func TestCloneSharesSumTo100(t *testing.T) {
+	t.Parallel()
+	r := build()
+	if len(r.ByClone) != 3 {
+		t.Fatalf("clones = %+v", r.ByClone)
+	}
+	sum := 0.0
+	keys := []string{}
+	for _, l := range r.ByClone {
+		sum += l.SharePercent
+		keys = append(keys, l.Key)
+	}
+	if math.Abs(sum-100) > 1e-9 {
+		t.Errorf("shares sum to %v", sum)
+	}
+	if keys[0] != "claude#1" || keys[1] != "claude#2" || keys[2] != "codex#1" {
+		t.Errorf("clone keys = %v", keys)
+	}
+	// claude#2: 3000+400+30000 + 100+10+1000 of 51 310 tokens
+	if got := r.ByClone[1].SharePercent; math.Abs(got-34510*100.0/51310) > 1e-9 {
+		t.Errorf("claude#2 share = %v", got)
+	}
+}
+
+func TestEstimatedVersusReported(t *testing.T) {
+	t.Parallel()
+	r := build()
+	byTask := map[string]report.Line{}
+	for _, l := range r.ByTask {
+		byTask[l.Key] = l
+	}
+	// sonnet 4.5: 3000×$3 + 400×$15 + 30 000×$0.3 per million = $0.024
+	b := byTask["b"]
+	if b.CostMicros != 24_000 || b.EstimatedMicros != 24_000 || !b.Estimated {
+		t.Errorf("task b = %+v", b.Figures)
+	}
+	a := byTask["a"]
+	// 50 000 reported + gpt-5.5 500×$5 + 100×$30 + 5000×$0.5 = 8 000 estimated
+	if a.CostMicros != 58_000 || a.EstimatedMicros != 8_000 || !a.Estimated {
+		t.Errorf("task a = %+v", a.Figures)
+	}
+	var clone1 report.Line
+	for _, l := range r.ByClone {
+		if l.Key == "claude#1" {
+			clone1 = l
+		}
+	}
+	if clone1.Estimated || clone1.CostMicros != 50_000 {
+		t.Errorf("claude#1 (agent-reported) = %+v", clone1.Figures)
+	}
+	if len(r.Unpriced) != 1 || r.Unpriced[0] != "mystery-model" {
+		t.Errorf("unpriced = %v", r.Unpriced)
+	}
+	if r.SucceededTasks != 2 || r.CostPerSucceededTaskMicros != 41_000 {
+		t.Errorf("succeeded %d, per task %d", r.SucceededTasks, r.CostPerSucceededTaskMicros)
+	}
+	run := r.Runs[0]
+	// $0.082 over 2 h → $0.984 a day
+	if run.State != muster.RunSucceeded || run.CostPerDayMicros != 984_000 {
+		t.Errorf("run = %+v", run)
+	}
+}
+
+func TestRunningProjectionUsesNow(t *testing.T) {
+	t.Parallel()
+	ev := demoRun()
+	ev = ev[:len(ev)-1] // not finished
+	r := report.Build([][]muster.Event{ev}, report.Options{TZ: time.UTC, Now: at(240)})
+	if r.Runs[0].State != muster.RunRunning || r.Runs[0].CostPerDayMicros != 492_000 {
+		t.Errorf("run = %+v", r.Runs[0])
+	}
+}
+
+func TestSinceUntilAndTZ(t *testing.T) {
+	t.Parallel()
+	tokyo, _ := time.LoadLocation("Asia/Tokyo")
+	r := report.Build([][]muster.Event{demoRun()}, report.Options{TZ: tokyo, Since: at(15), Until: at(60), Now: at(300)})
+	if r.Totals.Events != 2 || len(r.ByHour) != 1 || r.ByHour[0].Key != "2026-11-29 18:00" {
+		t.Errorf("events %d, hours %+v", r.Totals.Events, r.ByHour)
+	}
+}
+
+func TestRenderGolden(t *testing.T) {
+	t.Parallel()
+	r := build()
+	for _, f := range []string{"text", "json", "csv"} {
+		var buf bytes.Buffer
+		if err := report.Write(&buf, r, f); err != nil {
+			t.Fatal(err)
+		}
+		golden(t, "testdata/demo."+f, buf.Bytes())
+	}
+	var m map[string]any
+	var buf bytes.Buffer
+	report.Write(&buf, r, "json")
+	if err := json.Unmarshal(buf.Bytes(), &m); err != nil || m["schema"] != float64(1) {
+		t.Errorf("json schema = %v (%v)", m["schema"], err)
+	}
+	buf.Reset()
+	report.Write(&buf, r, "csv")
+	recs, err := csv.NewReader(&buf).ReadAll()
+	if err != nil || len(recs) < 10 {
+		t.Errorf("csv: %d records, %v", len(recs), err)
+	}
+	if err := report.Write(&buf, r, "xml"); muster.ErrorCode(err) != muster.CodeInvalid {
+		t.Errorf("xml: %v", err)
+	}
+}
+
+func golden(t *testing.T, path string, got []byte) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs:\n%s", path, got)
+	}
+}
+
+func TestCloneOrderNumeric(t *testing.T) {
+	t.Parallel()
+	var ev []muster.Event
+	for _, c := range []int{10, 2, 1} {
+		ev = append(ev, muster.Event{Time: at(c), Type: muster.EvTokensUsed, Executor: "claude", Clone: c, Model: "gpt-5", Usage: muster.Usage{InputTokens: 1}})
+	}
+	r := report.Build([][]muster.Event{ev}, report.Options{TZ: time.UTC})
+	if r.ByClone[0].Key != "claude#1" || r.ByClone[1].Key != "claude#2" || r.ByClone[2].Key != "claude#10" {
+		t.Errorf("order: %v %v %v", r.ByClone[0].Key, r.ByClone[1].Key, r.ByClone[2].Key)
+	}
+}

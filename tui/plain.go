@@ -1,0 +1,143 @@
+package tui
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/muster-run/muster"
+)
+
+// PlainLine formats one event as a short line for people, without the
+// time: "api: gates passed (test)". Untrusted text is sanitized. Events
+// that people need not see one by one (tokens, leases, messages) give "".
+func PlainLine(e muster.Event) string {
+	id := Sanitize(string(e.Task))
+	switch e.Type {
+	case muster.EvRunStarted:
+		return fmt.Sprintf("run %s started on %s", Sanitize(e.Run), Sanitize(e.Branch))
+	case muster.EvRunResumed:
+		return "run resumed" + suffix(e.Message)
+	case muster.EvTasksPlanned:
+		if e.Task != "" {
+			return fmt.Sprintf("%s: delegated %d tasks", id, len(e.Tasks))
+		}
+		return fmt.Sprintf("planned %d tasks", len(e.Tasks))
+	case muster.EvTaskStarted:
+		s := fmt.Sprintf("%s: started on %s", id, Sanitize(e.Slot()))
+		if e.Attempt > 1 {
+			s += fmt.Sprintf(" (attempt %d)", e.Attempt)
+		}
+		return s
+	case muster.EvPhase:
+		switch e.Phase {
+		case "agent":
+			return "" // the start line says it
+		case "review":
+			if e.Round == 0 {
+				return id + ": review"
+			}
+			return fmt.Sprintf("%s: review round %d", id, e.Round)
+		}
+		return fmt.Sprintf("%s: %s", id, Sanitize(e.Phase))
+	case muster.EvToolUse:
+		return fmt.Sprintf("%s: tool %s %s", id, Sanitize(e.Tool), Sanitize(e.Args))
+	case muster.EvGateRan:
+		res := "failed"
+		if e.Passed != nil && *e.Passed {
+			res = "passed"
+		} else if e.Baseline == "fail" {
+			res = "failed (pre-existing, not charged)"
+		}
+		return fmt.Sprintf("%s: gate %s %s", id, Sanitize(e.Gate), res)
+	case muster.EvReviewed:
+		if len(e.Findings) == 0 {
+			return fmt.Sprintf("%s: review by %s approved", id, Sanitize(e.Slot()))
+		}
+		blocking := 0
+		for _, f := range e.Findings {
+			if f.Blocking() {
+				blocking++
+			}
+		}
+		return fmt.Sprintf("%s: review by %s: %d findings (%d blocking)", id, Sanitize(e.Slot()), len(e.Findings), blocking)
+	case muster.EvFixRound:
+		return fmt.Sprintf("%s: fix round %d%s", id, e.Round, suffix(e.Reason))
+	case muster.EvViolation:
+		return fmt.Sprintf("%s: outside owns: %s", id, Sanitize(strings.Join(e.Paths, ", ")))
+	case muster.EvCommitted:
+		return fmt.Sprintf("%s: committed %s", id, short(e.Commit))
+	case muster.EvIntegrated:
+		return fmt.Sprintf("%s: integrated %s", id, short(e.Commit))
+	case muster.EvTaskSucceeded:
+		if e.Commit == "" && e.Reason != "" {
+			return fmt.Sprintf("%s: succeeded (%s)", id, Sanitize(e.Reason))
+		}
+		return fmt.Sprintf("%s: succeeded %s", id, short(e.Commit))
+	case muster.EvTaskFailed:
+		if e.Retry {
+			return fmt.Sprintf("%s: attempt %d failed, will retry%s", id, e.Attempt, suffix(e.Reason))
+		}
+		return fmt.Sprintf("%s: FAILED%s", id, suffix(e.Reason))
+	case muster.EvTaskSkipped:
+		return fmt.Sprintf("%s: skipped%s", id, suffix(e.Reason))
+	case muster.EvTaskCancelled:
+		return fmt.Sprintf("%s: cancelled%s", id, suffix(e.Reason))
+	case muster.EvNote:
+		return fmt.Sprintf("%s: note: %s", id, Sanitize(e.Message))
+	case muster.EvWarning:
+		return "warning: " + Sanitize(e.Message)
+	case muster.EvRunFinished:
+		return "run " + Sanitize(e.State)
+	case muster.EvRunInterrupted:
+		return "run interrupted (resumable)"
+	}
+	return ""
+}
+
+func suffix(reason string) string {
+	if reason == "" {
+		return ""
+	}
+	return ": " + Sanitize(reason)
+}
+
+// short abbreviates a commit hash.
+func short(sha string) string {
+	sha = Sanitize(sha)
+	if len(sha) > 10 {
+		return sha[:10]
+	}
+	return sha
+}
+
+// Printer writes plain progress lines, one per event people need to see,
+// each prefixed with the run's [done/total] count, in the manner of a
+// build tool: "[3/8] api: gate test passed". It is the view used when
+// the output is not a terminal, in CI, or with --plain.
+type Printer struct {
+	w  io.Writer
+	st *state
+	// Time, when true, starts each line with the event's clock time.
+	Time bool
+}
+
+// NewPrinter returns a Printer writing to w.
+func NewPrinter(w io.Writer) *Printer { return &Printer{w: w, st: newState()} }
+
+// Print folds e and writes its line, if it has one.
+func (p *Printer) Print(e muster.Event) error {
+	p.st.apply(e)
+	line := PlainLine(e)
+	if line == "" || e.Type == muster.EvToolUse {
+		return nil
+	}
+	done, _, _, total := p.st.counts()
+	prefix := fmt.Sprintf("[%d/%d] ", done, total)
+	if p.Time && !e.Time.IsZero() {
+		prefix = e.Time.UTC().Format(time.TimeOnly) + " " + prefix
+	}
+	_, err := io.WriteString(p.w, prefix+line+"\n")
+	return err
+}

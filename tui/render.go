@@ -1,0 +1,369 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"charm.land/lipgloss/v2"
+
+	"github.com/muster-run/muster"
+)
+
+// Styles. Lip Gloss renders full colour; Bubble Tea downsamples it to
+// what the terminal supports.
+var (
+	stHeader  = lipgloss.NewStyle().Bold(true)
+	stSection = lipgloss.NewStyle().Foreground(lipgloss.Color("8"))
+	stDim     = lipgloss.NewStyle().Foreground(lipgloss.Color("8"))
+	stSel     = lipgloss.NewStyle().Reverse(true)
+	stOK      = lipgloss.NewStyle().Foreground(lipgloss.Color("2"))
+	stBad     = lipgloss.NewStyle().Foreground(lipgloss.Color("1")).Bold(true)
+	stRun     = lipgloss.NewStyle().Foreground(lipgloss.Color("3"))
+	stWarn    = lipgloss.NewStyle().Foreground(lipgloss.Color("5"))
+)
+
+// stateMark is the one-character sign of a task state.
+var stateMark = map[string]string{
+	muster.StatePending:   "·",
+	muster.StateRunning:   "▶",
+	muster.StateSucceeded: "✓",
+	muster.StateFailed:    "✗",
+	muster.StateSkipped:   "-",
+	muster.StateCancelled: "⊘",
+}
+
+func stateStyle(s string) lipgloss.Style {
+	switch s {
+	case muster.StateSucceeded:
+		return stOK
+	case muster.StateFailed:
+		return stBad
+	case muster.StateRunning:
+		return stRun
+	case muster.StateSkipped, muster.StateCancelled:
+		return stWarn
+	}
+	return stDim
+}
+
+// render draws the whole frame: never wider than m.width nor taller than
+// m.height.
+func (m Model) render() string {
+	w, h := max(m.width, 20), max(m.height, 5)
+	var out []string
+	out = append(out, stHeader.Render(clip(m.header(), w)))
+
+	lanes := m.laneLines(w)
+	footer := stDim.Render(clip("↑/↓ j/k select task · q leave view (run continues) · ctrl+c stop run", w))
+	// Budget the rows: header, lanes title + lanes, tasks title + rows,
+	// events title + at least 3 lines, footer.
+	rest := h - 1 - 1 - (1 + len(lanes)) - 1
+	if rest < 8 {
+		// Small screen: fewer lanes.
+		keep := max(0, len(lanes)-(8-rest))
+		lanes = lanes[:keep]
+		rest = h - 1 - 1 - (1 + len(lanes)) - 1
+	}
+	out = append(out, section("lanes", w))
+	out = append(out, lanes...)
+
+	taskRows := min(len(m.st.order), max(3, (rest-2)*3/5)) // tasks get ~3/5
+	taskRows = max(taskRows, min(12, rest-6))
+	taskRows = max(1, min(taskRows, rest-5))
+	out = append(out, m.tasksAndDetail(w, taskRows)...)
+
+	evRows := max(0, rest-1-taskRows-1)
+	out = append(out, section("events", w))
+	tail := m.st.tail
+	if len(tail) > evRows {
+		tail = tail[len(tail)-evRows:]
+	}
+	for _, l := range tail {
+		out = append(out, clip(l, w))
+	}
+	for i := len(tail); i < evRows; i++ {
+		out = append(out, "")
+	}
+	out = append(out, footer)
+	if len(out) > h {
+		out = out[:h]
+	}
+	return strings.Join(out, "\n")
+}
+
+func section(name string, w int) string {
+	s := "── " + name + " "
+	return stSection.Render(s + strings.Repeat("─", max(0, w-lipgloss.Width(s))))
+}
+
+func (m Model) header() string {
+	done, running, failed, total := m.st.counts()
+	run := Sanitize(m.st.Run)
+	if run == "" {
+		run = "(waiting for events)"
+	}
+	s := fmt.Sprintf("[%d/%d]  running %d  failed %d  elapsed %s  spend %s",
+		done, total, running, failed, fmtDur(m.elapsed()), fmtUSD(m.st.Total.CostMicros))
+	if m.st.Budget > 0 {
+		s += " / " + fmtUSD(m.st.Budget)
+	}
+	if m.st.RunState != "" {
+		s += "  run " + m.st.RunState
+	}
+	return s + "  · muster " + run
+}
+
+// elapsed is the run's wall time so far, or in all when it ended.
+func (m Model) elapsed() time.Duration {
+	if m.st.Started.IsZero() {
+		return 0
+	}
+	end := m.now()
+	if !m.st.Finished.IsZero() {
+		end = m.st.Finished
+	}
+	return max(0, end.Sub(m.st.Started))
+}
+
+// laneLines draws one line per executor clone.
+func (m Model) laneLines(w int) []string {
+	sw := 8
+	for _, l := range m.st.lanes {
+		sw = max(sw, lipgloss.Width(Sanitize(l.Slot)))
+	}
+	var lines []string
+	for _, l := range m.st.lanes {
+		slot := pad(Sanitize(l.Slot), sw)
+		total := fmt.Sprintf("Σ %s tok %s", fmtTok(l.Total.Tokens()), fmtUSD(l.Total.CostMicros))
+		if l.Task == "" {
+			line := fmt.Sprintf("%s  %-14s %-16s %6s %9s %8s  %s", slot, "idle", "", "", "", "", total)
+			lines = append(lines, stDim.Render(clip(line, w)))
+			continue
+		}
+		t := m.st.tasks[l.Task]
+		phase := "agent"
+		if l.Role == muster.RoleReviewer {
+			phase = "reviewing"
+			if t.Round > 0 {
+				phase = fmt.Sprintf("reviewing r%d", t.Round)
+			}
+		} else if t != nil {
+			phase = phaseText(t)
+		}
+		el := time.Duration(0)
+		if !l.Since.IsZero() && m.st.RunState == "" {
+			el = max(0, m.now().Sub(l.Since))
+		}
+		line := fmt.Sprintf("%s  %-14s %-16s %6s %9s %8s  %s", slot, pad(Sanitize(string(l.Task)), 14), phase,
+			fmtDur(el), fmtTok(l.Work.Tokens())+" tok", fmtUSD(l.Work.CostMicros), total)
+		lines = append(lines, stRun.Render(clip(line, w)))
+	}
+	return lines
+}
+
+// phaseText names a running task's phase: agent, gates, review round n,
+// integrating; "fix n" is the agent in a fix round.
+func phaseText(t *task) string {
+	switch t.Phase {
+	case "", "agent":
+		if t.Round > 0 {
+			return fmt.Sprintf("agent (fix %d)", t.Round)
+		}
+		return "agent"
+	case "review":
+		if t.Round == 0 {
+			return "review"
+		}
+		return fmt.Sprintf("review round %d", t.Round)
+	}
+	return Sanitize(t.Phase)
+}
+
+// tasksAndDetail draws the task list beside the selected task's details.
+func (m Model) tasksAndDetail(w, rows int) []string {
+	lw := w
+	if w >= 70 {
+		lw = min(60, w*45/100)
+	}
+	dw := w - lw - 3
+	left := []string{section("tasks", lw)}
+	// Scroll so the selection stays visible.
+	first := 0
+	if m.selected >= rows {
+		first = m.selected - rows + 1
+	}
+	iw := 6
+	for _, id := range m.st.order {
+		iw = max(iw, min(18, lipgloss.Width(Sanitize(string(id)))))
+	}
+	for i := first; i < len(m.st.order) && i < first+rows; i++ {
+		t := m.st.tasks[m.st.order[i]]
+		mark := stateMark[t.State]
+		line := fmt.Sprintf("%s %s %-9s %s", mark, pad(Sanitize(string(t.ID)), iw), t.State, t.Title)
+		line = pad(clip(line, lw-2), lw-2)
+		if i == m.selected {
+			left = append(left, stSel.Render("› "+line))
+		} else {
+			left = append(left, "  "+stateStyle(t.State).Render(line))
+		}
+	}
+	for len(left) < rows+1 {
+		left = append(left, strings.Repeat(" ", lw))
+	}
+	if dw < 20 {
+		return left
+	}
+	right := m.detail(dw, rows+1)
+	for i := range left {
+		r := ""
+		if i < len(right) {
+			r = right[i]
+		}
+		left[i] = left[i] + stSection.Render(" │ ") + r
+	}
+	return left
+}
+
+// detail describes the selected task in n lines of width w: state, clone,
+// phase, commit and paths, gates, findings and its latest agent output.
+func (m Model) detail(w, n int) []string {
+	id := m.Selected()
+	if id == "" {
+		return nil
+	}
+	t := m.st.tasks[id]
+	lines := []string{stHeader.Render(clip(Sanitize(string(t.ID))+": "+t.Title, w))}
+	info := fmt.Sprintf("%s  attempt %d", t.State, t.Attempt)
+	if t.Slot != "" {
+		info += "  on " + Sanitize(t.Slot)
+	}
+	if t.State == muster.StateRunning {
+		info += "  " + phaseText(t)
+	}
+	info += fmt.Sprintf("  %s tok %s", fmtTok(t.Usage.Tokens()), fmtUSD(t.Usage.CostMicros))
+	lines = append(lines, clip(info, w))
+	if len(t.After) > 0 {
+		after := make([]string, len(t.After))
+		for i, a := range t.After {
+			after[i] = Sanitize(string(a))
+		}
+		lines = append(lines, clip("after "+strings.Join(after, ", "), w))
+	}
+	if t.Commit != "" {
+		lines = append(lines, clip("commit "+short(t.Commit), w))
+	}
+	if len(t.Paths) > 0 {
+		lines = append(lines, clip("paths "+Sanitize(strings.Join(t.Paths, ", ")), w))
+	}
+	if len(t.Gated) > 0 || t.Finds > 0 {
+		var g []string
+		for _, name := range t.Gated {
+			if t.Gates[name] {
+				g = append(g, Sanitize(name)+" ✓")
+			} else {
+				g = append(g, Sanitize(name)+" ✗")
+			}
+		}
+		s := "gates " + strings.Join(g, " ")
+		if t.Finds > 0 {
+			s += fmt.Sprintf("  findings %d", t.Finds)
+		}
+		lines = append(lines, clip(s, w))
+	}
+	if t.Reason != "" {
+		lines = append(lines, stBad.Render(clip("reason: "+t.Reason, w)))
+	}
+	lines = append(lines, stDim.Render(clip("latest agent output:", w)))
+	room := n - len(lines)
+	var out []string
+	for i := len(t.Msgs) - 1; i >= 0 && len(out) < room; i-- {
+		wrapped := wrap(t.Msgs[i], w-2)
+		for j := len(wrapped) - 1; j >= 0 && len(out) < room; j-- {
+			out = append(out, "  "+wrapped[j])
+		}
+	}
+	for i := len(out) - 1; i >= 0; i-- {
+		lines = append(lines, out[i])
+	}
+	if len(lines) > n {
+		lines = lines[:n]
+	}
+	return lines
+}
+
+// clip cuts plain text to at most w cells, marking the cut with "…".
+func clip(s string, w int) string {
+	if lipgloss.Width(s) <= w {
+		return s
+	}
+	if w <= 0 {
+		return ""
+	}
+	var b strings.Builder
+	cur := 0
+	for _, r := range s {
+		rw := lipgloss.Width(string(r))
+		if cur+rw > w-1 {
+			break
+		}
+		b.WriteRune(r)
+		cur += rw
+	}
+	return b.String() + "…"
+}
+
+// pad clips s to w cells and fills it with spaces to exactly w.
+func pad(s string, w int) string {
+	s = clip(s, w)
+	return s + strings.Repeat(" ", max(0, w-lipgloss.Width(s)))
+}
+
+// wrap breaks plain text into lines of at most w cells, at spaces when
+// it can.
+func wrap(s string, w int) []string {
+	if w <= 0 {
+		return nil
+	}
+	var lines []string
+	for _, word := range strings.Fields(s) {
+		for lipgloss.Width(word) > w {
+			head := clip(word, w+1) // w runes of text plus "…" which we drop
+			head = strings.TrimSuffix(head, "…")
+			lines = append(lines, head)
+			word = word[len(head):]
+		}
+		if n := len(lines); n > 0 && lines[n-1] != "" && lipgloss.Width(lines[n-1])+1+lipgloss.Width(word) <= w {
+			lines[n-1] += " " + word
+			continue
+		}
+		lines = append(lines, word)
+	}
+	return lines
+}
+
+// fmtDur prints a duration as 45s, 3m07s or 1h02m.
+func fmtDur(d time.Duration) string {
+	d = d.Round(time.Second)
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	}
+	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+}
+
+// fmtTok prints a token count as 950, 12.3k or 1.20M.
+func fmtTok(n int64) string {
+	switch {
+	case n < 1000:
+		return fmt.Sprintf("%d", n)
+	case n < 1_000_000:
+		return fmt.Sprintf("%.1fk", float64(n)/1e3)
+	}
+	return fmt.Sprintf("%.2fM", float64(n)/1e6)
+}
+
+// fmtUSD prints micro-dollars as $0.42.
+func fmtUSD(micros int64) string { return fmt.Sprintf("$%.2f", float64(micros)/1e6) }
