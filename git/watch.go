@@ -34,7 +34,7 @@ func (w *Workspace) fastReset(ctx context.Context, s *slot, tip string) bool {
 			return false
 		}
 	}
-	if _, err := run(ctx, g.c("read-tree", "-m", "-u", cur, tip)); err != nil {
+	if err := w.switchTo(ctx, g, cur, tip); err != nil {
 		s.exact = false // the worktree may be half updated: reset fully
 		return false
 	}
@@ -61,6 +61,35 @@ func (w *Workspace) fastReset(ctx context.Context, s *slot, tip string) bool {
 		}
 	}
 	return copyIndex(g.index, filepath.Join(s.gitDir, "index")) == nil
+}
+
+// switchTo moves the worktree and the private index, which describes it
+// exactly as the tree cur, to tip, rewriting only the files that differ.
+// A few paths go through `checkout --no-overlay <tip> -- <paths>` (it
+// reads no other file); many through the two-way `read-tree -m -u`.
+func (w *Workspace) switchTo(ctx context.Context, g wtGit, cur, tip string) error {
+	if cur == tip {
+		return nil
+	}
+	out, err := run(ctx, cmd{dir: w.top, readOnly: true, args: []string{"diff-tree", "-r", "-z", "--no-renames", "--name-only", cur, tip}})
+	if err != nil {
+		return err
+	}
+	paths := splitZ(out)
+	switch {
+	case len(paths) == 0:
+		return nil
+	case len(paths) <= 200:
+		c := g.c(append([]string{"checkout", "--no-overlay", "--force", "--quiet", tip, "--"}, paths...)...)
+		c.paths = true
+		if _, err := run(ctx, c); err == nil {
+			return nil
+		}
+		// A file replaced by a directory (or the reverse) makes a path
+		// match nothing; checkout then stops before writing anything.
+	}
+	_, err = run(ctx, g.c("read-tree", "-m", "-u", cur, tip))
+	return err
 }
 
 // restartWatch starts recording touched paths afresh after a reset,
