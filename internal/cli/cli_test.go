@@ -1,23 +1,26 @@
 package cli_test
 
 import (
-	"context"
+	"bufio"
+	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/muster-run/muster/internal/cli"
-	"github.com/muster-run/muster/internal/cli/cmdutil"
 )
 
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"muster": func() {
-			io := cmdutil.System()
-			os.Exit(cli.Execute(context.Background(), io, os.Args[1:]))
-		},
+		// The real entry point, signals included.
+		"muster": func() { os.Exit(cli.Main()) },
 	})
 }
 
@@ -37,5 +40,91 @@ func TestScripts(t *testing.T) {
 			env.Setenv("CI", "true")
 			return nil
 		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"jsonkeys":  cmdJSONKeys,
+			"jsonlines": cmdJSONLines,
+			"waitfile":  cmdWaitFile,
+		},
 	})
+}
+
+// cmdJSONKeys prints, one a line on stdout, the sorted keys of the JSON
+// object at a dotted path (such as "tasks.0" or "." for the top) of a
+// file:
+//
+//	jsonkeys FILE PATH
+func cmdJSONKeys(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: jsonkeys FILE PATH")
+	}
+	var v any
+	if err := json.Unmarshal([]byte(ts.ReadFile(args[0])), &v); err != nil {
+		ts.Fatalf("%s: %v", args[0], err)
+	}
+	if args[1] != "." {
+		for _, part := range strings.Split(args[1], ".") {
+			switch x := v.(type) {
+			case map[string]any:
+				v = x[part]
+			case []any:
+				i, err := strconv.Atoi(part)
+				if err != nil || i < 0 || i >= len(x) {
+					ts.Fatalf("%s: no element %s", args[1], part)
+				}
+				v = x[i]
+			default:
+				ts.Fatalf("%s: %s is not in an object or array", args[1], part)
+			}
+		}
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		ts.Fatalf("%s: not an object", args[1])
+	}
+	keys := make([]string, 0, len(obj))
+	for k := range obj {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	ts.Stdout().Write([]byte(strings.Join(keys, "\n") + "\n"))
+}
+
+// cmdJSONLines fails unless every line of a file is a JSON object with a
+// string "type" (the journal's events):
+//
+//	jsonlines FILE
+func cmdJSONLines(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: jsonlines FILE")
+	}
+	sc := bufio.NewScanner(bytes.NewReader([]byte(ts.ReadFile(args[0]))))
+	sc.Buffer(nil, 1<<24)
+	n := 0
+	for sc.Scan() {
+		n++
+		var e struct {
+			Type string `json:"type"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil || e.Type == "" {
+			ts.Fatalf("%s:%d: not a JSON event: %q", args[0], n, sc.Text())
+		}
+	}
+	if n == 0 {
+		ts.Fatalf("%s: no lines", args[0])
+	}
+}
+
+// cmdWaitFile waits (up to a minute) until a file exists:
+//
+//	waitfile FILE
+func cmdWaitFile(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: waitfile FILE")
+	}
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(ts.MkAbs(args[0])); err == nil {
+			return
+		}
+	}
+	ts.Fatalf("%s did not appear", args[0])
 }
