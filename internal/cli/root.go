@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -66,7 +67,36 @@ Start with: muster demo`,
 	for _, c := range root.Commands() {
 		c.SilenceUsage = true
 	}
+	flagArgs(root)
 	return root
+}
+
+// flagArgs makes a wrong number of arguments, or an unknown subcommand,
+// bad input (exit 2) on every command of the tree.
+func flagArgs(c *cobra.Command) {
+	if c.Args == nil && c.HasParent() && c.HasSubCommands() && c.Run == nil && c.RunE == nil {
+		c.Args = unknownSubcommand
+	}
+	if args := c.Args; args != nil {
+		c.Args = func(cmd *cobra.Command, a []string) error {
+			if err := args(cmd, a); err != nil {
+				return &cmdutil.FlagError{Err: fmt.Errorf("%w\nsee: %s --help", err, cmd.CommandPath())}
+			}
+			return nil
+		}
+	}
+	for _, sub := range c.Commands() {
+		flagArgs(sub)
+	}
+}
+
+// unknownSubcommand rejects arguments to a command that only groups
+// subcommands, as cobra would.
+func unknownSubcommand(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath())
+	}
+	return nil
 }
 
 // resolveJournal maps a run ID ("" for the latest) in the current
@@ -120,6 +150,10 @@ func Execute(ctx context.Context, io *cmdutil.IOStreams, args []string) int {
 	var silent *cmdutil.Silent
 	if !errors.As(err, &silent) {
 		fmt.Fprintln(io.ErrOut, "muster: "+err.Error())
+	}
+	if strings.HasPrefix(err.Error(), "unknown command ") {
+		// cobra's own check of the root's arguments: bad input.
+		return cmdutil.ExitInvalid
 	}
 	return cmdutil.ExitCode(err)
 }
