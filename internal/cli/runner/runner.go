@@ -267,6 +267,9 @@ func (s *Session) Drive(ctx context.Context) error {
 }
 
 func classifyGit(err error) error {
+	if errors.Is(err, git.ErrBranchExists) {
+		return cmdutil.Invalid("%v: pick another --run-id or resume it", err)
+	}
 	var ge *git.GitError
 	if errors.As(err, &ge) {
 		return cmdutil.Env("git: %v", err)
