@@ -76,6 +76,9 @@ func (s *Session) finish(ctx context.Context, runErr error) error {
 		return runErr
 	}
 	Summary(s.IO.ErrOut, s.State, s.Dir, s.Tip)
+	if s.Flags.Merge && (runErr != nil || s.State.RunState != muster.RunSucceeded) {
+		fmt.Fprintf(s.IO.ErrOut, "not merged: --merge fast-forwards %s only when every task succeeded; the run branch %s is left for you\n", s.refOrRecorded(), s.State.Branch)
+	}
 	if errors.Is(runErr, muster.ErrInterrupted) {
 		return &muster.Error{Code: muster.CodeInterrupted, Message: "interrupted: the run is resumable with muster resume " + s.RunID}
 	}
@@ -86,10 +89,6 @@ func (s *Session) finish(ctx context.Context, runErr error) error {
 		return &cmdutil.Silent{Err: &muster.Error{Code: muster.CodeFailed, Message: "the run ended with failed or skipped tasks"}}
 	}
 	if s.Flags.Merge {
-		ref := s.Ref
-		if ref == "" {
-			ref = s.State.Branch
-		}
 		if err := git.FastForward(context.WithoutCancel(ctx), s.Repo.Top, s.refOrRecorded(), s.State.Branch); err != nil {
 			fmt.Fprintf(s.IO.ErrOut, "not merged: %v\nthe run branch %s is left for you to merge\n", err, s.State.Branch)
 		} else {
