@@ -42,6 +42,7 @@ func TestScripts(t *testing.T) {
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"jsonkeys":  cmdJSONKeys,
+			"jsonget":   cmdJSONGet,
 			"jsonlines": cmdJSONLines,
 			"waitfile":  cmdWaitFile,
 		},
@@ -57,27 +58,7 @@ func cmdJSONKeys(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 2 {
 		ts.Fatalf("usage: jsonkeys FILE PATH")
 	}
-	var v any
-	if err := json.Unmarshal([]byte(ts.ReadFile(args[0])), &v); err != nil {
-		ts.Fatalf("%s: %v", args[0], err)
-	}
-	if args[1] != "." {
-		for _, part := range strings.Split(args[1], ".") {
-			switch x := v.(type) {
-			case map[string]any:
-				v = x[part]
-			case []any:
-				i, err := strconv.Atoi(part)
-				if err != nil || i < 0 || i >= len(x) {
-					ts.Fatalf("%s: no element %s", args[1], part)
-				}
-				v = x[i]
-			default:
-				ts.Fatalf("%s: %s is not in an object or array", args[1], part)
-			}
-		}
-	}
-	obj, ok := v.(map[string]any)
+	obj, ok := jsonAt(ts, args[0], args[1]).(map[string]any)
 	if !ok {
 		ts.Fatalf("%s: not an object", args[1])
 	}
@@ -87,6 +68,48 @@ func cmdJSONKeys(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	sort.Strings(keys)
 	ts.Stdout().Write([]byte(strings.Join(keys, "\n") + "\n"))
+}
+
+// cmdJSONGet prints the value at a dotted path of a JSON file: a string
+// as is, anything else as JSON:
+//
+//	jsonget FILE PATH
+func cmdJSONGet(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: jsonget FILE PATH")
+	}
+	v := jsonAt(ts, args[0], args[1])
+	if s, ok := v.(string); ok {
+		ts.Stdout().Write([]byte(s + "\n"))
+		return
+	}
+	b, _ := json.Marshal(v)
+	ts.Stdout().Write(append(b, '\n'))
+}
+
+// jsonAt decodes a JSON file and walks a dotted path ("." is the top).
+func jsonAt(ts *testscript.TestScript, file, path string) any {
+	var v any
+	if err := json.Unmarshal([]byte(ts.ReadFile(file)), &v); err != nil {
+		ts.Fatalf("%s: %v", file, err)
+	}
+	if path != "." {
+		for _, part := range strings.Split(path, ".") {
+			switch x := v.(type) {
+			case map[string]any:
+				v = x[part]
+			case []any:
+				i, err := strconv.Atoi(part)
+				if err != nil || i < 0 || i >= len(x) {
+					ts.Fatalf("%s: no element %s", path, part)
+				}
+				v = x[i]
+			default:
+				ts.Fatalf("%s: %s is not in an object or array", path, part)
+			}
+		}
+	}
+	return v
 }
 
 // cmdJSONLines fails unless every line of a file is a JSON object with a
