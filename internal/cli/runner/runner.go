@@ -74,15 +74,9 @@ func LoadConfig(repo *cmdutil.Repo, f *Flags) (*muster.Config, error) {
 
 // ApplyFlags applies command-line overrides to cfg.
 func ApplyFlags(cfg *muster.Config, f *Flags) error {
-	var crew []*muster.ExecutorSpec
-	for _, c := range f.Crew {
-		spec, err := config.ParseCrew(c)
-		if err != nil {
-			return &cmdutil.FlagError{Err: err}
-		}
-		crew = append(crew, spec)
+	if err := config.MergeCrew(cfg, f.Crew); err != nil {
+		return &cmdutil.FlagError{Err: err}
 	}
-	config.Merge(cfg, crew)
 	if f.MaxParallel < 0 {
 		return cmdutil.FlagErrorf("--max-parallel must be 0 or more, not %d", f.MaxParallel)
 	}
