@@ -228,7 +228,7 @@ func (s *Session) Drive(ctx context.Context) error {
 		return err
 	}
 	opts := driver.Options{
-		RunID: s.RunID, PlanPath: s.Plan.Source, Plan: s.Plan, Config: s.Config, Base: s.Base, Branch: ws.Branch(), Ref: s.Ref,
+		RunID: s.RunID, PlanPath: s.Plan.Source, Plan: s.Plan, Config: Journaled(s.Config), Base: s.Base, Branch: ws.Branch(), Ref: s.Ref,
 		Replayed: replayed, Journal: j, Workspace: ws, Executors: crew, Gates: runner, Price: prices.Cost,
 		ScratchDir: filepath.Join(s.Dir, "scratch"), Weights: s.Weights,
 		Reconcile: ws.TaskCommits,
@@ -247,7 +247,7 @@ func (s *Session) Drive(ctx context.Context) error {
 		},
 	}
 	if s.Resume {
-		opts.ResumeConfig = s.Config
+		opts.ResumeConfig = Journaled(s.Config)
 	}
 	st, runErr := driver.Run(ctx, opts)
 	s.State = st
