@@ -106,7 +106,7 @@ func (w *worker) reviewBy(ctx context.Context, round, i int, lease engine.Lease,
 	os.WriteFile(diffFile, []byte(diff), 0o644)
 	req := &muster.ExecRequest{
 		Run: w.runID, Task: w.task, Role: muster.RoleReviewer, Spec: spec, Clone: lease.Clone, Attempt: w.a.Attempt, Round: round,
-		Dir: w.dir, Authority: muster.AuthorityRead, Scratch: scratch, DiffFile: diffFile, Timeout: spec.Timeout, Grace: w.cfg.Grace(),
+		Dir: w.dir, Authority: muster.AuthorityRead, Scratch: scratch, DiffFile: diffFile, Timeout: spec.Timeout, Grace: w.cfg.Grace(), Stall: w.cfg.Run.StallTimeout,
 		Prompt: buildReviewPrompt(w, diff),
 	}
 	res, err := exec.Execute(ctx, req, w.record(spec, muster.RoleReviewer, lease.Clone))

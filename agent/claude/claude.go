@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -58,16 +59,21 @@ func (e *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit fu
 			return nil, &muster.AgentError{Class: muster.FailStart, ExitCode: -1, Message: err.Error()}
 		}
 	}
+	resume := resumable(home, req.Dir, req.SessionID)
 	inv := agentkit.Invocation{
 		Kind:    e.kind,
-		Argv:    append([]string{bin}, buildArgs(e.spec, req, resumable(home, req.SessionID))...),
+		Argv:    append([]string{bin}, buildArgs(e.spec, req, resume)...),
 		Env:     agentkit.Environ(home, kindEnv(e.spec, req, home, key, os.Geteuid() == 0), req),
 		Dir:     req.Dir,
 		Stdin:   agentkit.Prompt(req),
-		Secrets: []string{key},
+		Secrets: agentkit.Secrets(req, key),
 		Parse:   parseLine,
 	}
 	res, _, err := agentkit.Run(ctx, req, inv, emit)
+	if resume && agentkit.ResumeFailed(res, err) {
+		inv.Argv = append([]string{bin}, buildArgs(e.spec, req, false)...)
+		res, _, err = agentkit.Run(ctx, req, inv, emit)
+	}
 	return res, err
 }
 
@@ -84,13 +90,13 @@ func buildArgs(spec *muster.ExecutorSpec, req *muster.ExecRequest, resume bool) 
 	if spec.Model != "" {
 		args = append(args, "--model", spec.Model)
 	}
+	args = append(args, "--permission-mode", permissionMode(req))
 	switch req.Authority {
 	case muster.AuthorityRead:
-		args = append(args, "--permission-mode", "default", "--tools", readTools)
+		args = append(args, "--tools", readTools)
 	case muster.AuthorityShell:
-		args = append(args, "--permission-mode", "bypassPermissions")
 	default:
-		args = append(args, "--permission-mode", "acceptEdits", "--tools", writeTools)
+		args = append(args, "--tools", writeTools)
 	}
 	if req.Scratch != "" {
 		args = append(args, "--add-dir", req.Scratch)
@@ -99,6 +105,33 @@ func buildArgs(spec *muster.ExecutorSpec, req *muster.ExecRequest, resume bool) 
 		args = append(args, "--resume", req.SessionID)
 	}
 	return append(args, spec.Args...)
+}
+
+// permissionMode maps the authority onto a permission mode. Write
+// authority is acceptEdits, except in a worktree inside a .git directory
+// (where muster keeps its worktrees): Claude Code refuses every edit there
+// as "a sensitive file" unless permissions are bypassed, so it gets
+// bypassPermissions, still with only the write tools (no shell).
+func permissionMode(req *muster.ExecRequest) string {
+	switch req.Authority {
+	case muster.AuthorityRead:
+		return "default"
+	case muster.AuthorityShell:
+		return "bypassPermissions"
+	}
+	if insideGitDir(req.Dir) {
+		return "bypassPermissions"
+	}
+	return "acceptEdits"
+}
+
+func insideGitDir(dir string) bool {
+	for _, part := range strings.Split(filepath.ToSlash(filepath.Clean(dir)), "/") {
+		if part == ".git" {
+			return true
+		}
+	}
+	return false
 }
 
 // kindEnv returns the variables Claude Code needs: its config directory in
@@ -120,23 +153,42 @@ func kindEnv(spec *muster.ExecutorSpec, req *muster.ExecRequest, home, key strin
 		// Claude Code appends /v1/messages itself.
 		env["ANTHROPIC_BASE_URL"] = strings.TrimSuffix(strings.TrimSuffix(spec.BaseURL, "/"), "/v1")
 	}
-	if req.Authority == muster.AuthorityShell && root {
+	if permissionMode(req) == "bypassPermissions" && root {
 		// bypassPermissions is refused for root unless the CLI is told it
-		// runs in a sandbox; shell authority was approved for this task.
+		// runs in a sandbox (muster's worktree, with the task's authority).
 		env["IS_SANDBOX"] = "1"
 	}
 	return env
 }
 
 // resumable reports whether the session exists in the clone's config
-// directory; a session from another home cannot be resumed.
-func resumable(home, id string) bool {
+// directory for this working directory: Claude Code finds sessions only
+// under the project directory of its cwd, so a session recorded elsewhere
+// cannot be resumed (it would fail with "No conversation found").
+func resumable(home, dir, id string) bool {
 	if id == "" || strings.ContainsAny(id, `/\*?[`) {
 		return false
 	}
-	m, _ := filepath.Glob(filepath.Join(home, ".claude", "projects", "*", id+".jsonl"))
-	return len(m) > 0
+	dirs := []string{dir}
+	if real, err := filepath.EvalSymlinks(dir); err == nil && real != dir {
+		dirs = append(dirs, real)
+	}
+	for _, d := range dirs {
+		p := filepath.Join(home, ".claude", "projects", projectDir(d), id+".jsonl")
+		if _, err := os.Stat(p); err == nil {
+			return true
+		}
+	}
+	return false
 }
+
+// projectDir is Claude Code's name for a working directory's project:
+// every character other than a letter or digit becomes "-".
+func projectDir(dir string) string {
+	return nonAlnum.ReplaceAllString(filepath.Clean(dir), "-")
+}
+
+var nonAlnum = regexp.MustCompile(`[^A-Za-z0-9]`)
 
 type event struct {
 	Type      string          `json:"type"`

@@ -3,6 +3,7 @@ package claude
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -28,6 +29,12 @@ func TestBuildArgs(t *testing.T) {
 		{"write", muster.AuthorityWrite, false, []string{"--permission-mode", "acceptEdits", "--tools", writeTools}, []string{"Bash", "bypassPermissions"}},
 		{"default is write", "", false, []string{"acceptEdits"}, []string{"bypassPermissions"}},
 		{"shell", muster.AuthorityShell, true, []string{"bypassPermissions", "--resume", "sess-1"}, []string{"--tools"}},
+	}
+	// In muster's worktrees, under .git, Claude Code refuses acceptEdits
+	// writes; write authority bypasses permissions with write tools only.
+	req := &muster.ExecRequest{Spec: spec, Authority: muster.AuthorityWrite, Dir: "/repo/.git/muster/wt/r/c-1"}
+	if got := strings.Join(buildArgs(spec, req, false), " "); !strings.Contains(got, "--permission-mode bypassPermissions --tools "+writeTools) {
+		t.Errorf("worktree under .git: %q", got)
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -203,5 +210,49 @@ func TestExecuteMissingBinary(t *testing.T) {
 func TestNewRejectsOtherKind(t *testing.T) {
 	if _, err := New(&muster.ExecutorSpec{Name: "x", Kind: muster.ExecCodex}); err == nil {
 		t.Fatal("no error for kind codex")
+	}
+}
+
+func TestResumable(t *testing.T) {
+	home := t.TempDir()
+	dir := "/tmp/tmp.sZ37NzKhmN/wt_1"
+	p := filepath.Join(home, ".claude", "projects", "-tmp-tmp-sZ37NzKhmN-wt-1", "s-1.jsonl")
+	agenttestWrite(t, mkdirFor(t, p), "")
+	if !resumable(home, dir, "s-1") {
+		t.Error("session in the cwd's project not resumable")
+	}
+	if resumable(home, "/elsewhere", "s-1") || resumable(home, dir, "s-2") || resumable(home, dir, "../x") {
+		t.Error("resumable outside its project")
+	}
+}
+
+func TestResumeNotFoundStartsAfresh(t *testing.T) {
+	spec := testSpec()
+	fixture, _ := filepath.Abs("testdata/write.jsonl")
+	bin := filepath.Join(t.TempDir(), "claude")
+	agenttestWrite(t, bin, `#!/bin/sh
+for a in "$@"; do
+	if [ "$a" = "--resume" ]; then echo "No conversation found with session ID: s-1" >&2; exit 1; fi
+done
+cat '`+fixture+`'
+`)
+	if err := os.Chmod(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	spec.Command = []string{bin}
+	e, err := New(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := agenttest.Request(t, spec, muster.RoleCoder, muster.AuthorityWrite, "x")
+	req.SessionID = "s-1"
+	home := filepath.Join(filepath.Dir(req.Scratch), "agent-homes", "claude-1")
+	agenttestWrite(t, mkdirFor(t, filepath.Join(home, ".claude", "projects", projectDir(req.Dir), "s-1.jsonl")), "")
+	res, err := e.Execute(context.Background(), req, nil)
+	if err != nil {
+		t.Fatalf("err %v", err)
+	}
+	if res.SessionID != "08e27319-9024-48e7-848b-d6084fab6bdf" {
+		t.Errorf("session %q", res.SessionID)
 	}
 }

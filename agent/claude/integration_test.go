@@ -3,6 +3,7 @@ package claude
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -59,6 +60,47 @@ func TestRealClaude(t *testing.T) {
 			t.Errorf("findings %+v", rres.Findings)
 		}
 		agenttest.NoSecret(t, key, rrec, rres, filepath.Dir(req.Scratch), req.Dir)
+	})
+
+	t.Run("read authority is enforced", func(t *testing.T) {
+		rreq := *req
+		rreq.Dir = agenttest.GitRepo(t)
+		rreq.Authority = muster.AuthorityRead
+		rreq.Prompt = "Create hello.txt. [scenario: claude-write]"
+		rres, err := e.Execute(context.Background(), &rreq, nil)
+		if err != nil {
+			t.Fatalf("execute: %v\n%s", err, tail(rres))
+		}
+		if _, err := os.Stat(filepath.Join(rreq.Dir, "hello.txt")); err == nil {
+			t.Fatal("a read-only agent wrote hello.txt")
+		}
+	})
+
+	t.Run("shell authority runs commands", func(t *testing.T) {
+		sreq := *req
+		sreq.Dir = agenttest.GitRepo(t)
+		sreq.Authority = muster.AuthorityShell
+		sreq.Prompt = "Run a command. [scenario: claude-shell]"
+		sres, err := e.Execute(context.Background(), &sreq, nil)
+		if err != nil {
+			t.Fatalf("execute: %v\n%s", err, tail(sres))
+		}
+		if got := agenttest.ReadFile(filepath.Join(sreq.Dir, "hello.txt")); got != "hello\n" {
+			t.Fatalf("hello.txt = %q\n%s", got, sres.Tail)
+		}
+	})
+
+	t.Run("write authority has no shell", func(t *testing.T) {
+		wreq := *req
+		wreq.Dir = agenttest.GitRepo(t)
+		wreq.Prompt = "Run a command. [scenario: claude-shell]"
+		wres, err := e.Execute(context.Background(), &wreq, nil)
+		if err != nil {
+			t.Fatalf("execute: %v\n%s", err, tail(wres))
+		}
+		if _, err := os.Stat(filepath.Join(wreq.Dir, "hello.txt")); err == nil {
+			t.Fatal("a write-authority agent ran a shell command")
+		}
 	})
 
 	t.Run("auth failure", func(t *testing.T) {

@@ -76,10 +76,17 @@ func (e *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit fu
 		Env:     agentkit.Environ(home, kindEnv(e.spec, codexHome, keyName, key), req),
 		Dir:     req.Dir,
 		Stdin:   agentkit.Prompt(req),
-		Secrets: []string{key},
+		Secrets: agentkit.Secrets(req, key),
 		Parse:   func(line []byte, s *agentkit.Stream) error { return parseLine(line, s, u) },
 	}
 	res, _, err := agentkit.Run(ctx, req, inv, emit)
+	if resume && agentkit.ResumeFailed(res, err) {
+		inv.Argv = append([]string{bin}, buildArgs(e.spec, req, false)...)
+		res, _, err = agentkit.Run(ctx, req, inv, emit)
+	}
+	// Codex snapshots the shell's environment, the API key included when
+	// it cannot mask it, into its home: never leave that behind.
+	_ = os.RemoveAll(filepath.Join(codexHome, "shell_snapshots"))
 	return res, err
 }
 

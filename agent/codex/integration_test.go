@@ -3,6 +3,7 @@ package codex
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -63,6 +64,34 @@ func TestRealCodex(t *testing.T) {
 			t.Errorf("resumed usage %+v", u)
 		}
 		agenttest.NoSecret(t, key, rrec, rres, filepath.Dir(req.Scratch), req.Dir)
+	})
+
+	t.Run("read authority is enforced", func(t *testing.T) {
+		rreq := *req
+		rreq.Dir = agenttest.GitRepo(t)
+		rreq.Authority = muster.AuthorityRead
+		rreq.Prompt = "Create hello.txt. [scenario: codex-write]"
+		rres, err := e.Execute(context.Background(), &rreq, nil)
+		if err != nil {
+			t.Fatalf("execute: %v\n%s", err, tail(rres))
+		}
+		if _, err := os.Stat(filepath.Join(rreq.Dir, "hello.txt")); err == nil {
+			t.Fatal("a read-only agent wrote hello.txt")
+		}
+	})
+
+	t.Run("shell authority runs commands", func(t *testing.T) {
+		sreq := *req
+		sreq.Dir = agenttest.GitRepo(t)
+		sreq.Authority = muster.AuthorityShell
+		sreq.Prompt = "Run a command. [scenario: codex-shell]"
+		sres, err := e.Execute(context.Background(), &sreq, nil)
+		if err != nil {
+			t.Fatalf("execute: %v\n%s", err, tail(sres))
+		}
+		if got := agenttest.ReadFile(filepath.Join(sreq.Dir, "hello.txt")); got != "hello\n" {
+			t.Fatalf("hello.txt = %q\n%s", got, sres.Tail)
+		}
 	})
 
 	t.Run("auth failure", func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -64,16 +65,23 @@ func (e *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit fu
 		return fail(fmt.Errorf("gemini settings: %w", err))
 	}
 	p := &parser{}
+	resume := resumable(home, req.Dir, req.SessionID)
 	inv := agentkit.Invocation{
 		Kind:    e.kind,
-		Argv:    append([]string{bin}, buildArgs(e.spec, req, resumable(home, req.SessionID))...),
+		Argv:    append([]string{bin}, buildArgs(e.spec, req, resume)...),
 		Env:     agentkit.Environ(home, kindEnv(e.spec, key), req),
 		Dir:     req.Dir,
 		Stdin:   agentkit.Prompt(req),
-		Secrets: []string{key},
+		Secrets: agentkit.Secrets(req, key),
 		Parse:   p.line,
 	}
 	res, _, err := agentkit.Run(ctx, req, inv, emit)
+	if resume && agentkit.ResumeFailed(res, err) {
+		p = &parser{}
+		inv.Parse = p.line
+		inv.Argv = append([]string{bin}, buildArgs(e.spec, req, false)...)
+		res, _, err = agentkit.Run(ctx, req, inv, emit)
+	}
 	return res, err
 }
 
@@ -131,14 +139,30 @@ func kindEnv(spec *muster.ExecutorSpec, key string) map[string]string {
 	return env
 }
 
-// resumable reports whether the session's chat file is in this home
-// (files are named session-<time>-<first 8 characters of the id>.jsonl).
-func resumable(home, id string) bool {
+// resumable reports whether the session's chat file is in this home, in
+// the project of the working directory (the CLI resumes only there): each
+// project directory under ~/.gemini/tmp names its root in .project_root,
+// and chat files are named session-<time>-<first 8 characters of the id>.
+func resumable(home, dir, id string) bool {
 	if len(id) < 8 || strings.ContainsAny(id, `/\*?[`) {
 		return false
 	}
-	m, _ := filepath.Glob(filepath.Join(home, ".gemini", "tmp", "*", "chats", "session-*-"+id[:8]+".json*"))
-	return len(m) > 0
+	roots := map[string]bool{filepath.Clean(dir): true}
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		roots[real] = true
+	}
+	projects, _ := filepath.Glob(filepath.Join(home, ".gemini", "tmp", "*", ".project_root"))
+	for _, pr := range projects {
+		b, err := os.ReadFile(pr)
+		if err != nil || !roots[strings.TrimSpace(string(b))] {
+			continue
+		}
+		m, _ := filepath.Glob(filepath.Join(filepath.Dir(pr), "chats", "session-*-"+id[:8]+".json*"))
+		if len(m) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 type event struct {

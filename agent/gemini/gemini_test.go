@@ -108,3 +108,23 @@ func TestExecuteFailures(t *testing.T) {
 		})
 	}
 }
+
+func TestResumable(t *testing.T) {
+	home, dir := t.TempDir(), t.TempDir()
+	proj := filepath.Join(home, ".gemini", "tmp", "some-slug")
+	if err := os.MkdirAll(filepath.Join(proj, "chats"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string]string{".project_root": dir + "\n", "chats/session-2026-11-29T12-02-84a94f3a.jsonl": ""} {
+		if err := os.WriteFile(filepath.Join(proj, name), []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	id := "84a94f3a-16d1-4a4a-9c58-1dc8734bbfc2"
+	if !resumable(home, dir, id) {
+		t.Error("session of this project not resumable")
+	}
+	if resumable(home, t.TempDir(), id) || resumable(home, dir, "ffffffff-0000") {
+		t.Error("resumable from another project or with another id")
+	}
+}

@@ -68,12 +68,16 @@ func (e *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit fu
 	}
 	_, statErr := os.Stat(filepath.Join(home, ".local", "share", "opencode"))
 	resume := req.SessionID != "" && statErr == nil
+	prompt, attach, err := promptArg(agentkit.Prompt(req), req.Scratch, home)
+	if err != nil {
+		return fail(err)
+	}
 	inv := agentkit.Invocation{
 		Kind:    e.kind,
-		Argv:    append([]string{bin}, buildArgs(e.spec, req, model, resume)...),
+		Argv:    append([]string{bin}, buildArgs(e.spec, req, model, resume, prompt, attach)...),
 		Env:     agentkit.Environ(home, kindEnv(home, cfgPath, keyName, key), req),
 		Dir:     req.Dir,
-		Secrets: []string{key},
+		Secrets: agentkit.Secrets(req, key),
 		Parse: func(line []byte, s *agentkit.Stream) error {
 			if s.Model == "" {
 				s.Model = model
@@ -82,6 +86,10 @@ func (e *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit fu
 		},
 	}
 	res, _, err := agentkit.Run(ctx, req, inv, emit)
+	if resume && agentkit.ResumeFailed(res, err) {
+		inv.Argv = append([]string{bin}, buildArgs(e.spec, req, model, false, prompt, attach)...)
+		res, _, err = agentkit.Run(ctx, req, inv, emit)
+	}
 	return res, err
 }
 
@@ -105,13 +113,16 @@ func config(spec *muster.ExecutorSpec, auth muster.Authority, keyName string, ha
 		provider, name, model = "muster", model, "muster/"+model
 		hasProvider = true
 	}
-	if spec.BaseURL != "" && hasProvider {
-		opts := map[string]any{"baseURL": spec.BaseURL}
-		if haveKey {
-			opts["apiKey"] = "{env:" + keyName + "}"
-		}
+	opts := map[string]any{}
+	if spec.BaseURL != "" {
+		opts["baseURL"] = spec.BaseURL
+	}
+	if haveKey {
+		opts["apiKey"] = "{env:" + keyName + "}"
+	}
+	if hasProvider && len(opts) > 0 {
 		p := map[string]any{"options": opts}
-		if !knownProviders[provider] {
+		if !knownProviders[provider] && spec.BaseURL != "" {
 			p["npm"] = "@ai-sdk/openai-compatible"
 			p["name"] = provider
 			p["models"] = map[string]any{name: map[string]any{"name": name, "tool_call": true}}
@@ -137,9 +148,32 @@ func permissions(auth muster.Authority) map[string]any {
 	return map[string]any{"edit": "allow", "bash": "deny", "webfetch": "allow"}
 }
 
+// maxArgPrompt is the longest prompt passed as an argument; Linux refuses
+// a single argument over 128 KiB.
+const maxArgPrompt = 64 << 10
+
+// promptArg returns the message argument for prompt. A longer prompt is
+// written to a file (in scratch, else the clone's home) that opencode
+// attaches and inlines, and the message points at it.
+func promptArg(prompt, scratch, home string) (msg, attach string, err error) {
+	if len(prompt) <= maxArgPrompt {
+		return prompt, "", nil
+	}
+	dir := scratch
+	if dir == "" {
+		dir = home
+	}
+	attach = filepath.Join(dir, "opencode-prompt.md")
+	if err := agentkit.WriteFile(attach, []byte(prompt)); err != nil {
+		return "", "", fmt.Errorf("opencode prompt file: %w", err)
+	}
+	return "Your task is in the attached file " + filepath.Base(attach) + ". Read it all and do what it says.", attach, nil
+}
+
 // buildArgs returns the arguments after the program name; the prompt is
-// the message argument, after "--". No secret is ever an argument.
-func buildArgs(spec *muster.ExecutorSpec, req *muster.ExecRequest, model string, resume bool) []string {
+// the message argument, after "--", with an attached file when it is
+// long. No secret is ever an argument.
+func buildArgs(spec *muster.ExecutorSpec, req *muster.ExecRequest, model string, resume bool, prompt, attach string) []string {
 	args := []string{"run", "--format", "json"}
 	if model != "" {
 		args = append(args, "--model", model)
@@ -150,8 +184,11 @@ func buildArgs(spec *muster.ExecutorSpec, req *muster.ExecRequest, model string,
 	if resume {
 		args = append(args, "--session", req.SessionID)
 	}
+	if attach != "" {
+		args = append(args, "--file", attach)
+	}
 	args = append(args, spec.Args...)
-	return append(args, "--", agentkit.Prompt(req))
+	return append(args, "--", prompt)
 }
 
 // kindEnv returns the variables opencode needs: XDG directories in the

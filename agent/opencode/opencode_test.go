@@ -44,7 +44,7 @@ func TestConfig(t *testing.T) {
 		{"qwen3-coder", "http://h/v1", muster.AuthorityRead, "muster/qwen3-coder",
 			[]string{`"@ai-sdk/openai-compatible"`, `"qwen3-coder"`, `"tool_call": true`, `"edit": "deny"`}},
 		{"ollama/llama3", "http://h/v1", muster.AuthorityShell, "ollama/llama3", []string{`"ollama"`, `"bash": "allow"`}},
-		{"openai/gpt-5.5", "", muster.AuthorityWrite, "openai/gpt-5.5", nil},
+		{"openai/gpt-5.5", "", muster.AuthorityWrite, "openai/gpt-5.5", []string{`"apiKey": "{env:K}"`}},
 	}
 	for _, c := range cases {
 		b, model := config(&muster.ExecutorSpec{Model: c.model, BaseURL: c.base}, c.auth, "K", true)
@@ -60,8 +60,8 @@ func TestConfig(t *testing.T) {
 				t.Errorf("%s: config lacks %s:\n%s", c.model, w, b)
 			}
 		}
-		if c.base == "" && strings.Contains(string(b), "provider") {
-			t.Errorf("provider without base_url:\n%s", b)
+		if c.base == "" && strings.Contains(string(b), "baseURL") {
+			t.Errorf("baseURL without base_url:\n%s", b)
 		}
 	}
 }
@@ -116,5 +116,21 @@ func TestExecuteAuth(t *testing.T) {
 	var ae *muster.AgentError
 	if !errors.As(err, &ae) || ae.Class != muster.FailAuth || !strings.Contains(ae.Message, "invalid x-api-key") {
 		t.Fatalf("err %v, want auth", err)
+	}
+}
+
+func TestLongPromptIsAttached(t *testing.T) {
+	long := strings.Repeat("x", maxArgPrompt+1)
+	req := agenttest.Request(t, testSpec(), muster.RoleCoder, muster.AuthorityWrite, long)
+	_, err, _, fake := execute(t, req, "testdata/write.jsonl", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	argv := strings.Join(fake.Argv(t), " ")
+	if len(argv) > maxArgPrompt || !strings.Contains(argv, "--file "+req.Scratch+"/opencode-prompt.md") {
+		t.Errorf("argv %.300q", argv)
+	}
+	if b, _ := os.ReadFile(req.Scratch + "/opencode-prompt.md"); string(b) != long {
+		t.Error("prompt file does not hold the prompt")
 	}
 }

@@ -29,6 +29,10 @@ func TestClassify(t *testing.T) {
 		{0, "Claude AI usage limit reached|1796000000", muster.FailUsageLimit, 0, time.Unix(1796000000, 0).UTC()},
 		{0, "You've hit your usage limit. Try again in 2 days 3 hours.", muster.FailUsageLimit, 0, now.Add(51 * time.Hour)},
 		{0, "usage limit reached, resets 8am", muster.FailUsageLimit, 0, time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)},
+		{0, "5-hour limit reached ∙ resets 3pm", muster.FailUsageLimit, 0, time.Date(2026, 11, 29, 15, 0, 0, 0, time.UTC)},
+		{0, "You've hit your limit · resets 11am", muster.FailUsageLimit, 0, time.Date(2026, 11, 30, 11, 0, 0, 0, time.UTC)},
+		{0, "You've hit your usage limit. Upgrade to Pro, or try again at 8:05 PM.", muster.FailUsageLimit, 0, time.Date(2026, 11, 29, 20, 5, 0, 0, time.UTC)},
+		{0, "You've hit your usage limit. Upgrade to Pro, or try again in 3 days 4 hours 11 minutes.", muster.FailUsageLimit, 0, now.Add(76*time.Hour + 11*time.Minute)},
 		{401, "Invalid API key · Fix external API key", muster.FailAuth, 0, time.Time{}},
 		{0, "unexpected status 401 Unauthorized: invalid x-api-key", muster.FailAuth, 0, time.Time{}},
 		{0, `[API Error: {"error":{"code":401,"message":"invalid x-api-key"}}]`, muster.FailAuth, 0, time.Time{}},
@@ -226,5 +230,35 @@ func TestRunOutcomes(t *testing.T) {
 				t.Error("secret not redacted")
 			}
 		})
+	}
+}
+
+func TestRedact(t *testing.T) {
+	s := NewStream(nil, "plainsecretvalue")
+	in := "key sk-ant-api03-abcdefghijklmnopqrstuv and AIzaSyA1234567890abcdefghijklmnopqrstu, Authorization: Bearer abcdefghijklmnop1234, plainsecretvalue, sk-short"
+	got := s.Redact(in)
+	for _, leak := range []string{"sk-ant-api03", "AIzaSy", "abcdefghijklmnop1234", "plainsecretvalue"} {
+		if strings.Contains(got, leak) {
+			t.Errorf("%q left in %q", leak, got)
+		}
+	}
+	if !strings.Contains(got, "sk-short") {
+		t.Errorf("short text redacted: %q", got)
+	}
+}
+
+func TestSecrets(t *testing.T) {
+	req := &muster.ExecRequest{Spec: &muster.ExecutorSpec{Env: map[string]string{"OTHER_TOKEN": "t-1", "PLAIN": "p"}},
+		Env: map[string]string{"X_SECRET": "s-1"}}
+	got := strings.Join(Secrets(req, "k-1"), ",")
+	for _, w := range []string{"k-1", "t-1", "s-1"} {
+		if !strings.Contains(got, w) {
+			t.Errorf("secrets %q lack %s", got, w)
+		}
+	}
+	for _, v := range Secrets(req, "k-1") {
+		if v == "p" {
+			t.Errorf("plain value among secrets: %q", got)
+		}
 	}
 }

@@ -45,9 +45,12 @@ func Classify(status, exitCode int, text string, now time.Time) *muster.AgentErr
 
 func usageLimit(low string) bool {
 	low = strings.ReplaceAll(low, "request a quota increase", "")
+	if limitResetRE.MatchString(low) {
+		return true
+	}
 	return containsAny(low, "usage limit", "usage_limit", "limit reached", "quota exceeded", "exceeded your current quota",
 		"exhausted your capacity", "insufficient_quota", "credit balance", "out of credits", "billing", "session limit",
-		"weekly limit", "daily limit")
+		"weekly limit", "daily limit", "hit your limit")
 }
 
 func containsAny(s string, subs ...string) bool {
@@ -60,6 +63,7 @@ func containsAny(s string, subs ...string) bool {
 }
 
 var (
+	limitResetRE = regexp.MustCompile(`limit[^.\n]{0,40}\breset`)
 	statusRE     = regexp.MustCompile(`(?i)(?:status(?: ?code)?|error|http|code)["':= ]*\b([45]\d\d)\b|\b([45]\d\d) (?:Too Many|Unauthorized|Forbidden|Internal|Bad|Service|Not Found|Overloaded)`)
 	retryAfterRE = regexp.MustCompile(`(?i)retry[-_ ]?after["':= ]*\s*(\d+(?:\.\d+)?)\s*(ms|milliseconds?|s|secs?|seconds?|m|mins?|minutes?)?`)
 	tryInRE      = regexp.MustCompile(`(?i)(?:try again|retry|retrying|resets?) in\s+((?:\d+(?:\.\d+)?\s*[a-z]+[\s,and]*)+)`)

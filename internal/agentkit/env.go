@@ -90,15 +90,33 @@ func Home(req *muster.ExecRequest) (string, error) {
 	return home, nil
 }
 
-// APIKey returns the name and value of the variable holding the agent's key:
-// spec.APIKeyEnv when configured, else the kind's own variable. The value
-// is empty when the variable is unset.
+// APIKey returns the name and value of the variable holding the agent's key
+// (see KeyName). The value is empty when the variable is unset.
 func APIKey(spec *muster.ExecutorSpec, kind *Kind) (name, value string) {
-	name = kind.KeyEnv
-	if spec != nil && spec.APIKeyEnv != "" {
-		name = spec.APIKeyEnv
-	}
+	name = KeyName(spec, kind)
 	return name, os.Getenv(name)
+}
+
+// providerKeys are the variables opencode's built-in providers read.
+var providerKeys = map[string]string{
+	"anthropic": "ANTHROPIC_API_KEY",
+	"openai":    "OPENAI_API_KEY",
+	"google":    "GOOGLE_GENERATIVE_AI_API_KEY",
+}
+
+// KeyName returns the variable holding the agent's key: spec.APIKeyEnv when
+// configured, else the kind's own variable (for opencode, the one of the
+// model's provider).
+func KeyName(spec *muster.ExecutorSpec, kind *Kind) string {
+	if spec != nil && spec.APIKeyEnv != "" {
+		return spec.APIKeyEnv
+	}
+	if spec != nil && kind.Name == muster.ExecOpencode {
+		if p, _, ok := strings.Cut(spec.Model, "/"); ok && providerKeys[p] != "" {
+			return providerKeys[p]
+		}
+	}
+	return kind.KeyEnv
 }
 
 // vendorPrefixes are variables of the user's environment that would point
@@ -111,7 +129,12 @@ var vendorPrefixes = []string{"ANTHROPIC_", "CLAUDE_", "OPENAI_", "CODEX_", "GEM
 // this order, later wins): HOME=home, the kind's variables, the
 // executor's env table and the request's Env.
 func Environ(home string, kindVars map[string]string, req *muster.ExecRequest) []string {
+	// PWD is set because some CLIs (Bun-built ones) take it over the
+	// process's real working directory.
 	set := map[string]string{"HOME": home}
+	if req.Dir != "" {
+		set["PWD"] = req.Dir
+	}
 	for k, v := range kindVars {
 		set[k] = v
 	}
@@ -216,4 +239,23 @@ func WriteFile(path string, data []byte) error {
 		return err
 	}
 	return os.WriteFile(path, data, 0o600)
+}
+
+// Secrets returns the values to redact from what an agent reports: its key
+// and every variable of the executor's env table or the request's Env whose
+// name looks like a credential's.
+func Secrets(req *muster.ExecRequest, key string) []string {
+	out := []string{key}
+	add := func(env map[string]string) {
+		for k, v := range env {
+			if proc.IsSecretName(k) {
+				out = append(out, v)
+			}
+		}
+	}
+	if req.Spec != nil {
+		add(req.Spec.Env)
+	}
+	add(req.Env)
+	return out
 }

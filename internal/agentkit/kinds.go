@@ -13,6 +13,7 @@ import (
 const (
 	Enforced = "enforced" // the CLI removes the capability or sandboxes it
 	Advisory = "advisory" // a mode the CLI may not enforce
+	Full     = "full"     // nothing is restricted (shell authority)
 )
 
 // Kind is what muster knows about one agent CLI.
@@ -47,9 +48,9 @@ var Kinds = []Kind{
 		KeyEnv:     "ANTHROPIC_API_KEY",
 		LoginFiles: []string{".claude/.credentials.json"},
 		Authority: map[muster.Authority]Grade{
-			muster.AuthorityRead:  {Enforced, "--tools Read,Grep,Glob,LS (only read tools exist)"},
-			muster.AuthorityWrite: {Enforced, "--permission-mode acceptEdits --disallowedTools Bash (no shell tool)"},
-			muster.AuthorityShell: {Enforced, "--permission-mode bypassPermissions (full access)"},
+			muster.AuthorityRead:  {Enforced, "--tools Read,Grep,Glob (only read tools exist)"},
+			muster.AuthorityWrite: {Enforced, "--tools Read,Grep,Glob,Edit,Write,NotebookEdit,TodoWrite (no shell tool); --permission-mode acceptEdits, or bypassPermissions in worktrees under .git, where Claude Code refuses edits otherwise"},
+			muster.AuthorityShell: {Full, "--permission-mode bypassPermissions (full access)"},
 		},
 	},
 	{
@@ -59,7 +60,7 @@ var Kinds = []Kind{
 		Authority: map[muster.Authority]Grade{
 			muster.AuthorityRead:  {Enforced, "--sandbox read-only (OS sandbox)"},
 			muster.AuthorityWrite: {Enforced, "--sandbox workspace-write (writes confined to the worktree; sandboxed shell remains)"},
-			muster.AuthorityShell: {Enforced, "--dangerously-bypass-approvals-and-sandbox (full access)"},
+			muster.AuthorityShell: {Full, "--dangerously-bypass-approvals-and-sandbox (full access)"},
 		},
 	},
 	{
@@ -67,9 +68,9 @@ var Kinds = []Kind{
 		KeyEnv:     "GEMINI_API_KEY",
 		LoginFiles: []string{".gemini/oauth_creds.json", ".gemini/google_accounts.json"},
 		Authority: map[muster.Authority]Grade{
-			muster.AuthorityRead:  {Advisory, "--approval-mode plan (the CLI's read-only mode; not a sandbox)"},
-			muster.AuthorityWrite: {Advisory, "--approval-mode auto_edit (edit tools approved, others not)"},
-			muster.AuthorityShell: {Enforced, "--yolo (full access)"},
+			muster.AuthorityRead:  {Enforced, "--approval-mode plan (no shell tool; file writes refused outside the CLI's plans directory in the clone's home)"},
+			muster.AuthorityWrite: {Enforced, "--approval-mode auto_edit (edit tools approved; headless mode offers no shell tool)"},
+			muster.AuthorityShell: {Full, "--approval-mode yolo (full access)"},
 		},
 	},
 	{
@@ -77,9 +78,9 @@ var Kinds = []Kind{
 		KeyEnv:     "ANTHROPIC_API_KEY",
 		LoginFiles: []string{".local/share/opencode/auth.json"},
 		Authority: map[muster.Authority]Grade{
-			muster.AuthorityRead:  {Advisory, `permission {"edit":"deny","bash":"deny"} in the clone's config (checked by the CLI, no sandbox)`},
-			muster.AuthorityWrite: {Advisory, `permission {"edit":"allow","bash":"deny"} in the clone's config (checked by the CLI, no sandbox)`},
-			muster.AuthorityShell: {Enforced, `permission {"edit":"allow","bash":"allow"} and --auto (full access)`},
+			muster.AuthorityRead:  {Enforced, `permission {"edit":"deny","bash":"deny"} in the clone's config (the CLI removes its edit, write and bash tools)`},
+			muster.AuthorityWrite: {Enforced, `permission {"edit":"allow","bash":"deny"} in the clone's config (the CLI removes its bash tool)`},
+			muster.AuthorityShell: {Full, `permission {"edit":"allow","bash":"allow"} and --auto (full access)`},
 		},
 	},
 }

@@ -147,3 +147,21 @@ func Run(ctx context.Context, req *muster.ExecRequest, inv Invocation, emit func
 	res.Tail = s.Tail()
 	return res, s, nil
 }
+
+// resumeFailures are what the CLIs say when a session to resume is not
+// found.
+var resumeFailures = []string{"no conversation found", "no previous sessions found", "error resuming session",
+	"session not found", "thread not found", "no rollout found", "no saved session"}
+
+// ResumeFailed reports whether an invocation failed because the session it
+// was asked to resume does not exist; the caller then starts afresh.
+func ResumeFailed(res *muster.ExecResult, err error) bool {
+	if err == nil {
+		return false
+	}
+	text := strings.ToLower(err.Error())
+	if res != nil {
+		text += "\n" + strings.ToLower(res.Tail)
+	}
+	return containsAny(text, resumeFailures...)
+}

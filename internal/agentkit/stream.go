@@ -3,6 +3,7 @@ package agentkit
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -66,12 +67,21 @@ func NewStream(emit func(muster.Record), secrets ...string) *Stream {
 	return &Stream{emit: emit, secrets: s}
 }
 
-// Redact replaces known secret values in text.
+// keyShaped matches strings that look like API keys or tokens of common
+// providers, and bearer credentials.
+var keyShaped = regexp.MustCompile(`\b(?:sk-(?:ant-)?[A-Za-z0-9_-]{16,}|AIza[0-9A-Za-z_-]{30,}|gh[pousr]_[A-Za-z0-9]{30,}|xox[abprs]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16})|(?i:bearer\s+)[A-Za-z0-9._~+/=-]{16,}`)
+
+// Redact replaces known secret values and key-shaped strings in text.
 func (s *Stream) Redact(text string) string {
 	for _, v := range s.secrets {
 		text = strings.ReplaceAll(text, v, "[redacted]")
 	}
-	return text
+	return RedactKeys(text)
+}
+
+// RedactKeys replaces key-shaped strings in text.
+func RedactKeys(text string) string {
+	return keyShaped.ReplaceAllString(text, "[redacted]")
 }
 
 // Session records the agent's session ID (once per distinct ID).
@@ -108,8 +118,11 @@ func (s *Stream) Tool(name string, input any) {
 	s.emit(muster.Record{Type: muster.RecTool, Tool: name, Args: args})
 }
 
-// UsageRecord emits one usage record.
+// UsageRecord emits one usage record (none for zero usage).
 func (s *Stream) UsageRecord(model string, u muster.Usage) {
+	if u.IsZero() {
+		return
+	}
 	if model == "" {
 		model = s.Model
 	}

@@ -16,10 +16,12 @@ import (
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
 	"github.com/muster-run/muster/internal/cli/demo"
+	"github.com/muster-run/muster/internal/cli/doctor"
 	"github.com/muster-run/muster/internal/cli/mockllm"
 	"github.com/muster-run/muster/internal/cli/report"
 	"github.com/muster-run/muster/internal/cli/resume"
 	"github.com/muster-run/muster/internal/cli/run"
+	"github.com/muster-run/muster/internal/cli/runner"
 	"github.com/muster-run/muster/internal/cli/runs"
 	"github.com/muster-run/muster/internal/cli/status"
 	"github.com/muster-run/muster/internal/cli/usage"
@@ -63,6 +65,7 @@ Start with: muster demo`,
 		usage.NewCmd(),
 		watch.NewCmd(resolveJournal),
 		mockllm.NewCmd(),
+		doctor.NewCmd(repoConfig),
 	)
 	for _, c := range root.Commands() {
 		c.SilenceUsage = true
@@ -111,6 +114,16 @@ func resolveJournal(run string) (string, error) {
 		return "", err
 	}
 	return repo.JournalPath(id), nil
+}
+
+// repoConfig returns the current repository's configuration, or nil
+// outside a repository.
+func repoConfig() (*muster.Config, error) {
+	repo, err := cmdutil.OpenRepo(context.Background(), "")
+	if err != nil {
+		return nil, nil
+	}
+	return runner.LoadConfig(repo, &runner.Flags{})
 }
 
 // Main runs muster with the process's arguments and returns the exit

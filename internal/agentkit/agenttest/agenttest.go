@@ -222,8 +222,13 @@ func Script() *mockllm.Script {
 		{Steps: []mockllm.Step{{Status: 401, Error: "invalid x-api-key", ErrorType: "authentication_error"}}},
 		{Steps: []mockllm.Step{{Status: 429, Error: "Rate limit exceeded, retry after 7 seconds", RetryAfter: "7"}}},
 		{Steps: []mockllm.Step{{Text: "late", DelayMS: 20000}}},
+		{Steps: []mockllm.Step{{Tools: []mockllm.ToolCall{{Name: "Bash", Input: map[string]any{"command": "printf 'hello\\n' > hello.txt", "description": "write"}}}}, {Text: "Done."}}},
+		{Steps: []mockllm.Step{{Tools: []mockllm.ToolCall{{Name: "exec_command", Input: map[string]any{"cmd": "printf 'hello\\n' > hello.txt"}}}}, {Text: "Done."}}},
+		{Steps: []mockllm.Step{{Tools: []mockllm.ToolCall{{Name: "bash", Input: map[string]any{"command": "printf 'hello\\n' > hello.txt", "description": "write"}}}}, {Text: "Done."}}},
+		{Steps: []mockllm.Step{{Tools: []mockllm.ToolCall{{Name: "run_shell_command", Input: map[string]any{"command": "printf 'hello\\n' > hello.txt"}}}}, {Text: "Done."}}},
 	}
-	names := []string{"claude-write", "codex-write", "gemini-write", "opencode-write", "review", "auth", "ratelimit", "slow"}
+	names := []string{"claude-write", "codex-write", "gemini-write", "opencode-write", "review", "auth", "ratelimit", "slow",
+		"claude-shell", "codex-shell", "opencode-shell", "gemini-shell"}
 	for i := range sc {
 		sc[i].Name = names[i]
 	}

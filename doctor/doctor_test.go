@@ -1,0 +1,116 @@
+package doctor
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/internal/agentkit"
+)
+
+const secret = "sk-doctor-secret-value-31"
+
+func fakeCLI(t *testing.T, out string, exit int) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "fake")
+	body := "#!/bin/sh\necho '" + out + "'\nexit " + string(rune('0'+exit)) + "\n"
+	if err := os.WriteFile(p, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func opts(env map[string]string) Options {
+	return Options{
+		Getenv:         func(k string) string { return env[k] },
+		HasLogin:       func(*agentkit.Kind) bool { return false },
+		VersionTimeout: 30 * time.Second,
+	}
+}
+
+func TestCheck(t *testing.T) {
+	good := fakeCLI(t, "9.9.9 (Fake)", 0)
+	broken := fakeCLI(t, "boom", 1)
+	cfg := &muster.Config{Executors: []*muster.ExecutorSpec{
+		{Name: "ok", Kind: muster.ExecClaudeCode, APIKeyEnv: "GOOD_KEY", Command: []string{good}},
+		{Name: "nokey", Kind: muster.ExecCodex, APIKeyEnv: "UNSET_KEY", Command: []string{good}},
+		{Name: "nobin", Kind: muster.ExecGemini, Command: []string{filepath.Join(t.TempDir(), "absent")}},
+		{Name: "broken", Kind: muster.ExecOpencode, Command: []string{broken}, APIKeyEnv: "GOOD_KEY"},
+		{Name: "local", Kind: muster.ExecOpenAI, BaseURL: "http://127.0.0.1:8080/v1"},
+		{Name: "sim", Kind: muster.ExecSim},
+	}}
+	res := Check(context.Background(), cfg, opts(map[string]string{"GOOD_KEY": secret}))
+	if len(res) != 6 {
+		// every known CLI kind is configured, so none is added
+		t.Fatalf("%d results", len(res))
+	}
+	by := map[string]Result{}
+	for _, r := range res {
+		by[r.Executor] = r
+	}
+	if r := by["ok"]; !r.OK() || r.Version != "9.9.9 (Fake)" || r.Credentials != CredSet || r.Binary != good {
+		t.Errorf("ok: %+v", r)
+	}
+	if r := by["nokey"]; r.OK() || r.Credentials != CredMissing || r.CredentialVar != "UNSET_KEY" {
+		t.Errorf("nokey: %+v", r)
+	}
+	if r := by["nobin"]; r.OK() || r.Found {
+		t.Errorf("nobin: %+v", r)
+	}
+	if r := by["broken"]; r.OK() || !strings.Contains(strings.Join(r.Problems, " "), "exit status 1") {
+		t.Errorf("broken: %+v", r)
+	}
+	if r := by["local"]; !r.OK() || r.Credentials != CredNotNeed {
+		t.Errorf("local: %+v", r)
+	}
+	if r := by["sim"]; !r.OK() {
+		t.Errorf("sim: %+v", r)
+	}
+	if got := Failed(res); !slices.Equal(got, []string{"broken", "nobin", "nokey"}) {
+		t.Errorf("failed %v", got)
+	}
+	var text, js bytes.Buffer
+	if err := WriteText(&text, res); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteJSON(&js, res); err != nil {
+		t.Fatal(err)
+	}
+	for _, out := range []string{text.String(), js.String()} {
+		if strings.Contains(out, secret) {
+			t.Fatal("credential value printed")
+		}
+	}
+	for _, w := range []string{"GOOD_KEY: set", "UNSET_KEY: missing", "enforced", "full", "9.9.9 (Fake)"} {
+		if !strings.Contains(text.String(), w) {
+			t.Errorf("text lacks %q:\n%s", w, text.String())
+		}
+	}
+}
+
+func TestCheckAddsKnownKinds(t *testing.T) {
+	res := Check(context.Background(), nil, Options{
+		Getenv:   func(string) string { return "" },
+		HasLogin: func(k *agentkit.Kind) bool { return k.Name == muster.ExecCodex },
+	})
+	if len(res) != len(agentkit.Kinds) {
+		t.Fatalf("%d results", len(res))
+	}
+	for _, r := range res {
+		if r.Executor != "" {
+			t.Errorf("unconfigured kind has executor %q", r.Executor)
+		}
+		if r.Kind == muster.ExecCodex && r.Credentials != CredLogin {
+			t.Errorf("codex credentials %q", r.Credentials)
+		}
+	}
+	if len(Failed(res)) != 0 {
+		t.Error("unconfigured kinds must not fail the doctor")
+	}
+}

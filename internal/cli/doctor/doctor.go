@@ -1,0 +1,78 @@
+// Package doctor is the `muster doctor` command: which agents are
+// installed, their versions, whether credentials are present (never
+// printed) and how each authority is enforced. It exits 1 when a
+// configured executor cannot run.
+package doctor
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/doctor"
+)
+
+// Options are the command's inputs.
+type Options struct {
+	JSON       bool
+	LoadConfig func() (*muster.Config, error)
+	Check      doctor.Options
+}
+
+// NewCmd returns the `doctor` command. loadConfig returns the repository's
+// configuration (nil when there is none).
+func NewCmd(loadConfig func() (*muster.Config, error)) *cobra.Command {
+	opts := &Options{LoadConfig: loadConfig}
+	cmd := &cobra.Command{
+		Use:   "doctor",
+		Short: "Check which agents are installed, their versions and credentials",
+		Long: `Check, for each configured executor and each known agent CLI, whether its
+program is found (on PATH, in the executor's command, or in .cache/agents),
+its version, whether its credentials are present (never printed: only "set",
+"login" or "missing"), and whether each authority (read, write, shell) is
+enforced by the agent or only advisory. Exits 1 when a configured executor
+cannot run.`,
+		Args:         cobra.NoArgs,
+		SilenceUsage: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return Run(cmd.Context(), opts, cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the results as JSON")
+	return cmd
+}
+
+// Run checks and prints; a configured executor that cannot run makes it
+// return a *muster.Error with CodeFailed.
+func Run(ctx context.Context, opts *Options, out io.Writer) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	var cfg *muster.Config
+	if opts.LoadConfig != nil {
+		c, err := opts.LoadConfig()
+		if err != nil {
+			return err
+		}
+		cfg = c
+	}
+	results := doctor.Check(ctx, cfg, opts.Check)
+	var err error
+	if opts.JSON {
+		err = doctor.WriteJSON(out, results)
+	} else {
+		err = doctor.WriteText(out, results)
+	}
+	if err != nil {
+		return &muster.Error{Code: muster.CodeInternal, Op: "doctor", Err: err}
+	}
+	if failed := doctor.Failed(results); len(failed) > 0 {
+		return &muster.Error{Code: muster.CodeFailed, Op: "doctor",
+			Message: fmt.Sprintf("configured executor(s) cannot run: %s", strings.Join(failed, ", "))}
+	}
+	return nil
+}

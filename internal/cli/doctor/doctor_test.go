@@ -1,0 +1,69 @@
+package doctor
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/internal/agentkit"
+)
+
+func TestNewCmd(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "fake")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\necho 1.0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("MUSTER_DOCTOR_TEST_KEY", "sk-cli-doctor-secret")
+	cases := []struct {
+		name string
+		cfg  *muster.Config
+		code muster.Code
+		ok   bool
+	}{
+		{"runnable", &muster.Config{Executors: []*muster.ExecutorSpec{{Name: "c", Kind: muster.ExecClaudeCode,
+			Command: []string{bin}, APIKeyEnv: "MUSTER_DOCTOR_TEST_KEY"}}}, 0, true},
+		{"missing key", &muster.Config{Executors: []*muster.ExecutorSpec{{Name: "c", Kind: muster.ExecClaudeCode,
+			Command: []string{bin}, APIKeyEnv: "MUSTER_DOCTOR_UNSET_KEY"}}}, muster.CodeFailed, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cmd := NewCmd(func() (*muster.Config, error) { return c.cfg, nil })
+			var out bytes.Buffer
+			cmd.SetOut(&out)
+			cmd.SetErr(&bytes.Buffer{})
+			cmd.SetArgs([]string{"--json"})
+			err := cmd.Execute()
+			if c.ok != (err == nil) {
+				t.Fatalf("err %v", err)
+			}
+			if err != nil && muster.ErrorCode(err) != c.code {
+				t.Errorf("code %v", muster.ErrorCode(err))
+			}
+			var res []map[string]any
+			if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+				t.Fatalf("%v\n%s", err, out.String())
+			}
+			if len(res) != len(agentkit.Kinds) {
+				t.Errorf("%d results", len(res))
+			}
+			if bytes.Contains(out.Bytes(), []byte("sk-cli-doctor-secret")) {
+				t.Error("secret printed")
+			}
+		})
+	}
+}
+
+func TestConfigError(t *testing.T) {
+	want := errors.New("muster.toml:3: bad")
+	cmd := NewCmd(func() (*muster.Config, error) { return nil, want })
+	cmd.SetOut(&bytes.Buffer{})
+	cmd.SetErr(&bytes.Buffer{})
+	cmd.SetArgs(nil)
+	if err := cmd.Execute(); !errors.Is(err, want) {
+		t.Fatalf("err %v", err)
+	}
+}
