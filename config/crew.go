@@ -102,7 +102,7 @@ func isDigits(s string) bool {
 // name cfg already has overrides it: with the same kind, only the clone
 // count (and the command, when the flag gives one) change and the rest of
 // the file's settings stay; with another kind, the flag's executor
-// replaces it whole.
+// replaces it, keeping only the roles the file listed.
 func Merge(cfg *muster.Config, crew []*muster.ExecutorSpec) {
 	for _, c := range crew {
 		if c == nil {
@@ -119,7 +119,13 @@ func Merge(cfg *muster.Config, crew []*muster.ExecutorSpec) {
 				old.Command = c.Command
 			}
 		default:
+			// Another kind: the flag's executor replaces it, but keeps the
+			// roles the file gave it (a flag cannot name roles, and a
+			// reviewer should not turn into a coder).
 			cp := *c
+			if len(old.Roles) > 0 {
+				cp.Roles = old.Roles
+			}
 			*old = cp
 		}
 	}

@@ -53,6 +53,14 @@ func TestMergeCrewCommandOverride(t *testing.T) {
 	if e := cfg.Executor("sh"); e.Clones != 4 || !reflect.DeepEqual(e.Command, []string{"./agent.sh"}) {
 		t.Errorf("sh = %+v", e)
 	}
+	// Another kind replaces the executor but keeps the roles of the file.
+	cfg, _ = Parse("m.toml", []byte("[executors.rv]\nkind = \"command\"\ncommand = [\"./r.sh\"]\nroles = [\"reviewer\"]\n"))
+	if err := MergeCrew(cfg, []string{"rv=sim:2"}); err != nil {
+		t.Fatal(err)
+	}
+	if e := cfg.Executor("rv"); e.Kind != "sim" || e.Clones != 2 || len(e.Command) != 0 || !reflect.DeepEqual(e.Roles, []string{"reviewer"}) {
+		t.Errorf("rv = %+v", e)
+	}
 	// A new command executor needs its program.
 	err := MergeCrew(cfg, []string{"local=command:2"})
 	want := `--crew "local=command:2": kind command needs a program: NAME=command[:CLONES]:PROGRAM [ARGS...]`
