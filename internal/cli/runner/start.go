@@ -89,7 +89,9 @@ func (s *Session) finish(ctx context.Context, runErr error) error {
 		return &cmdutil.Silent{Err: &muster.Error{Code: muster.CodeFailed, Message: "the run ended with failed or skipped tasks"}}
 	}
 	if s.Flags.Merge {
-		if err := git.FastForward(context.WithoutCancel(ctx), s.Repo.Top, s.refOrRecorded(), s.State.Branch); err != nil {
+		if s.refOrRecorded() == "" {
+			fmt.Fprintf(s.IO.ErrOut, "not merged: HEAD was detached when the run started, so there is no branch to fast-forward\nthe run branch %s is left for you to merge\n", s.State.Branch)
+		} else if err := git.FastForward(context.WithoutCancel(ctx), s.Repo.Top, s.refOrRecorded(), s.State.Branch); err != nil {
 			fmt.Fprintf(s.IO.ErrOut, "not merged: %v\nthe run branch %s is left for you to merge\n", err, s.State.Branch)
 		} else {
 			fmt.Fprintf(s.IO.ErrOut, "merged: %s fast-forwarded to %s\n", s.refOrRecorded(), short(s.Tip))
