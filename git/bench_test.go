@@ -2,6 +2,7 @@ package git
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io/fs"
 	"os"
@@ -9,7 +10,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -64,12 +68,12 @@ func benchFile(i int) string { return fmt.Sprintf("src/d%03d/f%04d.txt", i%500, 
 
 // benchTask is one task's git work; it returns the time spent in git
 // (the simulated agent's writes are excluded).
-type benchStep func(w *Workspace, slot string, i int) (time.Duration, error)
+type benchStep func(ctx context.Context, w *Workspace, slot string, i int) (time.Duration, error)
 
 // pooledTask uses the worktree pool: Prepare + change + owns check +
 // commit + integrate.
 func pooledTask(nfiles int) benchStep {
-	return func(w *Workspace, slot string, i int) (time.Duration, error) {
+	return func(ctx context.Context, w *Workspace, slot string, i int) (time.Duration, error) {
 		t0 := time.Now()
 		dir, base, err := w.Prepare(ctx, slot)
 		if err != nil {
@@ -78,14 +82,14 @@ func pooledTask(nfiles int) benchStep {
 		d1 := time.Since(t0)
 		agent(dir, i, nfiles)
 		t1 := time.Now()
-		err = finish(w, dir, base, slot, i, nfiles)
+		err = finish(ctx, w, dir, base, slot, i, nfiles)
 		return d1 + time.Since(t1), err
 	}
 }
 
 // naiveTask adds a fresh worktree per task and removes it afterwards.
 func naiveTask(nfiles int) benchStep {
-	return func(w *Workspace, slot string, i int) (time.Duration, error) {
+	return func(ctx context.Context, w *Workspace, slot string, i int) (time.Duration, error) {
 		t0 := time.Now()
 		base, err := w.Tip(ctx)
 		if err != nil {
@@ -98,7 +102,7 @@ func naiveTask(nfiles int) benchStep {
 		d1 := time.Since(t0)
 		agent(dir, i, nfiles)
 		t1 := time.Now()
-		if err := finish(w, dir, base, slot, i, nfiles); err != nil {
+		if err := finish(ctx, w, dir, base, slot, i, nfiles); err != nil {
 			return 0, err
 		}
 		_, err = run(ctx, cmd{dir: w.top, args: []string{"worktree", "remove", "--force", dir}})
@@ -114,7 +118,7 @@ func agent(dir string, i, nfiles int) {
 	os.WriteFile(filepath.Join(dir, "tasks", fmt.Sprintf("t%d.txt", i)), []byte("new\n"), 0o644)
 }
 
-func finish(w *Workspace, dir, base, slot string, i, nfiles int) error {
+func finish(ctx context.Context, w *Workspace, dir, base, slot string, i, nfiles int) error {
 	ch, err := w.Change(ctx, dir, base)
 	if err != nil {
 		return err
@@ -139,23 +143,24 @@ func finish(w *Workspace, dir, base, slot string, i, nfiles int) error {
 
 // runTasks runs n tasks over clones workers and returns each task's git
 // time.
-func runTasks(b *testing.B, w *Workspace, n, clones int, step benchStep) []time.Duration {
+func runTasks(b *testing.B, w *Workspace, n, clones int, step benchStep) (wall, cpu []time.Duration) {
 	jobs := make(chan int)
 	var mu sync.Mutex
-	var times []time.Duration
 	var wg sync.WaitGroup
 	for c := 1; c <= clones; c++ {
 		wg.Add(1)
 		go func(slot string) {
 			defer wg.Done()
 			for i := range jobs {
-				d, err := step(w, slot, i)
+				var n atomic.Int64
+				d, err := step(WithCPUCounter(context.Background(), &n), w, slot, i)
 				if err != nil {
 					b.Error(err)
 					continue
 				}
 				mu.Lock()
-				times = append(times, d)
+				wall = append(wall, d)
+				cpu = append(cpu, time.Duration(n.Load()))
 				mu.Unlock()
 			}
 		}(fmt.Sprintf("bench#%d", c))
@@ -165,8 +170,9 @@ func runTasks(b *testing.B, w *Workspace, n, clones int, step benchStep) []time.
 	}
 	close(jobs)
 	wg.Wait()
-	slices.Sort(times)
-	return times
+	slices.Sort(wall)
+	slices.Sort(cpu)
+	return wall, cpu
 }
 
 func pct(ts []time.Duration, p float64) time.Duration {
@@ -176,19 +182,31 @@ func pct(ts []time.Duration, p float64) time.Duration {
 	return ts[int(float64(len(ts)-1)*p+0.5)]
 }
 
-func dirBytes(dirs ...string) int64 {
-	var n int64
+// dirBytes returns the apparent size of the files under dirs and the
+// disk space allocated to them (blocks, directories included).
+func dirBytes(dirs ...string) (size, alloc int64) {
 	for _, d := range dirs {
 		filepath.WalkDir(d, func(_ string, e fs.DirEntry, err error) error {
-			if err == nil && !e.IsDir() {
-				if fi, err := e.Info(); err == nil {
-					n += fi.Size()
+			if err != nil {
+				return nil
+			}
+			if fi, err := e.Info(); err == nil {
+				if !e.IsDir() {
+					size += fi.Size()
+				}
+				if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+					alloc += st.Blocks * 512
 				}
 			}
 			return nil
 		})
 	}
-	return n
+	return size, alloc
+}
+
+func loadavg() string {
+	b, _ := os.ReadFile("/proc/loadavg")
+	return strings.TrimSpace(string(b))
 }
 
 // BenchmarkGitOverhead measures muster's git work per task (Prepare +
@@ -204,41 +222,56 @@ func BenchmarkGitOverhead(b *testing.B) {
 	clones := envInt("MUSTER_BENCH_CLONES", 4)
 	t0 := time.Now()
 	repo := genRepo(b, nfiles)
-	b.Logf("generated %d files in %v", nfiles, time.Since(t0).Round(time.Millisecond))
+	b.Logf("generated %d files in %v; load average %s", nfiles, time.Since(t0).Round(time.Millisecond), loadavg())
 	for it := 0; it < b.N; it++ {
 		w, err := Open(ctx, Options{Repo: repo, RunID: fmt.Sprintf("pool-%d", it)})
 		if err != nil {
 			b.Fatal(err)
 		}
 		t1 := time.Now()
+		var wg sync.WaitGroup
 		for c := 1; c <= clones; c++ { // create the pool: once per run
-			if _, _, err := w.Prepare(ctx, fmt.Sprintf("bench#%d", c)); err != nil {
-				b.Fatal(err)
-			}
+			wg.Add(1)
+			go func(slot string) {
+				defer wg.Done()
+				if _, _, err := w.Prepare(ctx, slot); err != nil {
+					b.Error(err)
+				}
+			}(fmt.Sprintf("bench#%d", c))
 		}
+		wg.Wait()
 		create := time.Since(t1)
-		pooled := runTasks(b, w, ntasks, clones, pooledTask(nfiles))
-		poolBytes := dirBytes(poolDir(w.common, w.run), filepath.Join(w.common, "worktrees"))
+		pooled, pooledCPU := runTasks(b, w, ntasks, clones, pooledTask(nfiles))
+		size, alloc := dirBytes(poolDir(w.common, w.run), filepath.Join(w.common, "worktrees"))
+		b.Logf("resets: %d with the watcher's record, %d full; stagings: %d with the record, %d full",
+			w.fastResets.Load(), w.fullResets.Load(), w.fastStages.Load(), w.fullStages.Load())
 		if err := w.Close(ctx); err != nil {
 			b.Fatal(err)
 		}
+		load := loadavg()
 
 		nw, err := Open(ctx, Options{Repo: repo, RunID: fmt.Sprintf("naive-%d", it)})
 		if err != nil {
 			b.Fatal(err)
 		}
-		naive := runTasks(b, nw, nnaive, clones, naiveTask(nfiles))
+		naive, naiveCPU := runTasks(b, nw, nnaive, clones, naiveTask(nfiles))
 		nw.Close(ctx)
 
+		ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 		med, nmed := pct(pooled, 0.5), pct(naive, 0.5)
-		b.ReportMetric(float64(med.Microseconds())/1000, "median-ms")
-		b.ReportMetric(float64(pct(pooled, 0.95).Microseconds())/1000, "p95-ms")
-		b.ReportMetric(float64(nmed.Microseconds())/1000, "naive-median-ms")
-		b.ReportMetric(float64(pct(naive, 0.95).Microseconds())/1000, "naive-p95-ms")
+		b.ReportMetric(ms(med), "median-ms")
+		b.ReportMetric(ms(pct(pooled, 0.95)), "p95-ms")
+		b.ReportMetric(ms(pct(pooledCPU, 0.5)), "cpu-median-ms")
+		b.ReportMetric(ms(nmed), "naive-median-ms")
+		b.ReportMetric(ms(pct(naiveCPU, 0.5)), "naive-cpu-median-ms")
 		b.ReportMetric(float64(nmed)/float64(med), "ratio")
-		b.ReportMetric(float64(poolBytes)/(1<<20), "pool-MiB")
-		b.ReportMetric(float64(create.Milliseconds()), "pool-create-ms")
-		b.Logf("%d files, %d tasks over %d clones: median %v p95 %v; naive (%d tasks) median %v p95 %v; ratio %.1fx; pool %d bytes after %d tasks; pool creation %v",
-			nfiles, ntasks, clones, med, pct(pooled, 0.95), nnaive, nmed, pct(naive, 0.95), float64(nmed)/float64(med), poolBytes, ntasks, create)
+		b.ReportMetric(float64(alloc)/(1<<20), "pool-disk-MiB")
+		b.ReportMetric(ms(create), "pool-create-ms")
+		b.Logf("%d files, %d tasks over %d clones: median %v p95 %v (git CPU median %v p95 %v); "+
+			"naive (%d tasks): median %v p95 %v (git CPU median %v); ratio %.1fx; "+
+			"pool after %d tasks: %d bytes of files, %d bytes on disk; pool creation %v; load average after the pooled run %s",
+			nfiles, ntasks, clones, med, pct(pooled, 0.95), pct(pooledCPU, 0.5), pct(pooledCPU, 0.95),
+			nnaive, nmed, pct(naive, 0.95), pct(naiveCPU, 0.5), float64(nmed)/float64(med),
+			ntasks, size, alloc, create, load)
 	}
 }

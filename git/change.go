@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	muster "github.com/muster-run/muster"
@@ -72,6 +73,7 @@ func (w *Workspace) stage(ctx context.Context, s *slot, base string) (wtGit, str
 		// read-tree -m keeps the stat data of entries whose content
 		// matches base; a broken or unmerged index falls back to a
 		// plain read.
+		s.exact = false
 		if _, err := run(ctx, g.c("read-tree", "-m", base)); err != nil {
 			os.Remove(g.index)
 			if _, err := run(ctx, g.c("read-tree", base)); err != nil {
@@ -80,14 +82,111 @@ func (w *Workspace) stage(ctx context.Context, s *slot, base string) (wtGit, str
 		}
 		s.staged = base
 	}
-	if _, err := run(ctx, g.c("-c", "core.untrackedCache=true", "add", "--all")); err != nil {
-		return g, "", fmt.Errorf("stage the change in %s: %w", s.dir, err)
+	fast := false
+	if s.wt != nil {
+		defer func(events *int64) { s.stagedAt = *events }(&s.wt.events)
+	}
+	if s.exact && s.wt != nil && s.wt.drain(s.touched) {
+		ok, err := w.stageTouched(ctx, s, g)
+		if err != nil {
+			return g, "", fmt.Errorf("stage the change in %s: %w", s.dir, err)
+		}
+		fast = ok
+	}
+	if fast {
+		w.fastStages.Add(1)
+	} else {
+		w.fullStages.Add(1)
+		if _, err := run(ctx, g.c("add", "--all")); err != nil {
+			return g, "", fmt.Errorf("stage the change in %s: %w", s.dir, err)
+		}
+		s.exact = true
 	}
 	tree, err := line(ctx, g.c("write-tree"))
 	if err != nil {
 		return g, "", fmt.Errorf("write the change in %s: %w", s.dir, err)
 	}
 	return g, tree, nil
+}
+
+// stageTouched updates the private index for the paths the watcher saw,
+// as `git add --all` would for those paths: files and symlinks are added
+// unless untracked and ignored, vanished paths are removed. It reports
+// false, having changed nothing, when only a full `add --all` is right: a
+// .gitignore changed (it may reveal files nobody touched) or a nested
+// repository appeared.
+func (w *Workspace) stageTouched(ctx context.Context, s *slot, g wtGit) (bool, error) {
+	if len(s.touched) == 0 {
+		return true, nil
+	}
+	if needsFullScan(s.touched) {
+		return false, nil
+	}
+	var add, remove []string
+	for p := range s.touched {
+		fi, err := os.Lstat(filepath.Join(s.dir, filepath.FromSlash(p)))
+		switch {
+		case err != nil, fi.IsDir():
+			remove = append(remove, p) // gone, or a file replaced by a directory
+		case fi.Mode().IsRegular(), fi.Mode()&os.ModeSymlink != 0:
+			add = append(add, p)
+		default:
+			remove = append(remove, p) // fifo, socket...: git ignores them
+		}
+	}
+	if len(add) > 0 {
+		c := g.c("check-ignore", "-z", "--stdin")
+		c.readOnly, c.stdin = true, zList(add)
+		out, err := run(ctx, c)
+		if err != nil && exitCode(err) != 1 {
+			return false, err
+		}
+		ignored := map[string]bool{}
+		for _, p := range splitZ(out) {
+			ignored[p] = true
+		}
+		kept := add[:0]
+		for _, p := range add {
+			if !ignored[p] {
+				kept = append(kept, p)
+			}
+		}
+		add = kept
+	}
+	if len(remove) > 0 {
+		c := g.c("update-index", "--force-remove", "-z", "--stdin")
+		c.stdin = zList(remove)
+		if _, err := run(ctx, c); err != nil {
+			return false, err
+		}
+	}
+	if len(add) > 0 {
+		c := g.c("update-index", "--add", "--remove", "--replace", "-z", "--stdin")
+		c.stdin = zList(add)
+		if _, err := run(ctx, c); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// needsFullScan reports whether touched paths make the record unusable:
+// a .gitignore changed (it may reveal or hide files nobody touched) or a
+// nested repository appeared.
+func needsFullScan(touched map[string]bool) bool {
+	for p := range touched {
+		if path.Base(p) == ".gitignore" || p == ".git" || strings.HasPrefix(p, ".git/") ||
+			strings.Contains(p, "/.git/") || strings.HasSuffix(p, "/.git") {
+			return true
+		}
+	}
+	return false
+}
+
+// zList joins paths for a -z --stdin reader.
+func zList(paths []string) []byte {
+	slices.Sort(paths)
+	return []byte(strings.Join(paths, "\x00") + "\x00")
 }
 
 // Change computes everything in dir that differs from base: modified,

@@ -109,3 +109,5 @@ func render(ch *muster.Change) string {
 }
 
 func sleepMs(n int) { time.Sleep(time.Duration(n) * time.Millisecond) }
+
+var execCommand = exec.Command

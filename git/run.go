@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -146,6 +147,9 @@ func runOnce(ctx context.Context, c cmd) ([]byte, error) {
 	x.Stdout = &stdout
 	x.Stderr = &stderr
 	err := x.Run()
+	if n, ok := ctx.Value(cpuKey{}).(*atomic.Int64); ok && x.ProcessState != nil {
+		n.Add(int64(x.ProcessState.UserTime() + x.ProcessState.SystemTime()))
+	}
 	if err == nil {
 		return stdout.Bytes(), nil
 	}
@@ -160,6 +164,17 @@ func runOnce(ctx context.Context, c cmd) ([]byte, error) {
 		return stdout.Bytes(), &GitError{Args: c.args, ExitCode: ee.ExitCode(), Stderr: stderr.String()}
 	}
 	return stdout.Bytes(), fmt.Errorf("git %s: %w", strings.Join(c.args, " "), err)
+}
+
+// cpuKey keys a *atomic.Int64 in a context: git's CPU time (user and
+// system, in nanoseconds) of every call made with that context is added
+// to it. Benchmarks use it to measure work apart from machine load.
+type cpuKey struct{}
+
+// WithCPUCounter returns a context under which the CPU time of every git
+// call is added to n.
+func WithCPUCounter(ctx context.Context, n *atomic.Int64) context.Context {
+	return context.WithValue(ctx, cpuKey{}, n)
 }
 
 // line runs c and returns its output with the trailing newline removed.

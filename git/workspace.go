@@ -8,8 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	muster "github.com/muster-run/muster"
 )
@@ -28,6 +30,9 @@ type Options struct {
 	// Keep lists patterns (gitignore syntax, e.g. "node_modules/") kept
 	// when a worktree is cleaned between tasks.
 	Keep []string
+	// NoWatch turns off the inotify record of touched files (Linux):
+	// every Prepare and Change then reads the metadata of every file.
+	NoWatch bool
 }
 
 // Workspace is muster.Workspace over git: the run branch and a pool of
@@ -42,10 +47,16 @@ type Workspace struct {
 	base      string
 	keep      []string
 	mergeBase bool // git merge-tree knows --merge-base (git >= 2.40)
+	watch     bool // record touched files with a watcher
 	ident     []string
 	fallback  bool
 
 	createMu sync.Mutex // serialises git worktree add/remove
+
+	// Counts of resets and stagings done with the watcher's record
+	// (fast) or with a pass over every file (full), for tests and
+	// benchmarks.
+	fastResets, fullResets, fastStages, fullStages atomic.Int64
 
 	integrateMu sync.Mutex            // serialises moves of the run branch; guards:
 	tip         string                // the run branch as last read or moved
@@ -68,6 +79,15 @@ type slot struct {
 	// snap is the change the last Change computed, reused by Diff and
 	// Commit until the next Prepare or Revert.
 	snap *snapshot
+	// exact: every path not in touched is in the private index exactly
+	// as in the worktree; touched holds the paths the watcher saw
+	// change since the last Prepare (nil without a watcher).
+	exact   bool
+	touched map[string]bool
+	wt      *watcher
+	// stagedAt is the watcher's event count when the private index was
+	// last staged: no event since means it still describes the worktree.
+	stagedAt int64
 }
 
 // snapshot is a change computed by Change: the tree of the worktree
@@ -110,6 +130,7 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 		top: top, common: common, run: opts.RunID,
 		branch: "muster/" + opts.RunID, ref: "refs/heads/muster/" + opts.RunID,
 		keep:      opts.Keep,
+		watch:     !opts.NoWatch,
 		mergeBase: major > 2 || minor >= 40,
 		slots:     map[string]*slot{}, byDir: map[string]*slot{},
 		onBranch: map[string]bool{}, meta: map[string]commitMeta{},
@@ -129,6 +150,12 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 func (w *Workspace) openBranch(ctx context.Context, opts Options) error {
 	existing, _ := revParse(ctx, w.top, w.ref)
 	if opts.Resume {
+		// A process that died while moving the branch can leave its
+		// lock; the caller holds the run (its journal lock), so no one
+		// else is moving it now.
+		if err := removeRefLock(w.common, w.run); err != nil {
+			return err
+		}
 		if existing == "" {
 			return fmt.Errorf("resume run %s: branch %s does not exist", w.run, w.branch)
 		}
@@ -270,8 +297,11 @@ func (w *Workspace) Prepare(ctx context.Context, slotName string) (dir, base str
 		return "", "", err
 	}
 	if err := w.reset(ctx, s, tip); err != nil {
-		// The worktree may be damaged (its .git file removed, say):
-		// build it again once.
+		if ctx.Err() != nil {
+			return "", "", fmt.Errorf("prepare worktree for %s: %w", slotName, err)
+		}
+		// The worktree may be missing or damaged (its .git file removed,
+		// say): build it again once.
 		if err := w.rebuild(ctx, s, tip); err != nil {
 			return "", "", fmt.Errorf("prepare worktree for %s: %w", slotName, err)
 		}
@@ -312,18 +342,16 @@ func (w *Workspace) slot(name string) *slot {
 // reset brings an existing worktree back to tip; it fails when the
 // worktree does not exist or is not usable.
 func (w *Workspace) reset(ctx context.Context, s *slot, tip string) error {
-	if _, err := os.Stat(filepath.Join(s.dir, ".git")); err != nil {
+	// The agent may have removed or rewritten the worktree's .git file.
+	gd, err := linkedGitDir(s.dir)
+	if err != nil {
 		return err
 	}
 	if s.gitDir == "" {
-		gd, err := line(ctx, cmd{dir: s.dir, readOnly: true, args: []string{"rev-parse", "--path-format=absolute", "--git-dir"}})
-		if err != nil {
-			return err
-		}
-		if filepath.Clean(gd) == filepath.Clean(w.common) {
-			return errors.New("not a linked worktree")
-		}
 		s.gitDir = gd
+	}
+	if !samePath(gd, s.gitDir) || !samePath(filepath.Dir(gd), filepath.Join(w.common, "worktrees")) {
+		return fmt.Errorf("worktree %s points to %s, not to its own git directory", s.dir, gd)
 	}
 	// Leftovers of an agent: operations in progress and stale locks (the
 	// agent has exited; nothing else uses this worktree).
@@ -335,18 +363,158 @@ func (w *Workspace) reset(ctx context.Context, s *slot, tip string) error {
 			return err
 		}
 	}
-	g := w.in(s)
-	// checkout -f --detach resets the index and every tracked file to
-	// tip, detaches HEAD and never moves a branch the agent checked out.
-	if _, err := run(ctx, g.c("checkout", "--force", "--detach", "--quiet", "--no-recurse-submodules", tip)); err != nil {
-		return err
-	}
-	if _, err := run(ctx, g.c(cleanArgs(w.keep)...)); err != nil {
-		return err
+	if w.fastReset(ctx, s, tip) {
+		w.fastResets.Add(1)
+	} else {
+		w.fullResets.Add(1)
+		g := w.in(s)
+		// checkout -f --detach resets the index and every tracked file
+		// to tip, detaches HEAD and never moves a branch the agent
+		// checked out.
+		if _, err := run(ctx, g.c("checkout", "--force", "--detach", "--quiet", "--no-recurse-submodules", tip)); err != nil {
+			return err
+		}
+		if _, err := run(ctx, g.c(cleanArgs(w.keep)...)); err != nil {
+			return err
+		}
+		if err := copyIndex(filepath.Join(s.gitDir, "index"), filepath.Join(s.gitDir, indexName)); err != nil {
+			return err
+		}
 	}
 	s.snap = nil
 	s.staged = tip
-	return copyIndex(filepath.Join(s.gitDir, "index"), filepath.Join(s.gitDir, indexName))
+	s.exact = true
+	w.restartWatch(s)
+	if len(w.keep) > 0 && s.touched != nil {
+		// Kept files that are not ignored belong to every change, as a
+		// full scan would find them: the record must include them.
+		g := wtGit{dir: s.dir, gitDir: s.gitDir, index: filepath.Join(s.gitDir, indexName)}
+		c := g.c("ls-files", "-z", "--others", "--exclude-standard")
+		c.readOnly = true
+		out, err := run(ctx, c)
+		if err != nil {
+			return err
+		}
+		for _, p := range splitZ(out) {
+			s.touched[p] = true
+		}
+	}
+	return nil
+}
+
+// fastReset brings the worktree back to tip touching only what changed:
+// the paths the watcher saw are restaged into the private index, which
+// then describes the worktree exactly; a two-way read-tree from that
+// state to tip rewrites only the files that differ (no pass over every
+// file's metadata); clean removes untracked and ignored files. It
+// reports false when it cannot be sure, and the caller resets fully.
+func (w *Workspace) fastReset(ctx context.Context, s *slot, tip string) bool {
+	if s.wt == nil || !s.exact || s.staged == "" || !s.wt.drain(s.touched) || needsFullScan(s.touched) {
+		return false
+	}
+	g := wtGit{dir: s.dir, gitDir: s.gitDir, index: filepath.Join(s.gitDir, indexName)}
+	if _, err := os.Stat(g.index); err != nil {
+		return false
+	}
+	var cur string
+	if s.snap != nil && s.snap.base == s.staged && s.stagedAt == s.wt.events {
+		cur = s.snap.tree // nothing changed since Change staged it
+	} else {
+		if ok, err := w.stageTouched(ctx, s, g); !ok || err != nil {
+			return false
+		}
+		var err error
+		if cur, err = line(ctx, g.c("write-tree")); err != nil {
+			return false
+		}
+	}
+	if _, err := run(ctx, g.c("read-tree", "-m", "-u", cur, tip)); err != nil {
+		s.exact = false // the worktree may be half updated: reset fully
+		return false
+	}
+	if _, err := run(ctx, w.in(s).c("update-ref", "--no-deref", "HEAD", tip)); err != nil {
+		return false
+	}
+	// Untracked and ignored files can only be among the touched paths
+	// (Prepare left none but kept ones): clean just those.
+	var left []string
+	for p := range s.touched {
+		if _, err := os.Lstat(filepath.Join(s.dir, filepath.FromSlash(p))); err == nil {
+			left = append(left, p)
+		}
+	}
+	if len(left) > 0 {
+		c := g.c(cleanArgs(w.keep)...)
+		if len(left) <= 2000 {
+			slices.Sort(left)
+			c = g.c(append(append(cleanArgs(w.keep), "--"), left...)...)
+			c.paths = true
+		}
+		if _, err := run(ctx, c); err != nil {
+			return false
+		}
+	}
+	return copyIndex(g.index, filepath.Join(s.gitDir, "index")) == nil
+}
+
+// restartWatch starts recording touched paths afresh after a reset,
+// with a new watcher when the old one lost track.
+func (w *Workspace) restartWatch(s *slot) {
+	if !w.watch {
+		return
+	}
+	if s.wt != nil {
+		s.touched = map[string]bool{}
+		if s.wt.drain(s.touched) { // our own changes: forget them
+			s.touched = map[string]bool{}
+			return
+		}
+		s.wt.close()
+		s.wt = nil
+	}
+	wt, err := newWatcher(s.dir)
+	if err != nil {
+		s.touched = nil
+		return
+	}
+	s.wt, s.touched = wt, map[string]bool{}
+}
+
+// linkedGitDir reads a linked worktree's .git file and checks that the
+// git directory it names points back to it.
+func linkedGitDir(dir string) (string, error) {
+	dotGit := filepath.Join(dir, ".git")
+	b, err := os.ReadFile(dotGit)
+	if err != nil {
+		return "", err
+	}
+	gd, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir: ")
+	if !ok {
+		return "", fmt.Errorf("%s is not a worktree link", dotGit)
+	}
+	if !filepath.IsAbs(gd) {
+		gd = filepath.Join(dir, gd)
+	}
+	gd = filepath.Clean(gd)
+	back, err := os.ReadFile(filepath.Join(gd, "gitdir"))
+	if err != nil {
+		return "", err
+	}
+	if !samePath(strings.TrimSpace(string(back)), dotGit) {
+		return "", fmt.Errorf("%s does not belong to %s", gd, dir)
+	}
+	return gd, nil
+}
+
+// samePath reports whether two paths name the same file, symlinks
+// resolved.
+func samePath(a, b string) bool {
+	if filepath.Clean(a) == filepath.Clean(b) {
+		return true
+	}
+	ra, err1 := filepath.EvalSymlinks(a)
+	rb, err2 := filepath.EvalSymlinks(b)
+	return err1 == nil && err2 == nil && ra == rb
 }
 
 // cleanArgs removes untracked and ignored files, nested repositories
@@ -360,8 +528,20 @@ func cleanArgs(keep []string) []string {
 }
 
 // rebuild removes whatever is at the slot's directory and adds the
-// worktree afresh.
+// worktree afresh. Only the bookkeeping (worktree add --no-checkout) is
+// serialised; the files are checked out by reset, in parallel with other
+// slots.
 func (w *Workspace) rebuild(ctx context.Context, s *slot, tip string) error {
+	s.wt.close()
+	s.wt, s.touched, s.exact, s.staged = nil, nil, false, ""
+	if err := w.addWorktree(ctx, s, tip); err != nil {
+		return err
+	}
+	s.gitDir = ""
+	return w.reset(ctx, s, tip)
+}
+
+func (w *Workspace) addWorktree(ctx context.Context, s *slot, tip string) error {
 	w.createMu.Lock()
 	defer w.createMu.Unlock()
 	if _, err := os.Lstat(s.dir); err == nil {
@@ -377,11 +557,8 @@ func (w *Workspace) rebuild(ctx context.Context, s *slot, tip string) error {
 	if err := os.MkdirAll(filepath.Dir(s.dir), 0o755); err != nil {
 		return err
 	}
-	if _, err := run(ctx, cmd{dir: w.top, args: []string{"worktree", "add", "--detach", "--quiet", s.dir, tip}}); err != nil {
-		return err
-	}
-	s.gitDir = ""
-	return w.reset(ctx, s, tip)
+	_, err := run(ctx, cmd{dir: w.top, args: []string{"worktree", "add", "--detach", "--no-checkout", "--quiet", s.dir, tip}})
+	return err
 }
 
 // Close removes the run's worktrees and their administrative files. The
@@ -391,6 +568,12 @@ func (w *Workspace) Close(ctx context.Context) error {
 	defer w.createMu.Unlock()
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	for _, s := range w.slots {
+		s.mu.Lock()
+		s.wt.close()
+		s.wt = nil
+		s.mu.Unlock()
+	}
 	err := removePool(ctx, w.top, w.common, w.run)
 	w.slots, w.byDir = map[string]*slot{}, map[string]*slot{}
 	return err
@@ -422,9 +605,9 @@ func removePool(ctx context.Context, top, common, runID string) error {
 }
 
 // PruneStale removes the worktrees of every run for which live returns
-// false (a run no process is working on), then prunes git's records of
-// worktrees whose directories are gone. Run branches and run directories
-// stay.
+// false (a run no process is working on) and a lock a dead process left
+// on its branch, then prunes git's records of worktrees whose
+// directories are gone. Run branches and run directories stay.
 func PruneStale(ctx context.Context, repo string, live func(runID string) bool) error {
 	top, common, err := Root(ctx, repo)
 	if err != nil {
@@ -437,13 +620,22 @@ func PruneStale(ctx context.Context, repo string, live func(runID string) bool) 
 	var errs []error
 	for _, e := range ents {
 		if e.IsDir() && !live(e.Name()) {
-			errs = append(errs, removePool(ctx, top, common, e.Name()))
+			errs = append(errs, removePool(ctx, top, common, e.Name()), removeRefLock(common, e.Name()))
 		}
 	}
 	if _, err := run(ctx, cmd{dir: top, args: []string{"worktree", "prune"}}); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// removeRefLock removes a lock left on a run branch by a dead process.
+func removeRefLock(common, runID string) error {
+	err := os.Remove(filepath.Join(common, "refs", "heads", "muster", runID+".lock"))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
 }
 
 // indexName is muster's private index inside a worktree's git directory.
@@ -481,3 +673,6 @@ func copyIndex(src, dst string) error {
 	}
 	return os.Rename(tmp, dst)
 }
+
+// errNoWatcher: this system has no file watcher; worktrees are scanned fully.
+var errNoWatcher = errors.New("no file watcher on this system")

@@ -199,6 +199,18 @@ func TestPrepareRebuildsDamagedWorktree(t *testing.T) {
 	if err != nil || render(ch) != "A src/new.go" {
 		t.Errorf("change after rebuild: %v %v", render(ch), err)
 	}
+	// An agent that points the worktree at the user's repository.
+	before := userSnapshot(t, repo)
+	write(t, dir, ".git", "gitdir: "+filepath.Join(repo, ".git")+"\n")
+	if _, _, err := w.Prepare(ctx, "a#1"); err != nil {
+		t.Fatal(err)
+	}
+	if got := g(t, dir, "rev-parse", "--git-dir"); !strings.Contains(got, filepath.Join(".git", "worktrees")) {
+		t.Errorf("worktree git dir %s", got)
+	}
+	if after := userSnapshot(t, repo); after != before {
+		t.Errorf("user's repository changed:\n%s\n%s", before, after)
+	}
 }
 
 func TestConflictLeavesBranchIntact(t *testing.T) {
@@ -433,4 +445,46 @@ func TestCommitRecordsTheCheckedChange(t *testing.T) {
 	if got := g(t, repo, "diff-tree", "-r", "--name-only", "--no-commit-id", c); got != "b.txt" {
 		t.Errorf("committed %q", got)
 	}
+}
+
+func TestResumeAfterCrash(t *testing.T) {
+	repo := newRepo(t, baseFiles())
+	w, err := Open(ctx, Options{Repo: repo, RunID: "r1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	task(t, w, "a#1", "t1", map[string]string{"one.txt": "1"}, nil)
+	dir, _, _ := w.Prepare(ctx, "a#1")
+	write(t, dir, "half-done.txt", "the agent was killed")
+	// The process dies: locks left behind, no Close.
+	os.WriteFile(filepath.Join(repo, ".git", "refs", "heads", "muster", "r1.lock"), nil, 0o644)
+	os.WriteFile(filepath.Join(dir, g(t, dir, "rev-parse", "--git-dir"), "index.lock"), nil, 0o644)
+
+	w2, err := Open(ctx, Options{Repo: repo, RunID: "r1", Resume: true, Base: w.Base()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc, err := w2.TaskCommits(ctx)
+	if err != nil || tc["t1"] == "" {
+		t.Fatalf("TaskCommits %v %v", tc, err)
+	}
+	dir2, base, err := w2.Prepare(ctx, "a#1")
+	if err != nil || dir2 != dir {
+		t.Fatal(dir2, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "half-done.txt")); err == nil {
+		t.Error("the dead attempt's file survived Prepare")
+	}
+	write(t, dir, "two.txt", "2")
+	c, err := w2.Commit(ctx, dir, base, muster.CommitInfo{Run: "r1", Task: "t2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := w2.Integrate(ctx, c, base); err != nil {
+		t.Fatal(err)
+	}
+	if err := w2.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	checkNoLocks(t, repo)
 }
