@@ -282,7 +282,7 @@ func copyPlan(src, dir string) error {
 	}
 	name := "plan.md"
 	if planfile.IsYAML(src) {
-		name = "plan" + filepath.Ext(src)
+		name = "plan" + strings.ToLower(filepath.Ext(src))
 	}
 	return os.WriteFile(filepath.Join(dir, name), data, 0o644)
 }
