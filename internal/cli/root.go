@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 
@@ -154,7 +155,18 @@ func Main() int {
 
 // Execute runs one command line and returns its exit status.
 func Execute(ctx context.Context, io *cmdutil.IOStreams, args []string) int {
-	root := NewRoot(io)
+	return execute(ctx, io, NewRoot(io), args)
+}
+
+func execute(ctx context.Context, io *cmdutil.IOStreams, root *cobra.Command, args []string) (code int) {
+	// A bug must not exit 2 (a Go panic's status), which means bad input:
+	// it is an internal error, 3.
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintf(io.ErrOut, "muster: internal error: %v\n%s", r, debug.Stack())
+			code = cmdutil.ExitEnvironment
+		}
+	}()
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
