@@ -36,6 +36,7 @@ const (
 	EvWarning         EventType = "Warning"       // Message
 	EvRunFinished     EventType = "RunFinished"   // State
 	EvRunInterrupted  EventType = "RunInterrupted"
+	EvAgentStarted    EventType = "AgentStarted" // Task, Executor, Clone, Role, PID: the agent's process (group) runs
 )
 
 // Event is one line of the journal. Fields not used by a type are empty.

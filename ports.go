@@ -63,6 +63,9 @@ type Record struct {
 	Findings  []Finding
 	Text      string
 	SessionID string
+	// PID (type pid) is the agent's process, which leads its own
+	// process group, so that a resume can kill what survived a crash.
+	PID int
 }
 
 // Record types.
@@ -74,6 +77,7 @@ const (
 	RecMessage   = "message"
 	RecNotes     = "notes"
 	RecSession   = "session"
+	RecPID       = "pid"
 )
 
 // ExecResult is how an invocation ended.

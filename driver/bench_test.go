@@ -29,22 +29,37 @@ func BenchmarkOverhead(b *testing.B) {
 	cfg := &muster.Config{Executors: []*muster.ExecutorSpec{{Name: "x", Clones: 16}}}
 	for _, sync := range []bool{true, false} {
 		b.Run(fmt.Sprintf("fsync=%v", sync), func(b *testing.B) {
+			syncs := 0
 			for i := 0; i < b.N; i++ {
 				dir := b.TempDir()
 				j, _, err := journal.Open(filepath.Join(dir, journal.FileName), journal.Options{NoSync: !sync})
 				if err != nil {
 					b.Fatal(err)
 				}
+				cj := &countingJournal{Journal: j}
 				st, err := driver.Run(context.Background(), driver.Options{
-					RunID: "bench", Plan: p, Config: cfg, Journal: j, Workspace: &mock.Workspace{},
+					RunID: "bench", Plan: p, Config: cfg, Journal: cj, Workspace: &mock.Workspace{},
 					Executors: map[string]muster.Executor{"x": &mock.Executor{}}, ScratchDir: dir,
 				})
 				j.Close()
 				if err != nil || st.RunState != muster.RunSucceeded {
 					b.Fatalf("%v %s", err, st.RunState)
 				}
+				syncs += cj.syncs
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/task")
+			b.ReportMetric(float64(b.N*n)/float64(syncs), "tasks/fsync")
 		})
 	}
+}
+
+// countingJournal counts group commits.
+type countingJournal struct {
+	*journal.Journal
+	syncs int
+}
+
+func (c *countingJournal) Sync() error {
+	c.syncs++
+	return c.Journal.Sync()
 }

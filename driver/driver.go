@@ -56,8 +56,19 @@ type Options struct {
 	// Reconcile, when resuming, returns commits already on the run branch
 	// by task (found by their Muster-Task trailer).
 	Reconcile func(ctx context.Context) (map[muster.TaskID]string, error)
-	// KillOrphan stops what survives of a crashed attempt's process.
+	// KillOrphan stops what survives of a crashed attempt's process: pid
+	// leads its own process group. It returns once the group is gone.
 	KillOrphan func(pid int)
+	// Fragment reads the tasks a delegating task (Delegates: yes) wrote to
+	// the file at path, validates them against the plan so far (existing)
+	// and returns them ready to splice in (depending on parent); nil, nil
+	// when the file is missing or empty. An error fails the delegating
+	// task with its text, before its commit is integrated.
+	Fragment func(parent *muster.Task, path string, existing []*muster.Task) ([]*muster.Task, error)
+	// CrashAt is a test-only hook: "POINT[:N]" kills the process with
+	// SIGKILL the N-th time POINT is reached (an event type, right after
+	// its journal write, or CrashCommit, CrashIntegrate).
+	CrashAt string
 }
 
 // groupJournal is a journal that can write events now and make them
@@ -76,6 +87,15 @@ type message struct {
 	lease *leaseRequest
 	// block pauses an executor until a time (usage limits).
 	block *blockRequest
+	// splice asks the loop to validate and plan a delegating task's new
+	// tasks; the loop answers on its reply channel.
+	splice *spliceRequest
+}
+
+type spliceRequest struct {
+	parent *muster.Task
+	path   string
+	reply  chan error
 }
 
 type leaseRequest struct {
@@ -103,6 +123,7 @@ type Driver struct {
 	pending []muster.Event // worker events waiting for the next batch
 	// unsynced is set while events are written but not yet durable.
 	unsynced bool
+	crash    *crasher
 	// gc caches gate results per (gate, commit); notes is the run's
 	// notes file; handoffs are what finished tasks left (loop only).
 	gc       gateCache
@@ -120,6 +141,11 @@ func Run(ctx context.Context, opts Options) (*engine.State, error) {
 	if opts.ScratchDir == "" {
 		return nil, errors.New("driver: ScratchDir is required")
 	}
+	c, err := parseCrash(opts.CrashAt)
+	if err != nil {
+		return nil, err
+	}
+	d.crash = c
 	d.notes = &notes{path: opts.NotesFile}
 	if d.notes.path == "" {
 		d.notes.path = filepath.Join(filepath.Dir(filepath.Clean(opts.ScratchDir)), "notes.md")
@@ -308,6 +334,21 @@ func (d *Driver) handle(m message) error {
 	if m.block != nil {
 		d.state.BlockedUntil[m.block.executor] = m.block.until
 	}
+	if m.splice != nil {
+		if err := d.flush(); err != nil {
+			m.splice.reply <- err
+			return err
+		}
+		err := d.planFragment(m.splice)
+		if err == nil {
+			// Durable before the delegator's commit lands.
+			err = d.sync()
+		}
+		m.splice.reply <- err
+		if errors.Is(err, errJournal) {
+			return err
+		}
+	}
 	if m.done {
 		for _, e := range m.events {
 			if e.Type == muster.EvTaskSucceeded || e.Type == muster.EvTaskFailed || e.Type == muster.EvTaskCancelled {
@@ -348,6 +389,11 @@ func (d *Driver) emit(evs ...muster.Event) error {
 			return &muster.Error{Code: muster.CodeInternal, Op: "journal", Err: err}
 		}
 		d.unsynced = true
+		if d.crash != nil {
+			for _, e := range ptrs {
+				d.crash.at(string(e.Type))
+			}
+		}
 	} else {
 		for _, e := range ptrs {
 			if err := d.opts.Journal.Append(e); err != nil {
@@ -364,7 +410,7 @@ func (d *Driver) emit(evs ...muster.Event) error {
 			d.opts.OnEvent(e, d.state)
 		}
 	}
-	return nil
+	return d.budget(ptrs)
 }
 
 // sync makes written events durable.
@@ -392,6 +438,8 @@ func (d *Driver) act(ctx context.Context, actions []engine.Action) (bool, error)
 			starts = append(starts, a)
 		case engine.ActSkip:
 			evs = append(evs, muster.Event{Type: muster.EvTaskSkipped, Task: a.Task, Reason: a.Reason})
+		case engine.ActCancel:
+			evs = append(evs, muster.Event{Type: muster.EvTaskCancelled, Task: a.Task, Reason: a.Reason})
 		case engine.ActFinish:
 			evs = append(evs, muster.Event{Type: muster.EvRunFinished, State: a.State})
 			if err := d.emit(evs...); err != nil {
@@ -426,7 +474,7 @@ func (d *Driver) start(ctx context.Context, a engine.Action) {
 	go func() {
 		defer d.wg.Done()
 		defer cancel(nil)
-		final := w.run(actx)
+		final := stopped(actx, w.run(actx))
 		final = append(final, muster.Event{Type: muster.EvExecutorRelease, Task: a.Task, Executor: a.Executor, Clone: a.Clone, Role: a.Role})
 		d.msgs <- message{events: final, done: true}
 	}()
@@ -446,7 +494,17 @@ func (d *Driver) recover(ctx context.Context) error {
 		commits = c
 	}
 	released := map[string]bool{}
-	for _, o := range engine.Orphans(d.state) {
+	orphans := engine.Orphans(d.state)
+	// What survived of the crashed process's agents goes first, so that
+	// nothing writes into a worktree once it is reset.
+	if d.opts.KillOrphan != nil {
+		for _, o := range orphans {
+			if o.PID > 0 {
+				d.opts.KillOrphan(o.PID)
+			}
+		}
+	}
+	for _, o := range orphans {
 		t := d.state.Tasks[o.Lease.Task]
 		if o.Running && t != nil {
 			if c, ok := commits[t.Task.ID]; ok {

@@ -47,6 +47,8 @@ type worker struct {
 	prevBlocking map[string]bool
 	// baselined holds the task gates already run on the base.
 	baselined map[string]bool
+	// planOut is where a delegating task's agent may write new tasks.
+	planOut string
 }
 
 type depOutput struct {
@@ -126,10 +128,23 @@ func (w *worker) run(ctx context.Context) []muster.Event {
 			final, commit = w.rounds(ctx, exec, feedback, start)
 		}
 		if final != nil {
+			if len(final) == 1 && final[0].Type == muster.EvTaskSucceeded && !conflictRetried {
+				// No change, but a delegating task may have planned work.
+				if why := w.splice(); why != "" {
+					return w.fail(why, false)
+				}
+			}
 			return final
 		}
 		if commit == "" {
 			return nil // unreachable: rounds returns final or a commit
+		}
+		// New tasks are validated before the commit lands: a bad
+		// fragment fails the task with nothing integrated.
+		if !conflictRetried {
+			if why := w.splice(); why != "" {
+				return w.fail(why, false)
+			}
 		}
 		w.send(muster.Event{Type: muster.EvPhase, Phase: "integrating", Round: w.round})
 		w.d.integ.lock()
@@ -170,6 +185,7 @@ func (w *worker) run(ctx context.Context) []muster.Event {
 			start = w.round + 1
 			continue
 		}
+		w.d.crash.at(CrashIntegrate)
 		w.send(muster.Event{Type: muster.EvIntegrated, Commit: l.merged, Tip: l.merged})
 		w.shareFindings()
 		return []muster.Event{{Type: muster.EvTaskSucceeded, Task: w.a.Task, Attempt: w.a.Attempt, Commit: l.merged}}
@@ -223,6 +239,9 @@ func (w *worker) rounds(ctx context.Context, exec muster.Executor, feedback stri
 			}
 		}
 		if change.Empty() {
+			if w.task.Delegates && nonEmpty(w.planOut) {
+				return []muster.Event{{Type: muster.EvTaskSucceeded, Task: w.a.Task, Attempt: w.a.Attempt, Reason: "delegated: planned new tasks, no change of its own"}}, ""
+			}
 			if res != nil && res.Satisfied {
 				w.shareFindings()
 				reason := "satisfied: no change needed"
@@ -304,6 +323,7 @@ func (w *worker) commit(ctx context.Context, change *muster.Change) (string, err
 	if err != nil {
 		return "", err
 	}
+	w.d.crash.at(CrashCommit)
 	w.send(muster.Event{Type: muster.EvCommitted, Commit: commit, Paths: change.Paths(), Message: bound(w.lastMsg, maxMessage)})
 	return commit, nil
 }
@@ -329,7 +349,11 @@ func (w *worker) execute(ctx context.Context, exec muster.Executor, round int, f
 		}
 	}
 	if w.task.Delegates {
-		req.PlanOut = filepath.Join(w.scratch, "plan-out.md")
+		w.planOut = filepath.Join(w.scratch, "plan-out.md")
+		req.PlanOut = w.planOut
+		if err := os.MkdirAll(w.scratch, 0o755); err != nil {
+			return nil, err
+		}
 	}
 	backoff := time.Second
 	for try := 0; ; try++ {
@@ -410,6 +434,8 @@ func (w *worker) record(spec *muster.ExecutorSpec, role string, clone int) func(
 			w.send(muster.Event{Type: muster.EvNote, Executor: spec.Name, Clone: clone, Message: bound(r.Text, maxGateOutput)})
 		case muster.RecSession:
 			w.sessionID = r.SessionID
+		case muster.RecPID:
+			w.send(muster.Event{Type: muster.EvAgentStarted, Executor: spec.Name, Clone: clone, Role: role, PID: r.PID})
 		}
 	}
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/muster-run/muster"
@@ -21,6 +22,9 @@ const (
 	ActSkip
 	// ActFinish ends the run with State.
 	ActFinish
+	// ActCancel marks a task that has not started cancelled with Reason
+	// (the budget cannot cover it).
+	ActCancel
 )
 
 // Action is one decision.
@@ -41,6 +45,8 @@ func (a Action) String() string {
 		return fmt.Sprintf("start %s#%d on %s", a.Task, a.Attempt, muster.Slot(a.Executor, a.Clone))
 	case ActSkip:
 		return fmt.Sprintf("skip %s: %s", a.Task, a.Reason)
+	case ActCancel:
+		return fmt.Sprintf("cancel %s: %s", a.Task, a.Reason)
 	}
 	return "finish " + a.State
 }
@@ -94,8 +100,20 @@ func Decide(s *State, in Input) Decision {
 		}
 		return d
 	}
-	d.Actions, d.WakeAt = s.starts(in.Now)
+	var broke string
+	d.Actions, d.WakeAt, broke = s.starts(in.Now)
 	if len(d.Actions) > 0 || running {
+		return d
+	}
+	if broke != "" {
+		// Nothing runs and the budget covers nothing that could start:
+		// the run ends; every task not done is cancelled for the budget
+		// (a resume with a raised budget runs them).
+		for _, id := range s.Order {
+			if t := s.Tasks[id]; !t.Terminal() {
+				d.Actions = append(d.Actions, Action{Kind: ActCancel, Task: id, Reason: broke})
+			}
+		}
 		return d
 	}
 	if !s.Done() {
@@ -106,6 +124,19 @@ func Decide(s *State, in Input) Decision {
 		for _, id := range s.ready {
 			d.Actions = append(d.Actions, Action{Kind: ActSkip, Task: id,
 				Reason: "no executor in the crew can run it (" + s.needs(s.Tasks[id].Task) + ")"})
+		}
+		// Tasks that wait on a cancelled task (a task budget) never start.
+		for _, id := range s.Order {
+			if t := s.Tasks[id]; t.State == muster.StatePending {
+				if dep, why := s.blockedBy(t); dep != "" {
+					a := Action{Kind: ActSkip, Task: id, Reason: fmt.Sprintf("dependency %s %s", dep, why)}
+					if dt := s.Tasks[dep]; dt.State == muster.StateCancelled && strings.HasPrefix(dt.Reason, "budget:") {
+						// Work stopped by the budget: cancelled too, for resume.
+						a = Action{Kind: ActCancel, Task: id, Reason: "budget: not started: dependency " + string(dep) + " was stopped by the budget"}
+					}
+					d.Actions = append(d.Actions, a)
+				}
+			}
 		}
 		if len(d.Actions) > 0 {
 			return d
@@ -123,6 +154,8 @@ func (s *State) blockedBy(t *TaskState) (muster.TaskID, string) {
 			return dep, "failed"
 		case muster.StateSkipped:
 			return dep, "was skipped"
+		case muster.StateCancelled:
+			return dep, "was cancelled (" + dt.Reason + ")"
 		}
 	}
 	return "", ""
@@ -167,10 +200,14 @@ func CodeClones(c *muster.Config) int {
 	return 4
 }
 
-func (s *State) starts(now time.Time) ([]Action, time.Time) {
+func (s *State) starts(now time.Time) ([]Action, time.Time, string) {
 	cfg := s.Config
 	var acts []Action
 	var wake time.Time
+	// broke says why the budget refused a ready task; moreM and moreK are
+	// the reservations of the tasks this decision starts.
+	var broke string
+	var moreM, moreK int64
 	coders, writers := s.coders, s.writers
 	taken := map[string]bool{}
 	busy := func(exec string, clone int) bool {
@@ -208,6 +245,12 @@ func (s *State) starts(now time.Time) ([]Action, time.Time) {
 		t := s.Tasks[id]
 		writes := t.Task.EffectiveAuthority() != muster.AuthorityRead
 		if cfg.Run.Writers > 0 && writes && writers >= cfg.Run.Writers {
+			continue
+		}
+		if why := s.budgetRefusal(t.Task, moreM, moreK); why != "" {
+			if broke == "" {
+				broke = why
+			}
 			continue
 		}
 		var pick string
@@ -249,10 +292,12 @@ func (s *State) starts(now time.Time) ([]Action, time.Time) {
 		if writes {
 			writers++
 		}
+		m, k := s.Expected(t.Task)
+		moreM, moreK = moreM+m, moreK+k
 		acts = append(acts, Action{Kind: ActStart, Task: id, Executor: pick, Clone: pickClone,
 			Role: t.Task.EffectiveRole(), Attempt: t.Attempts + 1})
 	}
-	return acts, wake
+	return acts, wake, broke
 }
 
 func (s *State) leasedBy(exec string) int {

@@ -11,6 +11,9 @@ import (
 type Orphan struct {
 	Lease   Lease
 	Running bool // the lease's task is still marked running
+	// PID is the agent process last started on the slot (0: none known);
+	// it leads its own process group.
+	PID int
 }
 
 // Orphans returns the leases still held, in slot order. After a crash the
@@ -28,7 +31,8 @@ func Orphans(s *State) []Orphan {
 	for _, slot := range slots {
 		l := s.Leases[slot]
 		t := s.Tasks[l.Task]
-		out = append(out, Orphan{Lease: l, Running: t != nil && t.State == muster.StateRunning && l.Role != muster.RoleReviewer})
+		out = append(out, Orphan{Lease: l, Running: t != nil && t.State == muster.StateRunning && l.Role != muster.RoleReviewer,
+			PID: s.PIDs[slot]})
 	}
 	// Tasks marked running without a lease (a journal cut between the
 	// two events) are orphans too.
@@ -38,7 +42,8 @@ func Orphans(s *State) []Orphan {
 			continue
 		}
 		if _, held := s.Leases[muster.Slot(t.Executor, t.Clone)]; !held {
-			out = append(out, Orphan{Lease: Lease{Task: id, Executor: t.Executor, Clone: t.Clone}, Running: true})
+			out = append(out, Orphan{Lease: Lease{Task: id, Executor: t.Executor, Clone: t.Clone}, Running: true,
+				PID: s.PIDs[muster.Slot(t.Executor, t.Clone)]})
 		}
 	}
 	return out

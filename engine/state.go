@@ -25,8 +25,10 @@ type TaskState struct {
 	Phase    string
 	Round    int
 	Usage    muster.Usage
-	Started  time.Time // latest attempt's start
-	Ended    time.Time
+	// AttemptUsage is what the latest attempt has spent.
+	AttemptUsage muster.Usage
+	Started      time.Time // latest attempt's start
+	Ended        time.Time
 
 	// waiting counts dependencies not yet succeeded; dependents lists the
 	// tasks that wait on this one.
@@ -74,6 +76,9 @@ type State struct {
 	Stopped string
 	// BlockedUntil holds executors paused by a usage limit.
 	BlockedUntil map[string]time.Time
+	// PIDs maps a leased slot to the process its agent runs as (the
+	// latest AgentStarted), until the lease is released.
+	PIDs map[string]int
 
 	ready     []muster.TaskID        // pending tasks with no waiting deps, by priority
 	doomed    map[muster.TaskID]bool // pending tasks with a failed or skipped dependency
@@ -81,6 +86,13 @@ type State struct {
 	coders    int // coder leases
 	codeTasks int // Kind: code tasks in the plan
 	writers   int // leases of tasks that write
+
+	// doneUsage sums the usage of the doneCount tasks that succeeded
+	// (the running average of Expected); budgetWarned is set by the
+	// 80 % warning.
+	doneUsage    muster.Usage
+	doneCount    int
+	budgetWarned bool
 }
 
 // NewState returns an empty state.
@@ -89,6 +101,7 @@ func NewState() *State {
 		Tasks:        map[muster.TaskID]*TaskState{},
 		Leases:       map[string]Lease{},
 		BlockedUntil: map[string]time.Time{},
+		PIDs:         map[string]int{},
 		doomed:       map[muster.TaskID]bool{},
 		RunState:     muster.RunRunning,
 	}
@@ -171,6 +184,7 @@ func (s *State) Apply(e *muster.Event) error {
 			return fmt.Errorf("event %d: %s released but not leased", e.Seq, slot)
 		}
 		delete(s.Leases, slot)
+		delete(s.PIDs, slot)
 		if l.Role != muster.RoleReviewer {
 			s.coders--
 			if t := s.Tasks[l.Task]; t != nil && t.Task.EffectiveAuthority() != muster.AuthorityRead {
@@ -190,7 +204,12 @@ func (s *State) Apply(e *muster.Event) error {
 		t.Executor, t.Clone = e.Executor, e.Clone
 		t.Started = e.Time
 		t.Reason, t.Phase, t.Round = "", "", 0
+		t.AttemptUsage = muster.Usage{}
 		s.removeReady(t.Task.ID)
+	case muster.EvAgentStarted:
+		if e.PID > 0 {
+			s.PIDs[muster.Slot(e.Executor, e.Clone)] = e.PID
+		}
 	case muster.EvPhase:
 		if t := s.Tasks[e.Task]; t != nil {
 			t.Phase, t.Round = e.Phase, e.Round
@@ -203,6 +222,7 @@ func (s *State) Apply(e *muster.Event) error {
 		s.Usage.Add(e.Usage)
 		if t := s.Tasks[e.Task]; t != nil {
 			t.Usage.Add(e.Usage)
+			t.AttemptUsage.Add(e.Usage)
 		}
 	case muster.EvIntegrated:
 		if t := s.Tasks[e.Task]; t != nil {
@@ -218,6 +238,10 @@ func (s *State) Apply(e *muster.Event) error {
 		}
 		s.removeReady(t.Task.ID)
 		t.State, t.Reason, t.Ended = muster.StateSucceeded, e.Reason, e.Time
+		if !t.Usage.IsZero() {
+			s.doneUsage.Add(t.Usage)
+			s.doneCount++
+		}
 		if e.Commit != "" {
 			t.Commit = e.Commit
 		}
@@ -263,7 +287,11 @@ func (s *State) Apply(e *muster.Event) error {
 		s.RunState = e.State
 	case muster.EvRunInterrupted:
 		s.RunState = muster.RunInterrupted
-	case muster.EvWarning, muster.EvNote, muster.EvToolUse, muster.EvMessage, muster.EvGateRan,
+	case muster.EvWarning:
+		if e.Reason == BudgetWarnReason {
+			s.budgetWarned = true
+		}
+	case muster.EvNote, muster.EvToolUse, muster.EvMessage, muster.EvGateRan,
 		muster.EvReviewed, muster.EvViolation, muster.EvCommitted:
 		// Facts for reports and views; no scheduling state.
 	default:
@@ -312,10 +340,20 @@ func (t *TaskState) describe() string {
 // addTasks adds planned tasks. A splice (parent set) makes each new task
 // depend on the parent as well.
 func (s *State) addTasks(tasks []*muster.Task, parent muster.TaskID) error {
+	fresh := make([]*muster.Task, 0, len(tasks))
 	for _, nt := range tasks {
-		if _, dup := s.Tasks[nt.ID]; dup {
+		if old, dup := s.Tasks[nt.ID]; dup {
+			if parent != "" && old.Task.Parent == parent {
+				// A later attempt of the same delegator planned it again:
+				// the first plan stands.
+				continue
+			}
 			return fmt.Errorf("task %q planned twice", nt.ID)
 		}
+		fresh = append(fresh, nt)
+	}
+	tasks = fresh
+	for _, nt := range tasks {
 		task := nt
 		if parent != "" && !hasDep(task.After, parent) {
 			c := *task
@@ -431,7 +469,13 @@ func (s *State) insertReady(id muster.TaskID) {
 func (s *State) removeReady(id muster.TaskID) {
 	for i, r := range s.ready {
 		if r == id {
-			s.ready = append(s.ready[:i], s.ready[i+1:]...)
+			// Starts take from the front: shift the shorter side.
+			if i < len(s.ready)/2 {
+				copy(s.ready[1:i+1], s.ready[:i])
+				s.ready = s.ready[1:]
+			} else {
+				s.ready = append(s.ready[:i], s.ready[i+1:]...)
+			}
 			return
 		}
 	}

@@ -87,6 +87,8 @@ func (e *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit fu
 		Timeout:  timeout,
 		OnLine:   p.line,
 		OnStderr: p.stderr,
+		// Before the readers start: emit is never called concurrently.
+		OnStart: func(pid int) { emit(muster.Record{Type: muster.RecPID, PID: pid}) },
 	})
 	if err != nil {
 		return nil, &muster.AgentError{Class: muster.FailStart, ExitCode: -1,

@@ -210,10 +210,17 @@ func TestRelativeCommandRunsFromWorktree(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []muster.Record
-	if _, err := ex.Execute(context.Background(), req, func(r muster.Record) { got = append(got, r) }); err != nil {
+	pids := 0
+	if _, err := ex.Execute(context.Background(), req, func(r muster.Record) {
+		if r.Type == muster.RecPID {
+			pids++ // the agent's pid, first, for resume to kill survivors
+			return
+		}
+		got = append(got, r)
+	}); err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 1 || got[0].Tool != "Read" || got[0].Args != "Do the task." {
+	if pids != 1 || len(got) != 1 || got[0].Tool != "Read" || got[0].Args != "Do the task." {
 		t.Fatalf("records %+v", got)
 	}
 }

@@ -17,6 +17,8 @@ type Outcome struct {
 	Duration time.Duration
 	Fail     bool
 	Retry    bool
+	// CostMicros is reported as one TokensUsed event as the attempt ends.
+	CostMicros int64
 }
 
 // Sim runs a plan against a crew on a virtual clock.
@@ -91,6 +93,10 @@ func (s *Sim) Run() (time.Duration, error) {
 				if err := s.Emit(muster.Event{Type: muster.EvTaskSkipped, Task: a.Task, Reason: a.Reason}); err != nil {
 					return 0, err
 				}
+			case engine.ActCancel:
+				if err := s.Emit(muster.Event{Type: muster.EvTaskCancelled, Task: a.Task, Reason: a.Reason}); err != nil {
+					return 0, err
+				}
 			case engine.ActFinish:
 				if err := s.Emit(muster.Event{Type: muster.EvRunFinished, State: a.State}); err != nil {
 					return 0, err
@@ -116,6 +122,13 @@ func (s *Sim) Run() (time.Duration, error) {
 		for s.running.Len() > 0 && !s.running[0].end.After(s.Now) {
 			r := heap.Pop(&s.running).(*run)
 			var err error
+			if r.o.CostMicros > 0 {
+				err = s.Emit(muster.Event{Type: muster.EvTokensUsed, Task: r.a.Task, Attempt: r.a.Attempt,
+					Usage: muster.Usage{InputTokens: 100, CostMicros: r.o.CostMicros}})
+			}
+			if err != nil {
+				return 0, err
+			}
 			if r.o.Fail {
 				err = s.Emit(muster.Event{Type: muster.EvTaskFailed, Task: r.a.Task, Attempt: r.a.Attempt, Reason: "scripted failure", Retry: r.o.Retry})
 			} else {

@@ -77,6 +77,11 @@ func Run(ctx context.Context, req *muster.ExecRequest, inv Invocation, emit func
 	if inv.Stdin != "" {
 		spec.Stdin = strings.NewReader(inv.Stdin)
 	}
+	if emit != nil {
+		// Before the readers start, so never concurrent with them: the
+		// pid lets a resume kill what a crashed muster left running.
+		spec.OnStart = func(pid int) { emit(muster.Record{Type: muster.RecPID, PID: pid}) }
+	}
 	spec.Timeout = req.Timeout
 	if spec.Timeout == 0 && req.Spec != nil {
 		spec.Timeout = req.Spec.Timeout

@@ -27,6 +27,7 @@ import (
 	"github.com/muster-run/muster/internal/cli/status"
 	"github.com/muster-run/muster/internal/cli/usage"
 	"github.com/muster-run/muster/internal/cli/validate"
+	"github.com/muster-run/muster/internal/cli/verify"
 	"github.com/muster-run/muster/internal/cli/watch"
 )
 
@@ -58,6 +59,7 @@ Start with: muster demo`,
 	root.AddCommand(
 		demo.NewCmd(io),
 		validate.NewCmd(io),
+		verify.NewCmd(io),
 		run.NewCmd(io),
 		resume.NewCmd(io),
 		status.NewCmd(io),

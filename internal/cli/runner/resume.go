@@ -38,6 +38,12 @@ func Resume(ctx context.Context, io *cmdutil.IOStreams, runID string, f *Flags) 
 		return nil, err
 	}
 	if allSucceeded(st) {
+		// A process killed after the run's end left no receipt (and
+		// perhaps worktrees): finish that, and change nothing else.
+		s := &Session{IO: io, Repo: repo, RunID: id}
+		if err := s.sealFinished(ctx, st); err != nil {
+			return nil, err
+		}
 		fmt.Fprintf(io.ErrOut, "run %s: every task succeeded already; nothing to do\n", id)
 		return &Session{State: st}, nil
 	}

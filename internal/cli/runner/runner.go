@@ -25,6 +25,7 @@ import (
 	"github.com/muster-run/muster/internal/cli/progress"
 	"github.com/muster-run/muster/journal"
 	"github.com/muster-run/muster/planfile"
+	"github.com/muster-run/muster/receipt"
 	"github.com/muster-run/muster/tui"
 )
 
@@ -163,9 +164,11 @@ type Session struct {
 	OnEvent func(e *muster.Event, s *engine.State)
 
 	State *engine.State
-	Dir   string
-	Base  string
-	Tip   string
+	// Receipt is the sealed receipt, once the run has ended.
+	Receipt *receipt.Receipt
+	Dir     string
+	Base    string
+	Tip     string
 }
 
 // Drive opens the workspace and journal and runs the driver to the end.
@@ -174,6 +177,17 @@ func (s *Session) Drive(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// A resume takes the run's lock before it touches any worktree, so
+	// that it never disturbs a run another process drives.
+	var j *journal.Journal
+	var replayed []muster.Event
+	if s.Resume {
+		if j, replayed, err = openJournal(s.Repo, s.RunID); err != nil {
+			return err
+		}
+		defer j.Close()
+	}
+	pruneStale(ctx, s.Repo, s.RunID)
 	ws, err := git.Open(ctx, git.Options{Repo: s.Repo.Top, RunID: s.RunID, Base: s.Base, Resume: s.Resume, Keep: s.Config.Run.Keep})
 	if err != nil {
 		return classifyGit(err)
@@ -181,16 +195,11 @@ func (s *Session) Drive(ctx context.Context) error {
 	defer ws.Close(context.WithoutCancel(ctx))
 	s.Dir = ws.RunDir()
 	s.Base = ws.Base()
-	jpath := filepath.Join(s.Dir, journal.FileName)
-	j, replayed, err := journal.Open(jpath, journal.Options{})
-	if errors.Is(err, journal.ErrLocked) {
-		return cmdutil.Env("run %s is being driven by another muster process", s.RunID)
-	}
-	if err != nil {
-		return cmdutil.Env("%v", err)
-	}
-	defer j.Close()
 	if !s.Resume {
+		if j, replayed, err = openJournal(s.Repo, s.RunID); err != nil {
+			return err
+		}
+		defer j.Close()
 		if len(replayed) > 0 {
 			return cmdutil.Invalid("run %s exists already: pick another --run-id or resume it", s.RunID)
 		}
@@ -231,7 +240,8 @@ func (s *Session) Drive(ctx context.Context) error {
 		RunID: s.RunID, PlanPath: s.Plan.Source, Plan: s.Plan, Config: Journaled(s.Config), Base: s.Base, Branch: ws.Branch(), Ref: s.Ref,
 		Replayed: replayed, Journal: j, Workspace: ws, Executors: crew, Gates: runner, Price: prices.Cost,
 		ScratchDir: filepath.Join(s.Dir, "scratch"), Weights: s.Weights,
-		Reconcile: ws.TaskCommits,
+		Reconcile: ws.TaskCommits, KillOrphan: killOrphan, CrashAt: os.Getenv(CrashEnv),
+		Fragment: fragment(s.Config),
 		OnEvent: func(e *muster.Event, st *engine.State) {
 			if live != nil && live.Active() {
 				live.Send(*e)
@@ -256,6 +266,9 @@ func (s *Session) Drive(ctx context.Context) error {
 	}
 	if tip, err := ws.Tip(context.WithoutCancel(ctx)); err == nil {
 		s.Tip = tip
+	}
+	if st != nil && st.Run != "" {
+		s.seal(s.Tip)
 	}
 	return runErr
 }

@@ -76,6 +76,9 @@ func (s *Session) finish(ctx context.Context, runErr error) error {
 		return runErr
 	}
 	Summary(s.IO.ErrOut, s.State, s.Dir, s.Tip)
+	if s.Receipt != nil {
+		fmt.Fprintf(s.IO.ErrOut, "  receipt    sealed: %d journal lines, chain %s (muster verify %s)\n", s.Receipt.Journal.Lines, short(s.Receipt.Journal.Hash), s.RunID)
+	}
 	if s.Flags.Merge && (runErr != nil || s.State.RunState != muster.RunSucceeded) {
 		fmt.Fprintf(s.IO.ErrOut, "not merged: --merge fast-forwards %s only when every task succeeded; the run branch %s is left for you\n", s.refOrRecorded(), s.State.Branch)
 	}

@@ -1,0 +1,71 @@
+package driver
+
+import (
+	"context"
+	"errors"
+
+	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/engine"
+)
+
+// budgetError is the cause of an attempt cancelled because it, or the
+// run, spent more than its budget. Its text ("budget: ...") becomes the
+// TaskCancelled reason.
+type budgetError struct{ reason string }
+
+func (e *budgetError) Error() string { return e.reason }
+func (e *budgetError) Unwrap() error { return muster.ErrBudget }
+
+// budget acts on usage as it is applied: an attempt whose usage crosses
+// its task's budget is cancelled, every attempt when the run's is
+// crossed, and the run warns once at 80 %. Deciding what may start
+// within the budget is engine.Decide's job.
+func (d *Driver) budget(evs []*muster.Event) error {
+	used := false
+	for _, e := range evs {
+		if e.Type != muster.EvTokensUsed {
+			continue
+		}
+		used = true
+		why, all := d.state.OverBudget(e.Task)
+		switch {
+		case why == "":
+		case all:
+			for _, cancel := range d.cancels {
+				cancel(&budgetError{why})
+			}
+		default:
+			if cancel := d.cancels[e.Task]; cancel != nil {
+				cancel(&budgetError{why})
+			}
+		}
+	}
+	if !used {
+		return nil
+	}
+	if msg := d.state.BudgetWarning(); msg != "" {
+		return d.emit(muster.Event{Type: muster.EvWarning, Reason: engine.BudgetWarnReason, Message: msg})
+	}
+	return nil
+}
+
+// stopped turns the failure of an attempt that was stopped on purpose
+// (budget, interrupt) into its cancellation: a step cut short by the stop
+// (a commit, a gate) is not the task's fault, and must not doom its
+// dependents.
+func stopped(ctx context.Context, final []muster.Event) []muster.Event {
+	cause := context.Cause(ctx)
+	if cause == nil || errors.Is(cause, context.Canceled) {
+		return final
+	}
+	reason := cause.Error()
+	if errors.Is(cause, muster.ErrInterrupted) {
+		reason = "interrupted"
+	}
+	for i, e := range final {
+		if e.Type == muster.EvTaskFailed {
+			final[i] = muster.Event{Type: muster.EvTaskCancelled, Task: e.Task, Attempt: e.Attempt, Reason: reason}
+		}
+	}
+	return final
+}

@@ -1,0 +1,65 @@
+package driver
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+)
+
+// Crash points for the crash test (Options.CrashAt, which the CLI takes
+// from MUSTER_CRASH_AT). Besides these named points in an attempt, any
+// event type names the moment right after the journal write of that
+// event (before the fsync that would follow).
+const (
+	// CrashCommit is right after a task commit is made, before the
+	// Committed event is sent.
+	CrashCommit = "commit"
+	// CrashIntegrate is right after the run branch moved to a task's
+	// commit, before the Integrated event is sent.
+	CrashIntegrate = "integrate"
+)
+
+// crasher kills the process with SIGKILL the n-th time a point is
+// reached: a test-only hook that makes kill -9 land at exact moments.
+type crasher struct {
+	point string
+	n     int
+	mu    sync.Mutex
+	seen  int
+}
+
+// parseCrash reads "POINT" or "POINT:N" (N from 1; default 1).
+func parseCrash(s string) (*crasher, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return nil, nil
+	}
+	point, num, found := strings.Cut(s, ":")
+	n := 1
+	if found {
+		v, err := strconv.Atoi(num)
+		if err != nil || v < 1 {
+			return nil, fmt.Errorf("crash point %q: want POINT or POINT:N with N >= 1", s)
+		}
+		n = v
+	}
+	return &crasher{point: point, n: n}, nil
+}
+
+// at counts point and dies on the chosen occurrence.
+func (c *crasher) at(point string) {
+	if c == nil || point != c.point {
+		return
+	}
+	c.mu.Lock()
+	c.seen++
+	hit := c.seen == c.n
+	c.mu.Unlock()
+	if hit {
+		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {} // the signal is on its way
+	}
+}

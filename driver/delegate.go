@@ -1,0 +1,65 @@
+package driver
+
+import (
+	"errors"
+	"os"
+	"strings"
+
+	"github.com/muster-run/muster"
+)
+
+// errJournal marks a splice that validated but could not be recorded.
+var errJournal = errors.New("journal")
+
+// planFragment validates the new tasks of a delegating task and plans
+// them (a TasksPlanned event with Task = the delegator), on the loop
+// goroutine. The new tasks wait for the delegator, so they start only
+// once it has succeeded; if it fails they are skipped with it.
+func (d *Driver) planFragment(r *spliceRequest) error {
+	if d.opts.Fragment == nil {
+		return nil
+	}
+	// Tasks an earlier attempt of the same delegator planned are not in
+	// the way: planning them again keeps the first plan of each.
+	existing := make([]*muster.Task, 0, len(d.state.Order))
+	for _, id := range d.state.Order {
+		if t := d.state.Tasks[id].Task; t.Parent != r.parent.ID {
+			existing = append(existing, t)
+		}
+	}
+	tasks, err := d.opts.Fragment(r.parent, r.path, existing)
+	if err != nil {
+		return err
+	}
+	if len(tasks) == 0 {
+		return nil
+	}
+	if err := d.emit(muster.Event{Type: muster.EvTasksPlanned, Task: r.parent.ID, Tasks: tasks}); err != nil {
+		return errors.Join(errJournal, err)
+	}
+	return nil
+}
+
+// splice hands the loop the tasks the attempt's agent wrote to its
+// plan-out file; it returns why they were rejected ("" when accepted or
+// there were none).
+func (w *worker) splice() string {
+	if !w.task.Delegates || w.planOut == "" {
+		return ""
+	}
+	reply := make(chan error, 1)
+	w.d.msgs <- message{splice: &spliceRequest{parent: w.task, path: w.planOut, reply: reply}}
+	err := <-reply
+	if err == nil || errors.Is(err, errJournal) {
+		return ""
+	}
+	return "delegated tasks rejected: " + strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "; ")
+}
+
+func nonEmpty(path string) bool {
+	if path == "" {
+		return false
+	}
+	st, err := os.Stat(path)
+	return err == nil && st.Size() > 0
+}

@@ -1,0 +1,148 @@
+package driver_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/driver"
+	"github.com/muster-run/muster/engine"
+)
+
+func TestResumeKillsSurvivingAgentsFirst(t *testing.T) {
+	h := newHarness(t, plan("a", "b"), crew(2))
+	gate := make(chan struct{})
+	h.ex.ExecuteFn = func(ctx context.Context, req *muster.ExecRequest, emit func(muster.Record)) (*muster.ExecResult, error) {
+		emit(muster.Record{Type: muster.RecPID, PID: 1000 + req.Clone})
+		<-gate
+		return &muster.ExecResult{}, nil
+	}
+	var cut []muster.Event
+	var once sync.Once
+	h.opts.OnEvent = func(e *muster.Event, s *engine.State) {
+		if e.Type == muster.EvAgentStarted && len(s.PIDs) == 2 {
+			once.Do(func() { cut = h.j.Snapshot(); close(gate) })
+		}
+	}
+	if _, err := h.run(t); err != nil {
+		t.Fatal(err)
+	}
+	h2 := newHarness(t, h.opts.Plan, h.opts.Config)
+	h2.j.Events = append([]muster.Event(nil), cut...)
+	h2.opts.Replayed = cut
+	var mu sync.Mutex
+	var killed []int
+	ran := false
+	h2.opts.KillOrphan = func(pid int) {
+		mu.Lock()
+		defer mu.Unlock()
+		if ran {
+			t.Error("an orphan was killed after a new attempt started")
+		}
+		killed = append(killed, pid)
+	}
+	h2.ex.ExecuteFn = func(ctx context.Context, req *muster.ExecRequest, emit func(muster.Record)) (*muster.ExecResult, error) {
+		mu.Lock()
+		ran = true
+		mu.Unlock()
+		return &muster.ExecResult{}, nil
+	}
+	st, err := driver.Run(context.Background(), h2.opts)
+	if err != nil || st.RunState != muster.RunSucceeded {
+		t.Fatalf("%v %s", err, st.RunState)
+	}
+	slices.Sort(killed)
+	if !slices.Equal(killed, []int{1001, 1002}) {
+		t.Fatalf("killed %v, want the two agents' pids", killed)
+	}
+}
+
+func TestDelegatedTasksAreSplicedAndRun(t *testing.T) {
+	p := plan("lead", "after:lead")
+	p.Tasks[0].Delegates = true
+	h := newHarness(t, p, crew(3))
+	var mu sync.Mutex
+	var ran []string
+	h.ex.ExecuteFn = func(ctx context.Context, req *muster.ExecRequest, emit func(muster.Record)) (*muster.ExecResult, error) {
+		mu.Lock()
+		ran = append(ran, string(req.Task.ID))
+		mu.Unlock()
+		if req.Task.ID == "lead" {
+			if req.PlanOut == "" {
+				t.Error("no PlanOut for a delegating task")
+			}
+			if err := os.WriteFile(req.PlanOut, []byte("## [ ] n1: One\n"), 0o644); err != nil {
+				t.Error(err)
+			}
+		}
+		return &muster.ExecResult{}, nil
+	}
+	h.opts.Fragment = func(parent *muster.Task, path string, existing []*muster.Task) ([]*muster.Task, error) {
+		if parent.ID != "lead" || len(existing) != 2 {
+			t.Errorf("fragment of %s against %d tasks", parent.ID, len(existing))
+		}
+		return []*muster.Task{{ID: "n1", Title: "One", Parent: "lead"}, {ID: "n2", Title: "Two", Parent: "lead"}}, nil
+	}
+	st, err := h.run(t)
+	if err != nil || st.RunState != muster.RunSucceeded {
+		t.Fatalf("%v %s", err, st.RunState)
+	}
+	if len(st.Tasks) != 4 || st.Tasks["n1"].State != muster.StateSucceeded || st.Tasks["n2"].State != muster.StateSucceeded {
+		t.Fatalf("tasks %v", st.Counts())
+	}
+	// Replaying the journal rebuilds the grown plan.
+	re, err := engine.Replay(h.j.Snapshot())
+	if err != nil || len(re.Tasks) != 4 || !re.Done() {
+		t.Fatalf("replay: %v, %d tasks", err, len(re.Tasks))
+	}
+	if !slices.Equal(re.Tasks["n1"].Task.After, []muster.TaskID{"lead"}) {
+		t.Errorf("n1 after %v, want lead", re.Tasks["n1"].Task.After)
+	}
+}
+
+func TestRejectedFragmentFailsTheDelegatorBeforeIntegration(t *testing.T) {
+	p := plan("lead")
+	p.Tasks[0].Delegates = true
+	h := newHarness(t, p, crew(1))
+	h.ex.ExecuteFn = func(ctx context.Context, req *muster.ExecRequest, emit func(muster.Record)) (*muster.ExecResult, error) {
+		return &muster.ExecResult{}, os.WriteFile(req.PlanOut, []byte("junk"), 0o644)
+	}
+	h.opts.Fragment = func(*muster.Task, string, []*muster.Task) ([]*muster.Task, error) {
+		return nil, errors.New("plan-out.md:1: not a task\nplan-out.md:2: another")
+	}
+	st, _ := h.run(t)
+	lead := st.Tasks["lead"]
+	if lead.State != muster.StateFailed || lead.Reason != "delegated tasks rejected: plan-out.md:1: not a task; plan-out.md:2: another" {
+		t.Fatalf("lead %s: %q", lead.State, lead.Reason)
+	}
+	if strings.Contains(strings.Join(types(h.j.Snapshot(), "lead"), ","), "Integrated") {
+		t.Error("the rejected delegator was integrated")
+	}
+}
+
+func TestTaskBudgetCancelsTheAttempt(t *testing.T) {
+	p := plan("a")
+	p.Tasks[0].Budget.USDMicros = 500
+	h := newHarness(t, p, crew(1))
+	h.ex.ExecuteFn = func(ctx context.Context, req *muster.ExecRequest, emit func(muster.Record)) (*muster.ExecResult, error) {
+		emit(muster.Record{Type: muster.RecUsage, Usage: muster.Usage{InputTokens: 10, CostMicros: 1000}})
+		<-ctx.Done()
+		return nil, context.Cause(ctx)
+	}
+	st, err := h.run(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := st.Tasks["a"]
+	if a.State != muster.StateCancelled || !strings.HasPrefix(a.Reason, "budget: task a spent $0.0010 of its $0.0005") {
+		t.Fatalf("a %s: %q", a.State, a.Reason)
+	}
+	if st.RunState != muster.RunFailed {
+		t.Errorf("run %s", st.RunState)
+	}
+}

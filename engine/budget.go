@@ -1,0 +1,118 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/muster-run/muster"
+)
+
+// BudgetWarnReason marks the Warning event that says the run has spent
+// 80 % of a budget; the state remembers it so that it is said once.
+const BudgetWarnReason = "budget-80"
+
+// BudgetWarnPercent is when the run warns about its budget.
+const BudgetWarnPercent = 80
+
+// Expected returns what a task is expected to spend: its own budget where
+// it sets one, else the average of the tasks that succeeded so far (zero
+// before the first one).
+func (s *State) Expected(t *muster.Task) (micros, tokens int64) {
+	micros, tokens = t.Budget.USDMicros, t.Budget.Tokens
+	if s.doneCount > 0 {
+		if micros == 0 {
+			micros = s.doneUsage.CostMicros / int64(s.doneCount)
+		}
+		if tokens == 0 {
+			tokens = s.doneUsage.Tokens() / int64(s.doneCount)
+		}
+	}
+	return micros, tokens
+}
+
+// Reserved returns what the running tasks are expected to spend still:
+// for each, its expected cost less what its attempt has spent already.
+func (s *State) Reserved() (micros, tokens int64) {
+	for _, id := range s.Order {
+		t := s.Tasks[id]
+		if t.State != muster.StateRunning {
+			continue
+		}
+		m, k := s.Expected(t.Task)
+		micros += max(m-t.AttemptUsage.CostMicros, 0)
+		tokens += max(k-t.AttemptUsage.Tokens(), 0)
+	}
+	return micros, tokens
+}
+
+// budgetRefusal says why a task expected to spend (m, k) on top of what
+// is spent and reserved (plus more reserved by this decision) may not
+// start; "" when it fits in the run's budget.
+func (s *State) budgetRefusal(t *muster.Task, moreMicros, moreTokens int64) string {
+	run := s.Config.Run
+	if run.BudgetUSDMicros == 0 && run.BudgetTokens == 0 {
+		return ""
+	}
+	rm, rk := s.Reserved()
+	m, k := s.Expected(t)
+	if lim := run.BudgetUSDMicros; lim > 0 {
+		spent := s.Usage.CostMicros
+		if spent >= lim || spent+rm+moreMicros+m > lim {
+			return fmt.Sprintf("budget: not started: $%.4f spent and $%.4f reserved of $%.4f leave too little (a task is expected to cost $%.4f)",
+				usd(spent), usd(rm+moreMicros), usd(lim), usd(m))
+		}
+	}
+	if lim := run.BudgetTokens; lim > 0 {
+		spent := s.Usage.Tokens()
+		if spent >= lim || spent+rk+moreTokens+k > lim {
+			return fmt.Sprintf("budget: not started: %d tokens spent and %d reserved of %d leave too little (a task is expected to use %d)",
+				spent, rk+moreTokens, lim, k)
+		}
+	}
+	return ""
+}
+
+// OverBudget says whether the running attempt of a task, or the run, has
+// spent more than its budget; "" when neither has. The driver asks after
+// each TokensUsed event and cancels the attempt (or every attempt) with
+// muster.ErrBudget.
+func (s *State) OverBudget(id muster.TaskID) (reason string, wholeRun bool) {
+	if s.Config != nil {
+		run := s.Config.Run
+		if lim := run.BudgetUSDMicros; lim > 0 && s.Usage.CostMicros > lim {
+			return fmt.Sprintf("budget: the run spent $%.4f of $%.4f", usd(s.Usage.CostMicros), usd(lim)), true
+		}
+		if lim := run.BudgetTokens; lim > 0 && s.Usage.Tokens() > lim {
+			return fmt.Sprintf("budget: the run spent %d tokens of %d", s.Usage.Tokens(), lim), true
+		}
+	}
+	t := s.Tasks[id]
+	if t == nil || t.State != muster.StateRunning {
+		return "", false
+	}
+	b := t.Task.Budget
+	if b.USDMicros > 0 && t.AttemptUsage.CostMicros > b.USDMicros {
+		return fmt.Sprintf("budget: task %s spent $%.4f of its $%.4f", id, usd(t.AttemptUsage.CostMicros), usd(b.USDMicros)), false
+	}
+	if b.Tokens > 0 && t.AttemptUsage.Tokens() > b.Tokens {
+		return fmt.Sprintf("budget: task %s spent %d tokens of its %d", id, t.AttemptUsage.Tokens(), b.Tokens), false
+	}
+	return "", false
+}
+
+// BudgetWarning returns the message of the 80 % warning when the run has
+// just reached it and has not said it yet; "" otherwise.
+func (s *State) BudgetWarning() string {
+	if s.budgetWarned || s.Config == nil {
+		return ""
+	}
+	run := s.Config.Run
+	if lim := run.BudgetUSDMicros; lim > 0 && s.Usage.CostMicros*100 >= lim*BudgetWarnPercent {
+		return fmt.Sprintf("budget: the run has spent $%.4f, %d%% of its $%.4f", usd(s.Usage.CostMicros), s.Usage.CostMicros*100/lim, usd(lim))
+	}
+	if lim := run.BudgetTokens; lim > 0 && s.Usage.Tokens()*100 >= lim*BudgetWarnPercent {
+		return fmt.Sprintf("budget: the run has used %d tokens, %d%% of its %d", s.Usage.Tokens(), s.Usage.Tokens()*100/lim, lim)
+	}
+	return ""
+}
+
+func usd(micros int64) float64 { return float64(micros) / 1e6 }

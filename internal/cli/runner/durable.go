@@ -1,0 +1,163 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/engine"
+	"github.com/muster-run/muster/git"
+	"github.com/muster-run/muster/internal/cli/cmdutil"
+	"github.com/muster-run/muster/journal"
+	"github.com/muster-run/muster/planfile"
+	"github.com/muster-run/muster/receipt"
+)
+
+// CrashEnv names the test-only environment variable that makes the
+// driver kill itself with SIGKILL at a chosen point (driver.Options.CrashAt);
+// the crash test uses it to land kill -9 mid-commit and mid-integration.
+const CrashEnv = "MUSTER_CRASH_AT"
+
+// lockPatience polls of lockPoll: how long a run's lock is retried before
+// another process is taken to hold it.
+const (
+	lockPatience = 40
+	lockPoll     = 50 * time.Millisecond
+)
+
+// openJournal opens a run's journal and takes its lock; a run another
+// live muster process drives is an environment error (exit 3).
+func openJournal(repo *cmdutil.Repo, runID string) (*journal.Journal, []muster.Event, error) {
+	path := repo.JournalPath(runID)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, nil, cmdutil.Env("create run directory: %v", err)
+	}
+	j, replayed, err := journal.Open(path, journal.Options{})
+	// A process killed a moment ago may still share the lock through a
+	// child between fork and exec: give that a moment to pass.
+	for wait := 0; errors.Is(err, journal.ErrLocked) && wait < lockPatience; wait++ {
+		time.Sleep(lockPoll)
+		j, replayed, err = journal.Open(path, journal.Options{})
+	}
+	if errors.Is(err, journal.ErrLocked) {
+		return nil, nil, cmdutil.Env("run %s is being driven by another muster process (its journal %s is locked); wait for it to end, or stop it first", runID, path)
+	}
+	if err != nil {
+		return nil, nil, cmdutil.Env("%v", err)
+	}
+	return j, replayed, nil
+}
+
+// pruneStale removes the worktrees of runs no live process holds (their
+// journal unlocked), other than the run about to be driven. Failures
+// only leave disk space behind, so they are not fatal.
+func pruneStale(ctx context.Context, repo *cmdutil.Repo, current string) {
+	_ = git.PruneStale(ctx, repo.Top, func(id string) bool {
+		return id == current || journal.Locked(repo.JournalPath(id))
+	})
+}
+
+// killOrphan stops the process group an agent of a crashed muster left
+// running (pid leads it) and waits, briefly, until it is gone.
+func killOrphan(pid int) {
+	if pid <= 0 || syscall.Kill(-pid, 0) != nil {
+		return
+	}
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	for i := 0; i < 250 && syscall.Kill(-pid, 0) == nil; i++ {
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// PlanHash returns the canonical hash of the plan copied into a run
+// directory; empty when the copy is missing or does not parse.
+func PlanHash(dir string) string {
+	p := PlanCopy(dir)
+	if p == "" {
+		return ""
+	}
+	pl, err := planfile.Load(p)
+	if err != nil {
+		return ""
+	}
+	return planfile.Hash(pl)
+}
+
+// seal writes the run's receipt (at the end of a run, finished or
+// interrupted). A receipt that cannot be written is a warning: the run
+// itself is done and its journal is intact.
+func (s *Session) seal(tip string) {
+	if s.Dir == "" {
+		return
+	}
+	b, err := os.ReadFile(s.Repo.JournalPath(s.RunID))
+	if err == nil {
+		var r *receipt.Receipt
+		if r, err = receipt.Seal(b, receipt.Input{PlanHash: PlanHash(s.Dir), Final: tip, Now: time.Now()}); err == nil {
+			if err = r.Write(s.Dir); err == nil {
+				s.Receipt = r
+				return
+			}
+		}
+	}
+	fmt.Fprintf(s.IO.ErrOut, "warning: receipt not sealed: %v\n", err)
+}
+
+// MaxDelegated caps the tasks one delegating task may add.
+const MaxDelegated = 50
+
+// fragment is the driver's Fragment port: it parses the plan-out file a
+// delegating task's agent wrote, validates it against the plan so far
+// and the crew, and prepares the tasks to splice in.
+func fragment(cfg *muster.Config) func(parent *muster.Task, path string, existing []*muster.Task) ([]*muster.Task, error) {
+	return func(parent *muster.Task, path string, existing []*muster.Task) ([]*muster.Task, error) {
+		data, err := os.ReadFile(path)
+		if errors.Is(err, os.ErrNotExist) || err == nil && len(bytes.TrimSpace(data)) == 0 {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		name := filepath.Base(path)
+		frag, probs := planfile.Parse(name, data)
+		if errs := probs.Errors(); len(errs) > 0 {
+			return nil, errs
+		}
+		if errs := planfile.ValidateFragment(parent, &muster.Plan{Tasks: existing}, frag, cfg, MaxDelegated).Errors(); len(errs) > 0 {
+			return nil, errs
+		}
+		return planfile.Splice(parent, frag), nil
+	}
+}
+
+// sealFinished seals the receipt of a run that ended but whose process
+// died before it sealed (or whose receipt no longer covers the journal),
+// and removes the worktrees it left.
+func (s *Session) sealFinished(ctx context.Context, st *engine.State) error {
+	j, replayed, err := openJournal(s.Repo, s.RunID)
+	if err != nil {
+		return err
+	}
+	defer j.Close()
+	ws, err := git.Open(ctx, git.Options{Repo: s.Repo.Top, RunID: s.RunID, Base: st.Base, Resume: true})
+	if err != nil {
+		return classifyGit(err)
+	}
+	defer ws.Close(context.WithoutCancel(ctx))
+	s.Dir = ws.RunDir()
+	if r, err := receipt.Read(s.Dir); err == nil && r.Journal.Lines == len(replayed) {
+		return nil
+	}
+	tip, err := ws.Tip(ctx)
+	if err != nil {
+		return classifyGit(err)
+	}
+	s.seal(tip)
+	return nil
+}

@@ -1,0 +1,104 @@
+// Package verify is the muster verify command: it checks a run's sealed
+// receipt against its journal, its plan copy and its run branch.
+package verify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/git"
+	"github.com/muster-run/muster/internal/cli/cmdutil"
+	"github.com/muster-run/muster/internal/cli/runner"
+	"github.com/muster-run/muster/journal"
+	"github.com/muster-run/muster/receipt"
+)
+
+// NewCmd returns muster verify.
+func NewCmd(io *cmdutil.IOStreams) *cobra.Command {
+	var repoDir string
+	cmd := &cobra.Command{
+		Use:   "verify [RUN]",
+		Short: "Check a run's sealed receipt against its journal and git (default: the latest run)",
+		Long: `Check the receipt a run sealed (receipt.json in its run directory) against
+the journal (hash chain over its lines: an edited, cut or extended journal is
+named line by line), the run's copy of the plan (canonical hash) and the run
+branch (its tip and each task's commit, found by its Muster-Task trailer).
+Exit 0 when everything matches; 1, listing each difference, when not.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id := ""
+			if len(args) == 1 {
+				id = args[0]
+			}
+			return Run(cmd.Context(), io, repoDir, id)
+		},
+	}
+	cmd.Flags().StringVar(&repoDir, "repo", "", "repository to work in (default: current directory)")
+	return cmd
+}
+
+// Run verifies run id (or the latest run) of the repository at repoDir.
+func Run(ctx context.Context, io *cmdutil.IOStreams, repoDir, id string) error {
+	repo, err := cmdutil.OpenRepo(ctx, repoDir)
+	if err != nil {
+		return err
+	}
+	if id, err = repo.ResolveRun(id); err != nil {
+		return err
+	}
+	dir := repo.RunDir(id)
+	if journal.Locked(repo.JournalPath(id)) {
+		return cmdutil.Env("run %s is being driven by a muster process: verify it once it ends", id)
+	}
+	r, err := receipt.Read(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return failed(io, id, []string{"receipt: none sealed in " + dir + " (the run has not ended; muster resume " + id + " ends and seals it)"})
+	}
+	if err != nil {
+		return failed(io, id, []string{"receipt: " + err.Error()})
+	}
+	data, err := os.ReadFile(repo.JournalPath(id))
+	if err != nil {
+		return cmdutil.Env("read journal: %v", err)
+	}
+	problems := receipt.Verify(r, data, runner.PlanHash(dir), branch(ctx, repo, id, r))
+	if len(problems) > 0 {
+		return failed(io, id, problems)
+	}
+	fmt.Fprintf(io.Out, "run %s: the receipt holds: %d journal lines (chain %s), plan %s, branch %s at %s, %d tasks\n",
+		id, r.Journal.Lines, short(r.Journal.Hash), short(r.PlanHash), r.Branch, short(r.Final), len(r.Tasks))
+	return nil
+}
+
+// branch reads the run branch: its tip and task commits. A branch that is
+// gone, or no longer descends from the base, has no tip.
+func branch(ctx context.Context, repo *cmdutil.Repo, id string, r *receipt.Receipt) receipt.Branch {
+	ws, err := git.Open(ctx, git.Options{Repo: repo.Top, RunID: id, Base: r.Base, Resume: true})
+	if err != nil {
+		return receipt.Branch{}
+	}
+	tip, err := ws.Tip(ctx)
+	if err != nil {
+		return receipt.Branch{}
+	}
+	commits, err := ws.TaskCommits(ctx)
+	if err != nil {
+		return receipt.Branch{Tip: tip}
+	}
+	return receipt.Branch{Tip: tip, Commits: commits}
+}
+
+func failed(io *cmdutil.IOStreams, id string, problems []string) error {
+	fmt.Fprintf(io.Out, "run %s: the receipt does not match:\n", id)
+	for _, p := range problems {
+		fmt.Fprintf(io.Out, "  %s\n", cmdutil.Sanitize(p))
+	}
+	return &cmdutil.Silent{Err: &muster.Error{Code: muster.CodeFailed, Message: "receipt mismatch"}}
+}
+
+func short(s string) string { return s[:min(12, len(s))] }

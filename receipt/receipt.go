@@ -1,0 +1,255 @@
+// Package receipt seals what a run did into receipt.json: the plan's
+// hash, the base and final commits, each task's outcome, commit,
+// attempts, gates, usage and cost, and a SHA-256 hash chain over the
+// journal's lines. Verify checks a receipt against the journal and the
+// run branch and names every difference. The package reads no files of
+// its own and runs no git: the caller hands it the journal's bytes and
+// what the branch holds.
+package receipt
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/muster-run/muster"
+)
+
+// FileName is the receipt's name inside a run directory.
+const FileName = "receipt.json"
+
+// Version is the receipt format's version.
+const Version = 1
+
+// lineDigestLen is how many hex digits of each line's SHA-256 the
+// receipt keeps, enough to name an edited line.
+const lineDigestLen = 16
+
+// Receipt is a sealed account of a run.
+type Receipt struct {
+	Version  int          `json:"version"`
+	Run      string       `json:"run"`
+	Sealed   time.Time    `json:"sealed"`
+	State    string       `json:"state"`
+	Plan     string       `json:"plan"`
+	PlanHash string       `json:"plan_hash"`
+	Branch   string       `json:"branch"`
+	Base     string       `json:"base"`
+	Final    string       `json:"final"`
+	Tasks    []Task       `json:"tasks"`
+	Usage    muster.Usage `json:"usage"`
+	Journal  Chain        `json:"journal"`
+}
+
+// Task is one task's outcome.
+type Task struct {
+	ID       muster.TaskID `json:"id"`
+	Parent   muster.TaskID `json:"parent,omitempty"`
+	State    string        `json:"state"`
+	Reason   string        `json:"reason,omitempty"`
+	Commit   string        `json:"commit,omitempty"`
+	Attempts int           `json:"attempts"`
+	Gates    []Gate        `json:"gates,omitempty"`
+	Usage    muster.Usage  `json:"usage"`
+}
+
+// Gate is one gate run of a task.
+type Gate struct {
+	Name    string `json:"name"`
+	Attempt int    `json:"attempt,omitempty"`
+	Round   int    `json:"round"`
+	Passed  bool   `json:"passed"`
+}
+
+// Chain seals the journal: h_0 is 32 zero bytes and h_i =
+// SHA-256(h_{i-1} || line_i) over each complete line without its newline;
+// Hash is h_Lines in hex. LineDigests holds the first hex digits of each
+// line's own SHA-256, so that Verify can name the lines that changed.
+type Chain struct {
+	Lines       int      `json:"lines"`
+	Hash        string   `json:"hash"`
+	LineDigests []string `json:"line_digests"`
+}
+
+// Input is what Seal needs besides the journal.
+type Input struct {
+	PlanHash string    // planfile.Hash of the plan as written
+	Final    string    // the run branch's tip
+	Now      time.Time // when the receipt is sealed
+}
+
+// lines splits a journal into its complete lines (a torn last line,
+// without its newline, is not part of the journal).
+func lines(journal []byte) [][]byte {
+	var out [][]byte
+	for len(journal) > 0 {
+		i := bytes.IndexByte(journal, '\n')
+		if i < 0 {
+			break
+		}
+		out = append(out, journal[:i])
+		journal = journal[i+1:]
+	}
+	return out
+}
+
+// ChainOf computes the hash chain of a journal's bytes.
+func ChainOf(journal []byte) Chain {
+	ls := lines(journal)
+	c := Chain{Lines: len(ls), LineDigests: make([]string, len(ls))}
+	h := make([]byte, sha256.Size)
+	buf := make([]byte, 0, 4096)
+	for i, l := range ls {
+		buf = append(append(buf[:0], h...), l...)
+		sum := sha256.Sum256(buf)
+		h = sum[:]
+		ld := sha256.Sum256(l)
+		c.LineDigests[i] = hex.EncodeToString(ld[:])[:lineDigestLen]
+	}
+	c.Hash = hex.EncodeToString(h)
+	return c
+}
+
+// Seal builds the receipt of a run from its journal's bytes.
+func Seal(journal []byte, in Input) (*Receipt, error) {
+	ls := lines(journal)
+	events := make([]muster.Event, 0, len(ls))
+	for i, l := range ls {
+		var e muster.Event
+		if err := json.Unmarshal(l, &e); err != nil {
+			return nil, fmt.Errorf("journal line %d: %v", i+1, err)
+		}
+		events = append(events, e)
+	}
+	r := Fold(events)
+	r.Version, r.PlanHash, r.Final, r.Sealed = Version, in.PlanHash, in.Final, in.Now.UTC()
+	r.Journal = ChainOf(journal)
+	return r, nil
+}
+
+// Fold derives the run's outcome from its events: everything of a
+// receipt but the plan hash, the final commit, the seal time and the
+// chain.
+func Fold(events []muster.Event) *Receipt {
+	r := &Receipt{Tasks: []Task{}}
+	idx := map[muster.TaskID]int{}
+	task := func(id muster.TaskID) *Task {
+		if i, ok := idx[id]; ok {
+			return &r.Tasks[i]
+		}
+		return nil
+	}
+	for i := range events {
+		e := &events[i]
+		switch e.Type {
+		case muster.EvRunStarted:
+			r.Run, r.Plan, r.Base, r.Branch, r.State = e.Run, e.Plan, e.Base, e.Branch, muster.RunRunning
+		case muster.EvRunResumed:
+			r.State = muster.RunRunning
+		case muster.EvTasksPlanned:
+			for _, t := range e.Tasks {
+				if _, dup := idx[t.ID]; dup {
+					continue
+				}
+				idx[t.ID] = len(r.Tasks)
+				st := muster.StatePending
+				if t.Done {
+					st = muster.StateSucceeded
+				}
+				r.Tasks = append(r.Tasks, Task{ID: t.ID, Parent: e.Task, State: st})
+			}
+		case muster.EvTaskStarted:
+			if t := task(e.Task); t != nil {
+				t.State, t.Attempts, t.Reason = muster.StateRunning, e.Attempt, ""
+			}
+		case muster.EvGateRan:
+			if t := task(e.Task); t != nil {
+				t.Gates = append(t.Gates, Gate{Name: e.Gate, Attempt: e.Attempt, Round: e.Round, Passed: e.Passed != nil && *e.Passed})
+			}
+		case muster.EvTokensUsed:
+			r.Usage.Add(e.Usage)
+			if t := task(e.Task); t != nil {
+				t.Usage.Add(e.Usage)
+			}
+		case muster.EvIntegrated:
+			if t := task(e.Task); t != nil {
+				t.Commit = e.Commit
+			}
+		case muster.EvTaskSucceeded:
+			if t := task(e.Task); t != nil {
+				t.State, t.Reason = muster.StateSucceeded, e.Reason
+				if e.Commit != "" {
+					t.Commit = e.Commit
+				}
+			}
+		case muster.EvTaskFailed:
+			if t := task(e.Task); t != nil {
+				t.State, t.Reason = muster.StateFailed, e.Reason
+				if e.Retry {
+					t.State = muster.StatePending
+				}
+			}
+		case muster.EvTaskSkipped:
+			if t := task(e.Task); t != nil {
+				t.State, t.Reason = muster.StateSkipped, e.Reason
+			}
+		case muster.EvTaskCancelled:
+			if t := task(e.Task); t != nil {
+				t.State, t.Reason = muster.StateCancelled, e.Reason
+			}
+		case muster.EvRunFinished:
+			r.State = e.State
+		case muster.EvRunInterrupted:
+			r.State = muster.RunInterrupted
+		}
+	}
+	if r.State == muster.RunRunning {
+		// Sealed without an end in the journal: the process stopped.
+		r.State = muster.RunInterrupted
+	}
+	return r
+}
+
+// Write writes the receipt into dir atomically (a temporary file, synced,
+// then renamed over receipt.json).
+func (r *Receipt) Write(dir string) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, ".receipt-*.json")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(append(b, '\n')); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), filepath.Join(dir, FileName))
+}
+
+// Read reads dir's receipt.json.
+func Read(dir string) (*Receipt, error) {
+	b, err := os.ReadFile(filepath.Join(dir, FileName))
+	if err != nil {
+		return nil, err
+	}
+	var r Receipt
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("%s: %v", filepath.Join(dir, FileName), err)
+	}
+	return &r, nil
+}

@@ -1,0 +1,91 @@
+package receipt
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/muster-run/muster"
+)
+
+const journal = `{"seq":1,"type":"RunStarted","run":"r1","base":"b0","branch":"muster/r1"}
+{"seq":2,"type":"TasksPlanned","tasks":[{"id":"a","title":"A"},{"id":"b","title":"B","after":["a"]}]}
+{"seq":3,"type":"TaskStarted","task":"a","attempt":1}
+{"seq":4,"type":"TokensUsed","task":"a","input_tokens":10,"cost_micros":5}
+{"seq":5,"type":"GateRan","task":"a","gate":"test","passed":true}
+{"seq":6,"type":"Integrated","task":"a","commit":"c1"}
+{"seq":7,"type":"TaskSucceeded","task":"a","attempt":1,"commit":"c1"}
+{"seq":8,"type":"TaskStarted","task":"b","attempt":1}
+{"seq":9,"type":"TaskFailed","task":"b","attempt":1,"reason":"gate test failed"}
+{"seq":10,"type":"RunFinished","state":"failed"}
+`
+
+func TestChainIsTheDocumentedChain(t *testing.T) {
+	h := make([]byte, 32)
+	for _, l := range strings.Split(strings.TrimSuffix(journal, "\n"), "\n") {
+		s := sha256.Sum256(append(append([]byte(nil), h...), l...))
+		h = s[:]
+	}
+	c := ChainOf([]byte(journal + `{"seq":11,"type":"Warn`)) // a torn tail is not sealed
+	if c.Lines != 10 || c.Hash != hex.EncodeToString(h) {
+		t.Errorf("chain %d lines %s, want 10 lines %x", c.Lines, c.Hash, h)
+	}
+}
+
+func TestSealFoldsOutcomes(t *testing.T) {
+	r, err := Seal([]byte(journal), Input{PlanHash: "p", Final: "c1", Now: time.Unix(0, 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.State != "failed" || len(r.Tasks) != 2 || r.Usage.CostMicros != 5 {
+		t.Fatalf("receipt %+v", r)
+	}
+	a, b := r.Tasks[0], r.Tasks[1]
+	if a.State != "succeeded" || a.Commit != "c1" || a.Attempts != 1 || len(a.Gates) != 1 || !a.Gates[0].Passed || a.Usage.InputTokens != 10 {
+		t.Errorf("task a: %+v", a)
+	}
+	if b.State != "failed" || b.Reason != "gate test failed" {
+		t.Errorf("task b: %+v", b)
+	}
+}
+
+func TestVerify(t *testing.T) {
+	r, err := Seal([]byte(journal), Input{PlanHash: "p", Final: "c1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := Branch{Tip: "c1"}
+	good.Commits = map[muster.TaskID]string{"a": "c1"}
+	if got := Verify(r, []byte(journal), "p", good); len(got) != 0 {
+		t.Fatalf("untouched: %v", got)
+	}
+	cases := []struct {
+		name    string
+		journal string
+		plan    string
+		branch  Branch
+		want    string
+	}{
+		{"edited line", strings.Replace(journal, `"input_tokens":10`, `"input_tokens":1`, 1), "p", good, "journal line 4: differs"},
+		{"cut", strings.Join(strings.SplitAfter(journal, "\n")[:8], ""), "p", good, "lines 9 to 10 are missing"},
+		{"appended", journal + `{"seq":11,"type":"Warning"}` + "\n", "p", good, "lines 11 to 11 were appended"},
+		{"plan", journal, "q", good, "plan: its hash is q"},
+		{"moved", journal, "p", Branch{Tip: "c2", Commits: good.Commits}, "at c2, the receipt sealed c1"},
+		{"missing commit", journal, "p", Branch{Tip: "c1"}, "task a: its commit c1 is not on the run branch"},
+		{"other commit", journal, "p", Branch{Tip: "c1", Commits: map[muster.TaskID]string{"a": "c9"}}, "the run branch has commit c9"},
+		{"gone", journal, "p", Branch{}, "missing"},
+	}
+	for _, c := range cases {
+		got := strings.Join(Verify(r, []byte(c.journal), c.plan, c.branch), "\n")
+		if !strings.Contains(got, c.want) {
+			t.Errorf("%s: got %q, want %q", c.name, got, c.want)
+		}
+	}
+	// An edited receipt: the outcome no longer matches the journal.
+	r.Tasks[1].State = "succeeded"
+	if got := strings.Join(Verify(r, []byte(journal), "p", good), "\n"); !strings.Contains(got, "task b: the receipt says succeeded") {
+		t.Errorf("edited receipt: %q", got)
+	}
+}

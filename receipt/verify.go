@@ -1,0 +1,165 @@
+package receipt
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	"github.com/muster-run/muster"
+)
+
+// maxLineReports bounds how many differing journal lines are named one by one.
+const maxLineReports = 10
+
+// Branch is what the run branch holds now.
+type Branch struct {
+	// Tip is the branch's commit; empty when the branch is gone.
+	Tip string
+	// Commits maps a task to its commit on the branch, found by its
+	// Muster-Task trailer.
+	Commits map[muster.TaskID]string
+}
+
+// Verify checks a receipt against the journal's bytes, the hash of the
+// run's plan copy (empty: the copy is missing) and the run branch. It
+// returns one sentence per difference; none means the receipt holds.
+func Verify(r *Receipt, journal []byte, planHash string, b Branch) []string {
+	var out []string
+	add := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
+	if r.Version != Version {
+		add("receipt: version %d, this muster reads version %d", r.Version, Version)
+		return out
+	}
+	switch {
+	case planHash == "":
+		add("plan: the run's copy of the plan is missing or unreadable")
+	case planHash != r.PlanHash:
+		add("plan: its hash is %s, the receipt sealed %s (the plan was changed)", short(planHash), short(r.PlanHash))
+	}
+	out = append(out, verifyJournal(r, journal)...)
+	out = append(out, verifyBranch(r, b)...)
+	return out
+}
+
+func verifyJournal(r *Receipt, journal []byte) []string {
+	var out []string
+	add := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
+	c := ChainOf(journal)
+	n := min(c.Lines, r.Journal.Lines, len(r.Journal.LineDigests))
+	var differ []int
+	for i := 0; i < n; i++ {
+		if c.LineDigests[i] != r.Journal.LineDigests[i] {
+			differ = append(differ, i+1)
+		}
+	}
+	for i, l := range differ {
+		if i == maxLineReports {
+			add("journal: %d more lines differ (lines %d to %d)", len(differ)-maxLineReports, l, differ[len(differ)-1])
+			break
+		}
+		add("journal line %d: differs from the line the receipt sealed", l)
+	}
+	switch {
+	case c.Lines < r.Journal.Lines:
+		add("journal: %d lines, the receipt sealed %d (lines %d to %d are missing)", c.Lines, r.Journal.Lines, c.Lines+1, r.Journal.Lines)
+	case c.Lines > r.Journal.Lines:
+		add("journal: lines %d to %d were appended after the receipt was sealed", r.Journal.Lines+1, c.Lines)
+	}
+	if len(out) == 0 && c.Hash != r.Journal.Hash {
+		add("receipt: journal hash %s does not match the journal's chain %s although every line matches (the receipt was edited)",
+			short(r.Journal.Hash), short(c.Hash))
+	}
+	if len(out) > 0 {
+		return out
+	}
+	// The journal is the sealed one: the outcomes in the receipt must be
+	// the journal's.
+	ls := lines(journal)
+	events := make([]muster.Event, 0, len(ls))
+	for i, l := range ls {
+		var e muster.Event
+		if err := json.Unmarshal(l, &e); err != nil {
+			add("journal line %d: not an event: %v", i+1, err)
+			return out
+		}
+		events = append(events, e)
+	}
+	f := Fold(events)
+	if f.Run != r.Run || f.Base != r.Base || f.Branch != r.Branch || f.State != r.State {
+		add("receipt: run %s, base %s, branch %s, state %s; the journal says %s, %s, %s, %s (the receipt was edited)",
+			r.Run, short(r.Base), r.Branch, r.State, f.Run, short(f.Base), f.Branch, f.State)
+	}
+	if f.Usage != r.Usage {
+		add("receipt: usage %d tokens, $%.6f; the journal says %d tokens, $%.6f", r.Usage.Tokens(), r.Usage.USD(), f.Usage.Tokens(), f.Usage.USD())
+	}
+	want := map[muster.TaskID]Task{}
+	for _, t := range f.Tasks {
+		want[t.ID] = t
+	}
+	seen := map[muster.TaskID]bool{}
+	for _, t := range r.Tasks {
+		seen[t.ID] = true
+		w, ok := want[t.ID]
+		switch {
+		case !ok:
+			add("task %s: in the receipt, not in the journal", t.ID)
+		case t.State != w.State || t.Commit != w.Commit || t.Attempts != w.Attempts || t.Usage != w.Usage || len(t.Gates) != len(w.Gates):
+			add("task %s: the receipt says %s, the journal says %s", t.ID, describe(t), describe(w))
+		}
+	}
+	for _, t := range f.Tasks {
+		if !seen[t.ID] {
+			add("task %s: in the journal, not in the receipt", t.ID)
+		}
+	}
+	return out
+}
+
+func verifyBranch(r *Receipt, b Branch) []string {
+	var out []string
+	add := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
+	if b.Tip == "" {
+		add("branch %s: missing (the receipt sealed %s)", r.Branch, short(r.Final))
+		return out
+	}
+	if b.Tip != r.Final {
+		add("branch %s: at %s, the receipt sealed %s (the branch was moved or rewritten)", r.Branch, short(b.Tip), short(r.Final))
+	}
+	sealed := map[muster.TaskID]bool{}
+	for _, t := range r.Tasks {
+		if t.Commit == "" {
+			continue
+		}
+		sealed[t.ID] = true
+		c, ok := b.Commits[t.ID]
+		switch {
+		case !ok:
+			add("task %s: its commit %s is not on the run branch", t.ID, short(t.Commit))
+		case c != t.Commit:
+			add("task %s: the run branch has commit %s, the receipt sealed %s", t.ID, short(c), short(t.Commit))
+		}
+	}
+	var extra []string
+	for id, c := range b.Commits {
+		if !sealed[id] {
+			extra = append(extra, fmt.Sprintf("commit %s on the run branch (task %s) is not in the receipt", short(c), id))
+		}
+	}
+	sort.Strings(extra)
+	return append(out, extra...)
+}
+
+func describe(t Task) string {
+	s := t.State
+	if t.Commit != "" {
+		s += " at " + short(t.Commit)
+	}
+	return fmt.Sprintf("%s after %d attempts, %d gates, %d tokens, $%.6f", s, t.Attempts, len(t.Gates), t.Usage.Tokens(), t.Usage.USD())
+}
+
+func short(sha string) string {
+	if len(sha) > 12 {
+		return sha[:12]
+	}
+	return sha
+}
