@@ -174,6 +174,13 @@ func execute(ctx context.Context, io *cmdutil.IOStreams, root *cobra.Command, ar
 	if err == nil {
 		return cmdutil.ExitOK
 	}
+	if errors.Is(context.Cause(ctx), muster.ErrInterrupted) && cmdutil.ExitCode(err) != cmdutil.ExitInterrupted {
+		// A signal that came while the command was still setting up (a git
+		// command it cut short, say) is an interruption, not a broken
+		// environment: 130.
+		fmt.Fprintln(io.ErrOut, "muster: interrupted before the run started: "+err.Error())
+		return cmdutil.ExitInterrupted
+	}
 	var silent *cmdutil.Silent
 	if !errors.As(err, &silent) {
 		fmt.Fprintln(io.ErrOut, "muster: "+err.Error())
