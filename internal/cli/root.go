@@ -174,7 +174,7 @@ func execute(ctx context.Context, io *cmdutil.IOStreams, root *cobra.Command, ar
 	if err == nil {
 		return cmdutil.ExitOK
 	}
-	if errors.Is(context.Cause(ctx), muster.ErrInterrupted) && cmdutil.ExitCode(err) != cmdutil.ExitInterrupted {
+	if errors.Is(context.Cause(ctx), muster.ErrInterrupted) && cmdutil.ExitCode(err) == cmdutil.ExitEnvironment {
 		// A signal that came while the command was still setting up (a git
 		// command it cut short, say) is an interruption, not a broken
 		// environment: 130.
