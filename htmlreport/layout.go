@@ -65,9 +65,9 @@ func layers(r *run) map[muster.TaskID]int {
 		}
 		visiting[id] = true
 		l := 0
-		if t := r.tasks[id]; t != nil {
+		if t := r.Tasks[id]; t != nil {
 			for _, d := range t.After {
-				if _, known := r.tasks[d]; known {
+				if _, known := r.Tasks[d]; known {
 					l = max(l, visit(d)+1)
 				}
 			}
@@ -76,7 +76,7 @@ func layers(r *run) map[muster.TaskID]int {
 		layer[id] = l
 		return l
 	}
-	for _, id := range r.order {
+	for _, id := range r.Order {
 		visit(id)
 	}
 	return layer
@@ -88,7 +88,7 @@ func layoutGraph(r *run) graph {
 	// order breaks ties), so chains run straight and edges cross less.
 	byLayer := map[int][]muster.TaskID{}
 	maxLayer := 0
-	for _, id := range r.order {
+	for _, id := range r.Order {
 		byLayer[layer[id]] = append(byLayer[layer[id]], id)
 		maxLayer = max(maxLayer, layer[id])
 	}
@@ -98,7 +98,7 @@ func layoutGraph(r *run) graph {
 		key := map[muster.TaskID]float64{}
 		for i, id := range ids {
 			sum, n := 0.0, 0
-			for _, d := range r.tasks[id].After {
+			for _, d := range r.Tasks[id].After {
 				if row, ok := rowOf[d]; ok {
 					sum += float64(row)
 					n++
@@ -117,8 +117,8 @@ func layoutGraph(r *run) graph {
 	pos := map[muster.TaskID][2]float64{}
 	var g graph
 	maxRow := 0
-	for _, id := range r.order {
-		t := r.tasks[id]
+	for _, id := range r.Order {
+		t := r.Tasks[id]
 		l := layer[id]
 		row := rowOf[id]
 		maxRow = max(maxRow, row)
@@ -132,9 +132,9 @@ func layoutGraph(r *run) graph {
 		g.Nodes = append(g.Nodes, node{X: x, Y: y, ID: string(id), Label: clipText(string(id), 20),
 			State: t.State, Title: t.Title, Detail: clipText(detail, 24)})
 	}
-	for _, id := range r.order {
+	for _, id := range r.Order {
 		to := pos[id]
-		for _, d := range r.tasks[id].After {
+		for _, d := range r.Tasks[id].After {
 			from, ok := pos[d]
 			if !ok {
 				continue
@@ -198,13 +198,14 @@ func layoutGantt(r *run) gantt {
 		return ganttLabel + ganttPlot*float64(t.Sub(r.Start))/float64(total)
 	}
 	rowOf := map[string]int{}
-	for i, s := range r.slots {
+	for i, c := range r.Clones {
+		s := c.Slot
 		rowOf[s] = i
 		y := ganttTop + float64(i)*ganttRow
 		g.Rows = append(g.Rows, rowLabel{Y: y + ganttRow/2 + 4, Label: s})
 		g.Grid = append(g.Grid, y+ganttRow)
 	}
-	g.H = ganttTop + float64(len(r.slots))*ganttRow + 8
+	g.H = ganttTop + float64(len(r.Clones))*ganttRow + 8
 	for _, s := range r.spans {
 		y := ganttTop + float64(rowOf[s.Slot])*ganttRow + 4
 		x1, x2 := xAt(s.Start), xAt(s.End)
@@ -214,7 +215,7 @@ func layoutGantt(r *run) gantt {
 		}
 		b.Tip = fmt.Sprintf("%s on %s (%s): %s–%s, %s", s.Task, s.Slot, s.Role,
 			s.Start.UTC().Format(time.TimeOnly), s.End.UTC().Format(time.TimeOnly), s.Outcome)
-		if t := r.tasks[s.Task]; t != nil && s.Role != muster.RoleReviewer {
+		if t := r.Tasks[s.Task]; t != nil && s.Role != muster.RoleReviewer {
 			in := func(at time.Time) bool { return !at.Before(s.Start) && !at.After(s.End) }
 			for _, gr := range t.Gates {
 				if in(gr.Time) {
@@ -234,7 +235,7 @@ func layoutGantt(r *run) gantt {
 			}
 		}
 		if s.Role == muster.RoleReviewer {
-			if t := r.tasks[s.Task]; t != nil {
+			if t := r.Tasks[s.Task]; t != nil {
 				for _, rv := range t.Reviews {
 					if rv.Slot == s.Slot && !rv.Time.Before(s.Start) && !rv.Time.After(s.End) {
 						cls := "review-ok"

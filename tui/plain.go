@@ -133,7 +133,7 @@ func (p *Printer) Print(e muster.Event) error {
 	if line == "" || e.Type == muster.EvToolUse {
 		return nil
 	}
-	done, _, _, total := p.st.counts()
+	done, _, _, total := p.st.Counts()
 	prefix := fmt.Sprintf("[%d/%d] ", done, total)
 	if p.Time && !e.Time.IsZero() {
 		prefix = e.Time.UTC().Format(time.TimeOnly) + " " + prefix
