@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/runview"
 )
 
 // Geometry of the drawings, in SVG user units. Every drawing has a
@@ -360,18 +361,6 @@ func clipText(s string, n int) string {
 	return string(r[:n-1]) + "…"
 }
 
-// fmtDur prints a duration as 45s, 3m07s or 1h02m.
-func fmtDur(d time.Duration) string {
-	d = d.Round(time.Second)
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
-	}
-	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
-}
-
 // fmtTick prints an axis label: 0, 30s, 5m, 1h30m.
 func fmtTick(d time.Duration) string {
 	switch {
@@ -384,7 +373,7 @@ func fmtTick(d time.Duration) string {
 	case d%time.Minute == 0:
 		return fmt.Sprintf("%dm", int(d.Minutes()))
 	}
-	return fmtDur(d)
+	return runview.Duration(d)
 }
 
 // fmtUSD prints micro-dollars as $0.42 (or $0.0042 below a cent).
@@ -393,15 +382,4 @@ func fmtUSD(micros int64) string {
 		return fmt.Sprintf("$%.4f", float64(micros)/1e6)
 	}
 	return fmt.Sprintf("$%.2f", float64(micros)/1e6)
-}
-
-// fmtTok prints a token count as 950, 12.3k or 1.20M.
-func fmtTok(n int64) string {
-	switch {
-	case n < 1000:
-		return fmt.Sprintf("%d", n)
-	case n < 1_000_000:
-		return fmt.Sprintf("%.1fk", float64(n)/1e3)
-	}
-	return fmt.Sprintf("%.2fM", float64(n)/1e6)
 }

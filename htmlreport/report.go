@@ -96,7 +96,7 @@ func Write(w io.Writer, events []muster.Event, opts Options) error {
 		p.VerifyClass = "unknown"
 	}
 	if !r.Start.IsZero() {
-		p.Duration = fmtDur(r.End.Sub(r.Start))
+		p.Duration = runview.Duration(r.End.Sub(r.Start))
 	}
 	for _, id := range r.Order {
 		switch r.Tasks[id].State {
@@ -113,7 +113,7 @@ func Write(w io.Writer, events []muster.Event, opts Options) error {
 	if r.Budget > 0 {
 		p.Budget = fmtUSD(r.Budget)
 	}
-	p.Tokens = fmtTok(r.Usage.Tokens())
+	p.Tokens = runview.Tokens(r.Usage.Tokens())
 	p.Graph = layoutGraph(r)
 	p.Gantt = layoutGantt(r)
 	slots := make([]string, len(r.Clones))
@@ -123,7 +123,7 @@ func Write(w io.Writer, events []muster.Event, opts Options) error {
 	}
 	p.ByClone = layoutBars(slots, vals, func(i int) string {
 		u := r.Clones[i].Total
-		return fmtUSD(u.CostMicros) + " · " + fmtTok(u.Tokens()) + " tok"
+		return fmtUSD(u.CostMicros) + " · " + runview.Tokens(u.Tokens()) + " tok"
 	})
 	models := r.sortedModels()
 	vals = make([]int64, len(models))
@@ -132,7 +132,7 @@ func Write(w io.Writer, events []muster.Event, opts Options) error {
 	}
 	p.ByModel = layoutBars(models, vals, func(i int) string {
 		u := r.byModel[models[i]]
-		return fmtUSD(u.CostMicros) + " · " + fmtTok(u.Tokens()) + " tok"
+		return fmtUSD(u.CostMicros) + " · " + runview.Tokens(u.Tokens()) + " tok"
 	})
 	p.Over = layoutCost(r)
 	p.BarX = barLabel
@@ -151,9 +151,9 @@ func Write(w io.Writer, events []muster.Event, opts Options) error {
 func makeRow(t *runview.Task) row {
 	rw := row{ID: string(t.ID), Title: t.Title, State: t.State, Slot: t.Slot, Attempts: t.Attempt,
 		Rounds: t.FixRounds, Commit: t.Commit, Paths: t.Paths, Reason: t.Reason,
-		Tokens: fmtTok(t.Usage.Tokens()), Cost: fmtUSD(t.Usage.CostMicros)}
+		Tokens: runview.Tokens(t.Usage.Tokens()), Cost: fmtUSD(t.Usage.CostMicros)}
 	if !t.Start.IsZero() && !t.End.IsZero() && t.End.After(t.Start) {
-		rw.Time = fmtDur(t.End.Sub(t.Start))
+		rw.Time = runview.Duration(t.End.Sub(t.Start))
 	}
 	rw.CommitShort = t.Commit
 	if len(rw.CommitShort) > 10 {

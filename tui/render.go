@@ -105,7 +105,7 @@ func (m Model) header() string {
 		run = "(waiting for events)"
 	}
 	s := fmt.Sprintf("[%d/%d]  running %d  failed %d  elapsed %s  spend %s",
-		done, total, running, failed, fmtDur(m.elapsed()), fmtUSD(m.st.Usage.CostMicros))
+		done, total, running, failed, runview.Duration(m.elapsed()), fmtUSD(m.st.Usage.CostMicros))
 	if m.st.budget > 0 {
 		s += " / " + fmtUSD(m.st.budget)
 	}
@@ -136,7 +136,7 @@ func (m Model) laneLines(w int) []string {
 	var lines []string
 	for _, l := range m.st.Clones {
 		slot := pad(Sanitize(l.Slot), sw)
-		total := fmt.Sprintf("Σ %s tok %s", fmtTok(l.Total.Tokens()), fmtUSD(l.Total.CostMicros))
+		total := fmt.Sprintf("Σ %s tok %s", runview.Tokens(l.Total.Tokens()), fmtUSD(l.Total.CostMicros))
 		if l.Task == "" {
 			line := fmt.Sprintf("%s  %-14s %-16s %6s %9s %8s  %s", slot, "idle", "", "", "", "", total)
 			lines = append(lines, stDim.Render(clip(line, w)))
@@ -157,7 +157,7 @@ func (m Model) laneLines(w int) []string {
 			el = max(0, m.now().Sub(l.Since))
 		}
 		line := fmt.Sprintf("%s  %-14s %-16s %6s %9s %8s  %s", slot, pad(Sanitize(string(l.Task)), 14), phase,
-			fmtDur(el), fmtTok(l.Work.Tokens())+" tok", fmtUSD(l.Work.CostMicros), total)
+			runview.Duration(el), runview.Tokens(l.Work.Tokens())+" tok", fmtUSD(l.Work.CostMicros), total)
 		lines = append(lines, stRun.Render(clip(line, w)))
 	}
 	return lines
@@ -242,7 +242,7 @@ func (m Model) detail(w, n int) []string {
 	if t.State == muster.StateRunning {
 		info += "  " + phaseText(t)
 	}
-	info += fmt.Sprintf("  %s tok %s", fmtTok(t.Usage.Tokens()), fmtUSD(t.Usage.CostMicros))
+	info += fmt.Sprintf("  %s tok %s", runview.Tokens(t.Usage.Tokens()), fmtUSD(t.Usage.CostMicros))
 	lines = append(lines, clip(info, w))
 	if len(t.After) > 0 {
 		after := make([]string, len(t.After))
@@ -343,29 +343,6 @@ func wrap(s string, w int) []string {
 		lines = append(lines, word)
 	}
 	return lines
-}
-
-// fmtDur prints a duration as 45s, 3m07s or 1h02m.
-func fmtDur(d time.Duration) string {
-	d = d.Round(time.Second)
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
-	}
-	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
-}
-
-// fmtTok prints a token count as 950, 12.3k or 1.20M.
-func fmtTok(n int64) string {
-	switch {
-	case n < 1000:
-		return fmt.Sprintf("%d", n)
-	case n < 1_000_000:
-		return fmt.Sprintf("%.1fk", float64(n)/1e3)
-	}
-	return fmt.Sprintf("%.2fM", float64(n)/1e6)
 }
 
 // fmtUSD prints micro-dollars as $0.42.
