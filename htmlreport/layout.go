@@ -240,10 +240,8 @@ func layoutGantt(r *run) gantt {
 				for _, rv := range t.Reviews {
 					if rv.Slot == s.Slot && !rv.Time.Before(s.Start) && !rv.Time.After(s.End) {
 						cls := "review-ok"
-						for _, f := range rv.Findings {
-							if f.Blocking() {
-								cls = "review-block"
-							}
+						if runview.Blocking(rv.Findings) > 0 {
+							cls = "review-block"
 						}
 						b.Marks = append(b.Marks, mark{X: xAt(rv.Time) - 1.5, Y: y + 2, W: 3, H: ganttRow - 12, Class: cls,
 							Tip: fmt.Sprintf("review: %d findings", len(rv.Findings))})

@@ -170,3 +170,14 @@ func (r *Run) Counts() (done, running, failed, total int) {
 	}
 	return done, running, failed, len(r.Order)
 }
+
+// Blocking returns how many of the findings earn a fix round.
+func Blocking(findings []muster.Finding) int {
+	n := 0
+	for _, f := range findings {
+		if f.Blocking() {
+			n++
+		}
+	}
+	return n
+}

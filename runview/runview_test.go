@@ -56,3 +56,22 @@ func TestFold(t *testing.T) {
 		t.Fatalf("end: %+v %+v", a, r)
 	}
 }
+
+func TestFormats(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		0: "0s", 44600 * time.Millisecond: "45s", 187 * time.Second: "3m07s", 62*time.Minute + 10*time.Second: "1h02m",
+	} {
+		if got := Duration(d); got != want {
+			t.Errorf("Duration(%v) = %q, want %q", d, got, want)
+		}
+	}
+	for n, want := range map[int64]string{950: "950", 12_345: "12.3k", 1_200_000: "1.20M"} {
+		if got := Tokens(n); got != want {
+			t.Errorf("Tokens(%d) = %q, want %q", n, got, want)
+		}
+	}
+	fs := []muster.Finding{{Severity: "critical"}, {Severity: "minor"}, {Severity: "major"}}
+	if n := Blocking(fs); n != 2 {
+		t.Errorf("Blocking = %d, want 2", n)
+	}
+}
