@@ -106,10 +106,7 @@ func (r *run) apply(e *muster.Event) {
 		if s := r.open[e.Slot()]; s != nil {
 			s.End = e.Time
 			if t := r.Tasks[s.Task]; t != nil && s.Role != muster.RoleReviewer {
-				s.Outcome = t.State
-				if t.State == muster.StatePending {
-					s.Outcome = "retried"
-				}
+				s.Outcome = outcome(t.State)
 			}
 			delete(r.open, e.Slot())
 		}
@@ -139,16 +136,22 @@ func (r *run) apply(e *muster.Event) {
 func (r *run) end(e *muster.Event, state string) {
 	for slot, s := range r.open {
 		if s.Task == e.Task && s.Role != muster.RoleReviewer {
-			s.Outcome = state
-			if state == muster.StatePending {
-				s.Outcome = "retried"
-			}
+			s.Outcome = outcome(state)
 			if !r.leased {
 				s.End = e.Time
 				delete(r.open, slot)
 			}
 		}
 	}
+}
+
+// outcome is a coder's span's outcome when its task is in state: a task
+// pending again was retried.
+func outcome(state string) string {
+	if state == muster.StatePending {
+		return "retried"
+	}
+	return state
 }
 
 // sortedModels returns the models by cost, highest first.
