@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/runview"
 )
 
 // PlainLine formats one event as a short line for people, without the
@@ -55,13 +56,7 @@ func PlainLine(e muster.Event) string {
 		if len(e.Findings) == 0 {
 			return fmt.Sprintf("%s: review by %s approved", id, Sanitize(e.Slot()))
 		}
-		blocking := 0
-		for _, f := range e.Findings {
-			if f.Blocking() {
-				blocking++
-			}
-		}
-		return fmt.Sprintf("%s: review by %s: %d findings (%d blocking)", id, Sanitize(e.Slot()), len(e.Findings), blocking)
+		return fmt.Sprintf("%s: review by %s: %d findings (%d blocking)", id, Sanitize(e.Slot()), len(e.Findings), runview.Blocking(e.Findings))
 	case muster.EvFixRound:
 		return fmt.Sprintf("%s: fix round %d%s", id, e.Round, suffix(e.Reason))
 	case muster.EvViolation:
@@ -133,7 +128,7 @@ func (p *Printer) Print(e muster.Event) error {
 	if line == "" || e.Type == muster.EvToolUse {
 		return nil
 	}
-	done, _, _, total := p.st.counts()
+	done, _, _, total := p.st.Counts()
 	prefix := fmt.Sprintf("[%d/%d] ", done, total)
 	if p.Time && !e.Time.IsZero() {
 		prefix = e.Time.UTC().Format(time.TimeOnly) + " " + prefix

@@ -12,6 +12,7 @@ import (
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/engine"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
+	"github.com/muster-run/muster/runview"
 )
 
 // Printer prints progress lines.
@@ -109,14 +110,8 @@ func (p *Printer) OnEvent(e *muster.Event, s *engine.State) {
 			line = fmt.Sprintf("  %s gate %s passed", task, e.Gate)
 		}
 	case muster.EvReviewed:
-		n := 0
-		for _, f := range e.Findings {
-			if f.Blocking() {
-				n++
-			}
-		}
 		if len(e.Findings) > 0 {
-			line = fmt.Sprintf("  %s reviewed by %s: %d findings (%d blocking)", task, e.Slot(), len(e.Findings), n)
+			line = fmt.Sprintf("  %s reviewed by %s: %d findings (%d blocking)", task, e.Slot(), len(e.Findings), runview.Blocking(e.Findings))
 		} else {
 			line = fmt.Sprintf("  %s approved by %s", task, e.Slot())
 		}
