@@ -50,8 +50,18 @@ func PlainLine(e muster.Event) string {
 			res = "passed"
 		} else if e.Baseline == "fail" {
 			res = "failed (pre-existing, not charged)"
+		} else if e.Phase == "integration" {
+			res = "failed on the integrated tree"
 		}
 		return fmt.Sprintf("%s: gate %s %s", id, Sanitize(e.Gate), res)
+	case muster.EvLoopAttempt:
+		res := "failed"
+		if e.Passed != nil && *e.Passed {
+			res = "passed"
+		}
+		return fmt.Sprintf("%s: check %d %s", id, e.Round, res)
+	case muster.EvLoopEnded:
+		return fmt.Sprintf("%s: loop %s after %d checks%s", id, Sanitize(e.State), e.Round, suffix(e.Reason))
 	case muster.EvReviewed:
 		if len(e.Findings) == 0 {
 			return fmt.Sprintf("%s: review by %s approved", id, Sanitize(e.Slot()))
