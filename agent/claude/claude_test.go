@@ -62,15 +62,8 @@ func TestBuildArgs(t *testing.T) {
 func run(t *testing.T, fixture string, exit int, role string, spec *muster.ExecutorSpec) (*muster.ExecResult, error, *agenttest.Recorder, *agenttest.Fake, *muster.ExecRequest) {
 	t.Helper()
 	t.Setenv("MUSTER_TEST_CLAUDE_KEY", testKey)
-	fake := agenttest.NewFake(t, fixture, "", exit)
-	spec.Command = []string{fake.Bin}
-	e, err := New(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
 	req := agenttest.Request(t, spec, role, muster.AuthorityWrite, "do the thing")
-	rec := &agenttest.Recorder{}
-	res, err := e.Execute(context.Background(), req, rec.Emit)
+	res, err, rec, fake := agenttest.Execute(t, New, req, fixture, exit)
 	return res, err, rec, fake, req
 }
 

@@ -5,6 +5,8 @@
 package agenttest
 
 import (
+	"bytes"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -268,4 +270,39 @@ func NoSecret(t testing.TB, secret string, rec *Recorder, res *muster.ExecResult
 func ReadFile(path string) string {
 	b, _ := os.ReadFile(path)
 	return string(b)
+}
+
+// Execute runs the executor newExec builds for req.Spec against a fake CLI
+// that prints the file fixture and exits with exit; req.Spec.Command is
+// set to the fake.
+func Execute[E muster.Executor](t testing.TB, newExec func(*muster.ExecutorSpec) (E, error), req *muster.ExecRequest, fixture string, exit int) (*muster.ExecResult, error, *Recorder, *Fake) {
+	t.Helper()
+	fake := NewFake(t, fixture, "", exit)
+	req.Spec.Command = []string{fake.Bin}
+	e, err := newExec(req.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &Recorder{}
+	res, err := e.Execute(context.Background(), req, rec.Emit)
+	return res, err, rec, fake
+}
+
+// BenchParse measures parse over the lines of the recorded stream fixture.
+func BenchParse(b *testing.B, fixture string, parse func([]byte, *agentkit.Stream) error) {
+	data, err := os.ReadFile(fixture)
+	if err != nil {
+		b.Fatal(err)
+	}
+	lines := bytes.Split(bytes.TrimSpace(data), []byte("\n"))
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		s := agentkit.NewStream(nil)
+		for _, l := range lines {
+			if err := parse(l, s); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
 }
