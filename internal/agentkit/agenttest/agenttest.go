@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -124,14 +125,23 @@ func Request(t testing.TB, spec *muster.ExecutorSpec, role string, auth muster.A
 }
 
 // Recorder collects records; safe for use from the emitting goroutine
-// while the test reads after Execute returns.
+// while the test reads after Execute returns. With T set, an Emit that
+// overlaps another (the executor emitting from two goroutines at once)
+// fails the test.
 type Recorder struct {
+	T       testing.TB
 	mu      sync.Mutex
+	busy    atomic.Bool
 	Records []muster.Record
 }
 
 // Emit is the emit function to pass to Execute.
 func (r *Recorder) Emit(rec muster.Record) {
+	if r.busy.CompareAndSwap(false, true) {
+		defer r.busy.Store(false)
+	} else if r.T != nil {
+		r.T.Error("emit called concurrently")
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.Records = append(r.Records, rec)
