@@ -8,10 +8,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/muster-run/muster"
@@ -270,12 +271,7 @@ func parseLine(line []byte, s *agentkit.Stream) error {
 // total_cost_usd.
 func resultUsage(ev *event, s *agentkit.Stream) {
 	if len(ev.ModelUsage) > 0 {
-		models := make([]string, 0, len(ev.ModelUsage))
-		for m := range ev.ModelUsage {
-			models = append(models, m)
-		}
-		sort.Strings(models)
-		for _, m := range models {
+		for _, m := range slices.Sorted(maps.Keys(ev.ModelUsage)) {
 			mu := ev.ModelUsage[m]
 			s.UsageRecord(m, muster.Usage{
 				InputTokens: mu.InputTokens, OutputTokens: mu.OutputTokens,

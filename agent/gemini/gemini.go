@@ -5,12 +5,14 @@
 package gemini
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/muster-run/muster"
@@ -196,7 +198,7 @@ func (p *parser) line(line []byte, s *agentkit.Stream) error {
 			s.Note("tool failed: " + errorText(ev.Error))
 		}
 	case "error":
-		s.Error(firstNonEmpty(ev.Message, errorText(ev.Error)))
+		s.Error(cmp.Or(ev.Message, errorText(ev.Error)))
 	case "result":
 		s.Done = true
 		s.SetFinal(p.all.String())
@@ -227,12 +229,7 @@ func statsUsage(st *stats, s *agentkit.Stream) {
 		rec("", st.InputTokens, st.OutputTokens, st.Cached)
 		return
 	}
-	models := make([]string, 0, len(st.Models))
-	for m := range st.Models {
-		models = append(models, m)
-	}
-	sort.Strings(models)
-	for _, m := range models {
+	for _, m := range slices.Sorted(maps.Keys(st.Models)) {
 		ms := st.Models[m]
 		rec(m, ms.InputTokens, ms.OutputTokens, ms.Cached)
 	}
@@ -255,13 +252,4 @@ func errorText(raw json.RawMessage) string {
 		return obj.Message
 	}
 	return string(raw)
-}
-
-func firstNonEmpty(a ...string) string {
-	for _, s := range a {
-		if s != "" {
-			return s
-		}
-	}
-	return ""
 }

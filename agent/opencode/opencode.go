@@ -6,6 +6,7 @@
 package opencode
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -252,17 +253,8 @@ func parseLine(line []byte, s *agentkit.Stream) error {
 		s.Failed = true
 		if ev.Error != nil {
 			s.Status = ev.Error.Data.StatusCode
-			s.Error(firstNonEmpty(ev.Error.Data.Message, ev.Error.Name))
+			s.Error(cmp.Or(ev.Error.Data.Message, ev.Error.Name))
 		}
 	}
 	return nil
-}
-
-func firstNonEmpty(a ...string) string {
-	for _, s := range a {
-		if s != "" {
-			return s
-		}
-	}
-	return ""
 }
