@@ -2,7 +2,6 @@ package claude
 
 import (
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -162,10 +161,7 @@ func TestExecuteFailures(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.fixture, func(t *testing.T) {
 			_, err, _, _, _ := run(t, "testdata/"+c.fixture+".jsonl", 1, muster.RoleCoder, testSpec())
-			var ae *muster.AgentError
-			if !errors.As(err, &ae) || ae.Class != c.class {
-				t.Fatalf("error %v, want class %s", err, c.class)
-			}
+			ae := agenttest.WantClass(t, err, c.class)
 			if ae.Retryable() == (c.class == muster.FailAuth || c.class == muster.FailUsageLimit) {
 				t.Errorf("retryable %v for %s", ae.Retryable(), c.class)
 			}
@@ -180,10 +176,7 @@ func TestExecuteMalformed(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "bad.jsonl")
 	agenttestWrite(t, p, "{\"type\":\"system\",\"subtype\":\"init\",\"session_id\":\"s\"}\n{not json\n")
 	_, err, _, _, _ := run(t, p, 0, muster.RoleCoder, testSpec())
-	var ae *muster.AgentError
-	if !errors.As(err, &ae) || ae.Class != muster.FailMalformed {
-		t.Fatalf("error %v, want malformed", err)
-	}
+	agenttest.WantClass(t, err, muster.FailMalformed)
 }
 
 func TestExecuteMissingBinary(t *testing.T) {
@@ -194,10 +187,7 @@ func TestExecuteMissingBinary(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = e.Execute(context.Background(), agenttest.Request(t, spec, muster.RoleCoder, muster.AuthorityWrite, "x"), nil)
-	var ae *muster.AgentError
-	if !errors.As(err, &ae) || ae.Class != muster.FailStart {
-		t.Fatalf("error %v, want start", err)
-	}
+	agenttest.WantClass(t, err, muster.FailStart)
 }
 
 func TestNewRejectsOtherKind(t *testing.T) {

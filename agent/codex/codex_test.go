@@ -1,7 +1,6 @@
 package codex
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -128,12 +127,7 @@ func TestExecuteFailures(t *testing.T) {
 		"ratelimit": muster.FailRateLimit, "auth": muster.FailAuth, "server": muster.FailTransient,
 	} {
 		t.Run(fixture, func(t *testing.T) {
-			req := agenttest.Request(t, testSpec(""), muster.RoleCoder, muster.AuthorityWrite, "x")
-			_, err, _, _ := agenttest.Execute(t, New, req, "testdata/"+fixture+".jsonl", 1)
-			var ae *muster.AgentError
-			if !errors.As(err, &ae) || ae.Class != class {
-				t.Fatalf("err %v, want %s", err, class)
-			}
+			agenttest.Fails(t, New, testSpec(""), "testdata/"+fixture+".jsonl", class)
 		})
 	}
 }

@@ -2,7 +2,6 @@ package opencode
 
 import (
 	"encoding/json"
-	"errors"
 	"os"
 	"strings"
 	"testing"
@@ -97,11 +96,8 @@ func TestExecuteReviewResumeCost(t *testing.T) {
 }
 
 func TestExecuteAuth(t *testing.T) {
-	req := agenttest.Request(t, testSpec(), muster.RoleCoder, muster.AuthorityWrite, "x")
-	_, err, _, _ := agenttest.Execute(t, New, req, "testdata/auth.jsonl", 1)
-	var ae *muster.AgentError
-	if !errors.As(err, &ae) || ae.Class != muster.FailAuth || !strings.Contains(ae.Message, "invalid x-api-key") {
-		t.Fatalf("err %v, want auth", err)
+	if ae := agenttest.Fails(t, New, testSpec(), "testdata/auth.jsonl", muster.FailAuth); !strings.Contains(ae.Message, "invalid x-api-key") {
+		t.Fatalf("auth error %q lacks the server's message", ae.Message)
 	}
 }
 

@@ -7,6 +7,7 @@ package agenttest
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -315,4 +316,25 @@ func BenchParse(b *testing.B, fixture string, parse func([]byte, *agentkit.Strea
 			}
 		}
 	}
+}
+
+// WantClass fails the test unless err is a *muster.AgentError of class,
+// and returns it.
+func WantClass(t testing.TB, err error, class muster.FailureClass) *muster.AgentError {
+	t.Helper()
+	var ae *muster.AgentError
+	if !errors.As(err, &ae) || ae.Class != class {
+		t.Fatalf("err %v, want %s", err, class)
+	}
+	return ae
+}
+
+// Fails runs the executor newExec builds for spec, as a coder with write
+// authority, against a fake CLI that prints the file fixture and exits
+// with status 1, and wants the failure class (see WantClass).
+func Fails[E muster.Executor](t testing.TB, newExec func(*muster.ExecutorSpec) (E, error), spec *muster.ExecutorSpec, fixture string, class muster.FailureClass) *muster.AgentError {
+	t.Helper()
+	req := Request(t, spec, muster.RoleCoder, muster.AuthorityWrite, "x")
+	_, err, _, _ := Execute(t, newExec, req, fixture, 1)
+	return WantClass(t, err, class)
 }

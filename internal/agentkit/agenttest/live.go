@@ -2,7 +2,6 @@ package agenttest
 
 import (
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -128,10 +127,7 @@ func (l *Live) Fails(t *testing.T, scenario string, stall time.Duration, class m
 	req.Prompt = "[scenario: " + scenario + "]"
 	req.Stall = stall
 	_, err := l.Exec.Execute(context.Background(), &req, nil)
-	var ae *muster.AgentError
-	if !errors.As(err, &ae) || ae.Class != class {
-		t.Fatalf("err %v, want %s", err, class)
-	}
+	WantClass(t, err, class)
 }
 
 // inRepo is Write's request with authority auth and scenario in a fresh
