@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"time"
 
@@ -70,6 +69,11 @@ type Options struct {
 	// its journal write, or CrashCommit, CrashIntegrate).
 	CrashAt string
 }
+
+// groupWindow is how long the loop waits for more worker reports before
+// it makes a batch durable: short against an fsync (about a millisecond)
+// and against any agent's work.
+const groupWindow = 300 * time.Microsecond
 
 // groupJournal is a journal that can write events now and make them
 // durable later with one sync (group commit).
@@ -292,10 +296,23 @@ func (d *Driver) wait(ctx context.Context, wake time.Time) error {
 	case <-timer:
 		return nil
 	}
-	// Let workers that are about to report do so, so that one fsync
-	// covers as many events as possible (group commit).
-	runtime.Gosched()
-	for i := 0; i < 1023; i++ {
+	// Group commit: gather what other workers report within a short
+	// window, so that one fsync covers many events. The window ends early
+	// once every running attempt has reported its end.
+	window := time.NewTimer(groupWindow)
+	defer window.Stop()
+	for n := 0; n < 1024 && len(d.cancels) > 0; n++ {
+		select {
+		case m := <-d.msgs:
+			if err := d.handle(m); err != nil {
+				return err
+			}
+			continue
+		case <-window.C:
+		}
+		break
+	}
+	for n := 0; n < 1024; n++ {
 		select {
 		case m := <-d.msgs:
 			if err := d.handle(m); err != nil {
@@ -376,6 +393,9 @@ func (d *Driver) flush() error {
 // Applying first is safe: a crash before the sync loses the events and
 // the in-memory state together.
 func (d *Driver) emit(evs ...muster.Event) error {
+	if len(evs) == 0 {
+		return nil
+	}
 	now := d.clock.Now().UTC()
 	ptrs := make([]*muster.Event, len(evs))
 	for i := range evs {

@@ -177,7 +177,7 @@ func (w *Workspace) openBranch(ctx context.Context, opts Options) error {
 		return nil
 	}
 	if existing != "" {
-		return fmt.Errorf("run %s: branch %s exists already", w.run, w.branch)
+		return fmt.Errorf("run %s: branch %s %w", w.run, w.branch, ErrBranchExists)
 	}
 	rev := opts.Base
 	if rev == "" {

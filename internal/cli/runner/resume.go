@@ -33,6 +33,7 @@ func Resume(ctx context.Context, io *cmdutil.IOStreams, runID string, f *Flags) 
 	if cfg == nil {
 		cfg = &muster.Config{}
 	}
+	restoreSecrets(cfg, f.Config)
 	if err := ApplyFlags(cfg, f); err != nil {
 		return nil, err
 	}
