@@ -10,9 +10,9 @@ import (
 // Base is what every CLI adapter's executor holds: its spec, its kind and
 // the binary when it was found at construction.
 type Base struct {
-	Spec *muster.ExecutorSpec
-	Kind *Kind
-	Bin  string // resolved by NewBase when found; else at each Prepare
+	Spec *muster.ExecutorSpec // the executor as configured
+	Kind *Kind                // what muster knows of its CLI
+	Bin  string               // resolved by NewBase when found; else at each Prepare
 }
 
 // NewBase checks that spec is of the executor kind kind (an empty spec
@@ -34,10 +34,10 @@ func NewBase(spec *muster.ExecutorSpec, kind string) (*Base, error) {
 // and the API key (empty when the seeded login is used).
 type Setup struct {
 	Kind    *Kind
-	Bin     string
-	Home    string
+	Bin     string // the CLI's absolute path
+	Home    string // the clone's private home (see Home)
 	KeyName string // the variable the key is read from
-	Key     string
+	Key     string // the key; "": none, the login was seeded into Home
 }
 
 // Prepare readies one invocation of req: it resolves the binary (from

@@ -27,9 +27,9 @@ type LiveConfig struct {
 // Live is an adapter under test that drives the installed CLI against the
 // mock model server (see Script for the scenarios).
 type Live struct {
-	Exec muster.Executor
-	Spec *muster.ExecutorSpec
-	Key  string
+	Exec muster.Executor      // the adapter under test
+	Spec *muster.ExecutorSpec // its spec, pointing at the installed CLI and the server
+	Key  string               // the API key, which must never leak
 	// Req, Res and Rec are the first invocation's, set by Write.
 	Req *muster.ExecRequest
 	Res *muster.ExecResult
