@@ -48,7 +48,7 @@ func PlainLine(e muster.Event) string {
 		res := "failed"
 		if e.Passed != nil && *e.Passed {
 			res = "passed"
-		} else if e.Baseline == "fail" {
+		} else if e.NotCharged() {
 			res = "failed (pre-existing, not charged)"
 		} else if e.Phase == "integration" {
 			res = "failed on the integrated tree"

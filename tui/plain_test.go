@@ -13,7 +13,8 @@ func TestPlainLineLoopsAndIntegrationGates(t *testing.T) {
 		"t: check 1 failed":                               {Type: muster.EvLoopAttempt, Task: "t", Round: 1, Passed: &no},
 		"t: loop exhausted after 3 checks: still red":     {Type: muster.EvLoopEnded, Task: "t", State: "exhausted", Round: 3, Reason: "still red"},
 		"t: gate test failed on the integrated tree":      {Type: muster.EvGateRan, Task: "t", Gate: "test", Passed: &no, Phase: "integration"},
-		"t: gate test failed (pre-existing, not charged)": {Type: muster.EvGateRan, Task: "t", Gate: "test", Passed: &no, Baseline: "fail"},
+		"t: gate test failed (pre-existing, not charged)": {Type: muster.EvGateRan, Task: "t", Gate: "test", Passed: &no, Baseline: "fail", Reason: "pre-existing: fails on the base commit too; not charged"},
+		"t: gate accept failed":                           {Type: muster.EvGateRan, Task: "t", Gate: "accept", Passed: &no, Baseline: "fail"},
 	}
 	for want, e := range cases {
 		if got := PlainLine(e); got != want {

@@ -100,7 +100,7 @@ func (p *Printer) OnEvent(e *muster.Event, s *engine.State) {
 	case muster.EvGateRan:
 		if e.Passed != nil && !*e.Passed {
 			why := ""
-			if e.Baseline == "fail" {
+			if e.NotCharged() {
 				why = " (pre-existing: it fails on the base too; not charged)"
 			} else if e.Phase == "integration" {
 				why = " on the integrated tree"
