@@ -1,6 +1,9 @@
 package muster
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // SchemaVersion is the journal's schema, recorded in RunStarted.
 const SchemaVersion = 1
@@ -89,6 +92,16 @@ type Event struct {
 	// SessionID is the agent's own session, so a fix round can resume it.
 	SessionID string `json:"session_id,omitempty"`
 	PID       int    `json:"pid,omitempty"`
+}
+
+// ReasonPreExisting starts the Reason of a GateRan event whose failure
+// was there before the change (on the task's base, or on the tip it was
+// integrated onto), so it is recorded but not charged to the task.
+const ReasonPreExisting = "pre-existing"
+
+// NotCharged reports whether e is a gate failure not charged to its task.
+func (e *Event) NotCharged() bool {
+	return e.Type == EvGateRan && e.Passed != nil && !*e.Passed && strings.HasPrefix(e.Reason, ReasonPreExisting)
 }
 
 // Slot returns "executor#clone" for events that carry a clone.

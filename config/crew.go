@@ -54,13 +54,36 @@ func ParseCrew(flag string) (*muster.ExecutorSpec, error) {
 			e.Command = strings.Fields(prog)
 		}
 	}
-	switch {
-	case kind == muster.ExecCommand && len(e.Command) == 0:
-		return nil, bad("kind command needs a program: NAME=command[:CLONES]:PROGRAM [ARGS...]")
-	case kind != muster.ExecCommand && len(e.Command) > 0:
+	if kind != muster.ExecCommand && len(e.Command) > 0 {
 		return nil, bad("only kind command takes a program")
 	}
+	// A command executor without a program is fine here: it may override
+	// one of muster.toml that has its program (MergeCrew checks).
 	return e, nil
+}
+
+// MergeCrew parses --crew flags and merges them into cfg (see Merge). A
+// flag of kind command must give a program unless it overrides a command
+// executor of the config that has one.
+func MergeCrew(cfg *muster.Config, flags []string) error {
+	var crew []*muster.ExecutorSpec
+	for _, f := range flags {
+		spec, err := ParseCrew(f)
+		if err != nil {
+			return err
+		}
+		crew = append(crew, spec)
+	}
+	Merge(cfg, crew)
+	for i, c := range crew {
+		if c.Kind != muster.ExecCommand {
+			continue
+		}
+		if e := cfg.Executor(c.Name); e == nil || len(e.Command) == 0 {
+			return &muster.Error{Code: muster.CodeInvalid, Message: fmt.Sprintf("--crew %q: kind command needs a program: NAME=command[:CLONES]:PROGRAM [ARGS...]", flags[i])}
+		}
+	}
+	return nil
 }
 
 func isDigits(s string) bool {
@@ -79,7 +102,7 @@ func isDigits(s string) bool {
 // name cfg already has overrides it: with the same kind, only the clone
 // count (and the command, when the flag gives one) change and the rest of
 // the file's settings stay; with another kind, the flag's executor
-// replaces it whole.
+// replaces it, keeping only the roles the file listed.
 func Merge(cfg *muster.Config, crew []*muster.ExecutorSpec) {
 	for _, c := range crew {
 		if c == nil {
@@ -96,7 +119,13 @@ func Merge(cfg *muster.Config, crew []*muster.ExecutorSpec) {
 				old.Command = c.Command
 			}
 		default:
+			// Another kind: the flag's executor replaces it, but keeps the
+			// roles the file gave it (a flag cannot name roles, and a
+			// reviewer should not turn into a coder).
 			cp := *c
+			if len(old.Roles) > 0 {
+				cp.Roles = old.Roles
+			}
 			*old = cp
 		}
 	}

@@ -31,13 +31,41 @@ func TestParseCrew(t *testing.T) {
 		{"a=robot:2", `--crew "a=robot:2": unknown kind "robot" (known kinds: claude-code, codex, gemini, opencode, openai, anthropic, command, sim)`},
 		{"a=sim:0", `--crew "a=sim:0": clones must be from 1 to 1000`},
 		{"a=sim:99999999999999999999", `--crew "a=sim:99999999999999999999": clones must be from 1 to 1000`},
-		{"local=command:2", `--crew "local=command:2": kind command needs a program: NAME=command[:CLONES]:PROGRAM [ARGS...]`},
 		{"a=codex:2:./x", `--crew "a=codex:2:./x": only kind command takes a program`},
 	} {
 		_, err := ParseCrew(tc.flag)
 		if err == nil || err.Error() != tc.want || muster.ErrorCode(err) != muster.CodeInvalid {
 			t.Errorf("%s: got %v, want %s", tc.flag, err, tc.want)
 		}
+	}
+}
+
+func TestMergeCrewCommandOverride(t *testing.T) {
+	t.Parallel()
+	cfg, probs := Parse("m.toml", []byte("[executors.sh]\nkind = \"command\"\nclones = 2\ncommand = [\"./agent.sh\"]\n"))
+	if len(probs) != 0 {
+		t.Fatal(probs)
+	}
+	// Overriding a configured command executor's clones keeps its program.
+	if err := MergeCrew(cfg, []string{"sh=command:4"}); err != nil {
+		t.Fatal(err)
+	}
+	if e := cfg.Executor("sh"); e.Clones != 4 || !reflect.DeepEqual(e.Command, []string{"./agent.sh"}) {
+		t.Errorf("sh = %+v", e)
+	}
+	// Another kind replaces the executor but keeps the roles of the file.
+	cfg, _ = Parse("m.toml", []byte("[executors.rv]\nkind = \"command\"\ncommand = [\"./r.sh\"]\nroles = [\"reviewer\"]\n"))
+	if err := MergeCrew(cfg, []string{"rv=sim:2"}); err != nil {
+		t.Fatal(err)
+	}
+	if e := cfg.Executor("rv"); e.Kind != "sim" || e.Clones != 2 || len(e.Command) != 0 || !reflect.DeepEqual(e.Roles, []string{"reviewer"}) {
+		t.Errorf("rv = %+v", e)
+	}
+	// A new command executor needs its program.
+	err := MergeCrew(cfg, []string{"local=command:2"})
+	want := `--crew "local=command:2": kind command needs a program: NAME=command[:CLONES]:PROGRAM [ARGS...]`
+	if err == nil || err.Error() != want || muster.ErrorCode(err) != muster.CodeInvalid {
+		t.Errorf("got %v, want %s", err, want)
 	}
 }
 

@@ -53,7 +53,7 @@ func (w *worker) gates(ctx context.Context, round int) (feedback, failed string)
 		charged, newly := triage(r, before)
 		switch {
 		case !charged:
-			ev.Reason = "pre-existing: fails on the base commit too; not charged"
+			ev.Reason = muster.ReasonPreExisting + ": fails on the base commit too; not charged"
 			w.send(ev)
 		case len(newly) > 0:
 			ev.Reason = "newly failing: " + strings.Join(newly, ", ")

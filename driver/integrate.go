@@ -73,7 +73,7 @@ func (w *worker) land(ctx context.Context, commit string) landing {
 				charged, newly = triage(r, before)
 			}
 			if !charged {
-				ev.Reason = "pre-existing: fails on the tip too; not charged"
+				ev.Reason = muster.ReasonPreExisting + ": fails on the tip too; not charged"
 			} else {
 				why := ""
 				if len(newly) > 0 {

@@ -110,6 +110,9 @@ func (w *worker) reviewBy(ctx context.Context, round, i int, lease engine.Lease,
 		Prompt: buildReviewPrompt(w, diff),
 	}
 	res, err := exec.Execute(ctx, req, w.record(spec, muster.RoleReviewer, lease.Clone))
+	if ctx.Err() != nil {
+		return nil, false // interrupted: no verdict, and no warning either
+	}
 	if err != nil || res == nil {
 		msg := "no result"
 		if err != nil {

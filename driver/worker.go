@@ -274,17 +274,24 @@ func (w *worker) rounds(ctx context.Context, exec muster.Executor, feedback stri
 			return w.fail("stalemate: fix round "+fmt.Sprint(round)+" changed nothing", false), ""
 		}
 		lastDiff = sum
-		if fb, failed := w.gates(ctx, round); failed != "" {
+		// An interrupt during the gates or the review cancels the task:
+		// a gate or reviewer stopped by it is no verdict.
+		fb, failed := w.gates(ctx, round)
+		if ctx.Err() != nil {
+			return w.cancelled(ctx), ""
+		}
+		if failed != "" {
 			if round < maxRounds {
 				feedback, why = fb, failed
 				continue
 			}
 			return w.fail(failed, false), ""
 		}
+		fb, failed, stop := w.review(ctx, round, diff)
 		if ctx.Err() != nil {
 			return w.cancelled(ctx), ""
 		}
-		if fb, failed, stop := w.review(ctx, round, diff); failed != "" {
+		if failed != "" {
 			if round < maxRounds && !stop {
 				feedback, why = fb, failed
 				continue
@@ -293,6 +300,9 @@ func (w *worker) rounds(ctx context.Context, exec muster.Executor, feedback stri
 		}
 		commit, err := w.commit(ctx, change)
 		if err != nil {
+			if ctx.Err() != nil {
+				return w.cancelled(ctx), ""
+			}
 			return w.fail("commit: "+err.Error(), false), ""
 		}
 		return nil, commit

@@ -323,9 +323,9 @@ func (w *Workspace) Violations(ctx context.Context, dir string, change *muster.C
 			if p == "" {
 				continue
 			}
-			c, ok := owns.CleanPath(p)
+			c := p
 			switch {
-			case !ok || c != p:
+			case !repoPath(p):
 				add(p)
 			case owns.Match(OwnPaths, c):
 				add(p)
@@ -337,6 +337,17 @@ func (w *Workspace) Violations(ctx context.Context, dir string, change *muster.C
 		}
 	}
 	return out
+}
+
+// repoPath reports whether p, a path as git prints it, is a clean
+// relative path inside the repository. On this side a backslash is part
+// of a file name (a legal one), not a separator to normalise.
+func repoPath(p string) bool {
+	if p == "" || strings.HasPrefix(p, "/") {
+		return false
+	}
+	c := path.Clean(p)
+	return c == p && c != "." && c != ".." && !strings.HasPrefix(c, "../")
 }
 
 // escapingLink reports whether the file p in the worktree dir is a
@@ -374,7 +385,7 @@ func (w *Workspace) Revert(ctx context.Context, dir, base string, paths []string
 	defer s.mu.Unlock()
 	s.snap = nil
 	for _, p := range paths {
-		if c, ok := owns.CleanPath(p); !ok || c != p || p == ".git" || strings.HasPrefix(p, ".git/") {
+		if !repoPath(p) || p == ".git" || strings.HasPrefix(p, ".git/") {
 			return fmt.Errorf("revert: refusing path %q", p)
 		}
 		if throughLink(s.dir, p) {

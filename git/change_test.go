@@ -241,3 +241,32 @@ func TestRevert(t *testing.T) {
 }
 
 func sorted(s []string) []string { s = slices.Clone(s); slices.Sort(s); return s }
+
+// A backslash is a legal character of a file name: a path that holds one
+// is neither a violation without Owns nor refused by Revert.
+func TestBackslashInName(t *testing.T) {
+	repo := newRepo(t, baseFiles())
+	w := open(t, repo, "r1")
+	dir, base, _ := w.Prepare(ctx, "a#1")
+	write(t, dir, `back\slash.txt`, "x\n")
+	ch, err := w.Change(ctx, dir, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := render(ch); got != `A back\slash.txt` {
+		t.Fatalf("change: %s", got)
+	}
+	if bad := w.Violations(ctx, dir, ch, nil); len(bad) != 0 {
+		t.Fatalf("violations without Owns: %q", bad)
+	}
+	bad := w.Violations(ctx, dir, ch, []string{"src/"})
+	if !slices.Equal(bad, []string{`back\slash.txt`}) {
+		t.Fatalf("violations with Owns src/: %q", bad)
+	}
+	if err := w.Revert(ctx, dir, base, bad); err != nil {
+		t.Fatal(err)
+	}
+	if ch, _ = w.Change(ctx, dir, base); !ch.Empty() {
+		t.Errorf("after revert: %s", render(ch))
+	}
+}

@@ -12,6 +12,10 @@ import (
 // ErrDetached is returned by CurrentBranch when HEAD is not on a branch.
 var ErrDetached = errors.New("HEAD is detached (not on a branch)")
 
+// ErrBranchExists is returned by Open for a new run whose branch exists
+// already (the run ID is taken).
+var ErrBranchExists = errors.New("exists already")
+
 // Root returns the top directory of the work tree that contains dir and
 // the repository's common git directory (shared by all its worktrees),
 // both absolute.

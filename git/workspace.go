@@ -2,7 +2,6 @@ package git
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -100,9 +99,6 @@ var _ muster.Workspace = (*Workspace)(nil)
 
 var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
 
-// ErrBranchExists is returned by Open when a new run's branch exists.
-var ErrBranchExists = errors.New("the run branch exists already")
-
 // Fallback identity when git config has no user.name or user.email.
 const (
 	fallbackName  = "muster"
@@ -179,7 +175,7 @@ func (w *Workspace) openBranch(ctx context.Context, opts Options) error {
 		return nil
 	}
 	if existing != "" {
-		return fmt.Errorf("run %s: branch %s: %w", w.run, w.branch, ErrBranchExists)
+		return fmt.Errorf("run %s: branch %s %w", w.run, w.branch, ErrBranchExists)
 	}
 	rev := opts.Base
 	if rev == "" {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/runview"
 )
 
 // Geometry of the drawings, in SVG user units. Every drawing has a
@@ -65,9 +66,9 @@ func layers(r *run) map[muster.TaskID]int {
 		}
 		visiting[id] = true
 		l := 0
-		if t := r.tasks[id]; t != nil {
+		if t := r.Tasks[id]; t != nil {
 			for _, d := range t.After {
-				if _, known := r.tasks[d]; known {
+				if _, known := r.Tasks[d]; known {
 					l = max(l, visit(d)+1)
 				}
 			}
@@ -76,7 +77,7 @@ func layers(r *run) map[muster.TaskID]int {
 		layer[id] = l
 		return l
 	}
-	for _, id := range r.order {
+	for _, id := range r.Order {
 		visit(id)
 	}
 	return layer
@@ -88,7 +89,7 @@ func layoutGraph(r *run) graph {
 	// order breaks ties), so chains run straight and edges cross less.
 	byLayer := map[int][]muster.TaskID{}
 	maxLayer := 0
-	for _, id := range r.order {
+	for _, id := range r.Order {
 		byLayer[layer[id]] = append(byLayer[layer[id]], id)
 		maxLayer = max(maxLayer, layer[id])
 	}
@@ -98,7 +99,7 @@ func layoutGraph(r *run) graph {
 		key := map[muster.TaskID]float64{}
 		for i, id := range ids {
 			sum, n := 0.0, 0
-			for _, d := range r.tasks[id].After {
+			for _, d := range r.Tasks[id].After {
 				if row, ok := rowOf[d]; ok {
 					sum += float64(row)
 					n++
@@ -117,8 +118,8 @@ func layoutGraph(r *run) graph {
 	pos := map[muster.TaskID][2]float64{}
 	var g graph
 	maxRow := 0
-	for _, id := range r.order {
-		t := r.tasks[id]
+	for _, id := range r.Order {
+		t := r.Tasks[id]
 		l := layer[id]
 		row := rowOf[id]
 		maxRow = max(maxRow, row)
@@ -132,9 +133,9 @@ func layoutGraph(r *run) graph {
 		g.Nodes = append(g.Nodes, node{X: x, Y: y, ID: string(id), Label: clipText(string(id), 20),
 			State: t.State, Title: t.Title, Detail: clipText(detail, 24)})
 	}
-	for _, id := range r.order {
+	for _, id := range r.Order {
 		to := pos[id]
-		for _, d := range r.tasks[id].After {
+		for _, d := range r.Tasks[id].After {
 			from, ok := pos[d]
 			if !ok {
 				continue
@@ -198,13 +199,14 @@ func layoutGantt(r *run) gantt {
 		return ganttLabel + ganttPlot*float64(t.Sub(r.Start))/float64(total)
 	}
 	rowOf := map[string]int{}
-	for i, s := range r.slots {
+	for i, c := range r.Clones {
+		s := c.Slot
 		rowOf[s] = i
 		y := ganttTop + float64(i)*ganttRow
 		g.Rows = append(g.Rows, rowLabel{Y: y + ganttRow/2 + 4, Label: s})
 		g.Grid = append(g.Grid, y+ganttRow)
 	}
-	g.H = ganttTop + float64(len(r.slots))*ganttRow + 8
+	g.H = ganttTop + float64(len(r.Clones))*ganttRow + 8
 	for _, s := range r.spans {
 		y := ganttTop + float64(rowOf[s.Slot])*ganttRow + 4
 		x1, x2 := xAt(s.Start), xAt(s.End)
@@ -214,7 +216,7 @@ func layoutGantt(r *run) gantt {
 		}
 		b.Tip = fmt.Sprintf("%s on %s (%s): %s–%s, %s", s.Task, s.Slot, s.Role,
 			s.Start.UTC().Format(time.TimeOnly), s.End.UTC().Format(time.TimeOnly), s.Outcome)
-		if t := r.tasks[s.Task]; t != nil && s.Role != muster.RoleReviewer {
+		if t := r.Tasks[s.Task]; t != nil && s.Role != muster.RoleReviewer {
 			in := func(at time.Time) bool { return !at.Before(s.Start) && !at.After(s.End) }
 			for _, gr := range t.Gates {
 				if in(gr.Time) {
@@ -234,14 +236,12 @@ func layoutGantt(r *run) gantt {
 			}
 		}
 		if s.Role == muster.RoleReviewer {
-			if t := r.tasks[s.Task]; t != nil {
+			if t := r.Tasks[s.Task]; t != nil {
 				for _, rv := range t.Reviews {
 					if rv.Slot == s.Slot && !rv.Time.Before(s.Start) && !rv.Time.After(s.End) {
 						cls := "review-ok"
-						for _, f := range rv.Findings {
-							if f.Blocking() {
-								cls = "review-block"
-							}
+						if runview.Blocking(rv.Findings) > 0 {
+							cls = "review-block"
 						}
 						b.Marks = append(b.Marks, mark{X: xAt(rv.Time) - 1.5, Y: y + 2, W: 3, H: ganttRow - 12, Class: cls,
 							Tip: fmt.Sprintf("review: %d findings", len(rv.Findings))})
@@ -359,18 +359,6 @@ func clipText(s string, n int) string {
 	return string(r[:n-1]) + "…"
 }
 
-// fmtDur prints a duration as 45s, 3m07s or 1h02m.
-func fmtDur(d time.Duration) string {
-	d = d.Round(time.Second)
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
-	}
-	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
-}
-
 // fmtTick prints an axis label: 0, 30s, 5m, 1h30m.
 func fmtTick(d time.Duration) string {
 	switch {
@@ -383,7 +371,7 @@ func fmtTick(d time.Duration) string {
 	case d%time.Minute == 0:
 		return fmt.Sprintf("%dm", int(d.Minutes()))
 	}
-	return fmtDur(d)
+	return runview.Duration(d)
 }
 
 // fmtUSD prints micro-dollars as $0.42 (or $0.0042 below a cent).
@@ -392,15 +380,4 @@ func fmtUSD(micros int64) string {
 		return fmt.Sprintf("$%.4f", float64(micros)/1e6)
 	}
 	return fmt.Sprintf("$%.2f", float64(micros)/1e6)
-}
-
-// fmtTok prints a token count as 950, 12.3k or 1.20M.
-func fmtTok(n int64) string {
-	switch {
-	case n < 1000:
-		return fmt.Sprintf("%d", n)
-	case n < 1_000_000:
-		return fmt.Sprintf("%.1fk", float64(n)/1e3)
-	}
-	return fmt.Sprintf("%.2fM", float64(n)/1e6)
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/runview"
 )
 
 // Options configure the report.
@@ -95,10 +96,10 @@ func Write(w io.Writer, events []muster.Event, opts Options) error {
 		p.VerifyClass = "unknown"
 	}
 	if !r.Start.IsZero() {
-		p.Duration = fmtDur(r.End.Sub(r.Start))
+		p.Duration = runview.Duration(r.End.Sub(r.Start))
 	}
-	for _, id := range r.order {
-		switch r.tasks[id].State {
+	for _, id := range r.Order {
+		switch r.Tasks[id].State {
 		case muster.StateSucceeded:
 			p.Done++
 		case muster.StateFailed:
@@ -107,21 +108,22 @@ func Write(w io.Writer, events []muster.Event, opts Options) error {
 			p.Skipped++
 		}
 	}
-	p.Total = len(r.order)
+	p.Total = len(r.Order)
 	p.Cost = fmtUSD(r.Usage.CostMicros)
 	if r.Budget > 0 {
 		p.Budget = fmtUSD(r.Budget)
 	}
-	p.Tokens = fmtTok(r.Usage.Tokens())
+	p.Tokens = runview.Tokens(r.Usage.Tokens())
 	p.Graph = layoutGraph(r)
 	p.Gantt = layoutGantt(r)
-	vals := make([]int64, len(r.slots))
-	for i, s := range r.slots {
-		vals[i] = r.bySlot[s].CostMicros
+	slots := make([]string, len(r.Clones))
+	vals := make([]int64, len(r.Clones))
+	for i, c := range r.Clones {
+		slots[i], vals[i] = c.Slot, c.Total.CostMicros
 	}
-	p.ByClone = layoutBars(r.slots, vals, func(i int) string {
-		u := r.bySlot[r.slots[i]]
-		return fmtUSD(u.CostMicros) + " · " + fmtTok(u.Tokens()) + " tok"
+	p.ByClone = layoutBars(slots, vals, func(i int) string {
+		u := r.Clones[i].Total
+		return fmtUSD(u.CostMicros) + " · " + runview.Tokens(u.Tokens()) + " tok"
 	})
 	models := r.sortedModels()
 	vals = make([]int64, len(models))
@@ -130,13 +132,13 @@ func Write(w io.Writer, events []muster.Event, opts Options) error {
 	}
 	p.ByModel = layoutBars(models, vals, func(i int) string {
 		u := r.byModel[models[i]]
-		return fmtUSD(u.CostMicros) + " · " + fmtTok(u.Tokens()) + " tok"
+		return fmtUSD(u.CostMicros) + " · " + runview.Tokens(u.Tokens()) + " tok"
 	})
 	p.Over = layoutCost(r)
 	p.BarX = barLabel
 	p.Legend = []string{muster.StateSucceeded, muster.StateFailed, "retried", muster.StateCancelled, muster.StateRunning, "review"}
-	for _, id := range r.order {
-		p.Rows = append(p.Rows, makeRow(r.tasks[id]))
+	for _, id := range r.Order {
+		p.Rows = append(p.Rows, makeRow(r.Tasks[id]))
 	}
 	var buf bytes.Buffer
 	if err := tmpl.Execute(&buf, p); err != nil {
@@ -146,12 +148,12 @@ func Write(w io.Writer, events []muster.Event, opts Options) error {
 	return err
 }
 
-func makeRow(t *task) row {
-	rw := row{ID: string(t.ID), Title: t.Title, State: t.State, Slot: t.Slot, Attempts: t.Attempts,
-		Rounds: t.Rounds, Commit: t.Commit, Paths: t.Paths, Reason: t.Reason,
-		Tokens: fmtTok(t.Usage.Tokens()), Cost: fmtUSD(t.Usage.CostMicros)}
+func makeRow(t *runview.Task) row {
+	rw := row{ID: string(t.ID), Title: t.Title, State: t.State, Slot: t.Slot, Attempts: t.Attempt,
+		Rounds: t.FixRounds, Commit: t.Commit, Paths: t.Paths, Reason: t.Reason,
+		Tokens: runview.Tokens(t.Usage.Tokens()), Cost: fmtUSD(t.Usage.CostMicros)}
 	if !t.Start.IsZero() && !t.End.IsZero() && t.End.After(t.Start) {
-		rw.Time = fmtDur(t.End.Sub(t.Start))
+		rw.Time = runview.Duration(t.End.Sub(t.Start))
 	}
 	rw.CommitShort = t.Commit
 	if len(rw.CommitShort) > 10 {

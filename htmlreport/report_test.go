@@ -1,11 +1,8 @@
 package htmlreport
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -13,42 +10,23 @@ import (
 	"time"
 
 	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/internal/viewtest"
 )
 
-var t0 = time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+var t0 = viewtest.T0
 
 // loadSample reads testdata/sample.jsonl: 8 tasks on 4 clones, a fix
 // round after review, and a task that fails after two fix rounds.
 func loadSample(t testing.TB) []muster.Event {
-	t.Helper()
-	f, err := os.Open(filepath.Join("testdata", "sample.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var evs []muster.Event
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var e muster.Event
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			t.Fatalf("sample.jsonl:%d: %v", len(evs)+1, err)
-		}
-		evs = append(evs, e)
-	}
-	return evs
+	return viewtest.Load(t, filepath.Join("testdata", "sample.jsonl"))
 }
 
 // Small constructors for hand-made journals.
-func at(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
-
-func started(s int, id muster.TaskID, ex string, clone int) muster.Event {
-	return muster.Event{Time: at(s), Type: muster.EvTaskStarted, Task: id, Attempt: 1, Executor: ex, Clone: clone, Role: muster.RoleCoder}
-}
-
-func ended(s int, typ muster.EventType, id muster.TaskID, reason string) muster.Event {
-	return muster.Event{Time: at(s), Type: typ, Task: id, Reason: reason}
-}
+var (
+	at      = viewtest.At
+	started = viewtest.Started
+	ended   = viewtest.Ended
+)
 
 func render(t *testing.T, evs []muster.Event, opts Options) string {
 	t.Helper()
@@ -138,8 +116,9 @@ func TestWriteWithoutLeasesOrEvents(t *testing.T) {
 	}
 }
 
-func BenchmarkWrite(b *testing.B) {
-	evs := loadSample(b)
+func BenchmarkWrite(b *testing.B) { benchWrite(b, loadSample(b)) }
+
+func benchWrite(b *testing.B, evs []muster.Event) {
 	var buf bytes.Buffer
 	for b.Loop() {
 		buf.Reset()
@@ -214,14 +193,4 @@ func TestWriteLarge(t *testing.T) {
 	}
 }
 
-func BenchmarkWriteLarge(b *testing.B) {
-	evs := largeRun(200)
-	var buf bytes.Buffer
-	for b.Loop() {
-		buf.Reset()
-		if err := Write(&buf, evs, Options{}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(buf.Len()), "bytes/report")
-}
+func BenchmarkWriteLarge(b *testing.B) { benchWrite(b, largeRun(200)) }

@@ -28,7 +28,7 @@ type Options struct {
 func Validate(p *muster.Plan, cfg *muster.Config, opts Options) muster.Problems {
 	ps := &problems{file: p.Source}
 	if len(p.Tasks) == 0 {
-		ps.addf(0, `plan has no tasks: a task starts with a heading "## [ ] ID: Title"`)
+		ps.addf(1, `plan has no tasks: a task starts with a heading "## [ ] ID: Title"`)
 		return ps.list
 	}
 	ids := ps.checkIDs(p.Tasks, nil)

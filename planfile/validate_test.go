@@ -35,7 +35,7 @@ func TestValidate(t *testing.T) {
 	}{
 		{"valid", "## [ ] a: A\nOwns: a/\n\n## [ ] b: B\nAfter: a\nOwns: a/x.go\nExecutor: codex\n", false, nil},
 		{"no tasks", "# Plan: empty\n\nJust a brief.\n", false,
-			[]string{`p.md: plan has no tasks: a task starts with a heading "## [ ] ID: Title"`}},
+			[]string{`p.md:1: plan has no tasks: a task starts with a heading "## [ ] ID: Title"`}},
 		{"bad id", "## [ ] my task: A\n", false,
 			[]string{`p.md:1: bad task ID "my task": use letters, digits, ".", "_" and "-", starting with a letter or digit`}},
 		{"bad id start", "## [ ] -a: A\n", false,

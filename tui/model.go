@@ -60,7 +60,7 @@ func New(opts Options) Model {
 	if m.height <= 0 {
 		m.height = 24
 	}
-	m.st.Budget = opts.Budget
+	m.st.budget = opts.Budget
 	return m
 }
 
@@ -104,9 +104,9 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		case "home", "g":
 			m.selected = 0
 		case "end", "G":
-			m.selected = len(m.st.order) - 1
+			m.selected = len(m.st.Order) - 1
 		}
-		m.selected = max(0, min(m.selected, len(m.st.order)-1))
+		m.selected = max(0, min(m.selected, len(m.st.Order)-1))
 	}
 	return m, nil
 }
@@ -115,7 +115,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 func (m Model) View() tea.View {
 	v := tea.NewView(m.render())
 	v.AltScreen = true
-	v.WindowTitle = "muster " + Sanitize(m.st.Run)
+	v.WindowTitle = "muster " + Sanitize(m.st.ID)
 	return v
 }
 
@@ -126,12 +126,12 @@ func (m Model) Detached() bool { return m.detached }
 func (m Model) Interrupted() bool { return m.stopped }
 
 // Finished reports whether the run ended (RunFinished or RunInterrupted).
-func (m Model) Finished() bool { return m.st.RunState != "" }
+func (m Model) Finished() bool { return m.st.State != "" }
 
 // Selected returns the ID of the selected task, or "".
 func (m Model) Selected() muster.TaskID {
-	if m.selected < len(m.st.order) {
-		return m.st.order[m.selected]
+	if m.selected < len(m.st.Order) {
+		return m.st.Order[m.selected]
 	}
 	return ""
 }

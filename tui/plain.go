@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/runview"
 )
 
 // PlainLine formats one event as a short line for people, without the
@@ -47,21 +48,25 @@ func PlainLine(e muster.Event) string {
 		res := "failed"
 		if e.Passed != nil && *e.Passed {
 			res = "passed"
-		} else if e.Baseline == "fail" {
+		} else if e.NotCharged() {
 			res = "failed (pre-existing, not charged)"
+		} else if e.Phase == "integration" {
+			res = "failed on the integrated tree"
 		}
 		return fmt.Sprintf("%s: gate %s %s", id, Sanitize(e.Gate), res)
+	case muster.EvLoopAttempt:
+		res := "failed"
+		if e.Passed != nil && *e.Passed {
+			res = "passed"
+		}
+		return fmt.Sprintf("%s: check %d %s", id, e.Round, res)
+	case muster.EvLoopEnded:
+		return fmt.Sprintf("%s: loop %s after %d checks%s", id, Sanitize(e.State), e.Round, suffix(e.Reason))
 	case muster.EvReviewed:
 		if len(e.Findings) == 0 {
 			return fmt.Sprintf("%s: review by %s approved", id, Sanitize(e.Slot()))
 		}
-		blocking := 0
-		for _, f := range e.Findings {
-			if f.Blocking() {
-				blocking++
-			}
-		}
-		return fmt.Sprintf("%s: review by %s: %d findings (%d blocking)", id, Sanitize(e.Slot()), len(e.Findings), blocking)
+		return fmt.Sprintf("%s: review by %s: %d findings (%d blocking)", id, Sanitize(e.Slot()), len(e.Findings), runview.Blocking(e.Findings))
 	case muster.EvFixRound:
 		return fmt.Sprintf("%s: fix round %d%s", id, e.Round, suffix(e.Reason))
 	case muster.EvViolation:
@@ -133,7 +138,7 @@ func (p *Printer) Print(e muster.Event) error {
 	if line == "" || e.Type == muster.EvToolUse {
 		return nil
 	}
-	done, _, _, total := p.st.counts()
+	done, _, _, total := p.st.Counts()
 	prefix := fmt.Sprintf("[%d/%d] ", done, total)
 	if p.Time && !e.Time.IsZero() {
 		prefix = e.Time.UTC().Format(time.TimeOnly) + " " + prefix

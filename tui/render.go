@@ -8,6 +8,7 @@ import (
 	"charm.land/lipgloss/v2"
 
 	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/runview"
 )
 
 // Styles. Lip Gloss renders full colour; Bubble Tea downsamples it to
@@ -68,7 +69,7 @@ func (m Model) render() string {
 	out = append(out, section("lanes", w))
 	out = append(out, lanes...)
 
-	taskRows := min(len(m.st.order), max(3, (rest-2)*3/5)) // tasks get ~3/5
+	taskRows := min(len(m.st.Order), max(3, (rest-2)*3/5)) // tasks get ~3/5
 	taskRows = max(taskRows, min(12, rest-6))
 	taskRows = max(1, min(taskRows, rest-5))
 	out = append(out, m.tasksAndDetail(w, taskRows)...)
@@ -98,50 +99,50 @@ func section(name string, w int) string {
 }
 
 func (m Model) header() string {
-	done, running, failed, total := m.st.counts()
-	run := Sanitize(m.st.Run)
+	done, running, failed, total := m.st.Counts()
+	run := Sanitize(m.st.ID)
 	if run == "" {
 		run = "(waiting for events)"
 	}
 	s := fmt.Sprintf("[%d/%d]  running %d  failed %d  elapsed %s  spend %s",
-		done, total, running, failed, fmtDur(m.elapsed()), fmtUSD(m.st.Total.CostMicros))
-	if m.st.Budget > 0 {
-		s += " / " + fmtUSD(m.st.Budget)
+		done, total, running, failed, runview.Duration(m.elapsed()), fmtUSD(m.st.Usage.CostMicros))
+	if m.st.budget > 0 {
+		s += " / " + fmtUSD(m.st.budget)
 	}
-	if m.st.RunState != "" {
-		s += "  run " + m.st.RunState
+	if m.st.State != "" {
+		s += "  run " + m.st.State
 	}
 	return s + "  · muster " + run
 }
 
 // elapsed is the run's wall time so far, or in all when it ended.
 func (m Model) elapsed() time.Duration {
-	if m.st.Started.IsZero() {
+	if m.st.Start.IsZero() {
 		return 0
 	}
 	end := m.now()
-	if !m.st.Finished.IsZero() {
-		end = m.st.Finished
+	if !m.st.End.IsZero() {
+		end = m.st.End
 	}
-	return max(0, end.Sub(m.st.Started))
+	return max(0, end.Sub(m.st.Start))
 }
 
 // laneLines draws one line per executor clone.
 func (m Model) laneLines(w int) []string {
 	sw := 8
-	for _, l := range m.st.lanes {
+	for _, l := range m.st.Clones {
 		sw = max(sw, lipgloss.Width(Sanitize(l.Slot)))
 	}
 	var lines []string
-	for _, l := range m.st.lanes {
+	for _, l := range m.st.Clones {
 		slot := pad(Sanitize(l.Slot), sw)
-		total := fmt.Sprintf("Σ %s tok %s", fmtTok(l.Total.Tokens()), fmtUSD(l.Total.CostMicros))
+		total := fmt.Sprintf("Σ %s tok %s", runview.Tokens(l.Total.Tokens()), fmtUSD(l.Total.CostMicros))
 		if l.Task == "" {
 			line := fmt.Sprintf("%s  %-14s %-16s %6s %9s %8s  %s", slot, "idle", "", "", "", "", total)
 			lines = append(lines, stDim.Render(clip(line, w)))
 			continue
 		}
-		t := m.st.tasks[l.Task]
+		t := m.st.Tasks[l.Task]
 		phase := "agent"
 		if l.Role == muster.RoleReviewer {
 			phase = "reviewing"
@@ -152,11 +153,11 @@ func (m Model) laneLines(w int) []string {
 			phase = phaseText(t)
 		}
 		el := time.Duration(0)
-		if !l.Since.IsZero() && m.st.RunState == "" {
+		if !l.Since.IsZero() && m.st.State == "" {
 			el = max(0, m.now().Sub(l.Since))
 		}
 		line := fmt.Sprintf("%s  %-14s %-16s %6s %9s %8s  %s", slot, pad(Sanitize(string(l.Task)), 14), phase,
-			fmtDur(el), fmtTok(l.Work.Tokens())+" tok", fmtUSD(l.Work.CostMicros), total)
+			runview.Duration(el), runview.Tokens(l.Work.Tokens())+" tok", fmtUSD(l.Work.CostMicros), total)
 		lines = append(lines, stRun.Render(clip(line, w)))
 	}
 	return lines
@@ -164,7 +165,7 @@ func (m Model) laneLines(w int) []string {
 
 // phaseText names a running task's phase: agent, gates, review round n,
 // integrating; "fix n" is the agent in a fix round.
-func phaseText(t *task) string {
+func phaseText(t *runview.Task) string {
 	switch t.Phase {
 	case "", "agent":
 		if t.Round > 0 {
@@ -194,13 +195,13 @@ func (m Model) tasksAndDetail(w, rows int) []string {
 		first = m.selected - rows + 1
 	}
 	iw := 6
-	for _, id := range m.st.order {
+	for _, id := range m.st.Order {
 		iw = max(iw, min(18, lipgloss.Width(Sanitize(string(id)))))
 	}
-	for i := first; i < len(m.st.order) && i < first+rows; i++ {
-		t := m.st.tasks[m.st.order[i]]
+	for i := first; i < len(m.st.Order) && i < first+rows; i++ {
+		t := m.st.Tasks[m.st.Order[i]]
 		mark := stateMark[t.State]
-		line := fmt.Sprintf("%s %s %-9s %s", mark, pad(Sanitize(string(t.ID)), iw), t.State, t.Title)
+		line := fmt.Sprintf("%s %s %-9s %s", mark, pad(Sanitize(string(t.ID)), iw), t.State, Sanitize(t.Title))
 		line = pad(clip(line, lw-2), lw-2)
 		if i == m.selected {
 			left = append(left, stSel.Render("› "+line))
@@ -232,8 +233,8 @@ func (m Model) detail(w, n int) []string {
 	if id == "" {
 		return nil
 	}
-	t := m.st.tasks[id]
-	lines := []string{stHeader.Render(clip(Sanitize(string(t.ID))+": "+t.Title, w))}
+	t := m.st.Tasks[id]
+	lines := []string{stHeader.Render(clip(Sanitize(string(t.ID))+": "+Sanitize(t.Title), w))}
 	info := fmt.Sprintf("%s  attempt %d", t.State, t.Attempt)
 	if t.Slot != "" {
 		info += "  on " + Sanitize(t.Slot)
@@ -241,7 +242,7 @@ func (m Model) detail(w, n int) []string {
 	if t.State == muster.StateRunning {
 		info += "  " + phaseText(t)
 	}
-	info += fmt.Sprintf("  %s tok %s", fmtTok(t.Usage.Tokens()), fmtUSD(t.Usage.CostMicros))
+	info += fmt.Sprintf("  %s tok %s", runview.Tokens(t.Usage.Tokens()), fmtUSD(t.Usage.CostMicros))
 	lines = append(lines, clip(info, w))
 	if len(t.After) > 0 {
 		after := make([]string, len(t.After))
@@ -256,29 +257,31 @@ func (m Model) detail(w, n int) []string {
 	if len(t.Paths) > 0 {
 		lines = append(lines, clip("paths "+Sanitize(strings.Join(t.Paths, ", ")), w))
 	}
-	if len(t.Gated) > 0 || t.Finds > 0 {
+	gated, passed := t.LatestGates()
+	if finds := t.Findings(); len(gated) > 0 || finds > 0 {
 		var g []string
-		for _, name := range t.Gated {
-			if t.Gates[name] {
+		for _, name := range gated {
+			if passed[name] {
 				g = append(g, Sanitize(name)+" ✓")
 			} else {
 				g = append(g, Sanitize(name)+" ✗")
 			}
 		}
 		s := "gates " + strings.Join(g, " ")
-		if t.Finds > 0 {
-			s += fmt.Sprintf("  findings %d", t.Finds)
+		if finds > 0 {
+			s += fmt.Sprintf("  findings %d", finds)
 		}
 		lines = append(lines, clip(s, w))
 	}
-	if t.Reason != "" {
-		lines = append(lines, stBad.Render(clip("reason: "+t.Reason, w)))
+	if reason := Sanitize(t.Reason); reason != "" {
+		lines = append(lines, stBad.Render(clip("reason: "+reason, w)))
 	}
 	lines = append(lines, stDim.Render(clip("latest agent output:", w)))
 	room := n - len(lines)
 	var out []string
-	for i := len(t.Msgs) - 1; i >= 0 && len(out) < room; i-- {
-		wrapped := wrap(t.Msgs[i], w-2)
+	msgs := m.st.msgs[id]
+	for i := len(msgs) - 1; i >= 0 && len(out) < room; i-- {
+		wrapped := wrap(msgs[i], w-2)
 		for j := len(wrapped) - 1; j >= 0 && len(out) < room; j-- {
 			out = append(out, "  "+wrapped[j])
 		}
@@ -340,29 +343,6 @@ func wrap(s string, w int) []string {
 		lines = append(lines, word)
 	}
 	return lines
-}
-
-// fmtDur prints a duration as 45s, 3m07s or 1h02m.
-func fmtDur(d time.Duration) string {
-	d = d.Round(time.Second)
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
-	}
-	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
-}
-
-// fmtTok prints a token count as 950, 12.3k or 1.20M.
-func fmtTok(n int64) string {
-	switch {
-	case n < 1000:
-		return fmt.Sprintf("%d", n)
-	case n < 1_000_000:
-		return fmt.Sprintf("%.1fk", float64(n)/1e3)
-	}
-	return fmt.Sprintf("%.2fM", float64(n)/1e6)
 }
 
 // fmtUSD prints micro-dollars as $0.42.

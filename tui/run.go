@@ -48,14 +48,14 @@ func Run(ctx context.Context, events <-chan muster.Event, in io.Reader, out io.W
 func (m Model) Summary() string {
 	lines := []string{m.header()}
 	iw := 0
-	for _, id := range m.st.order {
+	for _, id := range m.st.Order {
 		iw = max(iw, min(24, len([]rune(Sanitize(string(id))))))
 	}
-	for _, id := range m.st.order {
-		t := m.st.tasks[id]
-		line := fmt.Sprintf("  %s %s %-9s %s", stateMark[t.State], pad(Sanitize(string(t.ID)), iw), t.State, t.Title)
-		if t.Reason != "" && t.State != "succeeded" {
-			line += " (" + t.Reason + ")"
+	for _, id := range m.st.Order {
+		t := m.st.Tasks[id]
+		line := fmt.Sprintf("  %s %s %-9s %s", stateMark[t.State], pad(Sanitize(string(t.ID)), iw), t.State, Sanitize(t.Title))
+		if reason := Sanitize(t.Reason); reason != "" && t.State != "succeeded" {
+			line += " (" + reason + ")"
 		}
 		lines = append(lines, line)
 	}

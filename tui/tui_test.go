@@ -1,10 +1,8 @@
 package tui
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"io"
@@ -19,33 +17,18 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/internal/viewtest"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden")
 
 // t0 is the sample journal's start.
-var t0 = time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+var t0 = viewtest.T0
 
 // loadSample reads testdata/sample.jsonl: 8 tasks on 4 clones, a fix
 // round after review, and a task that fails after two fix rounds.
 func loadSample(t testing.TB) []muster.Event {
-	t.Helper()
-	f, err := os.Open(filepath.Join("testdata", "sample.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var evs []muster.Event
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var e muster.Event
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			t.Fatalf("sample.jsonl:%d: %v", len(evs)+1, err)
-		}
-		evs = append(evs, e)
-	}
-	return evs
+	return viewtest.Load(t, filepath.Join("testdata", "sample.jsonl"))
 }
 
 // until returns the events recorded at or before t0+d.

@@ -41,6 +41,9 @@ var ccusageCases = []string{"claude-a", "claude-b", "claude-c"}
 func TestMatchesCcusage(t *testing.T) {
 	bin := ccusageBinary()
 	if bin == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("ccusage not installed (CI must have it: .ci/run installs it)")
+		}
 		t.Skip("ccusage not installed: run `npm install --prefix .cache/ccusage ccusage@20.0.24` in the repository root (or set CCUSAGE) to compare")
 	}
 	for _, c := range ccusageCases {

@@ -11,12 +11,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	muster "github.com/muster-run/muster"
+	agentkittest "github.com/muster-run/muster/internal/agentkit/agenttest"
 )
 
 // Behavior is what the agent under test should do in one invocation. An
@@ -58,36 +58,6 @@ func NewRequest(t *testing.T, spec *muster.ExecutorSpec) *muster.ExecRequest {
 	}
 }
 
-type recorder struct {
-	mu   sync.Mutex
-	recs []muster.Record
-	busy bool
-	t    *testing.T
-}
-
-func (r *recorder) emit(rec muster.Record) {
-	r.mu.Lock()
-	if r.busy {
-		r.t.Error("emit called concurrently")
-	}
-	r.busy = true
-	r.recs = append(r.recs, rec)
-	r.busy = false
-	r.mu.Unlock()
-}
-
-func (r *recorder) of(typ string) []muster.Record {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []muster.Record
-	for _, x := range r.recs {
-		if x.Type == typ {
-			out = append(out, x)
-		}
-	}
-	return out
-}
-
 // RunExecutorConformance runs the suite. The caller's test must not be
 // parallel (one subtest sets environment variables).
 func RunExecutorConformance(t *testing.T, newExec Factory) {
@@ -103,9 +73,8 @@ func RunExecutorConformance(t *testing.T, newExec Factory) {
 		req := NewRequest(t, spec)
 		req.Env = map[string]string{"FROM_REQ": "r"}
 		req.DiffFile = filepath.Join(req.Scratch, "diff.patch")
-		var rec recorder
-		rec.t = t
-		if _, err := ex.Execute(context.Background(), req, rec.emit); err != nil {
+		rec := &agentkittest.Recorder{T: t}
+		if _, err := ex.Execute(context.Background(), req, rec.Emit); err != nil {
 			t.Fatal(err)
 		}
 		b, err := os.ReadFile(envFile)
@@ -151,23 +120,22 @@ func RunExecutorConformance(t *testing.T, newExec Factory) {
 		u := muster.Usage{InputTokens: 120, OutputTokens: 30, CacheReadTokens: 5, CacheWriteTokens: 2, CostMicros: 12345}
 		ex, spec := newExec(t, Behavior{Usage: &u, Model: "m-1", Tool: "Edit", ToolArgs: "a.go",
 			Findings: []muster.Finding{{Severity: "major", Title: "no test", Path: "a.go"}}, Satisfied: true})
-		var rec recorder
-		rec.t = t
-		res, err := ex.Execute(context.Background(), NewRequest(t, spec), rec.emit)
+		rec := &agentkittest.Recorder{T: t}
+		res, err := ex.Execute(context.Background(), NewRequest(t, spec), rec.Emit)
 		if err != nil {
 			t.Fatal(err)
 		}
-		us := rec.of(muster.RecUsage)
+		us := rec.Of(muster.RecUsage)
 		if len(us) != 1 || us[0].Usage != u || us[0].Model != "m-1" {
 			t.Errorf("usage records %+v, want %+v", us, u)
 		}
-		if ts := rec.of(muster.RecTool); len(ts) != 1 || ts[0].Tool != "Edit" || ts[0].Args != "a.go" {
+		if ts := rec.Of(muster.RecTool); len(ts) != 1 || ts[0].Tool != "Edit" || ts[0].Args != "a.go" {
 			t.Errorf("tool records %+v", ts)
 		}
 		if !res.Reviewed || len(res.Findings) != 1 || res.Findings[0].Title != "no test" || res.Findings[0].Severity != "major" {
 			t.Errorf("findings %+v", res)
 		}
-		if !res.Satisfied || len(rec.of(muster.RecSatisfied)) != 1 {
+		if !res.Satisfied || len(rec.Of(muster.RecSatisfied)) != 1 {
 			t.Errorf("satisfied not reported: %+v", res)
 		}
 		if res.ExitCode != 0 {
@@ -178,15 +146,14 @@ func RunExecutorConformance(t *testing.T, newExec Factory) {
 	t.Run("TranscriptKept", func(t *testing.T) {
 		t.Parallel()
 		ex, spec := newExec(t, Behavior{EchoPrompt: true, Say: []string{"thinking about it", `{"type":"unknown-kind"}`, `{"no":"type"}`}})
-		var rec recorder
-		rec.t = t
+		rec := &agentkittest.Recorder{T: t}
 		req := NewRequest(t, spec)
-		res, err := ex.Execute(context.Background(), req, rec.emit)
+		res, err := ex.Execute(context.Background(), req, rec.Emit)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var texts []string
-		for _, m := range rec.of(muster.RecMessage) {
+		for _, m := range rec.Of(muster.RecMessage) {
 			texts = append(texts, m.Text)
 		}
 		all := strings.Join(texts, "\n")

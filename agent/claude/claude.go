@@ -8,10 +8,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/muster-run/muster"
@@ -19,62 +20,31 @@ import (
 )
 
 // Executor runs Claude Code for one executor spec.
-type Executor struct {
-	spec *muster.ExecutorSpec
-	kind *agentkit.Kind
-	bin  string // resolved at New when found; else at each Execute
-}
+type Executor struct{ base *agentkit.Base }
 
 // New returns an executor for spec (kind "claude-code"). The binary is
 // spec.Command[0] when set, else "claude" on PATH or in the repository's
 // .cache/agents; a missing binary is reported when Execute runs.
 func New(spec *muster.ExecutorSpec) (*Executor, error) {
-	if spec == nil {
-		return nil, fmt.Errorf("claude-code: no executor spec")
+	b, err := agentkit.NewBase(spec, muster.ExecClaudeCode)
+	if err != nil {
+		return nil, err
 	}
-	if spec.Kind != "" && spec.Kind != muster.ExecClaudeCode {
-		return nil, fmt.Errorf("executor %s: kind %q is not %s", spec.Name, spec.Kind, muster.ExecClaudeCode)
-	}
-	e := &Executor{spec: spec, kind: agentkit.Lookup(muster.ExecClaudeCode)}
-	e.bin, _ = agentkit.FindBinary(spec, e.kind.Binary)
-	return e, nil
+	return &Executor{base: b}, nil
 }
 
 // Execute runs one invocation of Claude Code in req.Dir.
 func (e *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit func(muster.Record)) (*muster.ExecResult, error) {
-	bin := e.bin
-	if bin == "" {
-		var err error
-		if bin, err = agentkit.FindBinary(e.spec, e.kind.Binary, req.Dir); err != nil {
-			return nil, &muster.AgentError{Class: muster.FailStart, ExitCode: -1, Message: err.Error()}
-		}
-	}
-	home, err := agentkit.Home(req)
+	s, err := e.base.Prepare(req)
 	if err != nil {
-		return nil, &muster.AgentError{Class: muster.FailStart, ExitCode: -1, Message: err.Error()}
+		return nil, err
 	}
-	_, key := agentkit.APIKey(e.spec, e.kind)
-	if key == "" {
-		if err := agentkit.SeedLogin(e.kind, home); err != nil {
-			return nil, &muster.AgentError{Class: muster.FailStart, ExitCode: -1, Message: err.Error()}
-		}
-	}
-	resume := resumable(home, req.Dir, req.SessionID)
-	inv := agentkit.Invocation{
-		Kind:    e.kind,
-		Argv:    append([]string{bin}, buildArgs(e.spec, req, resume)...),
-		Env:     agentkit.Environ(home, kindEnv(e.spec, req, home, key, os.Geteuid() == 0), req),
-		Dir:     req.Dir,
-		Stdin:   agentkit.Prompt(req),
-		Secrets: agentkit.Secrets(req, key),
-		Parse:   parseLine,
-	}
-	res, _, err := agentkit.Run(ctx, req, inv, emit)
-	if resume && agentkit.ResumeFailed(res, err) {
-		inv.Argv = append([]string{bin}, buildArgs(e.spec, req, false)...)
-		res, _, err = agentkit.Run(ctx, req, inv, emit)
-	}
-	return res, err
+	spec := e.base.Spec
+	resume := resumable(s.Home, req.Dir, req.SessionID)
+	inv := s.Invocation(req, buildArgs(spec, req, resume), kindEnv(spec, req, s.Home, s.Key, os.Geteuid() == 0), parseLine)
+	return agentkit.RunResuming(ctx, req, inv, emit, resume, func(inv *agentkit.Invocation) {
+		inv.Argv = s.Argv(buildArgs(spec, req, false))
+	})
 }
 
 // readTools are the tools a read-only Claude Code has.
@@ -301,12 +271,7 @@ func parseLine(line []byte, s *agentkit.Stream) error {
 // total_cost_usd.
 func resultUsage(ev *event, s *agentkit.Stream) {
 	if len(ev.ModelUsage) > 0 {
-		models := make([]string, 0, len(ev.ModelUsage))
-		for m := range ev.ModelUsage {
-			models = append(models, m)
-		}
-		sort.Strings(models)
-		for _, m := range models {
+		for _, m := range slices.Sorted(maps.Keys(ev.ModelUsage)) {
 			mu := ev.ModelUsage[m]
 			s.UsageRecord(m, muster.Usage{
 				InputTokens: mu.InputTokens, OutputTokens: mu.OutputTokens,

@@ -2,7 +2,6 @@ package claude
 
 import (
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -62,15 +61,8 @@ func TestBuildArgs(t *testing.T) {
 func run(t *testing.T, fixture string, exit int, role string, spec *muster.ExecutorSpec) (*muster.ExecResult, error, *agenttest.Recorder, *agenttest.Fake, *muster.ExecRequest) {
 	t.Helper()
 	t.Setenv("MUSTER_TEST_CLAUDE_KEY", testKey)
-	fake := agenttest.NewFake(t, fixture, "", exit)
-	spec.Command = []string{fake.Bin}
-	e, err := New(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
 	req := agenttest.Request(t, spec, role, muster.AuthorityWrite, "do the thing")
-	rec := &agenttest.Recorder{}
-	res, err := e.Execute(context.Background(), req, rec.Emit)
+	res, err, rec, fake := agenttest.Execute(t, New, req, fixture, exit)
 	return res, err, rec, fake, req
 }
 
@@ -169,10 +161,7 @@ func TestExecuteFailures(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.fixture, func(t *testing.T) {
 			_, err, _, _, _ := run(t, "testdata/"+c.fixture+".jsonl", 1, muster.RoleCoder, testSpec())
-			var ae *muster.AgentError
-			if !errors.As(err, &ae) || ae.Class != c.class {
-				t.Fatalf("error %v, want class %s", err, c.class)
-			}
+			ae := agenttest.WantClass(t, err, c.class)
 			if ae.Retryable() == (c.class == muster.FailAuth || c.class == muster.FailUsageLimit) {
 				t.Errorf("retryable %v for %s", ae.Retryable(), c.class)
 			}
@@ -187,10 +176,7 @@ func TestExecuteMalformed(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "bad.jsonl")
 	agenttestWrite(t, p, "{\"type\":\"system\",\"subtype\":\"init\",\"session_id\":\"s\"}\n{not json\n")
 	_, err, _, _, _ := run(t, p, 0, muster.RoleCoder, testSpec())
-	var ae *muster.AgentError
-	if !errors.As(err, &ae) || ae.Class != muster.FailMalformed {
-		t.Fatalf("error %v, want malformed", err)
-	}
+	agenttest.WantClass(t, err, muster.FailMalformed)
 }
 
 func TestExecuteMissingBinary(t *testing.T) {
@@ -201,10 +187,7 @@ func TestExecuteMissingBinary(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = e.Execute(context.Background(), agenttest.Request(t, spec, muster.RoleCoder, muster.AuthorityWrite, "x"), nil)
-	var ae *muster.AgentError
-	if !errors.As(err, &ae) || ae.Class != muster.FailStart {
-		t.Fatalf("error %v, want start", err)
-	}
+	agenttest.WantClass(t, err, muster.FailStart)
 }
 
 func TestNewRejectsOtherKind(t *testing.T) {

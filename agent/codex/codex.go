@@ -18,25 +18,17 @@ import (
 )
 
 // Executor runs Codex for one executor spec.
-type Executor struct {
-	spec *muster.ExecutorSpec
-	kind *agentkit.Kind
-	bin  string
-}
+type Executor struct{ base *agentkit.Base }
 
 // New returns an executor for spec (kind "codex"). The binary is
 // spec.Command[0] when set, else "codex" on PATH or in the repository's
 // .cache/agents; a missing binary is reported when Execute runs.
 func New(spec *muster.ExecutorSpec) (*Executor, error) {
-	if spec == nil {
-		return nil, fmt.Errorf("codex: no executor spec")
+	b, err := agentkit.NewBase(spec, muster.ExecCodex)
+	if err != nil {
+		return nil, err
 	}
-	if spec.Kind != "" && spec.Kind != muster.ExecCodex {
-		return nil, fmt.Errorf("executor %s: kind %q is not %s", spec.Name, spec.Kind, muster.ExecCodex)
-	}
-	e := &Executor{spec: spec, kind: agentkit.Lookup(muster.ExecCodex)}
-	e.bin, _ = agentkit.FindBinary(spec, e.kind.Binary)
-	return e, nil
+	return &Executor{base: b}, nil
 }
 
 // providerID names the custom model provider muster writes.
@@ -44,46 +36,22 @@ const providerID = "muster"
 
 // Execute runs one invocation of Codex in req.Dir.
 func (e *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit func(muster.Record)) (*muster.ExecResult, error) {
-	fail := func(err error) (*muster.ExecResult, error) {
-		return nil, &muster.AgentError{Class: muster.FailStart, ExitCode: -1, Message: err.Error()}
-	}
-	bin := e.bin
-	if bin == "" {
-		var err error
-		if bin, err = agentkit.FindBinary(e.spec, e.kind.Binary, req.Dir); err != nil {
-			return fail(err)
-		}
-	}
-	home, err := agentkit.Home(req)
+	s, err := e.base.Prepare(req)
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
-	codexHome := filepath.Join(home, ".codex")
-	keyName, key := agentkit.APIKey(e.spec, e.kind)
-	if key == "" {
-		if err := agentkit.SeedLogin(e.kind, home); err != nil {
-			return fail(err)
-		}
-	}
-	if err := agentkit.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(configTOML(e.spec, keyName))); err != nil {
-		return fail(fmt.Errorf("codex config: %w", err))
+	spec := e.base.Spec
+	codexHome := filepath.Join(s.Home, ".codex")
+	if err := agentkit.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(configTOML(spec, s.KeyName))); err != nil {
+		return nil, agentkit.StartFailure(fmt.Errorf("codex config: %w", err))
 	}
 	resume := resumable(codexHome, req.SessionID)
-	u := &usageState{dir: filepath.Join(codexHome, "muster-usage"), model: e.spec.Model}
-	inv := agentkit.Invocation{
-		Kind:    e.kind,
-		Argv:    append([]string{bin}, buildArgs(e.spec, req, resume)...),
-		Env:     agentkit.Environ(home, kindEnv(e.spec, codexHome, keyName, key), req),
-		Dir:     req.Dir,
-		Stdin:   agentkit.Prompt(req),
-		Secrets: agentkit.Secrets(req, key),
-		Parse:   func(line []byte, s *agentkit.Stream) error { return parseLine(line, s, u) },
-	}
-	res, _, err := agentkit.Run(ctx, req, inv, emit)
-	if resume && agentkit.ResumeFailed(res, err) {
-		inv.Argv = append([]string{bin}, buildArgs(e.spec, req, false)...)
-		res, _, err = agentkit.Run(ctx, req, inv, emit)
-	}
+	u := &usageState{dir: filepath.Join(codexHome, "muster-usage"), model: spec.Model}
+	parse := func(line []byte, st *agentkit.Stream) error { return parseLine(line, st, u) }
+	inv := s.Invocation(req, buildArgs(spec, req, resume), kindEnv(spec, codexHome, s.KeyName, s.Key), parse)
+	res, err := agentkit.RunResuming(ctx, req, inv, emit, resume, func(inv *agentkit.Invocation) {
+		inv.Argv = s.Argv(buildArgs(spec, req, false))
+	})
 	// Codex snapshots the shell's environment, the API key included when
 	// it cannot mask it, into its home: never leave that behind.
 	_ = os.RemoveAll(filepath.Join(codexHome, "shell_snapshots"))

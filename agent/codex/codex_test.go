@@ -1,8 +1,6 @@
 package codex
 
 import (
-	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -52,24 +50,11 @@ func TestConfigTOML(t *testing.T) {
 	}
 }
 
-func execute(t *testing.T, req *muster.ExecRequest, fixture string, exit int) (*muster.ExecResult, error, *agenttest.Recorder, *agenttest.Fake) {
-	t.Helper()
-	fake := agenttest.NewFake(t, fixture, "", exit)
-	req.Spec.Command = []string{fake.Bin}
-	e, err := New(req.Spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := &agenttest.Recorder{}
-	res, err := e.Execute(context.Background(), req, rec.Emit)
-	return res, err, rec, fake
-}
-
 func TestExecuteWriteThenResume(t *testing.T) {
 	t.Setenv("MUSTER_TEST_CODEX_KEY", testKey)
 	spec := testSpec("")
 	req := agenttest.Request(t, spec, muster.RoleCoder, muster.AuthorityWrite, "make hello")
-	res, err, rec, fake := execute(t, req, "testdata/write.jsonl", 0)
+	res, err, rec, fake := agenttest.Execute(t, New, req, "testdata/write.jsonl", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +95,7 @@ func TestExecuteWriteThenResume(t *testing.T) {
 	req.SessionID = thread
 	req.Role = muster.RoleReviewer
 	req.Authority = muster.AuthorityRead
-	res, err, rec, fake = execute(t, req, "testdata/review-resume.jsonl", 0)
+	res, err, rec, fake = agenttest.Execute(t, New, req, "testdata/review-resume.jsonl", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +113,7 @@ func TestExecuteWriteThenResume(t *testing.T) {
 
 func TestExecuteShell(t *testing.T) {
 	req := agenttest.Request(t, testSpec(""), muster.RoleCoder, muster.AuthorityShell, "x")
-	_, err, rec, _ := execute(t, req, "testdata/shell.jsonl", 0)
+	_, err, rec, _ := agenttest.Execute(t, New, req, "testdata/shell.jsonl", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,12 +127,7 @@ func TestExecuteFailures(t *testing.T) {
 		"ratelimit": muster.FailRateLimit, "auth": muster.FailAuth, "server": muster.FailTransient,
 	} {
 		t.Run(fixture, func(t *testing.T) {
-			req := agenttest.Request(t, testSpec(""), muster.RoleCoder, muster.AuthorityWrite, "x")
-			_, err, _, _ := execute(t, req, "testdata/"+fixture+".jsonl", 1)
-			var ae *muster.AgentError
-			if !errors.As(err, &ae) || ae.Class != class {
-				t.Fatalf("err %v, want %s", err, class)
-			}
+			agenttest.Fails(t, New, testSpec(""), "testdata/"+fixture+".jsonl", class)
 		})
 	}
 }

@@ -242,6 +242,10 @@ func ParseRecord(line string) (rec muster.Record, ok bool) {
 		}
 		return muster.Record{Type: typ, Tool: w.Name, Args: args}, true
 	case muster.RecFindings:
+		// "Major", " CRITICAL ": the severity is a word, not its spelling.
+		for i := range w.Findings {
+			w.Findings[i].Severity = strings.ToLower(strings.TrimSpace(w.Findings[i].Severity))
+		}
 		return muster.Record{Type: typ, Findings: w.Findings}, true
 	case muster.RecSatisfied:
 		return muster.Record{Type: typ}, true

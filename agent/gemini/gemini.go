@@ -5,12 +5,14 @@
 package gemini
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/muster-run/muster"
@@ -18,71 +20,37 @@ import (
 )
 
 // Executor runs the Gemini CLI for one executor spec.
-type Executor struct {
-	spec *muster.ExecutorSpec
-	kind *agentkit.Kind
-	bin  string
-}
+type Executor struct{ base *agentkit.Base }
 
 // New returns an executor for spec (kind "gemini"). The binary is
 // spec.Command[0] when set, else "gemini" on PATH or in the repository's
 // .cache/agents; a missing binary is reported when Execute runs.
 func New(spec *muster.ExecutorSpec) (*Executor, error) {
-	if spec == nil {
-		return nil, fmt.Errorf("gemini: no executor spec")
+	b, err := agentkit.NewBase(spec, muster.ExecGemini)
+	if err != nil {
+		return nil, err
 	}
-	if spec.Kind != "" && spec.Kind != muster.ExecGemini {
-		return nil, fmt.Errorf("executor %s: kind %q is not %s", spec.Name, spec.Kind, muster.ExecGemini)
-	}
-	e := &Executor{spec: spec, kind: agentkit.Lookup(muster.ExecGemini)}
-	e.bin, _ = agentkit.FindBinary(spec, e.kind.Binary)
-	return e, nil
+	return &Executor{base: b}, nil
 }
 
 // Execute runs one invocation of the Gemini CLI in req.Dir.
 func (e *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit func(muster.Record)) (*muster.ExecResult, error) {
-	fail := func(err error) (*muster.ExecResult, error) {
-		return nil, &muster.AgentError{Class: muster.FailStart, ExitCode: -1, Message: err.Error()}
-	}
-	bin := e.bin
-	if bin == "" {
-		var err error
-		if bin, err = agentkit.FindBinary(e.spec, e.kind.Binary, req.Dir); err != nil {
-			return fail(err)
-		}
-	}
-	home, err := agentkit.Home(req)
+	s, err := e.base.Prepare(req)
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
-	_, key := agentkit.APIKey(e.spec, e.kind)
-	if key == "" {
-		if err := agentkit.SeedLogin(e.kind, home); err != nil {
-			return fail(err)
-		}
-	}
-	if err := agentkit.WriteFile(filepath.Join(home, ".gemini", "settings.json"), settings(key != "")); err != nil {
-		return fail(fmt.Errorf("gemini settings: %w", err))
+	spec := e.base.Spec
+	if err := agentkit.WriteFile(filepath.Join(s.Home, ".gemini", "settings.json"), settings(s.Key != "")); err != nil {
+		return nil, agentkit.StartFailure(fmt.Errorf("gemini settings: %w", err))
 	}
 	p := &parser{}
-	resume := resumable(home, req.Dir, req.SessionID)
-	inv := agentkit.Invocation{
-		Kind:    e.kind,
-		Argv:    append([]string{bin}, buildArgs(e.spec, req, resume)...),
-		Env:     agentkit.Environ(home, kindEnv(e.spec, key), req),
-		Dir:     req.Dir,
-		Stdin:   agentkit.Prompt(req),
-		Secrets: agentkit.Secrets(req, key),
-		Parse:   p.line,
-	}
-	res, _, err := agentkit.Run(ctx, req, inv, emit)
-	if resume && agentkit.ResumeFailed(res, err) {
+	resume := resumable(s.Home, req.Dir, req.SessionID)
+	inv := s.Invocation(req, buildArgs(spec, req, resume), kindEnv(spec, s.Key), p.line)
+	return agentkit.RunResuming(ctx, req, inv, emit, resume, func(inv *agentkit.Invocation) {
 		p = &parser{}
 		inv.Parse = p.line
-		inv.Argv = append([]string{bin}, buildArgs(e.spec, req, false)...)
-		res, _, err = agentkit.Run(ctx, req, inv, emit)
-	}
-	return res, err
+		inv.Argv = s.Argv(buildArgs(spec, req, false))
+	})
 }
 
 // settings is the clone's ~/.gemini/settings.json: API-key auth when a key
@@ -230,7 +198,7 @@ func (p *parser) line(line []byte, s *agentkit.Stream) error {
 			s.Note("tool failed: " + errorText(ev.Error))
 		}
 	case "error":
-		s.Error(firstNonEmpty(ev.Message, errorText(ev.Error)))
+		s.Error(cmp.Or(ev.Message, errorText(ev.Error)))
 	case "result":
 		s.Done = true
 		s.SetFinal(p.all.String())
@@ -261,12 +229,7 @@ func statsUsage(st *stats, s *agentkit.Stream) {
 		rec("", st.InputTokens, st.OutputTokens, st.Cached)
 		return
 	}
-	models := make([]string, 0, len(st.Models))
-	for m := range st.Models {
-		models = append(models, m)
-	}
-	sort.Strings(models)
-	for _, m := range models {
+	for _, m := range slices.Sorted(maps.Keys(st.Models)) {
 		ms := st.Models[m]
 		rec(m, ms.InputTokens, ms.OutputTokens, ms.Cached)
 	}
@@ -289,13 +252,4 @@ func errorText(raw json.RawMessage) string {
 		return obj.Message
 	}
 	return string(raw)
-}
-
-func firstNonEmpty(a ...string) string {
-	for _, s := range a {
-		if s != "" {
-			return s
-		}
-	}
-	return ""
 }

@@ -1,8 +1,6 @@
 package gemini
 
 import (
-	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,19 +11,6 @@ import (
 )
 
 const testKey = "gm-test-secret-4242"
-
-func execute(t *testing.T, req *muster.ExecRequest, fixture string, exit int) (*muster.ExecResult, error, *agenttest.Recorder, *agenttest.Fake) {
-	t.Helper()
-	fake := agenttest.NewFake(t, fixture, "", exit)
-	req.Spec.Command = []string{fake.Bin}
-	e, err := New(req.Spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := &agenttest.Recorder{}
-	res, err := e.Execute(context.Background(), req, rec.Emit)
-	return res, err, rec, fake
-}
 
 func testSpec() *muster.ExecutorSpec {
 	return &muster.ExecutorSpec{Name: "gem", Kind: muster.ExecGemini, Model: "gemini-2.5-flash",
@@ -48,7 +33,7 @@ func TestBuildArgs(t *testing.T) {
 func TestExecuteWrite(t *testing.T) {
 	t.Setenv("MUSTER_TEST_GEMINI_KEY", testKey)
 	req := agenttest.Request(t, testSpec(), muster.RoleCoder, muster.AuthorityWrite, "make hello")
-	res, err, rec, fake := execute(t, req, "testdata/write.jsonl", 0)
+	res, err, rec, fake := agenttest.Execute(t, New, req, "testdata/write.jsonl", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +67,7 @@ func TestExecuteWrite(t *testing.T) {
 
 func TestExecuteReviewerDeltas(t *testing.T) {
 	req := agenttest.Request(t, testSpec(), muster.RoleReviewer, muster.AuthorityRead, "review")
-	res, err, rec, _ := execute(t, req, "testdata/review-resume.jsonl", 0)
+	res, err, rec, _ := agenttest.Execute(t, New, req, "testdata/review-resume.jsonl", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,12 +84,7 @@ func TestExecuteFailures(t *testing.T) {
 		"ratelimit": muster.FailRateLimit, "usagelimit": muster.FailUsageLimit, "auth": muster.FailAuth, "server": muster.FailTransient,
 	} {
 		t.Run(fixture, func(t *testing.T) {
-			req := agenttest.Request(t, testSpec(), muster.RoleCoder, muster.AuthorityWrite, "x")
-			_, err, _, _ := execute(t, req, "testdata/"+fixture+".jsonl", 1)
-			var ae *muster.AgentError
-			if !errors.As(err, &ae) || ae.Class != class {
-				t.Fatalf("err %v, want %s", err, class)
-			}
+			agenttest.Fails(t, New, testSpec(), "testdata/"+fixture+".jsonl", class)
 		})
 	}
 }

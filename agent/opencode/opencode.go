@@ -6,6 +6,7 @@
 package opencode
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -18,79 +19,48 @@ import (
 )
 
 // Executor runs opencode for one executor spec.
-type Executor struct {
-	spec *muster.ExecutorSpec
-	kind *agentkit.Kind
-	bin  string
-}
+type Executor struct{ base *agentkit.Base }
 
 // New returns an executor for spec (kind "opencode"). The binary is
 // spec.Command[0] when set, else "opencode" on PATH or in the repository's
 // .cache/agents; a missing binary is reported when Execute runs.
 func New(spec *muster.ExecutorSpec) (*Executor, error) {
-	if spec == nil {
-		return nil, fmt.Errorf("opencode: no executor spec")
+	b, err := agentkit.NewBase(spec, muster.ExecOpencode)
+	if err != nil {
+		return nil, err
 	}
-	if spec.Kind != "" && spec.Kind != muster.ExecOpencode {
-		return nil, fmt.Errorf("executor %s: kind %q is not %s", spec.Name, spec.Kind, muster.ExecOpencode)
-	}
-	e := &Executor{spec: spec, kind: agentkit.Lookup(muster.ExecOpencode)}
-	e.bin, _ = agentkit.FindBinary(spec, e.kind.Binary)
-	return e, nil
+	return &Executor{base: b}, nil
 }
 
 // Execute runs one invocation of opencode in req.Dir.
 func (e *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit func(muster.Record)) (*muster.ExecResult, error) {
-	fail := func(err error) (*muster.ExecResult, error) {
-		return nil, &muster.AgentError{Class: muster.FailStart, ExitCode: -1, Message: err.Error()}
-	}
-	bin := e.bin
-	if bin == "" {
-		var err error
-		if bin, err = agentkit.FindBinary(e.spec, e.kind.Binary, req.Dir); err != nil {
-			return fail(err)
-		}
-	}
-	home, err := agentkit.Home(req)
+	s, err := e.base.Prepare(req)
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
-	keyName, key := agentkit.APIKey(e.spec, e.kind)
-	if key == "" {
-		if err := agentkit.SeedLogin(e.kind, home); err != nil {
-			return fail(err)
-		}
-	}
-	cfg, model := config(e.spec, req.Authority, keyName, key != "")
-	cfgPath := filepath.Join(home, "opencode.json")
+	spec := e.base.Spec
+	cfg, model := config(spec, req.Authority, s.KeyName, s.Key != "")
+	cfgPath := filepath.Join(s.Home, "opencode.json")
 	if err := agentkit.WriteFile(cfgPath, cfg); err != nil {
-		return fail(fmt.Errorf("opencode config: %w", err))
+		return nil, agentkit.StartFailure(fmt.Errorf("opencode config: %w", err))
 	}
-	_, statErr := os.Stat(filepath.Join(home, ".local", "share", "opencode"))
+	_, statErr := os.Stat(filepath.Join(s.Home, ".local", "share", "opencode"))
 	resume := req.SessionID != "" && statErr == nil
-	prompt, attach, err := promptArg(agentkit.Prompt(req), req.Scratch, home)
+	prompt, attach, err := promptArg(agentkit.Prompt(req), req.Scratch, s.Home)
 	if err != nil {
-		return fail(err)
+		return nil, agentkit.StartFailure(err)
 	}
-	inv := agentkit.Invocation{
-		Kind:    e.kind,
-		Argv:    append([]string{bin}, buildArgs(e.spec, req, model, resume, prompt, attach)...),
-		Env:     agentkit.Environ(home, kindEnv(home, cfgPath, keyName, key), req),
-		Dir:     req.Dir,
-		Secrets: agentkit.Secrets(req, key),
-		Parse: func(line []byte, s *agentkit.Stream) error {
-			if s.Model == "" {
-				s.Model = model
-			}
-			return parseLine(line, s)
-		},
+	parse := func(line []byte, st *agentkit.Stream) error {
+		if st.Model == "" {
+			st.Model = model
+		}
+		return parseLine(line, st)
 	}
-	res, _, err := agentkit.Run(ctx, req, inv, emit)
-	if resume && agentkit.ResumeFailed(res, err) {
-		inv.Argv = append([]string{bin}, buildArgs(e.spec, req, model, false, prompt, attach)...)
-		res, _, err = agentkit.Run(ctx, req, inv, emit)
-	}
-	return res, err
+	inv := s.Invocation(req, buildArgs(spec, req, model, resume, prompt, attach), kindEnv(s.Home, cfgPath, s.KeyName, s.Key), parse)
+	inv.Stdin = "" // the prompt is the message argument
+	return agentkit.RunResuming(ctx, req, inv, emit, resume, func(inv *agentkit.Invocation) {
+		inv.Argv = s.Argv(buildArgs(spec, req, model, false, prompt, attach))
+	})
 }
 
 // knownProviders are opencode's built-in providers whose options muster
@@ -283,17 +253,8 @@ func parseLine(line []byte, s *agentkit.Stream) error {
 		s.Failed = true
 		if ev.Error != nil {
 			s.Status = ev.Error.Data.StatusCode
-			s.Error(firstNonEmpty(ev.Error.Data.Message, ev.Error.Name))
+			s.Error(cmp.Or(ev.Error.Data.Message, ev.Error.Name))
 		}
 	}
 	return nil
-}
-
-func firstNonEmpty(a ...string) string {
-	for _, s := range a {
-		if s != "" {
-			return s
-		}
-	}
-	return ""
 }

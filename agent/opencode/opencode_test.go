@@ -1,9 +1,7 @@
 package opencode
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"os"
 	"strings"
 	"testing"
@@ -13,19 +11,6 @@ import (
 )
 
 const testKey = "sk-oc-test-secret-1357"
-
-func execute(t *testing.T, req *muster.ExecRequest, fixture string, exit int) (*muster.ExecResult, error, *agenttest.Recorder, *agenttest.Fake) {
-	t.Helper()
-	fake := agenttest.NewFake(t, fixture, "", exit)
-	req.Spec.Command = []string{fake.Bin}
-	e, err := New(req.Spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := &agenttest.Recorder{}
-	res, err := e.Execute(context.Background(), req, rec.Emit)
-	return res, err, rec, fake
-}
 
 func testSpec() *muster.ExecutorSpec {
 	return &muster.ExecutorSpec{Name: "oc", Kind: muster.ExecOpencode, Model: "anthropic/claude-sonnet-4-5",
@@ -69,7 +54,7 @@ func TestConfig(t *testing.T) {
 func TestExecuteWrite(t *testing.T) {
 	t.Setenv("MUSTER_TEST_OC_KEY", testKey)
 	req := agenttest.Request(t, testSpec(), muster.RoleCoder, muster.AuthorityWrite, "-make hello")
-	res, err, rec, fake := execute(t, req, "testdata/write.jsonl", 0)
+	res, err, rec, fake := agenttest.Execute(t, New, req, "testdata/write.jsonl", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +83,7 @@ func TestExecuteWrite(t *testing.T) {
 
 func TestExecuteReviewResumeCost(t *testing.T) {
 	req := agenttest.Request(t, testSpec(), muster.RoleReviewer, muster.AuthorityRead, "review")
-	res, err, rec, _ := execute(t, req, "testdata/review-resume.jsonl", 0)
+	res, err, rec, _ := agenttest.Execute(t, New, req, "testdata/review-resume.jsonl", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,18 +96,15 @@ func TestExecuteReviewResumeCost(t *testing.T) {
 }
 
 func TestExecuteAuth(t *testing.T) {
-	req := agenttest.Request(t, testSpec(), muster.RoleCoder, muster.AuthorityWrite, "x")
-	_, err, _, _ := execute(t, req, "testdata/auth.jsonl", 1)
-	var ae *muster.AgentError
-	if !errors.As(err, &ae) || ae.Class != muster.FailAuth || !strings.Contains(ae.Message, "invalid x-api-key") {
-		t.Fatalf("err %v, want auth", err)
+	if ae := agenttest.Fails(t, New, testSpec(), "testdata/auth.jsonl", muster.FailAuth); !strings.Contains(ae.Message, "invalid x-api-key") {
+		t.Fatalf("auth error %q lacks the server's message", ae.Message)
 	}
 }
 
 func TestLongPromptIsAttached(t *testing.T) {
 	long := strings.Repeat("x", maxArgPrompt+1)
 	req := agenttest.Request(t, testSpec(), muster.RoleCoder, muster.AuthorityWrite, long)
-	_, err, _, fake := execute(t, req, "testdata/write.jsonl", 0)
+	_, err, _, fake := agenttest.Execute(t, New, req, "testdata/write.jsonl", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,5 +1,6 @@
 // Package agentkit holds what the agent CLI adapters (agent/claude,
-// agent/codex, agent/gemini, agent/opencode) share: the table of known
+// agent/codex, agent/gemini, agent/opencode) share: the executor base
+// (spec, kind, binary) and the prologue of each invocation, the table of known
 // kinds, binary lookup, per-clone homes, the scrubbed environment, the
 // run loop over internal/proc, stream bookkeeping, failure classification
 // and review findings. It knows no single CLI's wire format.

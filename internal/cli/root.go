@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/debug"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -71,7 +73,36 @@ Start with: muster demo`,
 	for _, c := range root.Commands() {
 		c.SilenceUsage = true
 	}
+	flagArgs(root)
 	return root
+}
+
+// flagArgs makes a wrong number of arguments, or an unknown subcommand,
+// bad input (exit 2) on every command of the tree.
+func flagArgs(c *cobra.Command) {
+	if c.Args == nil && c.HasParent() && c.HasSubCommands() && c.Run == nil && c.RunE == nil {
+		c.Args = unknownSubcommand
+	}
+	if args := c.Args; args != nil {
+		c.Args = func(cmd *cobra.Command, a []string) error {
+			if err := args(cmd, a); err != nil {
+				return &cmdutil.FlagError{Err: fmt.Errorf("%w\nsee: %s --help", err, cmd.CommandPath())}
+			}
+			return nil
+		}
+	}
+	for _, sub := range c.Commands() {
+		flagArgs(sub)
+	}
+}
+
+// unknownSubcommand rejects arguments to a command that only groups
+// subcommands, as cobra would.
+func unknownSubcommand(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath())
+	}
+	return nil
 }
 
 // resolveJournal maps a run ID ("" for the latest) in the current
@@ -126,15 +157,37 @@ func Main() int {
 
 // Execute runs one command line and returns its exit status.
 func Execute(ctx context.Context, io *cmdutil.IOStreams, args []string) int {
-	root := NewRoot(io)
+	return execute(ctx, io, NewRoot(io), args)
+}
+
+func execute(ctx context.Context, io *cmdutil.IOStreams, root *cobra.Command, args []string) (code int) {
+	// A bug must not exit 2 (a Go panic's status), which means bad input:
+	// it is an internal error, 3.
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintf(io.ErrOut, "muster: internal error: %v\n%s", r, debug.Stack())
+			code = cmdutil.ExitEnvironment
+		}
+	}()
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return cmdutil.ExitOK
 	}
+	if errors.Is(context.Cause(ctx), muster.ErrInterrupted) && cmdutil.ExitCode(err) == cmdutil.ExitEnvironment {
+		// A signal that came while the command was still setting up (a git
+		// command it cut short, say) is an interruption, not a broken
+		// environment: 130.
+		fmt.Fprintln(io.ErrOut, "muster: interrupted before the run started: "+err.Error())
+		return cmdutil.ExitInterrupted
+	}
 	var silent *cmdutil.Silent
 	if !errors.As(err, &silent) {
 		fmt.Fprintln(io.ErrOut, "muster: "+err.Error())
+	}
+	if strings.HasPrefix(err.Error(), "unknown command ") {
+		// cobra's own check of the root's arguments: bad input.
+		return cmdutil.ExitInvalid
 	}
 	return cmdutil.ExitCode(err)
 }

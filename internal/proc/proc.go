@@ -64,16 +64,28 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	if s.Stdin != nil {
 		cmd.Stdin = s.Stdin
 	}
-	stdout, err := cmd.StdoutPipe()
+	// Once the process has exited, the rest of the prompt is not wanted:
+	// a leftover child that holds stdin must not keep Wait waiting.
+	cmd.WaitDelay = time.Second
+	// Our own pipes, not cmd.StdoutPipe: Wait then returns when the
+	// process exits, even while a leftover child holds its output open.
+	stdout, outW, err := os.Pipe()
 	if err != nil {
 		return Result{}, err
 	}
-	stderr, err := cmd.StderrPipe()
+	defer stdout.Close()
+	stderr, errW, err := os.Pipe()
 	if err != nil {
+		outW.Close()
 		return Result{}, err
 	}
+	defer stderr.Close()
+	cmd.Stdout, cmd.Stderr = outW, errW
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	outW.Close()
+	errW.Close()
+	if err != nil {
 		return Result{}, fmt.Errorf("start %s: %w", s.Argv[0], err)
 	}
 	pid := cmd.Process.Pid
@@ -90,10 +102,12 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	}
 	var wg sync.WaitGroup
 	wg.Add(2)
-	// Both readers end when the pipes close: at the process's exit, or when
-	// the group is killed.
+	// Both readers end when the pipes close: when the process and every
+	// child that inherited them have exited, or the group is killed.
 	go func() { defer wg.Done(); readLines(stdout, s.OnLine, poke) }()
 	go func() { defer wg.Done(); readLines(stderr, s.OnStderr, poke) }()
+	readersDone := make(chan struct{})
+	go func() { wg.Wait(); close(readersDone) }()
 
 	waitDone := make(chan struct{})
 	var res Result
@@ -147,8 +161,19 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 			}
 		}
 	}()
-	wg.Wait()
 	err = cmd.Wait()
+	if errors.Is(err, exec.ErrWaitDelay) {
+		err = nil // exited 0; only a leftover child held stdin
+	}
+	// The process has exited: the attempt is over. Children it left
+	// behind in its group (a server, a watcher) get SIGTERM, then SIGKILL
+	// after the grace period, unless they close their output first.
+	select {
+	case <-readersDone:
+	default:
+		go Kill(pid, s.Grace, readersDone)
+		<-readersDone
+	}
 	close(waitDone)
 	<-watcherDone
 	// Make sure no member of the group outlives the leader.

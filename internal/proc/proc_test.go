@@ -3,6 +3,7 @@ package proc
 import (
 	"context"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -103,4 +104,50 @@ func TestEnvironScrubs(t *testing.T) {
 	if !strings.Contains(env, "GH_TOKEN=x") || !strings.Contains(env, "PLAIN=ok") {
 		t.Fatal("allowed or plain var missing")
 	}
+}
+
+// A process that exits leaving a child that holds its output open has
+// finished: Run returns with its exit status, and the leftover is killed
+// (it would otherwise keep Run waiting for a minute).
+func TestExitWithLeftoverChild(t *testing.T) {
+	t.Parallel()
+	pidFile := t.TempDir() + "/child"
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var lines []string
+	res, err := Run(ctx, Spec{
+		Argv:   []string{"sh", "-c", "sleep 60 & echo $! > " + pidFile + "; echo done; exit 3"},
+		Stdin:  strings.NewReader(strings.Repeat("prompt\n", 50000)),
+		Grace:  100 * time.Millisecond,
+		OnLine: func(l string) { lines = append(lines, l) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Stopped != "" || res.ExitCode != 3 {
+		t.Fatalf("stopped=%q exit=%d, want a plain exit 3", res.Stopped, res.ExitCode)
+	}
+	if len(lines) != 1 || lines[0] != "done" {
+		t.Fatalf("lines = %q", lines)
+	}
+	b, _ := os.ReadFile(pidFile)
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	deadline := time.Now().Add(5 * time.Second)
+	for running(pid) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if running(pid) {
+		t.Fatalf("leftover child %d survived", pid)
+	}
+}
+
+// running reports whether pid is a live process (a zombie is not).
+func running(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return Alive(pid)
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
 }

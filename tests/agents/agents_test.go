@@ -144,6 +144,53 @@ command = ["` + codex + `"]
 		t.Errorf("input tokens per clone %v, want 2100 each", perClone)
 	}
 
+	// Claude Code's own logs of this run, read by muster usage, give the
+	// same tokens muster recorded, and the same as ccusage's.
+	claudeLogs := filepath.Join(repo, ".git", "muster", "runs", "e2e", "scratch")
+	homes, _ := filepath.Glob(filepath.Join(claudeLogs, "*", "agent-homes", "claude-1", ".claude"))
+	if len(homes) == 0 {
+		t.Fatalf("no Claude Code home under %s", claudeLogs)
+	}
+	var usageOut, usageErr bytes.Buffer
+	uio := &cmdutil.IOStreams{In: strings.NewReader(""), Out: &usageOut, ErrOut: &usageErr}
+	if code := cli.Execute(context.Background(), uio, []string{"usage", "claude", "daily", "--json", "--dir", strings.Join(homes, ",")}); code != 0 {
+		t.Fatalf("muster usage exited %d: %s", code, usageErr.String())
+	}
+	var rep struct {
+		Totals struct {
+			Input     int64 `json:"input_tokens"`
+			Output    int64 `json:"output_tokens"`
+			CacheRead int64 `json:"cache_read_tokens"`
+		} `json:"totals"`
+	}
+	if err := json.Unmarshal(usageOut.Bytes(), &rep); err != nil {
+		t.Fatalf("usage json: %v\n%s", err, usageOut.String())
+	}
+	if got := rep.Totals.Input + rep.Totals.CacheRead; got != perClone["claude#1"] {
+		t.Errorf("muster usage over Claude Code's logs: %d input tokens, the run recorded %d", got, perClone["claude#1"])
+	}
+	if cc := ccusage(t); cc != "" {
+		cmd := exec.Command(cc, "claude", "daily", "--json", "--offline", "--timezone", "UTC")
+		cmd.Env = []string{"HOME=" + t.TempDir(), "CLAUDE_CONFIG_DIR=" + strings.Join(homes, ","), "TZ=UTC"}
+		b, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("ccusage: %v", err)
+		}
+		var ccr struct {
+			Totals struct {
+				Input     int64 `json:"inputTokens"`
+				Output    int64 `json:"outputTokens"`
+				CacheRead int64 `json:"cacheReadTokens"`
+			} `json:"totals"`
+		}
+		if err := json.Unmarshal(b, &ccr); err != nil {
+			t.Fatalf("ccusage json: %v\n%s", err, b)
+		}
+		if ccr.Totals.Input != rep.Totals.Input || ccr.Totals.Output != rep.Totals.Output || ccr.Totals.CacheRead != rep.Totals.CacheRead {
+			t.Errorf("ccusage totals %+v, muster usage %+v", ccr.Totals, rep.Totals)
+		}
+	}
+
 	// No artefact holds a key: stdout, stderr, the repository with its git
 	// directory (journal, receipt, worktrees, agent homes).
 	for _, key := range []string{claudeKey, codexKey} {
@@ -152,4 +199,21 @@ command = ["` + codex + `"]
 		}
 		agenttest.NoSecret(t, key, &agenttest.Recorder{}, nil, repo)
 	}
+}
+
+// ccusage finds ccusage 20.0.24's native binary ($CCUSAGE, or the copy
+// .ci/run installs into .cache/ccusage); in CI it must be there.
+func ccusage(t *testing.T) string {
+	if p := os.Getenv("CCUSAGE"); p != "" {
+		return p
+	}
+	p, _ := filepath.Abs("../../.cache/ccusage/node_modules/@ccusage/ccusage-linux-x64/bin/ccusage")
+	if _, err := os.Stat(p); err == nil {
+		return p
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal("ccusage not installed (CI must have it: npm install --prefix .cache/ccusage ccusage@20.0.24)")
+	}
+	t.Log("ccusage not installed: the comparison with it is left out")
+	return ""
 }

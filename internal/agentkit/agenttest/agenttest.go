@@ -5,11 +5,15 @@
 package agenttest
 
 import (
+	"bytes"
+	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -122,14 +126,23 @@ func Request(t testing.TB, spec *muster.ExecutorSpec, role string, auth muster.A
 }
 
 // Recorder collects records; safe for use from the emitting goroutine
-// while the test reads after Execute returns.
+// while the test reads after Execute returns. With T set, an Emit that
+// overlaps another (the executor emitting from two goroutines at once)
+// fails the test.
 type Recorder struct {
+	T       testing.TB
 	mu      sync.Mutex
+	busy    atomic.Bool
 	Records []muster.Record
 }
 
 // Emit is the emit function to pass to Execute.
 func (r *Recorder) Emit(rec muster.Record) {
+	if r.busy.CompareAndSwap(false, true) {
+		defer r.busy.Store(false)
+	} else if r.T != nil {
+		r.T.Error("emit called concurrently")
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.Records = append(r.Records, rec)
@@ -268,4 +281,60 @@ func NoSecret(t testing.TB, secret string, rec *Recorder, res *muster.ExecResult
 func ReadFile(path string) string {
 	b, _ := os.ReadFile(path)
 	return string(b)
+}
+
+// Execute runs the executor newExec builds for req.Spec against a fake CLI
+// that prints the file fixture and exits with exit; req.Spec.Command is
+// set to the fake.
+func Execute[E muster.Executor](t testing.TB, newExec func(*muster.ExecutorSpec) (E, error), req *muster.ExecRequest, fixture string, exit int) (*muster.ExecResult, error, *Recorder, *Fake) {
+	t.Helper()
+	fake := NewFake(t, fixture, "", exit)
+	req.Spec.Command = []string{fake.Bin}
+	e, err := newExec(req.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &Recorder{}
+	res, err := e.Execute(context.Background(), req, rec.Emit)
+	return res, err, rec, fake
+}
+
+// BenchParse measures parse over the lines of the recorded stream fixture.
+func BenchParse(b *testing.B, fixture string, parse func([]byte, *agentkit.Stream) error) {
+	data, err := os.ReadFile(fixture)
+	if err != nil {
+		b.Fatal(err)
+	}
+	lines := bytes.Split(bytes.TrimSpace(data), []byte("\n"))
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		s := agentkit.NewStream(nil)
+		for _, l := range lines {
+			if err := parse(l, s); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+// WantClass fails the test unless err is a *muster.AgentError of class,
+// and returns it.
+func WantClass(t testing.TB, err error, class muster.FailureClass) *muster.AgentError {
+	t.Helper()
+	var ae *muster.AgentError
+	if !errors.As(err, &ae) || ae.Class != class {
+		t.Fatalf("err %v, want %s", err, class)
+	}
+	return ae
+}
+
+// Fails runs the executor newExec builds for spec, as a coder with write
+// authority, against a fake CLI that prints the file fixture and exits
+// with status 1, and wants the failure class (see WantClass).
+func Fails[E muster.Executor](t testing.TB, newExec func(*muster.ExecutorSpec) (E, error), spec *muster.ExecutorSpec, fixture string, class muster.FailureClass) *muster.AgentError {
+	t.Helper()
+	req := Request(t, spec, muster.RoleCoder, muster.AuthorityWrite, "x")
+	_, err, _, _ := Execute(t, newExec, req, fixture, 1)
+	return WantClass(t, err, class)
 }

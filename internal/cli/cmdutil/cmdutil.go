@@ -9,12 +9,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"regexp"
-	"strings"
 
 	"golang.org/x/term"
 
 	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/tui"
 )
 
 // Exit statuses (DESIGN.md §2).
@@ -110,21 +109,7 @@ func WriteJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-var ansi = regexp.MustCompile(`\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(\x07|\x1b\\)|\x1b[@-Z\\-_]`)
-
-// Sanitize strips terminal control sequences and control characters
-// (except tab) from untrusted text, and folds newlines into spaces.
-func Sanitize(s string) string {
-	s = ansi.ReplaceAllString(s, "")
-	return strings.Map(func(r rune) rune {
-		switch {
-		case r == '\n' || r == '\r':
-			return ' '
-		case r == '\t':
-			return r
-		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
-			return -1
-		}
-		return r
-	}, s)
-}
+// Sanitize makes untrusted text safe to print on a terminal, as one line:
+// escape sequences, control characters and bidirectional overrides go.
+// It is the live view's sanitizer, so that every view strips the same.
+func Sanitize(s string) string { return tui.Sanitize(s) }

@@ -77,8 +77,17 @@ func (r *Repo) Runs() ([]RunInfo, error) {
 		if !e.IsDir() {
 			continue
 		}
-		first, err := firstEvent(r.JournalPath(e.Name()))
+		jpath := r.JournalPath(e.Name())
+		first, err := firstEvent(jpath)
 		if err != nil || first.Type != muster.EvRunStarted {
+			// A journal that is there but cannot be read is still a run
+			// (started when the file was last written): commands that
+			// pick it fail on it (exit 3) rather than pass over it.
+			st, serr := os.Stat(jpath)
+			if serr != nil || st.Size() == 0 {
+				continue
+			}
+			out = append(out, RunInfo{ID: e.Name(), Started: st.ModTime(), Dir: r.RunDir(e.Name())})
 			continue
 		}
 		out = append(out, RunInfo{ID: e.Name(), Started: first.Time, Plan: first.Plan, Dir: r.RunDir(e.Name())})

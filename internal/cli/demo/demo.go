@@ -45,7 +45,7 @@ once, one task gets a gate fix round and one a review finding. Needs only git.`,
 		},
 	}
 	cmd.Flags().StringVar(&dir, "dir", "", "make the scratch repository here (created if missing; default: a new temp dir)")
-	cmd.Flags().Float64Var(&speed, "speed", 1, "scale the simulated agents' delays (0.1 is ten times faster)")
+	cmd.Flags().Float64Var(&speed, "speed", 1, "scale the simulated agents' delays (0.1 is ten times faster, 0 no delay)")
 	cmd.Flags().BoolVar(&f.JSON, "json", false, "write the journal's events to stdout as JSON lines")
 	cmd.Flags().BoolVar(&f.Plain, "plain", false, "plain progress lines even on a terminal")
 	cmd.Flags().BoolVar(&f.Verbose, "verbose", false, "also print tool uses and passing gates")
@@ -83,6 +83,11 @@ func runDemo(ctx context.Context, io *cmdutil.IOStreams, dir string, speed float
 	cfg, err := runner.LoadConfig(repo, &cfgFlags)
 	if err != nil {
 		return err
+	}
+	if speed == 0 {
+		// The sim kind reads a zero Speed as "unset" (1); the flag's 0
+		// means no delay.
+		speed = 1e-9
 	}
 	for _, e := range cfg.Executors {
 		e.Speed = speed

@@ -12,6 +12,7 @@ import (
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/engine"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
+	"github.com/muster-run/muster/runview"
 )
 
 // Printer prints progress lines.
@@ -55,7 +56,7 @@ func (p *Printer) OnEvent(e *muster.Event, s *engine.State) {
 	total := len(s.Tasks)
 	prefix := p.c(dim, fmt.Sprintf("%7s [%d/%d]", fmtDur(e.Time.Sub(p.start)), done, total))
 	line := ""
-	task := string(e.Task)
+	task := cmdutil.Sanitize(string(e.Task))
 	switch e.Type {
 	case muster.EvRunStarted:
 		line = fmt.Sprintf("run %s on branch %s (base %s)", e.Run, e.Branch, short(e.Base))
@@ -66,7 +67,7 @@ func (p *Printer) OnEvent(e *muster.Event, s *engine.State) {
 		if e.Attempt > 1 {
 			a = fmt.Sprintf(" (attempt %d)", e.Attempt)
 		}
-		line = fmt.Sprintf("%s %s started on %s%s", p.c(bold, "▶"), task, e.Slot(), a)
+		line = fmt.Sprintf("%s %s started on %s%s", p.c(bold, "▶"), task, cmdutil.Sanitize(e.Slot()), a)
 	case muster.EvTaskSucceeded:
 		t := s.Tasks[e.Task]
 		extra := ""
@@ -99,24 +100,18 @@ func (p *Printer) OnEvent(e *muster.Event, s *engine.State) {
 	case muster.EvGateRan:
 		if e.Passed != nil && !*e.Passed {
 			why := ""
-			if e.Baseline == "fail" {
+			if e.NotCharged() {
 				why = " (pre-existing: it fails on the base too; not charged)"
 			} else if e.Phase == "integration" {
 				why = " on the integrated tree"
 			}
-			line = fmt.Sprintf("%s %s gate %s failed%s", p.c(yellow, "!"), task, e.Gate, why)
+			line = fmt.Sprintf("%s %s gate %s failed%s", p.c(yellow, "!"), task, cmdutil.Sanitize(e.Gate), why)
 		} else if p.Verbose {
-			line = fmt.Sprintf("  %s gate %s passed", task, e.Gate)
+			line = fmt.Sprintf("  %s gate %s passed", task, cmdutil.Sanitize(e.Gate))
 		}
 	case muster.EvReviewed:
-		n := 0
-		for _, f := range e.Findings {
-			if f.Blocking() {
-				n++
-			}
-		}
 		if len(e.Findings) > 0 {
-			line = fmt.Sprintf("  %s reviewed by %s: %d findings (%d blocking)", task, e.Slot(), len(e.Findings), n)
+			line = fmt.Sprintf("  %s reviewed by %s: %d findings (%d blocking)", task, e.Slot(), len(e.Findings), runview.Blocking(e.Findings))
 		} else {
 			line = fmt.Sprintf("  %s approved by %s", task, e.Slot())
 		}
@@ -138,7 +133,7 @@ func (p *Printer) OnEvent(e *muster.Event, s *engine.State) {
 		line = p.c(yellow, "warning: ") + cmdutil.Sanitize(e.Message)
 	case muster.EvToolUse:
 		if p.Verbose {
-			line = fmt.Sprintf("  %s %s %s", task, e.Tool, cmdutil.Sanitize(e.Args))
+			line = fmt.Sprintf("  %s %s %s", task, cmdutil.Sanitize(e.Tool), cmdutil.Sanitize(e.Args))
 		}
 	case muster.EvRunFinished:
 		line = fmt.Sprintf("run %s", e.State)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/config"
 	"github.com/muster-run/muster/engine"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
 	"github.com/muster-run/muster/planfile"
@@ -29,9 +30,17 @@ func Resume(ctx context.Context, io *cmdutil.IOStreams, runID string, f *Flags) 
 	if err != nil {
 		return nil, cmdutil.Env("journal of run %s does not replay: %v", id, err)
 	}
+	// The run goes on with the config it started with, unless --config
+	// names another file; flags given now apply on top either way.
 	cfg := st.Config
-	if cfg == nil {
+	if f.Config != "" {
+		if cfg, err = config.Load(f.Config); err != nil {
+			return nil, err
+		}
+	} else if cfg == nil {
 		cfg = &muster.Config{}
+	} else {
+		restoreSecrets(cfg, "")
 	}
 	if err := ApplyFlags(cfg, f); err != nil {
 		return nil, err

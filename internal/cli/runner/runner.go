@@ -75,15 +75,9 @@ func LoadConfig(repo *cmdutil.Repo, f *Flags) (*muster.Config, error) {
 
 // ApplyFlags applies command-line overrides to cfg.
 func ApplyFlags(cfg *muster.Config, f *Flags) error {
-	var crew []*muster.ExecutorSpec
-	for _, c := range f.Crew {
-		spec, err := config.ParseCrew(c)
-		if err != nil {
-			return &cmdutil.FlagError{Err: err}
-		}
-		crew = append(crew, spec)
+	if err := config.MergeCrew(cfg, f.Crew); err != nil {
+		return &cmdutil.FlagError{Err: err}
 	}
-	config.Merge(cfg, crew)
 	if f.MaxParallel < 0 {
 		return cmdutil.FlagErrorf("--max-parallel must be 0 or more, not %d", f.MaxParallel)
 	}
@@ -243,7 +237,7 @@ func (s *Session) Drive(ctx context.Context) error {
 		return err
 	}
 	opts := driver.Options{
-		RunID: s.RunID, PlanPath: s.Plan.Source, Plan: s.Plan, Config: s.Config, Base: s.Base, Branch: ws.Branch(), Ref: s.Ref,
+		RunID: s.RunID, PlanPath: s.Plan.Source, Plan: s.Plan, Config: Journaled(s.Config), Base: s.Base, Branch: ws.Branch(), Ref: s.Ref,
 		Replayed: replayed, Journal: j, Workspace: ws, Executors: crew, Gates: runner, Price: prices.Cost,
 		ScratchDir: filepath.Join(s.Dir, "scratch"), Weights: s.Weights,
 		Reconcile: ws.TaskCommits, KillOrphan: killOrphan, CrashAt: os.Getenv(CrashEnv),
@@ -263,7 +257,7 @@ func (s *Session) Drive(ctx context.Context) error {
 		},
 	}
 	if s.Resume {
-		opts.ResumeConfig = s.Config
+		opts.ResumeConfig = Journaled(s.Config)
 	}
 	st, runErr := driver.Run(ctx, opts)
 	s.State = st
@@ -280,6 +274,9 @@ func (s *Session) Drive(ctx context.Context) error {
 }
 
 func classifyGit(err error) error {
+	if errors.Is(err, git.ErrBranchExists) {
+		return cmdutil.Invalid("%v: pick another --run-id or resume it", err)
+	}
 	var ge *git.GitError
 	if errors.As(err, &ge) {
 		return cmdutil.Env("git: %v", err)
@@ -298,7 +295,7 @@ func copyPlan(src, dir string) error {
 	}
 	name := "plan.md"
 	if planfile.IsYAML(src) {
-		name = "plan" + filepath.Ext(src)
+		name = "plan" + strings.ToLower(filepath.Ext(src))
 	}
 	return os.WriteFile(filepath.Join(dir, name), data, 0o644)
 }

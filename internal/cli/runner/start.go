@@ -79,6 +79,9 @@ func (s *Session) finish(ctx context.Context, runErr error) error {
 	if s.Receipt != nil {
 		fmt.Fprintf(s.IO.ErrOut, "  receipt    sealed: %d journal lines, chain %s (muster verify %s)\n", s.Receipt.Journal.Lines, short(s.Receipt.Journal.Hash), s.RunID)
 	}
+	if s.Flags.Merge && (runErr != nil || s.State.RunState != muster.RunSucceeded) {
+		fmt.Fprintf(s.IO.ErrOut, "not merged: --merge fast-forwards %s only when every task succeeded; the run branch %s is left for you\n", s.refOrRecorded(), s.State.Branch)
+	}
 	if errors.Is(runErr, muster.ErrInterrupted) {
 		return &muster.Error{Code: muster.CodeInterrupted, Message: "interrupted: the run is resumable with muster resume " + s.RunID}
 	}
@@ -89,11 +92,9 @@ func (s *Session) finish(ctx context.Context, runErr error) error {
 		return &cmdutil.Silent{Err: &muster.Error{Code: muster.CodeFailed, Message: "the run ended with failed or skipped tasks"}}
 	}
 	if s.Flags.Merge {
-		ref := s.Ref
-		if ref == "" {
-			ref = s.State.Branch
-		}
-		if err := git.FastForward(context.WithoutCancel(ctx), s.Repo.Top, s.refOrRecorded(), s.State.Branch); err != nil {
+		if s.refOrRecorded() == "" {
+			fmt.Fprintf(s.IO.ErrOut, "not merged: HEAD was detached when the run started, so there is no branch to fast-forward\nthe run branch %s is left for you to merge\n", s.State.Branch)
+		} else if err := git.FastForward(context.WithoutCancel(ctx), s.Repo.Top, s.refOrRecorded(), s.State.Branch); err != nil {
 			fmt.Fprintf(s.IO.ErrOut, "not merged: %v\nthe run branch %s is left for you to merge\n", err, s.State.Branch)
 		} else {
 			fmt.Fprintf(s.IO.ErrOut, "merged: %s fast-forwarded to %s\n", s.refOrRecorded(), short(s.Tip))

@@ -23,16 +23,18 @@ type Task struct {
 	Executor *string `json:"executor"`
 	Commit   *string `json:"commit"`
 	Reason   *string `json:"reason"`
-	Round    int     `json:"round,omitempty"`
-	Phase    string  `json:"phase,omitempty"`
+	// Round and Phase are for the text form only: the JSON object has
+	// exactly the keys of DESIGN.md §6.
+	Round int    `json:"-"`
+	Phase string `json:"-"`
 }
 
 // Usage is the run's usage in status --json.
 type Usage struct {
 	InputTokens      int64   `json:"input_tokens"`
 	OutputTokens     int64   `json:"output_tokens"`
-	CacheReadTokens  int64   `json:"cache_read_tokens"`
-	CacheWriteTokens int64   `json:"cache_write_tokens"`
+	CacheReadTokens  int64   `json:"-"` // not in the JSON (DESIGN.md §6)
+	CacheWriteTokens int64   `json:"-"` // not in the JSON (DESIGN.md §6)
 	CostUSD          float64 `json:"cost_usd"`
 }
 
@@ -128,6 +130,9 @@ func NewCmd(io *cmdutil.IOStreams) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&repoDir, "repo", "", "repository (default: current directory)")
+	// --config is a common flag (DESIGN.md §2); a run's config is in its
+	// journal, so it changes nothing here.
+	cmd.Flags().String("config", "", "config file (accepted for symmetry; a run's config is in its journal)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object (DESIGN.md §6)")
 	return cmd
 }

@@ -2,8 +2,11 @@
 package validate
 
 import (
+	"encoding/json"
+
 	"github.com/spf13/cobra"
 
+	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
 	"github.com/muster-run/muster/internal/cli/runner"
 	"github.com/muster-run/muster/planfile"
@@ -44,6 +47,11 @@ overlapping Owns between tasks that may run at once) alone exit 0, unless
 			}
 			probs = append(probs, runner.Unapproved(plan, cfg)...)
 			runner.PrintProblems(io.ErrOut, probs)
+			if f.JSON {
+				if err := writeProblems(io, probs); err != nil {
+					return cmdutil.Env("write: %v", err)
+				}
+			}
 			if errs := probs.Errors(); len(errs) > 0 {
 				return &cmdutil.Silent{Err: errs}
 			}
@@ -56,5 +64,29 @@ overlapping Owns between tasks that may run at once) alone exit 0, unless
 	fs.StringArrayVar(&f.Crew, "crew", nil, "add or override an executor: NAME=KIND[:CLONES]")
 	fs.StringArrayVar(&f.Approve, "approve", nil, "approve an authority (e.g. shell)")
 	fs.BoolVar(&f.Strict, "strict", false, "treat warnings as errors")
+	fs.BoolVar(&f.JSON, "json", false, "also write each problem to stdout as a JSON line (nothing on success)")
 	return cmd
+}
+
+// problem is one line of validate --json.
+type problem struct {
+	File     string `json:"file"`
+	Line     int    `json:"line"`
+	Severity string `json:"severity"` // error or warning
+	Message  string `json:"message"`
+}
+
+func writeProblems(io *cmdutil.IOStreams, probs muster.Problems) error {
+	enc := json.NewEncoder(io.Out)
+	enc.SetEscapeHTML(false)
+	for _, p := range probs {
+		sev := "error"
+		if p.Warning {
+			sev = "warning"
+		}
+		if err := enc.Encode(problem{File: p.File, Line: p.Line, Severity: sev, Message: p.Message}); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -1,0 +1,159 @@
+package agenttest
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/mockllm"
+)
+
+// LiveConfig describes one adapter's integration test against its
+// installed CLI.
+type LiveConfig struct {
+	// Spec names the executor: Name, Kind, Model and APIKeyEnv; StartLive
+	// fills in Clones, BaseURL and Command.
+	Spec muster.ExecutorSpec
+	// URLPath is appended to the mock model server's URL to make the
+	// spec's base_url ("" or "/v1", as the CLI expects it).
+	URLPath string
+	// Key is the API key put into Spec.APIKeyEnv; it must never leak.
+	Key string
+}
+
+// Live is an adapter under test that drives the installed CLI against the
+// mock model server (see Script for the scenarios).
+type Live struct {
+	Exec muster.Executor      // the adapter under test
+	Spec *muster.ExecutorSpec // its spec, pointing at the installed CLI and the server
+	Key  string               // the API key, which must never leak
+	// Req, Res and Rec are the first invocation's, set by Write.
+	Req *muster.ExecRequest
+	Res *muster.ExecResult
+	Rec *Recorder
+}
+
+// StartLive finds the installed CLI of cfg.Spec.Kind (see Binary: outside
+// CI a missing CLI skips the test), starts the mock model server, sets the
+// key's variable and builds the executor with newExec.
+func StartLive[E muster.Executor](t *testing.T, newExec func(*muster.ExecutorSpec) (E, error), cfg LiveConfig) *Live {
+	t.Helper()
+	bin := Binary(t, cfg.Spec.Kind)
+	srv := mockllm.Start(t, Script())
+	t.Setenv(cfg.Spec.APIKeyEnv, cfg.Key)
+	spec := cfg.Spec
+	spec.Clones, spec.BaseURL, spec.Command = 1, srv.URL+cfg.URLPath, []string{bin}
+	e, err := newExec(&spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Live{Exec: e, Spec: &spec, Key: cfg.Key}
+}
+
+// Write runs the coder's first invocation with write authority in a fresh
+// git repository, playing scenario (which writes hello.txt), and checks the
+// file, the usage (with a cost when cost is set) and the session. When the
+// test ends, no record, tail or file of the run may hold the key.
+func (l *Live) Write(t *testing.T, scenario string, cost bool) {
+	t.Helper()
+	l.Req = Request(t, l.Spec, muster.RoleCoder, muster.AuthorityWrite, "Create hello.txt. [scenario: "+scenario+"]")
+	l.Req.Dir = GitRepo(t)
+	l.Rec = &Recorder{}
+	l.Res = l.execute(t, l.Req, l.Rec)
+	if got := ReadFile(filepath.Join(l.Req.Dir, "hello.txt")); got != "hello\n" {
+		t.Fatalf("hello.txt = %q\n%s", got, l.Res.Tail)
+	}
+	if u := l.Rec.Usage(); u.InputTokens != 2200 || u.OutputTokens != 70 || (cost && u.CostMicros == 0) {
+		t.Errorf("usage %+v", u)
+	}
+	if l.Res.SessionID == "" {
+		t.Fatal("no session ID")
+	}
+	t.Cleanup(func() { NoSecret(t, l.Key, l.Rec, l.Res, filepath.Dir(l.Req.Scratch), l.Req.Dir) })
+}
+
+// Review runs a reviewer round with read authority that resumes Write's
+// session and checks its findings; with usage set, also that only this
+// round's usage is reported.
+func (l *Live) Review(t *testing.T, usage bool) {
+	t.Helper()
+	req := *l.Req
+	req.Role, req.Authority, req.SessionID = muster.RoleReviewer, muster.AuthorityRead, l.Res.SessionID
+	req.Prompt = "Review the change. [scenario: review]"
+	rec := &Recorder{}
+	res := l.execute(t, &req, rec)
+	if res.SessionID != l.Res.SessionID {
+		t.Errorf("session %q, want the resumed %q", res.SessionID, l.Res.SessionID)
+	}
+	if !res.Reviewed || len(res.Findings) != 1 || res.Findings[0].Severity != "major" {
+		t.Errorf("findings %+v", res.Findings)
+	}
+	if u := rec.Usage(); usage && (u.InputTokens != 500 || u.OutputTokens != 40) {
+		t.Errorf("review usage %+v", u)
+	}
+	NoSecret(t, l.Key, rec, res, filepath.Dir(req.Scratch), req.Dir)
+}
+
+// Writes checks that with authority auth the agent playing scenario
+// writes hello.txt in a fresh repository.
+func (l *Live) Writes(t *testing.T, auth muster.Authority, scenario string) {
+	t.Helper()
+	req := l.inRepo(t, auth, scenario)
+	res := l.execute(t, req, nil)
+	if got := ReadFile(filepath.Join(req.Dir, "hello.txt")); got != "hello\n" {
+		t.Fatalf("hello.txt = %q\n%s", got, res.Tail)
+	}
+}
+
+// Refuses checks that with authority auth the agent playing scenario
+// (which tries to write hello.txt) leaves a fresh repository unchanged.
+func (l *Live) Refuses(t *testing.T, auth muster.Authority, scenario string) {
+	t.Helper()
+	req := l.inRepo(t, auth, scenario)
+	l.execute(t, req, nil)
+	if _, err := os.Stat(filepath.Join(req.Dir, "hello.txt")); err == nil {
+		t.Fatalf("a %s-authority agent wrote hello.txt (%s)", auth, scenario)
+	}
+}
+
+// Fails checks that the invocation playing scenario fails with class;
+// stall, when not zero, is the request's stall limit.
+func (l *Live) Fails(t *testing.T, scenario string, stall time.Duration, class muster.FailureClass) {
+	t.Helper()
+	req := *l.Req
+	req.Prompt = "[scenario: " + scenario + "]"
+	req.Stall = stall
+	_, err := l.Exec.Execute(context.Background(), &req, nil)
+	WantClass(t, err, class)
+}
+
+// inRepo is Write's request with authority auth and scenario in a fresh
+// repository.
+func (l *Live) inRepo(t *testing.T, auth muster.Authority, scenario string) *muster.ExecRequest {
+	req := *l.Req
+	req.Dir = GitRepo(t)
+	req.Authority = auth
+	req.Prompt = "Create hello.txt. [scenario: " + scenario + "]"
+	return &req
+}
+
+// execute runs req, failing the test on an error.
+func (l *Live) execute(t *testing.T, req *muster.ExecRequest, rec *Recorder) *muster.ExecResult {
+	t.Helper()
+	var emit func(muster.Record)
+	if rec != nil {
+		emit = rec.Emit
+	}
+	res, err := l.Exec.Execute(context.Background(), req, emit)
+	if err != nil {
+		tail := ""
+		if res != nil {
+			tail = res.Tail
+		}
+		t.Fatalf("execute: %v\n%s", err, tail)
+	}
+	return res
+}

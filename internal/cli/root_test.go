@@ -1,0 +1,49 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+
+	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/internal/cli/cmdutil"
+)
+
+// A panic in a command is an internal error: exit 3, not the 2 of a Go
+// panic, which would read as bad input.
+func TestExecutePanicExits3(t *testing.T) {
+	t.Parallel()
+	var out, errOut bytes.Buffer
+	io := &cmdutil.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}
+	root := NewRoot(io)
+	root.AddCommand(&cobra.Command{Use: "boom", RunE: func(*cobra.Command, []string) error { panic("boom") }})
+	if code := execute(context.Background(), io, root, []string{"boom"}); code != cmdutil.ExitEnvironment {
+		t.Fatalf("exit %d, want %d", code, cmdutil.ExitEnvironment)
+	}
+	if !strings.Contains(errOut.String(), "muster: internal error: boom") {
+		t.Fatalf("stderr %q", errOut.String())
+	}
+}
+
+// A signal during setup cuts a git command short; the error that makes
+// is an interruption (130), not a broken environment (3).
+func TestExecuteInterruptedDuringSetupExits130(t *testing.T) {
+	t.Parallel()
+	var out, errOut bytes.Buffer
+	io := &cmdutil.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(muster.ErrInterrupted)
+	root := NewRoot(io)
+	root.AddCommand(&cobra.Command{Use: "setup", RunE: func(*cobra.Command, []string) error {
+		return cmdutil.Env("not inside a git work tree: git rev-parse: interrupted")
+	}})
+	if code := execute(ctx, io, root, []string{"setup"}); code != cmdutil.ExitInterrupted {
+		t.Fatalf("exit %d, want %d", code, cmdutil.ExitInterrupted)
+	}
+	if !strings.Contains(errOut.String(), "interrupted before the run started") {
+		t.Fatalf("stderr %q", errOut.String())
+	}
+}

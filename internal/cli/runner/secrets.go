@@ -1,0 +1,68 @@
+package runner
+
+import (
+	"maps"
+
+	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/config"
+	"github.com/muster-run/muster/internal/proc"
+)
+
+// Journaled returns the copy of cfg that goes into the journal: the
+// executors' env entries named like credentials (FOO_API_KEY, GH_TOKEN,
+// DB_PASSWORD, ...) are left out, so that no secret from muster.toml
+// reaches the journal (DESIGN.md §7). The executors run with cfg itself.
+func Journaled(cfg *muster.Config) *muster.Config {
+	if cfg == nil {
+		return nil
+	}
+	cp := *cfg
+	cp.Executors = make([]*muster.ExecutorSpec, len(cfg.Executors))
+	for i, e := range cfg.Executors {
+		ec := *e
+		if len(e.Env) > 0 {
+			ec.Env = maps.Clone(e.Env)
+			for k := range ec.Env {
+				if proc.IsSecretName(k) {
+					delete(ec.Env, k)
+				}
+			}
+		}
+		cp.Executors[i] = &ec
+	}
+	return &cp
+}
+
+// restoreSecrets puts back, into a config replayed from a journal, the
+// credential env entries Journaled left out: they are read again from
+// the config file (path, else the recorded source), for executors of
+// the same name and kind.
+func restoreSecrets(cfg *muster.Config, path string) {
+	if path == "" {
+		path = cfg.Source
+	}
+	if path == "" {
+		return
+	}
+	file, err := config.Load(path)
+	if err != nil {
+		return
+	}
+	for _, e := range cfg.Executors {
+		fe := file.Executor(e.Name)
+		if fe == nil || fe.Kind != e.Kind {
+			continue
+		}
+		for k, v := range fe.Env {
+			if !proc.IsSecretName(k) {
+				continue
+			}
+			if e.Env == nil {
+				e.Env = map[string]string{}
+			}
+			if _, ok := e.Env[k]; !ok {
+				e.Env[k] = v
+			}
+		}
+	}
+}

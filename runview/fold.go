@@ -1,0 +1,148 @@
+package runview
+
+import (
+	"time"
+
+	"github.com/muster-run/muster"
+)
+
+// Apply folds one event into the run.
+func (r *Run) Apply(e *muster.Event) {
+	switch e.Type {
+	case muster.EvRunStarted:
+		r.ID, r.Plan, r.Branch, r.Base, r.Start, r.Config = e.Run, e.Plan, e.Branch, e.Base, e.Time, e.Config
+		if e.Config != nil {
+			r.Budget = e.Config.Run.BudgetUSDMicros
+			for _, x := range e.Config.Executors {
+				for c := 1; c <= x.Clones; c++ {
+					r.Clone(muster.Slot(x.Name, c))
+				}
+			}
+		}
+	case muster.EvRunResumed:
+		r.State, r.End = "", time.Time{}
+		if e.Config != nil && e.Config.Run.BudgetUSDMicros > 0 {
+			r.Budget = e.Config.Run.BudgetUSDMicros
+		}
+	case muster.EvTasksPlanned:
+		for _, pt := range e.Tasks {
+			t := r.Task(pt.ID)
+			t.Title, t.After = pt.Title, pt.After
+			if pt.Done {
+				t.State = muster.StateSucceeded
+			}
+		}
+	case muster.EvExecutorLeased:
+		if slot := e.Slot(); slot != "" {
+			c := r.Clone(slot)
+			c.Role, c.Task, c.Since, c.Work = e.Role, e.Task, e.Time, muster.Usage{}
+		}
+	case muster.EvExecutorRelease:
+		if c := r.slots[e.Slot()]; c != nil {
+			c.Task, c.Work = "", muster.Usage{}
+		}
+	case muster.EvTaskStarted:
+		t := r.Task(e.Task)
+		t.State, t.Attempt, t.Phase, t.Round, t.Reason = muster.StateRunning, e.Attempt, "agent", 0, ""
+		if t.Start.IsZero() {
+			t.Start = e.Time
+		}
+		if slot := e.Slot(); slot != "" {
+			t.Slot = slot
+			c := r.Clone(slot)
+			if c.Task != e.Task {
+				c.Task, c.Since, c.Work = e.Task, e.Time, muster.Usage{}
+			}
+			if c.Role == "" {
+				c.Role = e.Role
+			}
+		}
+	case muster.EvPhase:
+		t := r.Task(e.Task)
+		t.Phase, t.Round = e.Phase, e.Round
+	case muster.EvFixRound:
+		t := r.Task(e.Task)
+		t.Round = e.Round
+		t.FixRounds++
+		t.Fixes = append(t.Fixes, FixRound{Round: e.Round, Reason: e.Reason, Time: e.Time})
+	case muster.EvTokensUsed:
+		r.Usage.Add(e.Usage)
+		if e.Task != "" {
+			r.Task(e.Task).Usage.Add(e.Usage)
+		}
+		if slot := e.Slot(); slot != "" {
+			c := r.Clone(slot)
+			c.Total.Add(e.Usage)
+			if c.Task == e.Task {
+				c.Work.Add(e.Usage)
+			}
+		}
+	case muster.EvGateRan:
+		t := r.Task(e.Task)
+		t.Gates = append(t.Gates, GateRun{Name: e.Gate, Passed: e.Passed != nil && *e.Passed,
+			Baseline: e.Baseline, Time: e.Time, Output: e.Output})
+	case muster.EvReviewed:
+		t := r.Task(e.Task)
+		t.Reviews = append(t.Reviews, Review{Slot: e.Slot(), Round: t.FixRounds, Time: e.Time, Findings: e.Findings})
+	case muster.EvCommitted, muster.EvIntegrated:
+		t := r.Task(e.Task)
+		if e.Commit != "" {
+			t.Commit = e.Commit
+		}
+		if len(e.Paths) > 0 {
+			t.Paths = e.Paths
+		}
+	case muster.EvTaskSucceeded:
+		r.end(e, muster.StateSucceeded)
+		if e.Commit != "" {
+			r.Task(e.Task).Commit = e.Commit
+		}
+	case muster.EvTaskFailed, muster.EvTaskSkipped, muster.EvTaskCancelled:
+		r.end(e, EndState(e))
+	case muster.EvWarning:
+		r.Warnings = append(r.Warnings, e.Message)
+	case muster.EvRunFinished:
+		r.State, r.End = e.State, e.Time
+		r.idleAll()
+	case muster.EvRunInterrupted:
+		r.State, r.End = muster.RunInterrupted, e.Time
+		r.idleAll()
+	}
+}
+
+// EndState returns the state a task-ending event leaves the task in: a
+// failure that will be retried leaves it pending. It returns "" for
+// other events.
+func EndState(e *muster.Event) string {
+	switch e.Type {
+	case muster.EvTaskSucceeded:
+		return muster.StateSucceeded
+	case muster.EvTaskFailed:
+		if e.Retry {
+			return muster.StatePending
+		}
+		return muster.StateFailed
+	case muster.EvTaskSkipped:
+		return muster.StateSkipped
+	case muster.EvTaskCancelled:
+		return muster.StateCancelled
+	}
+	return ""
+}
+
+// end records a task's end and frees the clones working on it.
+func (r *Run) end(e *muster.Event, state string) {
+	t := r.Task(e.Task)
+	t.State, t.End, t.Reason, t.Phase = state, e.Time, e.Reason, ""
+	for _, c := range r.Clones {
+		if c.Task == e.Task {
+			c.Task, c.Work = "", muster.Usage{}
+		}
+	}
+}
+
+func (r *Run) idleAll() {
+	for _, c := range r.Clones {
+		c.Task, c.Work = "", muster.Usage{}
+	}
+}
