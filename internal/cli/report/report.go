@@ -16,6 +16,7 @@ import (
 	"github.com/muster-run/muster/htmlreport"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
 	"github.com/muster-run/muster/internal/cli/runner"
+	"github.com/muster-run/muster/journal"
 	rep "github.com/muster-run/muster/report"
 )
 
@@ -131,6 +132,9 @@ func run(io *cmdutil.IOStreams, o *Options, id string) error {
 		if err != nil {
 			return err
 		}
+		if !journal.Locked(repo.JournalPath(r)) {
+			evs = endDeadRun(evs)
+		}
 		runs = append(runs, evs)
 	}
 	if o.HTML != "" {
@@ -153,6 +157,27 @@ func run(io *cmdutil.IOStreams, o *Options, id string) error {
 		format = rep.FormatCSV
 	}
 	return rep.Write(io.Out, r, format)
+}
+
+// endDeadRun ends, in memory, a run that no process drives but whose
+// journal does not say it ended (muster was killed): it is interrupted
+// as of its last event, as muster status says, not running for ever.
+func endDeadRun(events []muster.Event) []muster.Event {
+	if len(events) == 0 {
+		return events
+	}
+	for i := len(events) - 1; i >= 0; i-- {
+		switch events[i].Type {
+		case muster.EvRunFinished, muster.EvRunInterrupted:
+			return events
+		case muster.EvRunStarted, muster.EvRunResumed:
+			last := events[len(events)-1]
+			return append(events[:len(events):len(events)], muster.Event{
+				Seq: last.Seq + 1, Time: last.Time, Type: muster.EvRunInterrupted, Run: last.Run,
+			})
+		}
+	}
+	return events
 }
 
 // WriteHTML writes a run's HTML report to path.
