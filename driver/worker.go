@@ -192,6 +192,21 @@ func (w *worker) run(ctx context.Context) []muster.Event {
 	}
 }
 
+// changedPaths lists every path a change touches, in change order.
+func changedPaths(c *muster.Change) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, f := range c.Files {
+		for _, p := range []string{f.OldPath, f.Path} {
+			if p != "" && !seen[p] {
+				seen[p] = true
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
 // rounds runs the agent and its fix rounds from round start. It returns
 // either the final events of a failed or finished attempt, or the task
 // commit to integrate.
@@ -218,20 +233,32 @@ func (w *worker) rounds(ctx context.Context, exec muster.Executor, feedback stri
 		if err != nil {
 			return w.fail("compute change: "+err.Error(), false), ""
 		}
-		if viol := w.d.opts.Workspace.Violations(ctx, w.dir, change, w.task.Owns); len(viol) > 0 {
-			w.send(muster.Event{Type: muster.EvViolation, Paths: viol, Round: round})
+		readOnly := w.task.EffectiveAuthority() == muster.AuthorityRead
+		viol := w.d.opts.Workspace.Violations(ctx, w.dir, change, w.task.Owns)
+		if readOnly {
+			viol = changedPaths(change)
+		}
+		if len(viol) > 0 {
+			outside, ev := "changed paths outside Owns: ", muster.Event{Type: muster.EvViolation, Paths: viol, Round: round}
+			if readOnly {
+				outside, ev.Reason = "changed paths with read authority: ", "read authority"
+			}
+			w.send(ev)
 			if !violatedBefore && round < maxRounds {
 				violatedBefore = true
 				feedback = "You changed files outside the paths this task owns. Revert these, keep to your paths:\n  " +
 					strings.Join(viol, "\n  ") + "\nYou own:\n  " + strings.Join(w.task.Owns, "\n  ")
-				why = "changed paths outside Owns: " + strings.Join(viol, ", ")
+				if readOnly {
+					feedback = "This task has read authority: it may not change files. Revert these:\n  " + strings.Join(viol, "\n  ")
+				}
+				why = outside + strings.Join(viol, ", ")
 				continue
 			}
 			if err := w.d.opts.Workspace.Revert(ctx, w.dir, w.base, viol); err != nil {
 				return w.fail("revert out-of-bounds paths: "+err.Error(), false), ""
 			}
 			if w.cfg.Run.OnViolation != muster.OnViolationDiscard {
-				return w.fail("boundary violation: changed paths outside Owns: "+strings.Join(viol, ", "), false), ""
+				return w.fail("boundary violation: "+outside+strings.Join(viol, ", "), false), ""
 			}
 			w.send(muster.Event{Type: muster.EvWarning, Message: "discarded out-of-bounds paths: " + strings.Join(viol, ", ")})
 			if change, err = w.d.opts.Workspace.Change(ctx, w.dir, w.base); err != nil {
@@ -241,6 +268,11 @@ func (w *worker) rounds(ctx context.Context, exec muster.Executor, feedback stri
 		if change.Empty() {
 			if w.task.Delegates && nonEmpty(w.planOut) {
 				return []muster.Event{{Type: muster.EvTaskSucceeded, Task: w.a.Task, Attempt: w.a.Attempt, Reason: "delegated: planned new tasks, no change of its own"}}, ""
+			}
+			if readOnly {
+				// A read task's product is what it reports, never a change.
+				w.shareFindings()
+				return []muster.Event{{Type: muster.EvTaskSucceeded, Task: w.a.Task, Attempt: w.a.Attempt, Reason: "read authority: no change, as expected"}}, ""
 			}
 			if res != nil && res.Satisfied {
 				w.shareFindings()

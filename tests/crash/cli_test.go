@@ -80,9 +80,11 @@ func TestUnapprovedAuthorityRefusesToStart(t *testing.T) {
 	if r.code != 2 || !strings.Contains(r.stderr, `task b requests authority "read"`) || strings.Contains(r.stderr, `task a requests`) {
 		t.Fatalf("require_approval: exit %d\n%s", r.code, r.stderr)
 	}
+	// Approved, the run starts; b's agent writes files, which a read task
+	// may not do: it fails with a boundary violation (exit 1), not a refusal.
 	r = runMuster(t, repo, nil, 0, "run", plan, "--config", strict, "--approve", "shell", "--approve", "read", "--plain")
-	if r.code != 0 {
-		t.Fatalf("approved run: exit %d\n%s", r.code, r.stderr)
+	if r.code != 1 || !strings.Contains(r.stderr, "changed paths with read authority: out/b/") {
+		t.Fatalf("approved run: exit %d, want 1 with b's read-authority violation\n%s", r.code, r.stderr)
 	}
 }
 

@@ -116,7 +116,11 @@ func (p *Printer) OnEvent(e *muster.Event, s *engine.State) {
 			line = fmt.Sprintf("  %s approved by %s", task, e.Slot())
 		}
 	case muster.EvViolation:
-		line = fmt.Sprintf("%s %s changed paths outside Owns: %s", p.c(yellow, "!"), task, cmdutil.Sanitize(strings.Join(e.Paths, ", ")))
+		where := "outside Owns"
+		if e.Reason != "" {
+			where = "with " + cmdutil.Sanitize(e.Reason)
+		}
+		line = fmt.Sprintf("%s %s changed paths %s: %s", p.c(yellow, "!"), task, where, cmdutil.Sanitize(strings.Join(e.Paths, ", ")))
 	case muster.EvLoopAttempt:
 		if e.Passed != nil && *e.Passed {
 			line = fmt.Sprintf("  %s check %d passed", task, e.Round)
