@@ -45,6 +45,13 @@ func verifyJournal(r *Receipt, journal []byte) []string {
 	var out []string
 	add := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
 	c := ChainOf(journal)
+	if tail := tornTail(journal); tail > 0 {
+		add("journal: %d bytes after line %d are not a complete line (the receipt sealed none of them)", tail, c.Lines)
+	}
+	if msg := shifted(c.LineDigests, r.Journal.LineDigests); msg != "" {
+		add("%s", msg)
+		return out
+	}
 	n := min(c.Lines, r.Journal.Lines, len(r.Journal.LineDigests))
 	var differ []int
 	for i := 0; i < n; i++ {
@@ -113,6 +120,58 @@ func verifyJournal(r *Receipt, journal []byte) []string {
 		}
 	}
 	return out
+}
+
+// tornTail returns how many bytes follow the journal's last newline.
+func tornTail(journal []byte) int {
+	for i := len(journal) - 1; i >= 0; i-- {
+		if journal[i] == '\n' {
+			return len(journal) - 1 - i
+		}
+	}
+	return len(journal)
+}
+
+// shifted names one run of lines deleted from or inserted into the sealed
+// journal, when that alone explains the difference (every other line
+// matches, in order); otherwise it returns "".
+func shifted(now, sealed []string) string {
+	if len(now) == len(sealed) {
+		return ""
+	}
+	i := 0
+	for i < len(now) && i < len(sealed) && now[i] == sealed[i] {
+		i++
+	}
+	if i == len(now) || i == len(sealed) {
+		return "" // cut or appended at the end: said below
+	}
+	same := func(a, b []string) bool {
+		if len(a) != len(b) {
+			return false
+		}
+		for j := range a {
+			if a[j] != b[j] {
+				return false
+			}
+		}
+		return true
+	}
+	if k := len(sealed) - len(now); k > 0 && same(now[i:], sealed[i+k:]) {
+		return fmt.Sprintf("journal: %s deleted (the receipt sealed %d lines; the lines after match)", span(i+1, i+k), len(sealed))
+	}
+	if k := len(now) - len(sealed); k > 0 && same(now[i+k:], sealed[i:]) {
+		return fmt.Sprintf("journal: %s inserted after the receipt was sealed (the lines around match)", span(i+1, i+k))
+	}
+	return ""
+}
+
+// span names lines a to b: "line 5 was" or "lines 5 to 7 were".
+func span(a, b int) string {
+	if a == b {
+		return fmt.Sprintf("line %d was", a)
+	}
+	return fmt.Sprintf("lines %d to %d were", a, b)
 }
 
 func verifyBranch(r *Receipt, b Branch) []string {
