@@ -41,6 +41,10 @@ func OpenRepo(ctx context.Context, dir string) (*Repo, error) {
 		if errors.Is(err, git.ErrNoGit) {
 			return nil, Env("git is not installed (muster needs the git command)")
 		}
+		if ctx.Err() != nil {
+			// A signal cut git short: say so, not that this is no repository.
+			return nil, Env("open the repository at %s: %v", abs, context.Cause(ctx))
+		}
 		return nil, Env("%s is not inside a git repository: run muster from a repository, or pass --repo DIR", abs)
 	}
 	return &Repo{Top: top, GitDir: gitDir}, nil
