@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/muster-run/muster"
@@ -63,8 +64,15 @@ func Resume(ctx context.Context, io *cmdutil.IOStreams, runID string, f *Flags) 
 	}
 	s := &Session{IO: io, Repo: repo, Flags: f, Config: cfg, Plan: plan, RunID: id, Resume: true, Events: events, Base: st.Base}
 	err = s.Drive(ctx)
+	if errors.Is(err, errEndedMeanwhile) {
+		fmt.Fprintf(io.ErrOut, "run %s: every task succeeded already; nothing to do\n", id)
+		return &Session{State: s.State}, nil
+	}
 	return s, s.finish(ctx, err)
 }
+
+// errEndedMeanwhile: the run succeeded while the resume waited for its lock.
+var errEndedMeanwhile = errors.New("the run ended meanwhile")
 
 func allSucceeded(st *engine.State) bool {
 	if len(st.Tasks) == 0 {

@@ -186,6 +186,11 @@ func (s *Session) Drive(ctx context.Context) error {
 			return err
 		}
 		defer j.Close()
+		// The run may have ended while this process waited for its lock.
+		if st, err := engine.Replay(replayed); err == nil && allSucceeded(st) {
+			s.State = st
+			return errEndedMeanwhile
+		}
 	}
 	pruneStale(ctx, s.Repo, s.RunID)
 	ws, err := git.Open(ctx, git.Options{Repo: s.Repo.Top, RunID: s.RunID, Base: s.Base, Resume: s.Resume, Keep: s.Config.Run.Keep})
