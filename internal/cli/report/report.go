@@ -16,6 +16,7 @@ import (
 	"github.com/muster-run/muster/htmlreport"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
 	"github.com/muster-run/muster/internal/cli/runner"
+	"github.com/muster-run/muster/internal/cli/verify"
 	"github.com/muster-run/muster/journal"
 	rep "github.com/muster-run/muster/report"
 )
@@ -138,7 +139,7 @@ func run(io *cmdutil.IOStreams, o *Options, id string) error {
 		runs = append(runs, evs)
 	}
 	if o.HTML != "" {
-		return writeHTML(io, o.HTML, runs[0], repo.RunDir(ids[0]))
+		return writeHTML(context.Background(), io, o.HTML, runs[0], repo, ids[0])
 	}
 	cfg, err := runner.LoadConfig(repo, &runner.Flags{Config: o.Config})
 	if err != nil {
@@ -196,13 +197,28 @@ func WriteHTML(path string, events []muster.Event, verification string) error {
 	return nil
 }
 
-func writeHTML(io *cmdutil.IOStreams, path string, events []muster.Event, runDir string) error {
-	if err := WriteHTML(path, events, ""); err != nil {
+func writeHTML(ctx context.Context, io *cmdutil.IOStreams, path string, events []muster.Event, repo *cmdutil.Repo, id string) error {
+	if err := WriteHTML(path, events, verification(ctx, repo, id)); err != nil {
 		return err
 	}
 	abs, _ := filepath.Abs(path)
 	fmt.Fprintf(io.ErrOut, "report: %s\n", abs)
 	return nil
+}
+
+// verification is the receipt card of the HTML report: what muster
+// verify says of the run now (not checked while a process drives it).
+func verification(ctx context.Context, repo *cmdutil.Repo, id string) string {
+	problems, _, err := verify.Check(ctx, repo, id)
+	switch {
+	case err != nil:
+		return ""
+	case len(problems) == 1 && strings.HasPrefix(problems[0], "receipt: none sealed"):
+		return "not sealed yet: the run has not ended"
+	case len(problems) > 0:
+		return "does not match: muster verify " + id + " says what differs"
+	}
+	return "verified: the receipt holds"
 }
 
 func day(s string, tz *time.Location, flag string) (time.Time, error) {

@@ -51,28 +51,41 @@ func Run(ctx context.Context, io *cmdutil.IOStreams, repoDir, id string) error {
 	if id, err = repo.ResolveRun(id); err != nil {
 		return err
 	}
-	dir := repo.RunDir(id)
-	if journal.Locked(repo.JournalPath(id)) {
-		return cmdutil.Env("run %s is being driven by a muster process: verify it once it ends", id)
-	}
-	r, err := receipt.Read(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return failed(io, id, []string{"receipt: none sealed in " + dir + " (the run has not ended; muster resume " + id + " ends and seals it)"})
-	}
+	problems, summary, err := Check(ctx, repo, id)
 	if err != nil {
-		return failed(io, id, []string{"receipt: " + err.Error()})
+		return err
 	}
-	data, err := os.ReadFile(repo.JournalPath(id))
-	if err != nil {
-		return cmdutil.Env("read journal: %v", err)
-	}
-	problems := receipt.Verify(r, data, runner.PlanHash(dir), branch(ctx, repo, id, r))
 	if len(problems) > 0 {
 		return failed(io, id, problems)
 	}
-	fmt.Fprintf(io.Out, "run %s: the receipt holds: %d journal lines (chain %s), plan %s, branch %s at %s, %d tasks\n",
-		id, r.Journal.Lines, short(r.Journal.Hash), short(r.PlanHash), r.Branch, short(r.Final), len(r.Tasks))
+	fmt.Fprintf(io.Out, "run %s: the receipt holds: %s\n", id, summary)
 	return nil
+}
+
+// Check verifies the receipt of run id: it returns every difference, or
+// none and a one-line summary of what holds. A run a live process drives
+// is an environment error.
+func Check(ctx context.Context, repo *cmdutil.Repo, id string) (problems []string, summary string, err error) {
+	dir := repo.RunDir(id)
+	if journal.Locked(repo.JournalPath(id)) {
+		return nil, "", cmdutil.Env("run %s is being driven by a muster process: verify it once it ends", id)
+	}
+	r, err := receipt.Read(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return []string{"receipt: none sealed in " + dir + " (the run has not ended; muster resume " + id + " ends and seals it)"}, "", nil
+	}
+	if err != nil {
+		return []string{"receipt: " + err.Error()}, "", nil
+	}
+	data, err := os.ReadFile(repo.JournalPath(id))
+	if err != nil {
+		return nil, "", cmdutil.Env("read journal: %v", err)
+	}
+	if problems = receipt.Verify(r, data, runner.PlanHash(dir), branch(ctx, repo, id, r)); len(problems) > 0 {
+		return problems, "", nil
+	}
+	return nil, fmt.Sprintf("%d journal lines (chain %s), plan %s, branch %s at %s, %d tasks",
+		r.Journal.Lines, short(r.Journal.Hash), short(r.PlanHash), r.Branch, short(r.Final), len(r.Tasks)), nil
 }
 
 // branch reads the run branch: its tip and task commits. A branch that is
