@@ -144,7 +144,7 @@ func Write(w io.Writer, events []muster.Event, opts Options) error {
 	if err := tmpl.Execute(&buf, p); err != nil {
 		return fmt.Errorf("html report: %w", err)
 	}
-	_, err := w.Write(buf.Bytes())
+	_, err := w.Write(dropControls(buf.Bytes()))
 	return err
 }
 
@@ -189,3 +189,18 @@ var funcs = template.FuncMap{
 }
 
 var tmpl = template.Must(template.New("report").Funcs(funcs).Parse(pageTemplate))
+
+// dropControls removes the control characters (other than tab, newline
+// and carriage return) that agent-written text may carry, such as the
+// escape sequences of a terminal: HTML has no place for them, and the
+// template's escaping lets them through.
+func dropControls(b []byte) []byte {
+	out := b[:0]
+	for _, c := range b {
+		if c < 0x20 && c != '\t' && c != '\n' && c != '\r' || c == 0x7f {
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
+}

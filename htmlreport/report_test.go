@@ -69,7 +69,7 @@ func TestWriteSample(t *testing.T) {
 }
 
 func TestUntrustedTextIsEscaped(t *testing.T) {
-	evil := `<script>alert("x")</script><img src=x onerror=alert(1)>`
+	evil := "<script>alert(\"x\")</script><img src=x onerror=alert(1)>\x1b]0;pwned\x07\x1b[2J\x00"
 	evs := []muster.Event{
 		{Time: at(0), Type: muster.EvRunStarted, Run: "r<b>1</b>", Plan: "p.md", Branch: "muster/r1"},
 		{Time: at(0), Type: muster.EvTasksPlanned, Tasks: []*muster.Task{{ID: "a", Title: evil}, {ID: "b", Title: "ok", After: []muster.TaskID{"a"}}}},
@@ -84,6 +84,9 @@ func TestUntrustedTextIsEscaped(t *testing.T) {
 	html := render(t, evs, Options{Title: evil, Verification: evil})
 	if strings.Contains(html, "<script") || strings.Contains(html, "<img") || strings.Contains(html, "<b>1</b>") {
 		t.Fatalf("untrusted markup reached the page:\n%s", html)
+	}
+	if i := strings.IndexFunc(html, func(r rune) bool { return r < 0x20 && r != '\t' && r != '\n' && r != '\r' || r == 0x7f }); i >= 0 {
+		t.Errorf("a control character reached the page: %q", html[max(0, i-20):min(len(html), i+20)])
 	}
 	if !strings.Contains(html, "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;") {
 		t.Error("escaped title not found")
