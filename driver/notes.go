@@ -34,12 +34,18 @@ func (n *notes) add(task muster.TaskID, text string) {
 	if err := os.MkdirAll(filepath.Dir(n.path), 0o755); err != nil {
 		return
 	}
+	entry := fmt.Sprintf("## From task %s\n%s\n\n", task, bound(text, maxNote))
+	// A task that runs again (resumed, retried, a fix round) often says
+	// the same again: the notes keep one copy.
+	if b, err := os.ReadFile(n.path); err == nil && (strings.HasPrefix(string(b), entry) || strings.Contains(string(b), "\n\n"+entry)) {
+		return
+	}
 	f, err := os.OpenFile(n.path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
 		return
 	}
 	defer f.Close()
-	fmt.Fprintf(f, "## From task %s\n%s\n\n", task, bound(text, maxNote))
+	fmt.Fprint(f, entry)
 }
 
 // read returns the end of the notes file ("" when there is none).

@@ -29,3 +29,19 @@ func TestAgentTextCannotLeaveItsFence(t *testing.T) {
 		}
 	}
 }
+
+// A task that runs again and says the same note again adds it once.
+func TestSameNoteFromATaskIsKeptOnce(t *testing.T) {
+	n := &notes{path: t.TempDir() + "/notes.md"}
+	n.add("a", "the config is odd")
+	n.add("b", "the config is odd")
+	n.add("a", "the config is odd") // a ran again after a kill
+	n.add("a", "something new")
+	got := n.read()
+	if c := strings.Count(got, "## From task a\nthe config is odd\n"); c != 1 {
+		t.Errorf("a's note is in the notes %d times, want 1:\n%s", c, got)
+	}
+	if !strings.Contains(got, "## From task b\nthe config is odd") || !strings.Contains(got, "something new") {
+		t.Errorf("a note is missing:\n%s", got)
+	}
+}
