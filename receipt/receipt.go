@@ -64,6 +64,11 @@ type Gate struct {
 	Attempt int    `json:"attempt,omitempty"`
 	Round   int    `json:"round"`
 	Passed  bool   `json:"passed"`
+	// Phase is "integration" for a run on the merged tree.
+	Phase string `json:"phase,omitempty"`
+	// NotCharged marks a failure that was not the task's: the gate fails
+	// on its base too (pre-existing).
+	NotCharged bool `json:"not_charged,omitempty"`
 }
 
 // Chain seals the journal: h_0 is 32 zero bytes and h_i =
@@ -169,7 +174,8 @@ func Fold(events []muster.Event) *Receipt {
 			}
 		case muster.EvGateRan:
 			if t := task(e.Task); t != nil {
-				t.Gates = append(t.Gates, Gate{Name: e.Gate, Attempt: e.Attempt, Round: e.Round, Passed: e.Passed != nil && *e.Passed})
+				t.Gates = append(t.Gates, Gate{Name: e.Gate, Attempt: e.Attempt, Round: e.Round, Passed: e.Passed != nil && *e.Passed,
+					Phase: e.Phase, NotCharged: e.NotCharged()})
 			}
 		case muster.EvTokensUsed:
 			r.Usage.Add(e.Usage)

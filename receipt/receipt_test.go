@@ -92,3 +92,26 @@ func TestVerify(t *testing.T) {
 		t.Errorf("edited receipt: %q", got)
 	}
 }
+
+// A receipt tells a pre-existing gate failure (not the task's) and a run
+// on the integrated tree from the task's own gate runs.
+func TestSealMarksGatesNotChargedAndIntegration(t *testing.T) {
+	j := `{"seq":1,"type":"RunStarted","run":"r1","base":"b0","branch":"muster/r1"}
+{"seq":2,"type":"TasksPlanned","tasks":[{"id":"a","title":"A"}]}
+{"seq":3,"type":"TaskStarted","task":"a","attempt":1}
+{"seq":4,"type":"GateRan","task":"a","attempt":1,"gate":"pre","passed":false,"baseline":"fail","reason":"pre-existing: it fails on the base too"}
+{"seq":5,"type":"GateRan","task":"a","attempt":1,"gate":"test","passed":false,"phase":"integration"}
+{"seq":6,"type":"GateRan","task":"a","attempt":1,"gate":"test","passed":true,"round":1}
+{"seq":7,"type":"Integrated","task":"a","commit":"c1"}
+{"seq":8,"type":"TaskSucceeded","task":"a","attempt":1,"commit":"c1"}
+{"seq":9,"type":"RunFinished","state":"succeeded"}
+`
+	r, err := Seal([]byte(j), Input{PlanHash: "p", Final: "c1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := r.Tasks[0].Gates
+	if len(g) != 3 || !g[0].NotCharged || g[0].Phase != "" || g[1].NotCharged || g[1].Phase != "integration" || g[2].NotCharged || !g[2].Passed {
+		t.Fatalf("gates %+v", g)
+	}
+}
