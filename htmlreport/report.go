@@ -63,7 +63,13 @@ type row struct {
 
 type gateSummary struct {
 	Name string
-	Runs []bool
+	Runs []gateMark
+}
+
+// gateMark is one run of a gate: passed, failed, or failed but not the
+// task's to fix (pre-existing).
+type gateMark struct {
+	Passed, NotCharged bool
 }
 
 type finding struct {
@@ -167,7 +173,7 @@ func makeRow(t *runview.Task) row {
 			idx[g.Name] = i
 			rw.Gates = append(rw.Gates, gateSummary{Name: g.Name})
 		}
-		rw.Gates[i].Runs = append(rw.Gates[i].Runs, g.Passed)
+		rw.Gates[i].Runs = append(rw.Gates[i].Runs, gateMark{Passed: g.Passed, NotCharged: g.NotCharged})
 	}
 	for _, rv := range t.Reviews {
 		for _, f := range rv.Findings {

@@ -197,3 +197,25 @@ func TestWriteLarge(t *testing.T) {
 }
 
 func BenchmarkWriteLarge(b *testing.B) { benchWrite(b, largeRun(200)) }
+
+// A gate failure that is not the task's (pre-existing) is shown apart
+// from the task's own failures.
+func TestPreExistingGateFailureIsMarked(t *testing.T) {
+	no := false
+	evs := []muster.Event{
+		{Time: at(0), Type: muster.EvRunStarted, Run: "r1", Plan: "p.md", Branch: "muster/r1"},
+		{Time: at(0), Type: muster.EvTasksPlanned, Tasks: []*muster.Task{{ID: "a", Title: "A"}}},
+		started(1, "a", "sim", 1),
+		{Time: at(2), Type: muster.EvGateRan, Task: "a", Gate: "pre", Passed: &no, Baseline: "fail", Reason: muster.ReasonPreExisting + ": fails on the base too"},
+		{Time: at(3), Type: muster.EvGateRan, Task: "a", Gate: "own", Passed: &no, Baseline: "fail"},
+		ended(4, muster.EvTaskFailed, "a", "gate own failed"),
+		{Time: at(5), Type: muster.EvRunFinished, State: muster.RunFailed},
+	}
+	html := render(t, evs, Options{})
+	if !strings.Contains(html, `<code>pre</code> <span class="unknown" title="pre-existing`) {
+		t.Error("the pre-existing failure is not marked")
+	}
+	if !strings.Contains(html, `<code>own</code> <span class="fail">✗</span>`) {
+		t.Error("the task's own failure (failing on the base too) is not a plain failure")
+	}
+}

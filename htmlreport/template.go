@@ -129,7 +129,7 @@ footer { color: #7a8292; font-size: 12px; }
 <td class="num">{{.Rounds}}</td>
 <td class="num">{{.Time}}</td>
 <td>{{if .Commit}}<code title="{{.Commit}}">{{.CommitShort}}</code>{{end}}{{if .Paths}}<div class="unknown mono">{{range $i, $p := .Paths}}{{if $i}}, {{end}}{{$p}}{{end}}</div>{{end}}</td>
-<td class="gates">{{range .Gates}}<div><code>{{.Name}}</code> {{range .Runs}}{{if .}}<span class="pass">✓</span>{{else}}<span class="fail">✗</span>{{end}}{{end}}</div>{{end}}</td>
+<td class="gates">{{range .Gates}}<div><code>{{.Name}}</code> {{range .Runs}}{{if .Passed}}<span class="pass">✓</span>{{else if .NotCharged}}<span class="unknown" title="pre-existing: fails on the base too; not charged">✗<sub>pre</sub></span>{{else}}<span class="fail">✗</span>{{end}}{{end}}</div>{{end}}</td>
 <td>{{if .Findings}}<ul class="findings">{{range .Findings}}<li><span class="sev-{{.Severity}}">{{.Severity}}</span> {{.Title}}{{with .Where}} <code>{{.}}</code>{{end}}{{if .Round}} <span class="unknown">(round {{.Round}})</span>{{end}}</li>{{end}}</ul>{{end}}</td>
 <td class="num">{{.Tokens}}</td>
 <td class="num">{{.Cost}}</td>

@@ -46,9 +46,11 @@ type Task struct {
 type GateRun struct {
 	Name     string
 	Passed   bool
-	Baseline string // "pass", "fail" (pre-existing), "" (not computed)
-	Time     time.Time
-	Output   string // untrusted
+	Baseline string // "pass", "fail" (it fails on the base too), "" (not computed)
+	// NotCharged: a failure that is not the task's (Event.NotCharged).
+	NotCharged bool
+	Time       time.Time
+	Output     string // untrusted
 }
 
 // FixRound is one fix round.
