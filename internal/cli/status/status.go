@@ -139,9 +139,11 @@ func NewCmd(io *cmdutil.IOStreams) *cobra.Command {
 
 func printText(io *cmdutil.IOStreams, s *Status, st *engine.State) {
 	w := io.Out
+	// [succeeded/all], as muster runs and the HTML report count: a
+	// cancelled or failed task is not done (resume runs it again).
 	done := 0
 	for _, t := range s.Tasks {
-		if t.State != muster.StatePending && t.State != muster.StateRunning {
+		if t.State == muster.StateSucceeded {
 			done++
 		}
 	}
