@@ -118,6 +118,19 @@ func TestOverBudgetAndWarning(t *testing.T) {
 	if why, all := sim.State.OverBudget("a"); !all || !strings.Contains(why, "the run spent $0.0110 of $0.0100") {
 		t.Errorf("run over budget: %q all=%v", why, all)
 	}
+	// A resume with a raised limit warns again at 80 % of it; the same
+	// limit does not.
+	same := *cfg
+	emit(muster.Event{Type: muster.EvRunResumed, Config: &same})
+	if w := sim.State.BudgetWarning(); w != "" {
+		t.Errorf("the same limit warned again: %q", w)
+	}
+	raised := *cfg
+	raised.Run.BudgetUSDMicros = 12000
+	emit(muster.Event{Type: muster.EvRunResumed, Config: &raised})
+	if w := sim.State.BudgetWarning(); !strings.Contains(w, "of its $0.0120") {
+		t.Errorf("a raised limit: warning %q", w)
+	}
 }
 
 func TestOrphansCarryTheAgentPID(t *testing.T) {

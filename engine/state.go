@@ -148,6 +148,10 @@ func (s *State) Apply(e *muster.Event) error {
 		s.RunState = muster.RunRunning
 		s.Stopped = ""
 		if e.Config != nil {
+			// A new limit earns its own 80 % warning.
+			if s.Config == nil || s.Config.Run.BudgetUSDMicros != e.Config.Run.BudgetUSDMicros || s.Config.Run.BudgetTokens != e.Config.Run.BudgetTokens {
+				s.budgetWarned = false
+			}
 			s.Config = e.Config
 		}
 		for _, id := range s.Order {
