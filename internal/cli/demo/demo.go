@@ -126,7 +126,7 @@ func runDemo(ctx context.Context, io *cmdutil.IOStreams, dir string, speed float
 		}
 		fmt.Fprintf(w, "  %-10s %10d %10d %10s\n", "total", total.InputTokens, total.OutputTokens, fmt.Sprintf("$%.4f", total.USD()))
 		html := filepath.Join(repo.RunDir(s.RunID), "report.html")
-		if err := report.WriteHTML(html, events, ""); err != nil {
+		if err := report.WriteHTML(html, events, report.Verification(context.WithoutCancel(ctx), repo, s.RunID)); err != nil {
 			fmt.Fprintf(w, "\nno HTML report: %v\n", err)
 		} else {
 			fmt.Fprintf(w, "\nreport: %s\n", html)

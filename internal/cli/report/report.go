@@ -214,7 +214,7 @@ func WriteHTML(path string, events []muster.Event, verification string) error {
 }
 
 func writeHTML(ctx context.Context, io *cmdutil.IOStreams, path string, events []muster.Event, repo *cmdutil.Repo, id string) error {
-	if err := WriteHTML(path, events, verification(ctx, repo, id)); err != nil {
+	if err := WriteHTML(path, events, Verification(ctx, repo, id)); err != nil {
 		return err
 	}
 	abs, _ := filepath.Abs(path)
@@ -222,9 +222,9 @@ func writeHTML(ctx context.Context, io *cmdutil.IOStreams, path string, events [
 	return nil
 }
 
-// verification is the receipt card of the HTML report: what muster
-// verify says of the run now (not checked while a process drives it).
-func verification(ctx context.Context, repo *cmdutil.Repo, id string) string {
+// Verification is the receipt card of the HTML report: what muster
+// verify says of run id now ("" while a process drives it: not checked).
+func Verification(ctx context.Context, repo *cmdutil.Repo, id string) string {
 	problems, _, err := verify.Check(ctx, repo, id)
 	switch {
 	case err != nil:
