@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/engine"
 	"github.com/muster-run/muster/htmlreport"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
 	"github.com/muster-run/muster/internal/cli/runner"
@@ -177,24 +178,45 @@ func sanitize(r *rep.Report) {
 }
 
 // endDeadRun ends, in memory, a run that no process drives but whose
-// journal does not say it ended (muster was killed): it is interrupted
-// as of its last event, as muster status says, not running for ever.
+// journal does not say it ended (muster was killed): as muster status
+// says, the run is interrupted as of its last event and the attempts it
+// had under way are cancelled ("interrupted"), not running for ever.
 func endDeadRun(events []muster.Event) []muster.Event {
 	if len(events) == 0 {
 		return events
 	}
+	ended := true
 	for i := len(events) - 1; i >= 0; i-- {
-		switch events[i].Type {
-		case muster.EvRunFinished, muster.EvRunInterrupted:
-			return events
-		case muster.EvRunStarted, muster.EvRunResumed:
-			last := events[len(events)-1]
-			return append(events[:len(events):len(events)], muster.Event{
-				Seq: last.Seq + 1, Time: last.Time, Type: muster.EvRunInterrupted, Run: last.Run,
-			})
+		t := events[i].Type
+		if t == muster.EvRunFinished || t == muster.EvRunInterrupted {
+			break
+		}
+		if t == muster.EvRunStarted || t == muster.EvRunResumed {
+			ended = false
+			break
 		}
 	}
-	return events
+	if ended {
+		return events
+	}
+	last := events[len(events)-1]
+	out := events[:len(events):len(events)]
+	add := func(e muster.Event) {
+		e.Seq, e.Time = last.Seq+int64(len(out)-len(events))+1, last.Time
+		out = append(out, e)
+	}
+	if st, err := engine.Replay(events); err == nil {
+		for _, o := range engine.Orphans(st) {
+			if t := st.Tasks[o.Lease.Task]; o.Running && t != nil {
+				add(muster.Event{Type: muster.EvTaskCancelled, Task: o.Lease.Task, Attempt: t.Attempts, Reason: "interrupted"})
+			}
+			if o.Lease.Executor != "" {
+				add(muster.Event{Type: muster.EvExecutorRelease, Task: o.Lease.Task, Executor: o.Lease.Executor, Clone: o.Lease.Clone, Role: o.Lease.Role})
+			}
+		}
+	}
+	add(muster.Event{Type: muster.EvRunInterrupted, Run: last.Run})
+	return out
 }
 
 // WriteHTML writes a run's HTML report to path.
