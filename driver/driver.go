@@ -353,13 +353,17 @@ func (d *Driver) handle(m message) error {
 	}
 	if m.splice != nil {
 		if err := d.flush(); err != nil {
-			m.splice.reply <- err
+			m.splice.reply <- errors.Join(errJournal, err)
 			return err
 		}
 		err := d.planFragment(m.splice)
 		if err == nil {
-			// Durable before the delegator's commit lands.
-			err = d.sync()
+			// Durable before the delegator's commit lands; a failed sync
+			// stops the run like any other journal failure.
+			if serr := d.sync(); serr != nil {
+				m.splice.reply <- errors.Join(errJournal, serr)
+				return serr
+			}
 		}
 		m.splice.reply <- err
 		if errors.Is(err, errJournal) {

@@ -12,6 +12,7 @@ import (
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/driver"
 	"github.com/muster-run/muster/engine"
+	"github.com/muster-run/muster/mock"
 )
 
 func TestResumeKillsSurvivingAgentsFirst(t *testing.T) {
@@ -144,5 +145,61 @@ func TestTaskBudgetCancelsTheAttempt(t *testing.T) {
 	}
 	if st.RunState != muster.RunFailed {
 		t.Errorf("run %s", st.RunState)
+	}
+}
+
+// syncFailJournal is a group-commit journal whose first Sync after a
+// spliced TasksPlanned is written fails; every other Sync succeeds.
+type syncFailJournal struct {
+	mock.Journal
+	mu      sync.Mutex
+	spliced bool
+	failed  bool
+}
+
+func (j *syncFailJournal) Write(es []*muster.Event) error {
+	for _, e := range es {
+		if e.Type == muster.EvTasksPlanned && e.Task != "" {
+			j.mu.Lock()
+			j.spliced = true
+			j.mu.Unlock()
+		}
+		if err := j.Append(e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (j *syncFailJournal) Sync() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.spliced && !j.failed {
+		j.failed = true
+		return errors.New("disk full")
+	}
+	return nil
+}
+
+func TestSpliceThatCannotBeMadeDurableStopsTheRun(t *testing.T) {
+	p := plan("lead")
+	p.Tasks[0].Delegates = true
+	h := newHarness(t, p, crew(2))
+	j := &syncFailJournal{}
+	h.opts.Journal = j
+	h.ex.ExecuteFn = func(ctx context.Context, req *muster.ExecRequest, emit func(muster.Record)) (*muster.ExecResult, error) {
+		return &muster.ExecResult{}, os.WriteFile(req.PlanOut, []byte("## [ ] n1: One\n"), 0o644)
+	}
+	h.opts.Fragment = func(*muster.Task, string, []*muster.Task) ([]*muster.Task, error) {
+		return []*muster.Task{{ID: "n1", Title: "One", Parent: "lead"}}, nil
+	}
+	_, err := h.run(t)
+	if err == nil || muster.ErrorCode(err) != muster.CodeInternal {
+		t.Fatalf("err %v, want the journal failure", err)
+	}
+	for _, e := range j.Snapshot() {
+		if e.Type == muster.EvTaskFailed && strings.Contains(e.Reason, "rejected") {
+			t.Errorf("a journal failure was recorded as a rejected fragment: %q", e.Reason)
+		}
 	}
 }
