@@ -101,9 +101,11 @@ func (w *worker) reviewBy(ctx context.Context, round, i int, lease engine.Lease,
 	if i > 0 {
 		scratch += fmt.Sprintf("-%d", i+1)
 	}
-	os.MkdirAll(scratch, 0o755)
 	diffFile := filepath.Join(scratch, "change.diff")
-	os.WriteFile(diffFile, []byte(diff), 0o644)
+	if err := writeDiff(scratch, diffFile, diff); err != nil {
+		w.send(muster.Event{Type: muster.EvWarning, Message: "review by " + muster.Slot(lease.Executor, lease.Clone) + " failed: " + err.Error()})
+		return nil, false
+	}
 	req := &muster.ExecRequest{
 		Run: w.runID, Task: w.task, Role: muster.RoleReviewer, Spec: spec, Clone: lease.Clone, Attempt: w.a.Attempt, Round: round,
 		Dir: w.dir, Authority: muster.AuthorityRead, Scratch: scratch, DiffFile: diffFile, Timeout: spec.Timeout, Grace: w.cfg.Grace(), Stall: w.cfg.Run.StallTimeout,
@@ -129,6 +131,18 @@ func (w *worker) reviewBy(ctx context.Context, round, i int, lease engine.Lease,
 	}
 	w.send(muster.Event{Type: muster.EvReviewed, Executor: lease.Executor, Clone: lease.Clone, Findings: res.Findings, Round: round})
 	return res.Findings, true
+}
+
+// writeDiff writes the change under review into the reviewer's scratch
+// directory (MUSTER_DIFF_FILE).
+func writeDiff(scratch, path, diff string) error {
+	if err := os.MkdirAll(scratch, 0o755); err != nil {
+		return fmt.Errorf("write the diff file: %w", err)
+	}
+	if err := os.WriteFile(path, []byte(diff), 0o644); err != nil {
+		return fmt.Errorf("write the diff file: %w", err)
+	}
+	return nil
 }
 
 func (w *worker) hasReviewer() bool {
