@@ -171,6 +171,8 @@ func (d *Driver) run(ctx context.Context) (*engine.State, error) {
 		d.state = engine.NewState()
 	}
 	if d.opts.Weights != nil {
+		// The state keeps the weights: tasks planned later get their
+		// priorities from them too.
 		d.state.SetWeights(d.opts.Weights)
 	}
 	if len(d.opts.Replayed) == 0 {
@@ -183,9 +185,6 @@ func (d *Driver) run(ctx context.Context) (*engine.State, error) {
 		}
 	} else if err := d.recover(ctx); err != nil {
 		return d.state, err
-	}
-	if d.opts.Weights != nil {
-		d.state.SetWeights(d.opts.Weights)
 	}
 
 	// Each worker goroutine lives for one attempt; the loop below waits
@@ -218,7 +217,7 @@ func (d *Driver) run(ctx context.Context) (*engine.State, error) {
 			dec := engine.Decide(d.state, engine.Input{Now: d.clock.Now()})
 			finished, err := d.act(ctx, dec.Actions)
 			if err != nil {
-				d.abort(err)
+				d.abort()
 				return d.state, err
 			}
 			if finished {
@@ -230,7 +229,7 @@ func (d *Driver) run(ctx context.Context) (*engine.State, error) {
 			wake = dec.WakeAt
 		}
 		if err := d.wait(ctx, wake); err != nil {
-			d.abort(err)
+			d.abort()
 			return d.state, err
 		}
 	}
@@ -245,10 +244,13 @@ func causeText(ctx context.Context) string {
 
 // abort cancels every worker after a journal failure; nothing more can be
 // recorded, so the run is left to resume.
-func (d *Driver) abort(error) {
+func (d *Driver) abort() {
 	for _, cancel := range d.cancels {
 		cancel(muster.ErrInterrupted)
 	}
+	// Discards what workers still send, so that none blocks on a full
+	// channel; it ends when msgs is closed below, once every worker has
+	// returned.
 	go func() {
 		for range d.msgs {
 		}
