@@ -84,7 +84,7 @@ func Decide(s *State, in Input) Decision {
 		// Apply the skips first: they may cascade, and change nothing else.
 		return d
 	}
-	running := s.coders > 0 || len(s.Leases) > 0
+	running := len(s.Leases) > 0 // coders and reviewers at work
 	if s.Stopped != "" {
 		if running {
 			return d
