@@ -26,7 +26,7 @@ func Start(ctx context.Context, io *cmdutil.IOStreams, planPath string, f *Flags
 	if err != nil {
 		return nil, err
 	}
-	return StartWith(ctx, io, planPath, f, cfg, nil)
+	return start(ctx, io, repo, planPath, f, cfg, nil)
 }
 
 // StartWith runs a plan as a new run with a config already loaded;
@@ -36,6 +36,11 @@ func StartWith(ctx context.Context, io *cmdutil.IOStreams, planPath string, f *F
 	if err != nil {
 		return nil, err
 	}
+	return start(ctx, io, repo, planPath, f, cfg, onEvent)
+}
+
+// start validates the plan and drives it as a new run in repo.
+func start(ctx context.Context, io *cmdutil.IOStreams, repo *cmdutil.Repo, planPath string, f *Flags, cfg *muster.Config, onEvent func(*muster.Event, *engine.State)) (*Session, error) {
 	plan, probs, err := planfile.Check(planPath, cfg, planfile.Options{Strict: f.Strict})
 	if err != nil {
 		return nil, err
