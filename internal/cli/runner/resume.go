@@ -40,7 +40,7 @@ func Resume(ctx context.Context, io *cmdutil.IOStreams, runID string, f *Flags) 
 	} else if cfg == nil {
 		cfg = &muster.Config{}
 	} else {
-		restoreSecrets(cfg, "")
+		restoreSecrets(cfg)
 	}
 	if err := ApplyFlags(cfg, f); err != nil {
 		return nil, err
