@@ -204,10 +204,14 @@ func (s *State) starts(now time.Time) ([]Action, time.Time, string) {
 	cfg := s.Config
 	var acts []Action
 	var wake time.Time
-	// broke says why the budget refused a ready task; moreM and moreK are
-	// the reservations of the tasks this decision starts.
+	// broke says why the budget refused a ready task; resM and resK are
+	// the reservations of the running tasks and of those this decision
+	// starts.
 	var broke string
-	var moreM, moreK int64
+	var resM, resK int64
+	if cfg.Run.BudgetUSDMicros > 0 || cfg.Run.BudgetTokens > 0 {
+		resM, resK = s.Reserved()
+	}
 	coders, writers := s.coders, s.writers
 	taken := map[string]bool{}
 	busy := func(exec string, clone int) bool {
@@ -247,7 +251,7 @@ func (s *State) starts(now time.Time) ([]Action, time.Time, string) {
 		if cfg.Run.Writers > 0 && writes && writers >= cfg.Run.Writers {
 			continue
 		}
-		if why := s.budgetRefusal(t.Task, moreM, moreK); why != "" {
+		if why := s.budgetRefusal(t.Task, resM, resK); why != "" {
 			if broke == "" {
 				broke = why
 			}
@@ -293,7 +297,7 @@ func (s *State) starts(now time.Time) ([]Action, time.Time, string) {
 			writers++
 		}
 		m, k := s.Expected(t.Task)
-		moreM, moreK = moreM+m, moreK+k
+		resM, resK = resM+m, resK+k
 		acts = append(acts, Action{Kind: ActStart, Task: id, Executor: pick, Clone: pickClone,
 			Role: t.Task.EffectiveRole(), Attempt: t.Attempts + 1})
 	}
