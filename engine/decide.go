@@ -120,30 +120,41 @@ func Decide(s *State, in Input) Decision {
 		if !d.WakeAt.IsZero() {
 			return d // an executor is paused; wait for it
 		}
-		// Nothing runs and nothing can start: say why instead of hanging.
-		for _, id := range s.ready {
-			d.Actions = append(d.Actions, Action{Kind: ActSkip, Task: id,
-				Reason: "no executor in the crew can run it (" + s.needs(s.Tasks[id].Task) + ")"})
-		}
-		// Tasks that wait on a cancelled task (a task budget) never start.
-		for _, id := range s.Order {
-			if t := s.Tasks[id]; t.State == muster.StatePending {
-				if dep, why := s.blockedBy(t); dep != "" {
-					a := Action{Kind: ActSkip, Task: id, Reason: fmt.Sprintf("dependency %s %s", dep, why)}
-					if dt := s.Tasks[dep]; dt.State == muster.StateCancelled && strings.HasPrefix(dt.Reason, "budget:") {
-						// Work stopped by the budget: cancelled too, for resume.
-						a = Action{Kind: ActCancel, Task: id, Reason: "budget: not started: dependency " + string(dep) + " was stopped by the budget"}
-					}
-					d.Actions = append(d.Actions, a)
-				}
-			}
-		}
-		if len(d.Actions) > 0 {
+		if d.Actions = s.stuck(); len(d.Actions) > 0 {
 			return d
 		}
 	}
 	d.Actions = append(d.Actions, Action{Kind: ActFinish, State: s.finalState()})
 	return d
+}
+
+// stuck says why the tasks left cannot start when nothing runs and
+// nothing can start, instead of hanging: ready tasks no executor can run
+// are skipped, and tasks that wait on a cancelled task (a task budget)
+// are skipped, or cancelled when the budget stopped that task.
+func (s *State) stuck() []Action {
+	var acts []Action
+	for _, id := range s.ready {
+		acts = append(acts, Action{Kind: ActSkip, Task: id,
+			Reason: "no executor in the crew can run it (" + s.needs(s.Tasks[id].Task) + ")"})
+	}
+	for _, id := range s.Order {
+		t := s.Tasks[id]
+		if t.State != muster.StatePending {
+			continue
+		}
+		dep, why := s.blockedBy(t)
+		if dep == "" {
+			continue
+		}
+		if dt := s.Tasks[dep]; dt.State == muster.StateCancelled && strings.HasPrefix(dt.Reason, "budget:") {
+			// Work stopped by the budget: cancelled too, for resume.
+			acts = append(acts, Action{Kind: ActCancel, Task: id, Reason: "budget: not started: dependency " + string(dep) + " was stopped by the budget"})
+			continue
+		}
+		acts = append(acts, Action{Kind: ActSkip, Task: id, Reason: fmt.Sprintf("dependency %s %s", dep, why)})
+	}
+	return acts
 }
 
 func (s *State) blockedBy(t *TaskState) (muster.TaskID, string) {
