@@ -39,6 +39,7 @@ type Action struct {
 	State    string
 }
 
+// String describes the action for logs and test failures.
 func (a Action) String() string {
 	switch a.Kind {
 	case ActStart:

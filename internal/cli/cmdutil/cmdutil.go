@@ -77,7 +77,10 @@ func ExitCode(err error) int {
 // FlagError is bad command-line input.
 type FlagError struct{ Err error }
 
+// Error returns the wrapped error's text.
 func (e *FlagError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the wrapped error.
 func (e *FlagError) Unwrap() error { return e.Err }
 
 // FlagErrorf returns a *FlagError.
@@ -98,7 +101,10 @@ func Env(format string, args ...any) error {
 // Silent marks an error whose message was already printed.
 type Silent struct{ Err error }
 
+// Error returns the wrapped error's text.
 func (e *Silent) Error() string { return e.Err.Error() }
+
+// Unwrap returns the wrapped error.
 func (e *Silent) Unwrap() error { return e.Err }
 
 // WriteJSON writes v as indented JSON with a final newline.
