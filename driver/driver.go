@@ -199,7 +199,9 @@ func (d *Driver) run(ctx context.Context) (*engine.State, error) {
 			}
 		}
 		if interrupted && len(d.cancels) == 0 {
-			d.drain()
+			if err := d.drain(); err != nil {
+				return d.state, err
+			}
 			if err := d.flush(); err != nil {
 				return d.state, err
 			}
@@ -249,24 +251,38 @@ func (d *Driver) abort() {
 		cancel(muster.ErrInterrupted)
 	}
 	// Discards what workers still send, so that none blocks on a full
-	// channel; it ends when msgs is closed below, once every worker has
-	// returned.
+	// channel, and refuses what they ask, so that none waits for a reply;
+	// it ends when msgs is closed below, once every worker has returned.
 	go func() {
-		for range d.msgs {
+		for m := range d.msgs {
+			refuse(m)
 		}
 	}()
 	d.wg.Wait()
 	close(d.msgs)
 }
 
+// refuse answers a worker's request once the loop can grant nothing: no
+// reviewer clone, and a splice that was not recorded.
+func refuse(m message) {
+	if m.lease != nil {
+		m.lease.reply <- engine.Lease{}
+	}
+	if m.splice != nil {
+		m.splice.reply <- errJournal
+	}
+}
+
 // drain takes the messages left in the channel without blocking.
-func (d *Driver) drain() {
+func (d *Driver) drain() error {
 	for {
 		select {
 		case m := <-d.msgs:
-			_ = d.handle(m)
+			if err := d.handle(m); err != nil {
+				return err
+			}
 		default:
-			return
+			return nil
 		}
 	}
 }
