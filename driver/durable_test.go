@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/muster-run/muster"
@@ -193,9 +194,17 @@ func TestSpliceThatCannotBeMadeDurableStopsTheRun(t *testing.T) {
 	h.opts.Fragment = func(*muster.Task, string, []*muster.Task) ([]*muster.Task, error) {
 		return []*muster.Task{{ID: "n1", Title: "One", Parent: "lead"}}, nil
 	}
+	var integrated atomic.Int32
+	h.ws.IntegrateFn = func(ctx context.Context, commit, base string) (string, []string, error) {
+		integrated.Add(1)
+		return commit, nil, nil
+	}
 	_, err := h.run(t)
 	if err == nil || muster.ErrorCode(err) != muster.CodeInternal {
 		t.Fatalf("err %v, want the journal failure", err)
+	}
+	if n := integrated.Load(); n != 0 {
+		t.Errorf("the delegator's commit landed %d times although its tasks were not recorded", n)
 	}
 	for _, e := range j.Snapshot() {
 		if e.Type == muster.EvTaskFailed && strings.Contains(e.Reason, "rejected") {
