@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/muster-run/muster"
 )
@@ -95,4 +96,36 @@ func (w *worker) land(ctx context.Context, commit string) landing {
 		return landing{err: err}
 	}
 	return landing{merged: merged, tip: tip}
+}
+
+// fifo is a first-come, first-served lock for the integration queue.
+type fifo struct {
+	mu    sync.Mutex
+	held  bool
+	queue []chan struct{}
+}
+
+func (f *fifo) lock() {
+	f.mu.Lock()
+	if !f.held {
+		f.held = true
+		f.mu.Unlock()
+		return
+	}
+	ch := make(chan struct{})
+	f.queue = append(f.queue, ch)
+	f.mu.Unlock()
+	<-ch
+}
+
+func (f *fifo) unlock() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.queue) == 0 {
+		f.held = false
+		return
+	}
+	ch := f.queue[0]
+	f.queue = f.queue[1:]
+	close(ch)
 }
