@@ -59,7 +59,11 @@ func start(ctx context.Context, io *cmdutil.IOStreams, repo *cmdutil.Repo, planP
 	} else if !muster.IDPattern.MatchString(runID) {
 		return nil, cmdutil.FlagErrorf("--run-id %q: use letters, digits, '.', '_' and '-'", runID)
 	}
-	ref, _ := git.CurrentBranch(ctx, repo.Top)
+	// A detached HEAD has no branch to merge into (--merge says so).
+	ref, err := git.CurrentBranch(ctx, repo.Top)
+	if err != nil && !errors.Is(err, git.ErrDetached) {
+		return nil, classifyGit(err)
+	}
 	s := &Session{IO: io, Repo: repo, Flags: f, Config: cfg, Plan: plan, RunID: runID, Ref: ref, OnEvent: onEvent}
 	err = s.Drive(ctx)
 	return s, s.finish(ctx, err)
