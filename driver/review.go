@@ -27,27 +27,23 @@ func (w *worker) review(ctx context.Context, round int, diff string) (feedback, 
 		n = 1
 	}
 	// Lease every reviewer first, so that each lease sees the others held
-	// and the task gets distinct clones.
+	// and the task gets distinct clones. The coder's own clone (own) is
+	// the last reviewer: it reviews once, and its lease is the task's.
 	var leases []engine.Lease
-	var owns []bool
-	for i := 0; i < n; i++ {
-		lease, own := w.leaseReviewer(ctx, i == 0)
+	own := false
+	for i := 0; i < n && !own; i++ {
+		lease, o := w.leaseReviewer(ctx, i == 0)
 		if ctx.Err() != nil || lease.Executor == "" {
 			break
 		}
-		if own && len(leases) > 0 && owns[len(owns)-1] {
-			break // the coder's own clone reviews once
-		}
-		leases, owns = append(leases, lease), append(owns, own)
-		if own {
-			break
-		}
+		leases, own = append(leases, lease), o
 	}
 	defer func() {
 		for i, l := range leases {
-			if !owns[i] {
-				w.send(muster.Event{Type: muster.EvExecutorRelease, Executor: l.Executor, Clone: l.Clone, Role: muster.RoleReviewer})
+			if own && i == len(leases)-1 {
+				continue
 			}
+			w.send(muster.Event{Type: muster.EvExecutorRelease, Executor: l.Executor, Clone: l.Clone, Role: muster.RoleReviewer})
 		}
 	}()
 	var findings []muster.Finding
