@@ -21,12 +21,18 @@ import (
 // Options configure a run. Plan and Config are required for a new run;
 // a resumed run takes them from Replayed.
 type Options struct {
+	// RunID, PlanPath (the plan file as the user named it), Base (the
+	// commit the run starts from) and Branch (muster/<run-id>) go into
+	// RunStarted.
 	RunID    string
 	PlanPath string
-	Plan     *muster.Plan
-	Config   *muster.Config
-	Base     string
-	Branch   string
+	// Plan holds the tasks of a new run; its Brief goes into every
+	// prompt, of a resumed run too.
+	Plan *muster.Plan
+	// Config is the journaled configuration of a new run.
+	Config *muster.Config
+	Base   string
+	Branch string
 	// Ref is the user's branch the run started from.
 	Ref string
 	// Replayed holds the journal's events when resuming; empty for a new run.
@@ -35,13 +41,19 @@ type Options struct {
 	// given to resume, such as a raised budget).
 	ResumeConfig *muster.Config
 
-	Journal   muster.Journal
+	// Journal records every event; one that also has Write and Sync
+	// (journal.Journal) gets group commits.
+	Journal muster.Journal
+	// Workspace is the run branch and the clones' worktrees.
 	Workspace muster.Workspace
 	// Executors maps an executor name (and engine.CodeExecutor) to its adapter.
 	Executors map[string]muster.Executor
-	Gates     muster.GateRunner
-	Price     muster.Pricer
-	Clock     muster.Clock
+	// Gates runs gate and check commands; nil runs none.
+	Gates muster.GateRunner
+	// Price estimates the cost of usage reported without one (optional).
+	Price muster.Pricer
+	// Clock stamps events (default: the system clock).
+	Clock muster.Clock
 	// ScratchDir holds per-invocation files outside any worktree.
 	ScratchDir string
 	// NotesFile is the run's notes, shared between tasks (default:
