@@ -59,7 +59,7 @@ func Open(path string, opts Options) (*Journal, []muster.Event, error) {
 	events, valid, err := Read(f)
 	if err != nil {
 		f.Close()
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
 	st, err := f.Stat()
 	if err != nil {
@@ -228,7 +228,10 @@ func ReadFile(path string) ([]muster.Event, error) {
 	}
 	defer f.Close()
 	events, _, err := Read(f)
-	return events, err
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return events, nil
 }
 
 // Locked reports whether a live process holds the journal's lock.
