@@ -24,19 +24,10 @@ func TestResumeKillsSurvivingAgentsFirst(t *testing.T) {
 		<-gate
 		return &muster.ExecResult{}, nil
 	}
-	var cut []muster.Event
-	var once sync.Once
-	h.opts.OnEvent = func(e *muster.Event, s *engine.State) {
-		if e.Type == muster.EvAgentStarted && len(s.PIDs) == 2 {
-			once.Do(func() { cut = h.j.Snapshot(); close(gate) })
-		}
-	}
-	if _, err := h.run(t); err != nil {
-		t.Fatal(err)
-	}
-	h2 := newHarness(t, h.opts.Plan, h.opts.Config)
-	h2.j.Events = append([]muster.Event(nil), cut...)
-	h2.opts.Replayed = cut
+	cut := journalCutAt(t, h, gate, func(e *muster.Event, s *engine.State) bool {
+		return e.Type == muster.EvAgentStarted && len(s.PIDs) == 2
+	})
+	h2 := resumeFrom(t, h, cut)
 	var mu sync.Mutex
 	var killed []int
 	ran := false
