@@ -157,6 +157,11 @@ func Run(ctx context.Context, opts Options) (*engine.State, error) {
 	if opts.ScratchDir == "" {
 		return nil, errors.New("driver: ScratchDir is required")
 	}
+	if len(opts.Replayed) == 0 && (opts.Plan == nil || opts.Config == nil) {
+		// Without a config the engine decides nothing, and the loop
+		// would wait for ever.
+		return nil, errors.New("driver: Plan and Config are required for a new run")
+	}
 	c, err := parseCrash(opts.CrashAt)
 	if err != nil {
 		return nil, err
