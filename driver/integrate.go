@@ -67,19 +67,10 @@ func (w *worker) land(ctx context.Context, commit string) landing {
 		ev := muster.Event{Type: muster.EvGateRan, Phase: "integration", Gate: g.Name, Passed: &r.Passed,
 			Output: tail(r.Output, maxGateOutput), Round: w.round, Commit: merged, Tip: tip}
 		if !r.Passed {
-			before, ok := w.d.gateAt(gctx, g, tip, w.cfg)
-			charged, newly := true, []string(nil)
-			if ok {
-				ev.Baseline = verdict(before.Passed)
-				charged, newly = triage(r, before)
-			}
-			if !charged {
-				ev.Reason = muster.ReasonPreExisting + ": fails on the tip too; not charged"
-			} else {
+			if charged, newly := w.judge(gctx, g, r, &ev, tip, "the tip"); charged {
 				why := ""
 				if len(newly) > 0 {
 					why = " (newly failing: " + strings.Join(newly, ", ") + ")"
-					ev.Reason = "newly failing: " + strings.Join(newly, ", ")
 				}
 				fb = append(fb, fmt.Sprintf("Gate %q (%s) failed on the merged tree%s:\n%s", g.Name, g.Command, why, tail(r.Output, maxFeedback/2)))
 				if failed == "" {
