@@ -16,6 +16,7 @@ import (
 
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/config"
+	"github.com/muster-run/muster/cost"
 	"github.com/muster-run/muster/driver"
 	"github.com/muster-run/muster/engine"
 	"github.com/muster-run/muster/gate"
@@ -109,6 +110,19 @@ func ApplyFlags(cfg *muster.Config, f *Flags) error {
 		}
 	}
 	return nil
+}
+
+// Prices returns the price table for estimated costs: the embedded one,
+// or the file named by [run] prices_file.
+func Prices(cfg *muster.Config) (*cost.Table, error) {
+	if cfg.Run.PricesFile == "" {
+		return cost.Default(), nil
+	}
+	t, err := cost.Load(cfg.Run.PricesFile)
+	if err != nil {
+		return nil, &muster.Error{Code: muster.CodeInvalid, Message: fmt.Sprintf("prices_file %s: %v", cfg.Run.PricesFile, err)}
+	}
+	return t, nil
 }
 
 // Unapproved lists what the plan requests that is not approved: shell,
