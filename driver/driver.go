@@ -59,8 +59,6 @@ type Options struct {
 	// NotesFile is the run's notes, shared between tasks (default:
 	// notes.md beside ScratchDir, i.e. in the run directory).
 	NotesFile string
-	// Weights are expected durations per task, for priorities (optional).
-	Weights map[muster.TaskID]float64
 	// OnEvent sees every event after it is durable and applied, on the
 	// loop goroutine: keep it quick.
 	OnEvent func(e *muster.Event, s *engine.State)
@@ -186,11 +184,6 @@ func (d *Driver) run(ctx context.Context) (*engine.State, error) {
 		}
 	} else {
 		d.state = engine.NewState()
-	}
-	if d.opts.Weights != nil {
-		// The state keeps the weights: tasks planned later get their
-		// priorities from them too.
-		d.state.SetWeights(d.opts.Weights)
 	}
 	if len(d.opts.Replayed) == 0 {
 		if err := d.emit(

@@ -164,16 +164,15 @@ func fileExists(p string) bool {
 
 // Session is one driving of a run (new or resumed).
 type Session struct {
-	IO      *cmdutil.IOStreams
-	Repo    *cmdutil.Repo
-	Flags   *Flags
-	Config  *muster.Config
-	Plan    *muster.Plan
-	RunID   string
-	Ref     string // the user's branch
-	Resume  bool
-	Events  []muster.Event // replayed, when resuming
-	Weights map[muster.TaskID]float64
+	IO     *cmdutil.IOStreams
+	Repo   *cmdutil.Repo
+	Flags  *Flags
+	Config *muster.Config
+	Plan   *muster.Plan
+	RunID  string
+	Ref    string // the user's branch
+	Resume bool
+	Events []muster.Event // replayed, when resuming
 	// OnEvent, if set, also sees every event (the demo's counters).
 	OnEvent func(e *muster.Event, s *engine.State)
 
@@ -253,8 +252,8 @@ func (s *Session) Drive(ctx context.Context) error {
 	opts := driver.Options{
 		RunID: s.RunID, PlanPath: s.Plan.Source, Plan: s.Plan, Config: Journaled(s.Config), Base: s.Base, Branch: ws.Branch(), Ref: s.Ref,
 		Replayed: replayed, Journal: j, Workspace: ws, Executors: crew, Gates: runner, Price: prices.Cost,
-		ScratchDir: filepath.Join(s.Dir, "scratch"), Weights: s.Weights,
-		Reconcile: ws.TaskCommits, KillOrphan: killOrphan, CrashAt: os.Getenv(CrashEnv),
+		ScratchDir: filepath.Join(s.Dir, "scratch"),
+		Reconcile:  ws.TaskCommits, KillOrphan: killOrphan, CrashAt: os.Getenv(CrashEnv),
 		Fragment: fragment(s.Config),
 		OnEvent: func(e *muster.Event, st *engine.State) {
 			if live != nil && live.Active() {
