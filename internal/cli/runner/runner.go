@@ -226,7 +226,7 @@ func (s *Session) Drive(ctx context.Context) error {
 	// On a terminal, the live view shows the run; q leaves it (the run
 	// goes on in plain lines), ctrl+c in it stops the run.
 	var live *tui.Live
-	if !s.Flags.Plain && os.Getenv("CI") == "" && tui.Interactive(s.IO.In, errOut) {
+	if !s.Flags.Plain && tui.Interactive(s.IO.In, errOut) { // not under CI, nor on a dumb terminal
 		var stop context.CancelCauseFunc
 		ctx, stop = context.WithCancelCause(ctx)
 		defer stop(nil)
