@@ -48,11 +48,16 @@ func Errorf(code Code, format string, args ...any) error {
 }
 
 // ErrorCode returns the code of the first *Error in err's chain;
-// CodeInternal when there is none.
+// CodeInvalid for Problems, CodeInterrupted for ErrInterrupted, and
+// CodeInternal for anything else.
 func ErrorCode(err error) Code {
 	var e *Error
 	if errors.As(err, &e) {
 		return e.Code
+	}
+	var ps Problems
+	if errors.As(err, &ps) {
+		return CodeInvalid
 	}
 	if errors.Is(err, ErrInterrupted) {
 		return CodeInterrupted

@@ -55,10 +55,6 @@ func ExitCode(err error) int {
 	if err == nil {
 		return ExitOK
 	}
-	var probs muster.Problems
-	if errors.As(err, &probs) {
-		return ExitInvalid
-	}
 	var fe *FlagError
 	if errors.As(err, &fe) {
 		return ExitInvalid
