@@ -29,14 +29,17 @@ const (
 
 // Action is one decision.
 type Action struct {
-	Kind     ActionKind
-	Task     muster.TaskID
+	Kind ActionKind
+	Task muster.TaskID
+	// Executor, Clone (from 1), Role and Attempt (from 1) are ActStart's.
 	Executor string
 	Clone    int
 	Role     string
 	Attempt  int
-	Reason   string
-	State    string
+	// Reason is why ActSkip or ActCancel ends the task.
+	Reason string
+	// State is ActFinish's run state (muster.RunSucceeded or RunFailed).
+	State string
 }
 
 // String describes the action for logs and test failures.
