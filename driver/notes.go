@@ -23,38 +23,23 @@ type notes struct {
 	path string
 }
 
-// add appends a task's note. A note that cannot be written is lost,
-// nothing more: the caller records a warning with the error.
-func (n *notes) add(task muster.TaskID, text string) error {
+// add appends a task's note. Failures to write lose the note, nothing more.
+func (n *notes) add(task muster.TaskID, text string) {
 	text = strings.TrimSpace(text)
 	if n == nil || n.path == "" || text == "" {
-		return nil
+		return
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if err := os.MkdirAll(filepath.Dir(n.path), 0o755); err != nil {
-		return err
+		return
 	}
 	f, err := os.OpenFile(n.path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
-		return err
+		return
 	}
-	_, err = fmt.Fprintf(f, "## From task %s\n%s\n\n", task, bound(text, maxNote))
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
-// note shares text with later tasks through the run's notes file and
-// records it as a Note event (a Warning as well when the file cannot
-// take it).
-func (w *worker) note(ev muster.Event, text string) {
-	if err := w.d.notes.add(w.a.Task, text); err != nil {
-		w.send(muster.Event{Type: muster.EvWarning, Message: "note of task " + string(w.a.Task) + " not shared with later tasks: " + err.Error()})
-	}
-	ev.Type, ev.Message = muster.EvNote, bound(text, maxGateOutput)
-	w.send(ev)
+	defer f.Close()
+	fmt.Fprintf(f, "## From task %s\n%s\n\n", task, bound(text, maxNote))
 }
 
 // read returns the end of the notes file ("" when there is none).
@@ -103,7 +88,8 @@ func (w *worker) shareFindings() {
 	if f == "" {
 		return
 	}
-	w.note(muster.Event{}, f)
+	w.d.notes.add(w.a.Task, f)
+	w.send(muster.Event{Type: muster.EvNote, Message: bound(f, maxGateOutput)})
 }
 
 // handoff is what a finished task leaves its dependents.

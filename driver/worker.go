@@ -432,7 +432,8 @@ func (w *worker) record(spec *muster.ExecutorSpec, role string, clone int) func(
 			}
 			w.send(muster.Event{Type: muster.EvMessage, Executor: spec.Name, Clone: clone, Message: bound(r.Text, maxMessage)})
 		case muster.RecNotes:
-			w.note(muster.Event{Executor: spec.Name, Clone: clone}, r.Text)
+			w.d.notes.add(w.a.Task, r.Text)
+			w.send(muster.Event{Type: muster.EvNote, Executor: spec.Name, Clone: clone, Message: bound(r.Text, maxGateOutput)})
 		case muster.RecSession:
 			w.sessionID = r.SessionID
 		case muster.RecPID:
