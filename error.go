@@ -24,6 +24,7 @@ type Error struct {
 	Err     error
 }
 
+// Error returns the operation and the message (or the wrapped error).
 func (e *Error) Error() string {
 	switch {
 	case e.Op != "" && e.Message != "":
@@ -38,6 +39,7 @@ func (e *Error) Error() string {
 	return e.Op
 }
 
+// Unwrap returns the wrapped error.
 func (e *Error) Unwrap() error { return e.Err }
 
 // Errorf returns an *Error with the code and a formatted message.
@@ -46,11 +48,16 @@ func Errorf(code Code, format string, args ...any) error {
 }
 
 // ErrorCode returns the code of the first *Error in err's chain;
-// CodeInternal when there is none.
+// CodeInvalid for Problems, CodeInterrupted for ErrInterrupted, and
+// CodeInternal for anything else.
 func ErrorCode(err error) Code {
 	var e *Error
 	if errors.As(err, &e) {
 		return e.Code
+	}
+	var ps Problems
+	if errors.As(err, &ps) {
+		return CodeInvalid
 	}
 	if errors.Is(err, ErrInterrupted) {
 		return CodeInterrupted
@@ -68,6 +75,7 @@ var (
 // TimeoutError is the cause of an attempt cancelled at its deadline.
 type TimeoutError struct{ After string }
 
+// Error says how long the attempt ran.
 func (e *TimeoutError) Error() string { return "timed out after " + e.After }
 
 // Problem is one finding of validation, with its position.
@@ -78,6 +86,7 @@ type Problem struct {
 	Warning bool
 }
 
+// String returns the problem as FILE:LINE: message.
 func (p Problem) String() string {
 	prefix := ""
 	if p.Warning {
@@ -95,6 +104,7 @@ func (p Problem) String() string {
 // Problems is a list of validation problems; as an error it is bad input.
 type Problems []Problem
 
+// Error returns the problems, one a line.
 func (ps Problems) Error() string {
 	s := ""
 	for i, p := range ps {

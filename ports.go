@@ -130,6 +130,7 @@ type AgentError struct {
 	Message    string
 }
 
+// Error returns the class and the message.
 func (e *AgentError) Error() string {
 	if e.Message == "" {
 		return string(e.Class)

@@ -42,7 +42,8 @@ func (d *Driver) planFragment(r *spliceRequest) error {
 
 // splice hands the loop the tasks the attempt's agent wrote to its
 // plan-out file; it returns why they were rejected ("" when accepted or
-// there were none).
+// there were none). When the journal failed, the attempt ends without
+// landing its commit (the run stops; a resume runs the task again).
 func (w *worker) splice() string {
 	if !w.task.Delegates || w.planOut == "" {
 		return ""
@@ -50,8 +51,11 @@ func (w *worker) splice() string {
 	reply := make(chan error, 1)
 	w.d.msgs <- message{splice: &spliceRequest{parent: w.task, path: w.planOut, reply: reply}}
 	err := <-reply
-	if err == nil || errors.Is(err, errJournal) {
+	switch {
+	case err == nil:
 		return ""
+	case errors.Is(err, errJournal):
+		return "delegated tasks not recorded: the journal failed"
 	}
 	return "delegated tasks rejected: " + strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "; ")
 }

@@ -21,12 +21,18 @@ import (
 // Options configure a run. Plan and Config are required for a new run;
 // a resumed run takes them from Replayed.
 type Options struct {
+	// RunID, PlanPath (the plan file as the user named it), Base (the
+	// commit the run starts from) and Branch (muster/<run-id>) go into
+	// RunStarted.
 	RunID    string
 	PlanPath string
-	Plan     *muster.Plan
-	Config   *muster.Config
-	Base     string
-	Branch   string
+	// Plan holds the tasks of a new run; its Brief goes into every
+	// prompt, of a resumed run too.
+	Plan *muster.Plan
+	// Config is the journaled configuration of a new run.
+	Config *muster.Config
+	Base   string
+	Branch string
 	// Ref is the user's branch the run started from.
 	Ref string
 	// Replayed holds the journal's events when resuming; empty for a new run.
@@ -35,20 +41,24 @@ type Options struct {
 	// given to resume, such as a raised budget).
 	ResumeConfig *muster.Config
 
-	Journal   muster.Journal
+	// Journal records every event; one that also has Write and Sync
+	// (journal.Journal) gets group commits.
+	Journal muster.Journal
+	// Workspace is the run branch and the clones' worktrees.
 	Workspace muster.Workspace
 	// Executors maps an executor name (and engine.CodeExecutor) to its adapter.
 	Executors map[string]muster.Executor
-	Gates     muster.GateRunner
-	Price     muster.Pricer
-	Clock     muster.Clock
+	// Gates runs gate and check commands; nil runs none.
+	Gates muster.GateRunner
+	// Price estimates the cost of usage reported without one (optional).
+	Price muster.Pricer
+	// Clock stamps events (default: the system clock).
+	Clock muster.Clock
 	// ScratchDir holds per-invocation files outside any worktree.
 	ScratchDir string
 	// NotesFile is the run's notes, shared between tasks (default:
 	// notes.md beside ScratchDir, i.e. in the run directory).
 	NotesFile string
-	// Weights are expected durations per task, for priorities (optional).
-	Weights map[muster.TaskID]float64
 	// OnEvent sees every event after it is durable and applied, on the
 	// loop goroutine: keep it quick.
 	OnEvent func(e *muster.Event, s *engine.State)
@@ -145,6 +155,11 @@ func Run(ctx context.Context, opts Options) (*engine.State, error) {
 	if opts.ScratchDir == "" {
 		return nil, errors.New("driver: ScratchDir is required")
 	}
+	if len(opts.Replayed) == 0 && (opts.Plan == nil || opts.Config == nil) {
+		// Without a config the engine decides nothing, and the loop
+		// would wait for ever.
+		return nil, errors.New("driver: Plan and Config are required for a new run")
+	}
 	c, err := parseCrash(opts.CrashAt)
 	if err != nil {
 		return nil, err
@@ -170,9 +185,6 @@ func (d *Driver) run(ctx context.Context) (*engine.State, error) {
 	} else {
 		d.state = engine.NewState()
 	}
-	if d.opts.Weights != nil {
-		d.state.SetWeights(d.opts.Weights)
-	}
 	if len(d.opts.Replayed) == 0 {
 		if err := d.emit(
 			muster.Event{Type: muster.EvRunStarted, Schema: muster.SchemaVersion, Run: d.opts.RunID, Plan: d.opts.PlanPath,
@@ -183,9 +195,6 @@ func (d *Driver) run(ctx context.Context) (*engine.State, error) {
 		}
 	} else if err := d.recover(ctx); err != nil {
 		return d.state, err
-	}
-	if d.opts.Weights != nil {
-		d.state.SetWeights(d.opts.Weights)
 	}
 
 	// Each worker goroutine lives for one attempt; the loop below waits
@@ -200,7 +209,9 @@ func (d *Driver) run(ctx context.Context) (*engine.State, error) {
 			}
 		}
 		if interrupted && len(d.cancels) == 0 {
-			d.drain()
+			if err := d.drain(); err != nil {
+				return d.state, err
+			}
 			if err := d.flush(); err != nil {
 				return d.state, err
 			}
@@ -218,7 +229,7 @@ func (d *Driver) run(ctx context.Context) (*engine.State, error) {
 			dec := engine.Decide(d.state, engine.Input{Now: d.clock.Now()})
 			finished, err := d.act(ctx, dec.Actions)
 			if err != nil {
-				d.abort(err)
+				d.abort()
 				return d.state, err
 			}
 			if finished {
@@ -230,7 +241,7 @@ func (d *Driver) run(ctx context.Context) (*engine.State, error) {
 			wake = dec.WakeAt
 		}
 		if err := d.wait(ctx, wake); err != nil {
-			d.abort(err)
+			d.abort()
 			return d.state, err
 		}
 	}
@@ -245,26 +256,43 @@ func causeText(ctx context.Context) string {
 
 // abort cancels every worker after a journal failure; nothing more can be
 // recorded, so the run is left to resume.
-func (d *Driver) abort(error) {
+func (d *Driver) abort() {
 	for _, cancel := range d.cancels {
 		cancel(muster.ErrInterrupted)
 	}
+	// Discards what workers still send, so that none blocks on a full
+	// channel, and refuses what they ask, so that none waits for a reply;
+	// it ends when msgs is closed below, once every worker has returned.
 	go func() {
-		for range d.msgs {
+		for m := range d.msgs {
+			refuse(m)
 		}
 	}()
 	d.wg.Wait()
 	close(d.msgs)
 }
 
+// refuse answers a worker's request once the loop can grant nothing: no
+// reviewer clone, and a splice that was not recorded.
+func refuse(m message) {
+	if m.lease != nil {
+		m.lease.reply <- engine.Lease{}
+	}
+	if m.splice != nil {
+		m.splice.reply <- errJournal
+	}
+}
+
 // drain takes the messages left in the channel without blocking.
-func (d *Driver) drain() {
+func (d *Driver) drain() error {
 	for {
 		select {
 		case m := <-d.msgs:
-			_ = d.handle(m)
+			if err := d.handle(m); err != nil {
+				return err
+			}
 		default:
-			return
+			return nil
 		}
 	}
 }
@@ -353,13 +381,17 @@ func (d *Driver) handle(m message) error {
 	}
 	if m.splice != nil {
 		if err := d.flush(); err != nil {
-			m.splice.reply <- err
+			m.splice.reply <- errors.Join(errJournal, err)
 			return err
 		}
 		err := d.planFragment(m.splice)
 		if err == nil {
-			// Durable before the delegator's commit lands.
-			err = d.sync()
+			// Durable before the delegator's commit lands; a failed sync
+			// stops the run like any other journal failure.
+			if serr := d.sync(); serr != nil {
+				m.splice.reply <- errors.Join(errJournal, serr)
+				return serr
+			}
 		}
 		m.splice.reply <- err
 		if errors.Is(err, errJournal) {
@@ -498,89 +530,4 @@ func (d *Driver) start(ctx context.Context, a engine.Action) {
 		final = append(final, muster.Event{Type: muster.EvExecutorRelease, Task: a.Task, Executor: a.Executor, Clone: a.Clone, Role: a.Role})
 		d.msgs <- message{events: final, done: true}
 	}()
-}
-
-// recover reconciles a replayed run with git and the world, then marks it
-// resumed: attempts that were running are cancelled as interrupted,
-// leases released, and tasks whose commit is on the run branch succeed.
-func (d *Driver) recover(ctx context.Context) error {
-	var evs []muster.Event
-	commits := map[muster.TaskID]string{}
-	if d.opts.Reconcile != nil {
-		c, err := d.opts.Reconcile(ctx)
-		if err != nil {
-			return fmt.Errorf("reconcile with git: %w", err)
-		}
-		commits = c
-	}
-	released := map[string]bool{}
-	orphans := engine.Orphans(d.state)
-	// What survived of the crashed process's agents goes first, so that
-	// nothing writes into a worktree once it is reset.
-	if d.opts.KillOrphan != nil {
-		for _, o := range orphans {
-			if o.PID > 0 {
-				d.opts.KillOrphan(o.PID)
-			}
-		}
-	}
-	for _, o := range orphans {
-		t := d.state.Tasks[o.Lease.Task]
-		if o.Running && t != nil {
-			if c, ok := commits[t.Task.ID]; ok {
-				evs = append(evs, muster.Event{Type: muster.EvTaskSucceeded, Task: t.Task.ID, Attempt: t.Attempts, Commit: c,
-					Reason: "commit found on the run branch"})
-			} else {
-				evs = append(evs, muster.Event{Type: muster.EvTaskCancelled, Task: t.Task.ID, Attempt: t.Attempts, Reason: "interrupted"})
-			}
-		}
-		slot := muster.Slot(o.Lease.Executor, o.Lease.Clone)
-		if _, held := d.state.Leases[slot]; held && !released[slot] {
-			released[slot] = true
-			evs = append(evs, muster.Event{Type: muster.EvExecutorRelease, Task: o.Lease.Task, Executor: o.Lease.Executor, Clone: o.Lease.Clone, Role: o.Lease.Role})
-		}
-	}
-	// A task whose commit landed but whose success never reached the
-	// journal (a crash between the two) is done.
-	for _, id := range d.state.Order {
-		t := d.state.Tasks[id]
-		if c, ok := commits[id]; ok && t.State != muster.StateSucceeded && t.State != muster.StateRunning {
-			evs = append(evs, muster.Event{Type: muster.EvTaskSucceeded, Task: id, Attempt: t.Attempts, Commit: c, Reason: "commit found on the run branch"})
-		}
-	}
-	resumed := muster.Event{Type: muster.EvRunResumed, Config: d.opts.ResumeConfig}
-	evs = append(evs, resumed)
-	return d.emit(evs...)
-}
-
-// fifo is a first-come, first-served lock for the integration queue.
-type fifo struct {
-	mu    sync.Mutex
-	held  bool
-	queue []chan struct{}
-}
-
-func (f *fifo) lock() {
-	f.mu.Lock()
-	if !f.held {
-		f.held = true
-		f.mu.Unlock()
-		return
-	}
-	ch := make(chan struct{})
-	f.queue = append(f.queue, ch)
-	f.mu.Unlock()
-	<-ch
-}
-
-func (f *fifo) unlock() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if len(f.queue) == 0 {
-		f.held = false
-		return
-	}
-	ch := f.queue[0]
-	f.queue = f.queue[1:]
-	close(ch)
 }

@@ -188,6 +188,33 @@ func TestInterruptCancelsRunningAttempts(t *testing.T) {
 	}
 }
 
+// journalCutAt runs h to its end and returns the journal as it stood
+// when cut first held for an applied event: what a crash at that moment
+// leaves. The first run's agents wait for release, which it closes then.
+func journalCutAt(t *testing.T, h *harness, release chan struct{}, cut func(e *muster.Event, s *engine.State) bool) []muster.Event {
+	t.Helper()
+	var snap []muster.Event
+	var once sync.Once
+	h.opts.OnEvent = func(e *muster.Event, s *engine.State) {
+		if cut(e, s) {
+			once.Do(func() { snap = h.j.Snapshot(); close(release) })
+		}
+	}
+	if _, err := h.run(t); err != nil {
+		t.Fatal(err)
+	}
+	return snap
+}
+
+// resumeFrom returns a harness for h's plan and crew that resumes from
+// the journal cut.
+func resumeFrom(t *testing.T, h *harness, cut []muster.Event) *harness {
+	h2 := newHarness(t, h.opts.Plan, h.opts.Config)
+	h2.j.Events = append([]muster.Event(nil), cut...)
+	h2.opts.Replayed = cut
+	return h2
+}
+
 func TestResumeAfterCrashReconcilesWithGit(t *testing.T) {
 	// A journal cut while a and b were running; a's commit landed.
 	h := newHarness(t, plan("a", "b", "c:a,b"), crew(2))
@@ -196,19 +223,10 @@ func TestResumeAfterCrashReconcilesWithGit(t *testing.T) {
 		<-gate
 		return &muster.ExecResult{}, nil
 	}
-	var cut []muster.Event
-	var once sync.Once
-	h.opts.OnEvent = func(e *muster.Event, s *engine.State) {
-		if e.Type == muster.EvTaskStarted && len(s.Running()) == 2 {
-			once.Do(func() { cut = h.j.Snapshot(); close(gate) })
-		}
-	}
-	if _, err := h.run(t); err != nil {
-		t.Fatal(err)
-	}
-	h2 := newHarness(t, h.opts.Plan, h.opts.Config)
-	h2.j.Events = append([]muster.Event(nil), cut...)
-	h2.opts.Replayed = cut
+	cut := journalCutAt(t, h, gate, func(e *muster.Event, s *engine.State) bool {
+		return e.Type == muster.EvTaskStarted && len(s.Running()) == 2
+	})
+	h2 := resumeFrom(t, h, cut)
 	h2.opts.Reconcile = func(context.Context) (map[muster.TaskID]string, error) {
 		return map[muster.TaskID]string{"a": "landed-a"}, nil
 	}

@@ -7,11 +7,13 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/driver"
 	"github.com/muster-run/muster/engine"
+	"github.com/muster-run/muster/mock"
 )
 
 func TestResumeKillsSurvivingAgentsFirst(t *testing.T) {
@@ -22,19 +24,10 @@ func TestResumeKillsSurvivingAgentsFirst(t *testing.T) {
 		<-gate
 		return &muster.ExecResult{}, nil
 	}
-	var cut []muster.Event
-	var once sync.Once
-	h.opts.OnEvent = func(e *muster.Event, s *engine.State) {
-		if e.Type == muster.EvAgentStarted && len(s.PIDs) == 2 {
-			once.Do(func() { cut = h.j.Snapshot(); close(gate) })
-		}
-	}
-	if _, err := h.run(t); err != nil {
-		t.Fatal(err)
-	}
-	h2 := newHarness(t, h.opts.Plan, h.opts.Config)
-	h2.j.Events = append([]muster.Event(nil), cut...)
-	h2.opts.Replayed = cut
+	cut := journalCutAt(t, h, gate, func(e *muster.Event, s *engine.State) bool {
+		return e.Type == muster.EvAgentStarted && len(s.PIDs) == 2
+	})
+	h2 := resumeFrom(t, h, cut)
 	var mu sync.Mutex
 	var killed []int
 	ran := false
@@ -144,5 +137,69 @@ func TestTaskBudgetCancelsTheAttempt(t *testing.T) {
 	}
 	if st.RunState != muster.RunFailed {
 		t.Errorf("run %s", st.RunState)
+	}
+}
+
+// syncFailJournal is a group-commit journal whose first Sync after a
+// spliced TasksPlanned is written fails; every other Sync succeeds.
+type syncFailJournal struct {
+	mock.Journal
+	mu      sync.Mutex
+	spliced bool
+	failed  bool
+}
+
+func (j *syncFailJournal) Write(es []*muster.Event) error {
+	for _, e := range es {
+		if e.Type == muster.EvTasksPlanned && e.Task != "" {
+			j.mu.Lock()
+			j.spliced = true
+			j.mu.Unlock()
+		}
+		if err := j.Append(e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (j *syncFailJournal) Sync() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.spliced && !j.failed {
+		j.failed = true
+		return errors.New("disk full")
+	}
+	return nil
+}
+
+func TestSpliceThatCannotBeMadeDurableStopsTheRun(t *testing.T) {
+	p := plan("lead")
+	p.Tasks[0].Delegates = true
+	h := newHarness(t, p, crew(2))
+	j := &syncFailJournal{}
+	h.opts.Journal = j
+	h.ex.ExecuteFn = func(ctx context.Context, req *muster.ExecRequest, emit func(muster.Record)) (*muster.ExecResult, error) {
+		return &muster.ExecResult{}, os.WriteFile(req.PlanOut, []byte("## [ ] n1: One\n"), 0o644)
+	}
+	h.opts.Fragment = func(*muster.Task, string, []*muster.Task) ([]*muster.Task, error) {
+		return []*muster.Task{{ID: "n1", Title: "One", Parent: "lead"}}, nil
+	}
+	var integrated atomic.Int32
+	h.ws.IntegrateFn = func(ctx context.Context, commit, base string) (string, []string, error) {
+		integrated.Add(1)
+		return commit, nil, nil
+	}
+	_, err := h.run(t)
+	if err == nil || muster.ErrorCode(err) != muster.CodeInternal {
+		t.Fatalf("err %v, want the journal failure", err)
+	}
+	if n := integrated.Load(); n != 0 {
+		t.Errorf("the delegator's commit landed %d times although its tasks were not recorded", n)
+	}
+	for _, e := range j.Snapshot() {
+		if e.Type == muster.EvTaskFailed && strings.Contains(e.Reason, "rejected") {
+			t.Errorf("a journal failure was recorded as a rejected fragment: %q", e.Reason)
+		}
 	}
 }

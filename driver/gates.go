@@ -43,24 +43,13 @@ func (w *worker) gates(ctx context.Context, round int) (feedback, failed string)
 			w.send(ev)
 			continue
 		}
-		before, ok := w.d.gateAt(ctx, g, w.base, w.cfg)
-		if !ok {
-			w.send(ev)
-			charge(g, r, "")
-			continue
-		}
-		ev.Baseline = verdict(before.Passed)
-		charged, newly := triage(r, before)
+		charged, newly := w.judge(ctx, g, r, &ev, w.base, "the base commit")
+		w.send(ev)
 		switch {
 		case !charged:
-			ev.Reason = muster.ReasonPreExisting + ": fails on the base commit too; not charged"
-			w.send(ev)
 		case len(newly) > 0:
-			ev.Reason = "newly failing: " + strings.Join(newly, ", ")
-			w.send(ev)
 			charge(g, r, " (newly failing: "+strings.Join(newly, ", ")+"; other failures were there before your change)")
 		default:
-			w.send(ev)
 			charge(g, r, "")
 		}
 	}
@@ -88,6 +77,27 @@ func (w *worker) gates(ctx context.Context, round int) (feedback, failed string)
 		}
 	}
 	return strings.Join(fb, "\n\n"), failed
+}
+
+// judge triages a failing plan-wide gate against its result on commit
+// (the task's base, or the tip it lands on; where names it for the
+// reason). It sets ev's Baseline and Reason, and returns whether the
+// failure is the change's to fix and which Go tests newly fail. A gate
+// whose result on commit cannot be known is charged.
+func (w *worker) judge(ctx context.Context, g muster.GateSpec, r muster.GateResult, ev *muster.Event, commit, where string) (charged bool, newly []string) {
+	before, ok := w.d.gateAt(ctx, g, commit, w.cfg)
+	if !ok {
+		return true, nil
+	}
+	ev.Baseline = verdict(before.Passed)
+	charged, newly = triage(r, before)
+	switch {
+	case !charged:
+		ev.Reason = muster.ReasonPreExisting + ": fails on " + where + " too; not charged"
+	case len(newly) > 0:
+		ev.Reason = "newly failing: " + strings.Join(newly, ", ")
+	}
+	return charged, newly
 }
 
 // gateSummary is a failing gate's last line of output, or its exit code.

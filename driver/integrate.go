@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/muster-run/muster"
 )
@@ -66,19 +67,10 @@ func (w *worker) land(ctx context.Context, commit string) landing {
 		ev := muster.Event{Type: muster.EvGateRan, Phase: "integration", Gate: g.Name, Passed: &r.Passed,
 			Output: tail(r.Output, maxGateOutput), Round: w.round, Commit: merged, Tip: tip}
 		if !r.Passed {
-			before, ok := w.d.gateAt(gctx, g, tip, w.cfg)
-			charged, newly := true, []string(nil)
-			if ok {
-				ev.Baseline = verdict(before.Passed)
-				charged, newly = triage(r, before)
-			}
-			if !charged {
-				ev.Reason = muster.ReasonPreExisting + ": fails on the tip too; not charged"
-			} else {
+			if charged, newly := w.judge(gctx, g, r, &ev, tip, "the tip"); charged {
 				why := ""
 				if len(newly) > 0 {
 					why = " (newly failing: " + strings.Join(newly, ", ") + ")"
-					ev.Reason = "newly failing: " + strings.Join(newly, ", ")
 				}
 				fb = append(fb, fmt.Sprintf("Gate %q (%s) failed on the merged tree%s:\n%s", g.Name, g.Command, why, tail(r.Output, maxFeedback/2)))
 				if failed == "" {
@@ -95,4 +87,36 @@ func (w *worker) land(ctx context.Context, commit string) landing {
 		return landing{err: err}
 	}
 	return landing{merged: merged, tip: tip}
+}
+
+// fifo is a first-come, first-served lock for the integration queue.
+type fifo struct {
+	mu    sync.Mutex
+	held  bool
+	queue []chan struct{}
+}
+
+func (f *fifo) lock() {
+	f.mu.Lock()
+	if !f.held {
+		f.held = true
+		f.mu.Unlock()
+		return
+	}
+	ch := make(chan struct{})
+	f.queue = append(f.queue, ch)
+	f.mu.Unlock()
+	<-ch
+}
+
+func (f *fifo) unlock() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.queue) == 0 {
+		f.held = false
+		return
+	}
+	ch := f.queue[0]
+	f.queue = f.queue[1:]
+	close(ch)
 }

@@ -27,9 +27,9 @@ const defaultLoopMax = 3
 // failed loop fails the task, so dependents follow the loop's verdict.
 func (w *worker) loop(ctx context.Context, exec muster.Executor) ([]muster.Event, string) {
 	spec := w.task.Loop
-	max := spec.Max
-	if max <= 0 {
-		max = defaultLoopMax
+	limit := spec.Max
+	if limit <= 0 {
+		limit = defaultLoopMax
 	}
 	if w.d.opts.Gates == nil {
 		return w.fail("loop: no gate runner to run the check", false), ""
@@ -59,14 +59,14 @@ func (w *worker) loop(ctx context.Context, exec muster.Executor) ([]muster.Event
 			end(LoopResolved, attempt, fmt.Sprintf("the check passes on attempt %d", attempt))
 			break
 		}
-		if attempt >= max {
-			reason := fmt.Sprintf("loop exhausted: the check still fails after %d attempts: %s", max, gateSummary(r))
+		if attempt >= limit {
+			reason := fmt.Sprintf("loop exhausted: the check still fails after %d attempts: %s", limit, gateSummary(r))
 			end(LoopExhausted, attempt, reason)
 			return w.fail(reason, false), ""
 		}
 		w.round = attempt
 		feedback := fmt.Sprintf("The check `%s` fails (attempt %d of %d). Make it pass. Its output:\n%s",
-			spec.Check, attempt, max, tail(r.Output, maxFeedback/2))
+			spec.Check, attempt, limit, tail(r.Output, maxFeedback/2))
 		w.send(muster.Event{Type: muster.EvFixRound, Round: attempt, Reason: "loop: check failed: " + gateSummary(r)})
 		w.send(muster.Event{Type: muster.EvPhase, Phase: "repair", Round: attempt})
 		res, err := w.execute(ctx, exec, attempt, feedback)

@@ -27,27 +27,23 @@ func (w *worker) review(ctx context.Context, round int, diff string) (feedback, 
 		n = 1
 	}
 	// Lease every reviewer first, so that each lease sees the others held
-	// and the task gets distinct clones.
+	// and the task gets distinct clones. The coder's own clone (own) is
+	// the last reviewer: it reviews once, and its lease is the task's.
 	var leases []engine.Lease
-	var owns []bool
-	for i := 0; i < n; i++ {
-		lease, own := w.leaseReviewer(ctx, i == 0)
+	own := false
+	for i := 0; i < n && !own; i++ {
+		lease, o := w.leaseReviewer(ctx, i == 0)
 		if ctx.Err() != nil || lease.Executor == "" {
 			break
 		}
-		if own && len(leases) > 0 && owns[len(owns)-1] {
-			break // the coder's own clone reviews once
-		}
-		leases, owns = append(leases, lease), append(owns, own)
-		if own {
-			break
-		}
+		leases, own = append(leases, lease), o
 	}
 	defer func() {
 		for i, l := range leases {
-			if !owns[i] {
-				w.send(muster.Event{Type: muster.EvExecutorRelease, Executor: l.Executor, Clone: l.Clone, Role: muster.RoleReviewer})
+			if own && i == len(leases)-1 {
+				continue
 			}
+			w.send(muster.Event{Type: muster.EvExecutorRelease, Executor: l.Executor, Clone: l.Clone, Role: muster.RoleReviewer})
 		}
 	}()
 	var findings []muster.Finding
@@ -101,9 +97,11 @@ func (w *worker) reviewBy(ctx context.Context, round, i int, lease engine.Lease,
 	if i > 0 {
 		scratch += fmt.Sprintf("-%d", i+1)
 	}
-	os.MkdirAll(scratch, 0o755)
 	diffFile := filepath.Join(scratch, "change.diff")
-	os.WriteFile(diffFile, []byte(diff), 0o644)
+	if err := writeDiff(scratch, diffFile, diff); err != nil {
+		w.send(muster.Event{Type: muster.EvWarning, Message: "review by " + muster.Slot(lease.Executor, lease.Clone) + " failed: " + err.Error()})
+		return nil, false
+	}
 	req := &muster.ExecRequest{
 		Run: w.runID, Task: w.task, Role: muster.RoleReviewer, Spec: spec, Clone: lease.Clone, Attempt: w.a.Attempt, Round: round,
 		Dir: w.dir, Authority: muster.AuthorityRead, Scratch: scratch, DiffFile: diffFile, Timeout: spec.Timeout, Grace: w.cfg.Grace(), Stall: w.cfg.Run.StallTimeout,
@@ -129,6 +127,18 @@ func (w *worker) reviewBy(ctx context.Context, round, i int, lease engine.Lease,
 	}
 	w.send(muster.Event{Type: muster.EvReviewed, Executor: lease.Executor, Clone: lease.Clone, Findings: res.Findings, Round: round})
 	return res.Findings, true
+}
+
+// writeDiff writes the change under review into the reviewer's scratch
+// directory (MUSTER_DIFF_FILE).
+func writeDiff(scratch, path, diff string) error {
+	if err := os.MkdirAll(scratch, 0o755); err != nil {
+		return fmt.Errorf("write the diff file: %w", err)
+	}
+	if err := os.WriteFile(path, []byte(diff), 0o644); err != nil {
+		return fmt.Errorf("write the diff file: %w", err)
+	}
+	return nil
 }
 
 func (w *worker) hasReviewer() bool {

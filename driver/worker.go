@@ -137,7 +137,9 @@ func (w *worker) run(ctx context.Context) []muster.Event {
 			return final
 		}
 		if commit == "" {
-			return nil // unreachable: rounds returns final or a commit
+			// Unreachable (rounds and loop return final events or a
+			// commit); still, every attempt must end with an outcome.
+			return w.fail("internal error: the attempt ended without an outcome", false)
 		}
 		// New tasks are validated before the commit lands: a bad
 		// fragment fails the task with nothing integrated.

@@ -44,28 +44,28 @@ func (s *State) Reserved() (micros, tokens int64) {
 	return micros, tokens
 }
 
-// budgetRefusal says why a task expected to spend (m, k) on top of what
-// is spent and reserved (plus more reserved by this decision) may not
-// start; "" when it fits in the run's budget.
-func (s *State) budgetRefusal(t *muster.Task, moreMicros, moreTokens int64) string {
+// budgetRefusal says why a task may not start when what is reserved
+// (rm micro-dollars, rk tokens: the running tasks' Reserved plus what
+// this decision has started) and what the task is expected to spend, on
+// top of what is spent, do not fit in the run's budget; "" when they fit.
+func (s *State) budgetRefusal(t *muster.Task, rm, rk int64) string {
 	run := s.Config.Run
 	if run.BudgetUSDMicros == 0 && run.BudgetTokens == 0 {
 		return ""
 	}
-	rm, rk := s.Reserved()
 	m, k := s.Expected(t)
 	if lim := run.BudgetUSDMicros; lim > 0 {
 		spent := s.Usage.CostMicros
-		if spent >= lim || spent+rm+moreMicros+m > lim {
+		if spent >= lim || spent+rm+m > lim {
 			return fmt.Sprintf("budget: not started: $%.4f spent and $%.4f reserved of $%.4f leave too little (a task is expected to cost $%.4f)",
-				usd(spent), usd(rm+moreMicros), usd(lim), usd(m))
+				usd(spent), usd(rm), usd(lim), usd(m))
 		}
 	}
 	if lim := run.BudgetTokens; lim > 0 {
 		spent := s.Usage.Tokens()
-		if spent >= lim || spent+rk+moreTokens+k > lim {
+		if spent >= lim || spent+rk+k > lim {
 			return fmt.Sprintf("budget: not started: %d tokens spent and %d reserved of %d leave too little (a task is expected to use %d)",
-				spent, rk+moreTokens, lim, k)
+				spent, rk, lim, k)
 		}
 	}
 	return ""

@@ -29,16 +29,20 @@ const (
 
 // Action is one decision.
 type Action struct {
-	Kind     ActionKind
-	Task     muster.TaskID
+	Kind ActionKind
+	Task muster.TaskID
+	// Executor, Clone (from 1), Role and Attempt (from 1) are ActStart's.
 	Executor string
 	Clone    int
 	Role     string
 	Attempt  int
-	Reason   string
-	State    string
+	// Reason is why ActSkip or ActCancel ends the task.
+	Reason string
+	// State is ActFinish's run state (muster.RunSucceeded or RunFailed).
+	State string
 }
 
+// String describes the action for logs and test failures.
 func (a Action) String() string {
 	switch a.Kind {
 	case ActStart:
@@ -84,7 +88,7 @@ func Decide(s *State, in Input) Decision {
 		// Apply the skips first: they may cascade, and change nothing else.
 		return d
 	}
-	running := s.coders > 0 || len(s.Leases) > 0
+	running := len(s.Leases) > 0 // coders and reviewers at work
 	if s.Stopped != "" {
 		if running {
 			return d
@@ -120,30 +124,41 @@ func Decide(s *State, in Input) Decision {
 		if !d.WakeAt.IsZero() {
 			return d // an executor is paused; wait for it
 		}
-		// Nothing runs and nothing can start: say why instead of hanging.
-		for _, id := range s.ready {
-			d.Actions = append(d.Actions, Action{Kind: ActSkip, Task: id,
-				Reason: "no executor in the crew can run it (" + s.needs(s.Tasks[id].Task) + ")"})
-		}
-		// Tasks that wait on a cancelled task (a task budget) never start.
-		for _, id := range s.Order {
-			if t := s.Tasks[id]; t.State == muster.StatePending {
-				if dep, why := s.blockedBy(t); dep != "" {
-					a := Action{Kind: ActSkip, Task: id, Reason: fmt.Sprintf("dependency %s %s", dep, why)}
-					if dt := s.Tasks[dep]; dt.State == muster.StateCancelled && strings.HasPrefix(dt.Reason, "budget:") {
-						// Work stopped by the budget: cancelled too, for resume.
-						a = Action{Kind: ActCancel, Task: id, Reason: "budget: not started: dependency " + string(dep) + " was stopped by the budget"}
-					}
-					d.Actions = append(d.Actions, a)
-				}
-			}
-		}
-		if len(d.Actions) > 0 {
+		if d.Actions = s.stuck(); len(d.Actions) > 0 {
 			return d
 		}
 	}
 	d.Actions = append(d.Actions, Action{Kind: ActFinish, State: s.finalState()})
 	return d
+}
+
+// stuck says why the tasks left cannot start when nothing runs and
+// nothing can start, instead of hanging: ready tasks no executor can run
+// are skipped, and tasks that wait on a cancelled task (a task budget)
+// are skipped, or cancelled when the budget stopped that task.
+func (s *State) stuck() []Action {
+	var acts []Action
+	for _, id := range s.ready {
+		acts = append(acts, Action{Kind: ActSkip, Task: id,
+			Reason: "no executor in the crew can run it (" + s.needs(s.Tasks[id].Task) + ")"})
+	}
+	for _, id := range s.Order {
+		t := s.Tasks[id]
+		if t.State != muster.StatePending {
+			continue
+		}
+		dep, why := s.blockedBy(t)
+		if dep == "" {
+			continue
+		}
+		if dt := s.Tasks[dep]; dt.State == muster.StateCancelled && strings.HasPrefix(dt.Reason, "budget:") {
+			// Work stopped by the budget: cancelled too, for resume.
+			acts = append(acts, Action{Kind: ActCancel, Task: id, Reason: "budget: not started: dependency " + string(dep) + " was stopped by the budget"})
+			continue
+		}
+		acts = append(acts, Action{Kind: ActSkip, Task: id, Reason: fmt.Sprintf("dependency %s %s", dep, why)})
+	}
+	return acts
 }
 
 func (s *State) blockedBy(t *TaskState) (muster.TaskID, string) {
@@ -204,10 +219,14 @@ func (s *State) starts(now time.Time) ([]Action, time.Time, string) {
 	cfg := s.Config
 	var acts []Action
 	var wake time.Time
-	// broke says why the budget refused a ready task; moreM and moreK are
-	// the reservations of the tasks this decision starts.
+	// broke says why the budget refused a ready task; resM and resK are
+	// the reservations of the running tasks and of those this decision
+	// starts.
 	var broke string
-	var moreM, moreK int64
+	var resM, resK int64
+	if cfg.Run.BudgetUSDMicros > 0 || cfg.Run.BudgetTokens > 0 {
+		resM, resK = s.Reserved()
+	}
 	coders, writers := s.coders, s.writers
 	taken := map[string]bool{}
 	busy := func(exec string, clone int) bool {
@@ -247,7 +266,7 @@ func (s *State) starts(now time.Time) ([]Action, time.Time, string) {
 		if cfg.Run.Writers > 0 && writes && writers >= cfg.Run.Writers {
 			continue
 		}
-		if why := s.budgetRefusal(t.Task, moreM, moreK); why != "" {
+		if why := s.budgetRefusal(t.Task, resM, resK); why != "" {
 			if broke == "" {
 				broke = why
 			}
@@ -293,7 +312,7 @@ func (s *State) starts(now time.Time) ([]Action, time.Time, string) {
 			writers++
 		}
 		m, k := s.Expected(t.Task)
-		moreM, moreK = moreM+m, moreK+k
+		resM, resK = resM+m, resK+k
 		acts = append(acts, Action{Kind: ActStart, Task: id, Executor: pick, Clone: pickClone,
 			Role: t.Task.EffectiveRole(), Attempt: t.Attempts + 1})
 	}

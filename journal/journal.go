@@ -59,7 +59,7 @@ func Open(path string, opts Options) (*Journal, []muster.Event, error) {
 	events, valid, err := Read(f)
 	if err != nil {
 		f.Close()
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
 	st, err := f.Stat()
 	if err != nil {
@@ -91,28 +91,7 @@ func Open(path string, opts Options) (*Journal, []muster.Event, error) {
 // Append assigns e the next sequence number, writes it as one line and
 // fsyncs. The caller sets Time.
 func (j *Journal) Append(e *muster.Event) error {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	if j.f == nil {
-		return errors.New("journal is closed")
-	}
-	e.Seq = j.seq + 1
-	j.buf.Reset()
-	enc := json.NewEncoder(&j.buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(e); err != nil {
-		return fmt.Errorf("encode event: %w", err)
-	}
-	if _, err := j.f.Write(j.buf.Bytes()); err != nil {
-		return fmt.Errorf("append to journal: %w", err)
-	}
-	if j.sync {
-		if err := j.f.Sync(); err != nil {
-			return fmt.Errorf("sync journal: %w", err)
-		}
-	}
-	j.seq = e.Seq
-	return nil
+	return j.append([]*muster.Event{e}, true)
 }
 
 // Write appends events without syncing them: they are durable after the
@@ -249,7 +228,10 @@ func ReadFile(path string) ([]muster.Event, error) {
 	}
 	defer f.Close()
 	events, _, err := Read(f)
-	return events, err
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return events, nil
 }
 
 // Locked reports whether a live process holds the journal's lock.

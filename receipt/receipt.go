@@ -120,16 +120,26 @@ func ChainOf(journal []byte) Chain {
 	return c
 }
 
-// Seal builds the receipt of a run from its journal's bytes.
-func Seal(journal []byte, in Input) (*Receipt, error) {
+// decode decodes a journal's complete lines into events; the error names
+// the first line that is not an event.
+func decode(journal []byte) ([]muster.Event, error) {
 	ls := lines(journal)
 	events := make([]muster.Event, 0, len(ls))
 	for i, l := range ls {
 		var e muster.Event
 		if err := json.Unmarshal(l, &e); err != nil {
-			return nil, fmt.Errorf("journal line %d: %v", i+1, err)
+			return nil, fmt.Errorf("journal line %d: not an event: %v", i+1, err)
 		}
 		events = append(events, e)
+	}
+	return events, nil
+}
+
+// Seal builds the receipt of a run from its journal's bytes.
+func Seal(journal []byte, in Input) (*Receipt, error) {
+	events, err := decode(journal)
+	if err != nil {
+		return nil, err
 	}
 	r := Fold(events)
 	r.Version, r.PlanHash, r.Final, r.Sealed = Version, in.PlanHash, in.Final, in.Now.UTC()

@@ -1,7 +1,6 @@
 package receipt
 
 import (
-	"encoding/json"
 	"fmt"
 	"sort"
 
@@ -81,15 +80,10 @@ func verifyJournal(r *Receipt, journal []byte) []string {
 	}
 	// The journal is the sealed one: the outcomes in the receipt must be
 	// the journal's.
-	ls := lines(journal)
-	events := make([]muster.Event, 0, len(ls))
-	for i, l := range ls {
-		var e muster.Event
-		if err := json.Unmarshal(l, &e); err != nil {
-			add("journal line %d: not an event: %v", i+1, err)
-			return out
-		}
-		events = append(events, e)
+	events, err := decode(journal)
+	if err != nil {
+		add("%v", err)
+		return out
 	}
 	f := Fold(events)
 	if f.Run != r.Run || f.Base != r.Base || f.Branch != r.Branch || f.State != r.State {

@@ -139,7 +139,9 @@ func Main() int {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
-	// Lives until Main returns: a first signal cancels, a second exits.
+	// A first signal cancels, a second exits. It lives as long as the
+	// process: signal.Stop does not close sigs, and main exits as soon as
+	// Main returns.
 	go func() {
 		n := 0
 		for range sigs {

@@ -55,10 +55,6 @@ func ExitCode(err error) int {
 	if err == nil {
 		return ExitOK
 	}
-	var probs muster.Problems
-	if errors.As(err, &probs) {
-		return ExitInvalid
-	}
 	var fe *FlagError
 	if errors.As(err, &fe) {
 		return ExitInvalid
@@ -77,7 +73,10 @@ func ExitCode(err error) int {
 // FlagError is bad command-line input.
 type FlagError struct{ Err error }
 
+// Error returns the wrapped error's text.
 func (e *FlagError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the wrapped error.
 func (e *FlagError) Unwrap() error { return e.Err }
 
 // FlagErrorf returns a *FlagError.
@@ -98,7 +97,10 @@ func Env(format string, args ...any) error {
 // Silent marks an error whose message was already printed.
 type Silent struct{ Err error }
 
+// Error returns the wrapped error's text.
 func (e *Silent) Error() string { return e.Err.Error() }
+
+// Unwrap returns the wrapped error.
 func (e *Silent) Unwrap() error { return e.Err }
 
 // WriteJSON writes v as indented JSON with a final newline.

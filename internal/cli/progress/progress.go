@@ -51,10 +51,6 @@ func (p *Printer) OnEvent(e *muster.Event, s *engine.State) {
 			p.start = e.Time
 		}
 	}
-	counts := s.Counts()
-	done := counts[muster.StateSucceeded] + counts[muster.StateFailed] + counts[muster.StateSkipped] + counts[muster.StateCancelled]
-	total := len(s.Tasks)
-	prefix := p.c(dim, fmt.Sprintf("%7s [%d/%d]", fmtDur(e.Time.Sub(p.start)), done, total))
 	line := ""
 	task := cmdutil.Sanitize(string(e.Task))
 	switch e.Type {
@@ -144,9 +140,13 @@ func (p *Printer) OnEvent(e *muster.Event, s *engine.State) {
 	case muster.EvRunInterrupted:
 		line = p.c(yellow, "interrupted: ") + "resume with muster resume " + s.Run
 	}
-	if line != "" {
-		fmt.Fprintf(p.w, "%s %s\n", prefix, line)
+	if line == "" {
+		return // most events (messages, tool uses, usage) print nothing
 	}
+	counts := s.Counts()
+	done := counts[muster.StateSucceeded] + counts[muster.StateFailed] + counts[muster.StateSkipped] + counts[muster.StateCancelled]
+	prefix := p.c(dim, fmt.Sprintf("%7s [%d/%d]", fmtDur(e.Time.Sub(p.start)), done, len(s.Tasks)))
+	fmt.Fprintf(p.w, "%s %s\n", prefix, line)
 }
 
 func short(sha string) string {

@@ -41,7 +41,7 @@ func Resume(ctx context.Context, io *cmdutil.IOStreams, runID string, f *Flags) 
 	} else if cfg == nil {
 		cfg = &muster.Config{}
 	} else {
-		restoreSecrets(cfg, "")
+		restoreSecrets(cfg)
 	}
 	if err := ApplyFlags(cfg, f); err != nil {
 		return nil, err
@@ -57,8 +57,13 @@ func Resume(ctx context.Context, io *cmdutil.IOStreams, runID string, f *Flags) 
 		return &Session{State: st}, nil
 	}
 	plan := &muster.Plan{Source: events[0].Plan}
+	// The tasks come from the journal; the brief from the run's copy of
+	// the plan.
 	if p := PlanCopy(repo.RunDir(id)); p != "" {
-		if pl, err := planfile.Load(p); err == nil {
+		pl, err := planfile.Load(p)
+		if err != nil {
+			fmt.Fprintf(io.ErrOut, "warning: the run's copy of the plan does not load, so prompts go without its brief: %v\n", err)
+		} else {
 			plan.Brief, plan.Title = pl.Brief, pl.Title
 		}
 	}

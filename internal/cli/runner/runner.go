@@ -16,6 +16,7 @@ import (
 
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/config"
+	"github.com/muster-run/muster/cost"
 	"github.com/muster-run/muster/driver"
 	"github.com/muster-run/muster/engine"
 	"github.com/muster-run/muster/gate"
@@ -111,6 +112,19 @@ func ApplyFlags(cfg *muster.Config, f *Flags) error {
 	return nil
 }
 
+// Prices returns the price table for estimated costs: the embedded one,
+// or the file named by [run] prices_file.
+func Prices(cfg *muster.Config) (*cost.Table, error) {
+	if cfg.Run.PricesFile == "" {
+		return cost.Default(), nil
+	}
+	t, err := cost.Load(cfg.Run.PricesFile)
+	if err != nil {
+		return nil, &muster.Error{Code: muster.CodeInvalid, Message: fmt.Sprintf("prices_file %s: %v", cfg.Run.PricesFile, err)}
+	}
+	return t, nil
+}
+
 // Unapproved lists what the plan requests that is not approved: shell,
 // and any authority under require_approval, unless approved in config or
 // with --approve.
@@ -150,16 +164,15 @@ func fileExists(p string) bool {
 
 // Session is one driving of a run (new or resumed).
 type Session struct {
-	IO      *cmdutil.IOStreams
-	Repo    *cmdutil.Repo
-	Flags   *Flags
-	Config  *muster.Config
-	Plan    *muster.Plan
-	RunID   string
-	Ref     string // the user's branch
-	Resume  bool
-	Events  []muster.Event // replayed, when resuming
-	Weights map[muster.TaskID]float64
+	IO     *cmdutil.IOStreams
+	Repo   *cmdutil.Repo
+	Flags  *Flags
+	Config *muster.Config
+	Plan   *muster.Plan
+	RunID  string
+	Ref    string // the user's branch
+	Resume bool
+	Events []muster.Event // replayed, when resuming
 	// OnEvent, if set, also sees every event (the demo's counters).
 	OnEvent func(e *muster.Event, s *engine.State)
 
@@ -218,7 +231,7 @@ func (s *Session) Drive(ctx context.Context) error {
 	// On a terminal, the live view shows the run; q leaves it (the run
 	// goes on in plain lines), ctrl+c in it stops the run.
 	var live *tui.Live
-	if !s.Flags.Plain && os.Getenv("CI") == "" && tui.Interactive(s.IO.In, errOut) {
+	if !s.Flags.Plain && tui.Interactive(s.IO.In, errOut) { // not under CI, nor on a dumb terminal
 		var stop context.CancelCauseFunc
 		ctx, stop = context.WithCancelCause(ctx)
 		defer stop(nil)
@@ -244,8 +257,8 @@ func (s *Session) Drive(ctx context.Context) error {
 	opts := driver.Options{
 		RunID: s.RunID, PlanPath: s.Plan.Source, Plan: s.Plan, Config: Journaled(s.Config), Base: s.Base, Branch: ws.Branch(), Ref: s.Ref,
 		Replayed: replayed, Journal: j, Workspace: ws, Executors: crew, Gates: runner, Price: prices.Cost,
-		ScratchDir: filepath.Join(s.Dir, "scratch"), Weights: s.Weights,
-		Reconcile: ws.TaskCommits, KillOrphan: killOrphan, CrashAt: os.Getenv(CrashEnv),
+		ScratchDir: filepath.Join(s.Dir, "scratch"),
+		Reconcile:  ws.TaskCommits, KillOrphan: killOrphan, CrashAt: os.Getenv(CrashEnv),
 		Fragment: fragment(s.Config),
 		OnEvent: func(e *muster.Event, st *engine.State) {
 			if live != nil && live.Active() {

@@ -35,16 +35,13 @@ func Journaled(cfg *muster.Config) *muster.Config {
 
 // restoreSecrets puts back, into a config replayed from a journal, the
 // credential env entries Journaled left out: they are read again from
-// the config file (path, else the recorded source), for executors of
-// the same name and kind.
-func restoreSecrets(cfg *muster.Config, path string) {
-	if path == "" {
-		path = cfg.Source
-	}
-	if path == "" {
+// the config file the run recorded, for executors of the same name and
+// kind. A file that is gone or no longer loads restores nothing.
+func restoreSecrets(cfg *muster.Config) {
+	if cfg.Source == "" {
 		return
 	}
-	file, err := config.Load(path)
+	file, err := config.Load(cfg.Source)
 	if err != nil {
 		return
 	}

@@ -26,7 +26,7 @@ func Start(ctx context.Context, io *cmdutil.IOStreams, planPath string, f *Flags
 	if err != nil {
 		return nil, err
 	}
-	return StartWith(ctx, io, planPath, f, cfg, nil)
+	return start(ctx, io, repo, planPath, f, cfg, nil)
 }
 
 // StartWith runs a plan as a new run with a config already loaded;
@@ -36,6 +36,11 @@ func StartWith(ctx context.Context, io *cmdutil.IOStreams, planPath string, f *F
 	if err != nil {
 		return nil, err
 	}
+	return start(ctx, io, repo, planPath, f, cfg, onEvent)
+}
+
+// start validates the plan and drives it as a new run in repo.
+func start(ctx context.Context, io *cmdutil.IOStreams, repo *cmdutil.Repo, planPath string, f *Flags, cfg *muster.Config, onEvent func(*muster.Event, *engine.State)) (*Session, error) {
 	plan, probs, err := planfile.Check(planPath, cfg, planfile.Options{Strict: f.Strict})
 	if err != nil {
 		return nil, err
@@ -54,7 +59,11 @@ func StartWith(ctx context.Context, io *cmdutil.IOStreams, planPath string, f *F
 	} else if !muster.IDPattern.MatchString(runID) {
 		return nil, cmdutil.FlagErrorf("--run-id %q: use letters, digits, '.', '_' and '-'", runID)
 	}
-	ref, _ := git.CurrentBranch(ctx, repo.Top)
+	// A detached HEAD has no branch to merge into (--merge says so).
+	ref, err := git.CurrentBranch(ctx, repo.Top)
+	if err != nil && !errors.Is(err, git.ErrDetached) {
+		return nil, classifyGit(err)
+	}
 	s := &Session{IO: io, Repo: repo, Flags: f, Config: cfg, Plan: plan, RunID: runID, Ref: ref, OnEvent: onEvent}
 	err = s.Drive(ctx)
 	return s, s.finish(ctx, err)
