@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -70,9 +72,46 @@ func killOrphan(pid int) {
 		return
 	}
 	_ = syscall.Kill(-pid, syscall.SIGKILL)
-	for i := 0; i < 250 && syscall.Kill(-pid, 0) == nil; i++ {
+	for i := 0; i < 250 && groupAlive(pid); i++ {
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// groupAlive reports whether process group pgid has a member that is not
+// a zombie. Killed orphans are reaped by init, not by us, and an init
+// that reaps late (or never, as in a container whose first process does
+// not) left the resume waiting for corpses. Without /proc, any member
+// counts.
+func groupAlive(pgid int) bool {
+	if syscall.Kill(-pgid, 0) != nil {
+		return false
+	}
+	procs, err := os.ReadDir("/proc")
+	if err != nil {
+		return true
+	}
+	for _, p := range procs {
+		if p.Name()[0] < '0' || p.Name()[0] > '9' {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + p.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid pgrp ...: comm may hold spaces and parens.
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) < 3 || f[0] == "Z" || f[0] == "X" {
+			continue
+		}
+		if g, err := strconv.Atoi(f[2]); err == nil && g == pgid {
+			return true
+		}
+	}
+	return false
 }
 
 // PlanHash returns the canonical hash of the plan copied into a run
