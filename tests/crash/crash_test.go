@@ -147,7 +147,7 @@ func TestCrashAndResume(t *testing.T) {
 		}
 		// Now and then, also kill -9 at a moment of the clock.
 		if i%4 == 1 {
-			d := time.Duration(200+rng.Intn(1200)) * time.Millisecond
+			d := time.Duration(100+rng.Intn(500)) * time.Millisecond
 			last = runMuster(t, repo, nil, d, "resume", "crash", "--plain")
 			log = append(log, fmt.Sprintf("kill -9 after %s: exit %d killed=%v", d, last.code, last.killed))
 			if last.killed {
