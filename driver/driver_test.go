@@ -480,3 +480,30 @@ func TestJournalFailureStopsTheRun(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 }
+
+func TestFindingsOfAFailingReviewerStillCount(t *testing.T) {
+	cfg := &muster.Config{Executors: []*muster.ExecutorSpec{
+		{Name: "x", Clones: 1, Roles: []string{"coder"}},
+		{Name: "rev", Clones: 1, Roles: []string{"reviewer"}},
+	}}
+	h := newHarness(t, plan("a"), cfg)
+	reviews := 0
+	h.opts.Executors["rev"] = &mock.Executor{ExecuteFn: func(ctx context.Context, req *muster.ExecRequest, emit func(muster.Record)) (*muster.ExecResult, error) {
+		reviews++
+		if reviews == 1 {
+			// A critical finding, then a crash.
+			return &muster.ExecResult{ExitCode: 2, Reviewed: true, Findings: []muster.Finding{{Severity: "critical", Title: "data loss"}}},
+				&muster.AgentError{Class: muster.FailExit, ExitCode: 2}
+		}
+		return &muster.ExecResult{Reviewed: true}, nil
+	}}
+	var prompts []string
+	h.ex.ExecuteFn = func(ctx context.Context, req *muster.ExecRequest, emit func(muster.Record)) (*muster.ExecResult, error) {
+		prompts = append(prompts, req.Prompt)
+		return &muster.ExecResult{}, nil
+	}
+	st, _ := h.run(t)
+	if st.Tasks["a"].State != muster.StateSucceeded || len(prompts) != 2 || !strings.Contains(prompts[1], "data loss") {
+		t.Fatalf("state %s, %d prompts", st.Tasks["a"].State, len(prompts))
+	}
+}

@@ -117,6 +117,12 @@ func (w *worker) reviewBy(ctx context.Context, round, i int, lease engine.Lease,
 			msg = err.Error()
 		}
 		w.send(muster.Event{Type: muster.EvWarning, Message: "review by " + muster.Slot(lease.Executor, lease.Clone) + " failed: " + msg})
+		// Findings it reported before it failed are facts all the same: a
+		// critical finding is not lost because the reviewer then crashed.
+		if res != nil && res.Reviewed && len(res.Findings) > 0 {
+			w.send(muster.Event{Type: muster.EvReviewed, Executor: lease.Executor, Clone: lease.Clone, Findings: res.Findings, Round: round})
+			return res.Findings, true
+		}
 		return nil, false
 	}
 	if !res.Reviewed {
