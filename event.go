@@ -39,7 +39,8 @@ const (
 	EvWarning         EventType = "Warning"       // Message
 	EvRunFinished     EventType = "RunFinished"   // State
 	EvRunInterrupted  EventType = "RunInterrupted"
-	EvAgentStarted    EventType = "AgentStarted" // Task, Executor, Clone, Role, PID: the agent's process (group) runs
+	EvAgentStarted    EventType = "AgentStarted"   // Task, Executor, Clone, Role, PID: the agent's process (group) runs
+	EvExecutorPaused  EventType = "ExecutorPaused" // Executor, Until, Reason: a usage limit; no new work there until then
 )
 
 // Event is one line of the journal. Fields not used by a type are empty.
@@ -89,6 +90,8 @@ type Event struct {
 	Retry   bool   `json:"retry,omitempty"`
 	Message string `json:"message,omitempty"`
 	State   string `json:"state,omitempty"`
+	// Until is when a paused executor takes work again (ExecutorPaused).
+	Until *time.Time `json:"until,omitempty"`
 	// SessionID is the agent's own session, so a fix round can resume it.
 	SessionID string `json:"session_id,omitempty"`
 	PID       int    `json:"pid,omitempty"`

@@ -99,8 +99,6 @@ type message struct {
 	done bool
 	// lease asks for a clone of a role (reviewers); the loop answers on reply.
 	lease *leaseRequest
-	// block pauses an executor until a time (usage limits).
-	block *blockRequest
 	// splice asks the loop to validate and plan a delegating task's new
 	// tasks; the loop answers on its reply channel.
 	splice *spliceRequest
@@ -117,11 +115,6 @@ type leaseRequest struct {
 	role  string
 	avoid string
 	reply chan engine.Lease
-}
-
-type blockRequest struct {
-	executor string
-	until    time.Time
 }
 
 // Driver runs one run.
@@ -375,9 +368,6 @@ func (d *Driver) handle(m message) error {
 			}
 			m.lease.reply <- engine.Lease{Task: m.lease.task, Executor: ex, Clone: clone, Role: m.lease.role}
 		}
-	}
-	if m.block != nil {
-		d.state.BlockedUntil[m.block.executor] = m.block.until
 	}
 	if m.splice != nil {
 		if err := d.flush(); err != nil {

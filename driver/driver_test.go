@@ -507,3 +507,45 @@ func TestFindingsOfAFailingReviewerStillCount(t *testing.T) {
 		t.Fatalf("state %s, %d prompts", st.Tasks["a"].State, len(prompts))
 	}
 }
+
+func TestUsageLimitPausesTheExecutorAsAJournalFact(t *testing.T) {
+	for _, crewSize := range []int{1, 2} {
+		t.Run(fmt.Sprint(crewSize, " executors"), func(t *testing.T) {
+			cfg := &muster.Config{Executors: []*muster.ExecutorSpec{{Name: "x", Clones: 1}}}
+			if crewSize == 2 {
+				cfg.Executors = append(cfg.Executors, &muster.ExecutorSpec{Name: "y", Clones: 1})
+			}
+			h := newHarness(t, plan("a"), cfg)
+			reset := time.Now().Add(300 * time.Millisecond)
+			var ran []string
+			limited := &mock.Executor{ExecuteFn: func(ctx context.Context, req *muster.ExecRequest, emit func(muster.Record)) (*muster.ExecResult, error) {
+				ran = append(ran, req.Slot())
+				if len(ran) == 1 {
+					return nil, &muster.AgentError{Class: muster.FailUsageLimit, ResetAt: reset, Message: "usage limit reached"}
+				}
+				return &muster.ExecResult{}, nil
+			}}
+			h.opts.Executors["x"] = limited
+			h.opts.Executors["y"] = limited
+			st, err := h.run(t)
+			if err != nil || st.Tasks["a"].State != muster.StateSucceeded {
+				t.Fatalf("%v %s %q", err, st.Tasks["a"].State, st.Tasks["a"].Reason)
+			}
+			want := "[x#1 x#1]"
+			if crewSize == 2 {
+				want = "[x#1 y#1]" // the other executor takes it at once
+			}
+			if fmt.Sprint(ran) != want {
+				t.Fatalf("ran on %v, want %s", ran, want)
+			}
+			// The pause is in the journal, so a replay knows it.
+			re, err := engine.Replay(h.j.Snapshot())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if until := re.BlockedUntil["x"]; !until.Equal(reset.UTC()) {
+				t.Fatalf("replayed pause %v, want %v", until, reset.UTC())
+			}
+		})
+	}
+}

@@ -20,7 +20,10 @@ const (
 	maxGateOutput = 4096
 	maxFeedback   = 6000
 	maxTransient  = 3
-	maxTranscript = 16 << 10
+	// usageLimitRetries is how many attempts beyond Retries a task gets
+	// when its executor hit a usage limit with a reset time.
+	usageLimitRetries = 3
+	maxTranscript     = 16 << 10
 )
 
 // worker runs one attempt of one task: the agent, its fix rounds, the
@@ -431,9 +434,16 @@ func (w *worker) agentFailure(err error, res *muster.ExecResult) []muster.Event 
 	if errors.As(err, &ae) {
 		retryable = ae.Retryable()
 		if ae.Class == muster.FailUsageLimit && !ae.ResetAt.IsZero() {
-			w.d.msgs <- message{block: &blockRequest{executor: w.a.Executor, until: ae.ResetAt}}
-			retryable = true
-			reason += " (paused until " + ae.ResetAt.UTC().Format(time.RFC3339) + ")"
+			// The executor takes no work until its limit resets (a journal
+			// fact, so a resume knows it too); the task waits for it or
+			// goes to another executor, a few times over its Retries.
+			until := ae.ResetAt.UTC()
+			w.send(muster.Event{Type: muster.EvExecutorPaused, Executor: w.a.Executor, Until: &until, Reason: "usage limit"})
+			reason += " (paused until " + until.Format(time.RFC3339) + ")"
+			if res != nil && res.Tail != "" {
+				reason += ": " + lastLines(res.Tail, 3)
+			}
+			return w.fail("agent failed: "+reason, w.a.Attempt <= w.task.Retries+usageLimitRetries)
 		}
 	}
 	if res != nil && res.Tail != "" {

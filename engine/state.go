@@ -210,6 +210,10 @@ func (s *State) Apply(e *muster.Event) error {
 		t.Reason, t.Phase, t.Round = "", "", 0
 		t.AttemptUsage = muster.Usage{}
 		s.removeReady(t.Task.ID)
+	case muster.EvExecutorPaused:
+		if e.Until != nil {
+			s.BlockedUntil[e.Executor] = *e.Until
+		}
 	case muster.EvAgentStarted:
 		if e.PID > 0 {
 			s.PIDs[muster.Slot(e.Executor, e.Clone)] = e.PID

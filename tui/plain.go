@@ -54,6 +54,11 @@ func PlainLine(e muster.Event) string {
 			res = "failed on the integrated tree"
 		}
 		return fmt.Sprintf("%s: gate %s %s", id, Sanitize(e.Gate), res)
+	case muster.EvExecutorPaused:
+		if e.Until == nil {
+			return ""
+		}
+		return fmt.Sprintf("executor %s paused until %s%s", Sanitize(e.Executor), e.Until.UTC().Format(time.RFC3339), suffix(e.Reason))
 	case muster.EvLoopAttempt:
 		res := "failed"
 		if e.Passed != nil && *e.Passed {

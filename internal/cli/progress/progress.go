@@ -129,6 +129,11 @@ func (p *Printer) OnEvent(e *muster.Event, s *engine.State) {
 		if e.Task != "" {
 			line = fmt.Sprintf("  %s delegated %d new tasks", task, len(e.Tasks))
 		}
+	case muster.EvExecutorPaused:
+		if e.Until != nil {
+			line = fmt.Sprintf("%s executor %s paused until %s (%s): others keep going", p.c(yellow, "!"),
+				cmdutil.Sanitize(e.Executor), e.Until.Local().Format("15:04:05"), cmdutil.Sanitize(e.Reason))
+		}
 	case muster.EvWarning:
 		line = p.c(yellow, "warning: ") + cmdutil.Sanitize(e.Message)
 	case muster.EvToolUse:
