@@ -20,6 +20,7 @@ import (
 type wtGit struct {
 	dir, gitDir string
 	index       string // GIT_INDEX_FILE when set
+	split       bool   // the index is muster's private one: split index
 }
 
 func (g wtGit) c(args ...string) cmd {
@@ -31,7 +32,19 @@ func (g wtGit) c(args ...string) cmd {
 	// 50,000-file worktree about half as big, and every git call that
 	// writes it (checkout, update-index, read-tree) hashes less. It
 	// applies when git creates an index; rewrites keep the version.
-	return cmd{dir: g.dir, env: env, args: append([]string{"-c", "index.version=4"}, args...)}
+	a := []string{"-c", "index.version=4"}
+	if g.split {
+		// The private index is a split index: a rewrite writes only the
+		// entries changed since the shared part (sharedindex.<hash>, in
+		// the worktree's git directory) was written.
+		a = append(a, "-c", "core.splitIndex=true")
+	}
+	return cmd{dir: g.dir, env: env, args: append(a, args...)}
+}
+
+// private returns git in the worktree of s with muster's private index.
+func (s *slot) private() wtGit {
+	return wtGit{dir: s.dir, gitDir: s.gitDir, index: filepath.Join(s.gitDir, indexName), split: true}
 }
 
 func (w *Workspace) in(s *slot) wtGit { return wtGit{dir: s.dir, gitDir: s.gitDir} }
@@ -66,7 +79,7 @@ func (w *Workspace) lookup(ctx context.Context, dir string) (*slot, error) {
 // branches. It starts from the index Prepare left, whose stat data
 // spares hashing unchanged files, and returns the tree written.
 func (w *Workspace) stage(ctx context.Context, s *slot, base string) (wtGit, string, error) {
-	g := wtGit{dir: s.dir, gitDir: s.gitDir, index: filepath.Join(s.gitDir, indexName)}
+	g := s.private()
 	if _, err := os.Stat(g.index); err != nil {
 		s.staged = ""
 		if err := copyIndex(filepath.Join(s.gitDir, "index"), g.index); err != nil && !errors.Is(err, os.ErrNotExist) {

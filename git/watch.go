@@ -18,7 +18,7 @@ func (w *Workspace) fastReset(ctx context.Context, s *slot, tip string) bool {
 	if s.wt == nil || !s.exact || s.staged == "" || !s.wt.drain(s.touched) || needsFullScan(s.touched) {
 		return false
 	}
-	g := wtGit{dir: s.dir, gitDir: s.gitDir, index: filepath.Join(s.gitDir, indexName)}
+	g := s.private()
 	if _, err := os.Stat(g.index); err != nil {
 		return false
 	}
@@ -60,6 +60,8 @@ func (w *Workspace) fastReset(ctx context.Context, s *slot, tip string) bool {
 			return false
 		}
 	}
+	// The worktree's index becomes a copy of the private one, split
+	// index included (it shares the same sharedindex.<hash> file).
 	return copyIndex(g.index, filepath.Join(s.gitDir, "index")) == nil
 }
 

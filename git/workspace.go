@@ -386,7 +386,7 @@ func (w *Workspace) reset(ctx context.Context, s *slot, tip string) error {
 	if len(w.keep) > 0 && s.touched != nil {
 		// Kept files that are not ignored belong to every change, as a
 		// full scan would find them: the record must include them.
-		g := wtGit{dir: s.dir, gitDir: s.gitDir, index: filepath.Join(s.gitDir, indexName)}
+		g := s.private()
 		c := g.c("ls-files", "-z", "--others", "--exclude-standard")
 		c.readOnly = true
 		out, err := run(ctx, c)
