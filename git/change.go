@@ -113,6 +113,7 @@ func (w *Workspace) stage(ctx context.Context, s *slot, base string) (wtGit, str
 	if fast {
 		w.fastStages.Add(1)
 	} else {
+		s.added = nil
 		w.fullStages.Add(1)
 		if _, err := run(ctx, g.c("add", "--all")); err != nil {
 			return g, "", fmt.Errorf("stage the change in %s: %w", s.dir, err)
@@ -133,6 +134,7 @@ func (w *Workspace) stage(ctx context.Context, s *slot, base string) (wtGit, str
 // .gitignore changed (it may reveal files nobody touched) or a nested
 // repository appeared.
 func (w *Workspace) stageTouched(ctx context.Context, s *slot, g wtGit) (bool, error) {
+	s.added = nil
 	if len(s.touched) == 0 {
 		return true, nil
 	}
@@ -183,6 +185,10 @@ func (w *Workspace) stageTouched(ctx context.Context, s *slot, g wtGit) (bool, e
 		if _, err := run(ctx, c); err != nil {
 			return false, err
 		}
+	}
+	s.added = make(map[string]bool, len(add))
+	for _, p := range add {
+		s.added[p] = true
 	}
 	return true, nil
 }
