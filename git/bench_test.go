@@ -221,6 +221,9 @@ func BenchmarkGitOverhead(b *testing.B) {
 	nfiles := envInt("MUSTER_BENCH_FILES", 50000)
 	ntasks := envInt("MUSTER_BENCH_TASKS", 200)
 	nnaive := envInt("MUSTER_BENCH_NAIVE", 8)
+	if os.Getenv("MUSTER_BENCH_NAIVE") == "0" {
+		nnaive = 0 // skip the naive part
+	}
 	clones := envInt("MUSTER_BENCH_CLONES", 4)
 	t0 := time.Now()
 	repo := genRepo(b, nfiles)

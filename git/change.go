@@ -20,6 +20,7 @@ import (
 type wtGit struct {
 	dir, gitDir string
 	index       string // GIT_INDEX_FILE when set
+	split       bool   // the index is muster's private one: split index
 }
 
 func (g wtGit) c(args ...string) cmd {
@@ -27,7 +28,23 @@ func (g wtGit) c(args ...string) cmd {
 	if g.index != "" {
 		env = append(env, "GIT_INDEX_FILE="+g.index)
 	}
-	return cmd{dir: g.dir, env: env, args: args}
+	// Index version 4 (path-prefix compression) makes the index of a
+	// 50,000-file worktree a fifth smaller (3.5 MB), so every git call
+	// that writes it (checkout, update-index, read-tree) hashes less. It
+	// applies when git creates an index; rewrites keep the version.
+	a := []string{"-c", "index.version=4"}
+	if g.split {
+		// The private index is a split index: a rewrite writes only the
+		// entries changed since the shared part (sharedindex.<hash>, in
+		// the worktree's git directory) was written.
+		a = append(a, "-c", "core.splitIndex=true")
+	}
+	return cmd{dir: g.dir, env: env, args: append(a, args...)}
+}
+
+// private returns git in the worktree of s with muster's private index.
+func (s *slot) private() wtGit {
+	return wtGit{dir: s.dir, gitDir: s.gitDir, index: filepath.Join(s.gitDir, indexName), split: true}
 }
 
 func (w *Workspace) in(s *slot) wtGit { return wtGit{dir: s.dir, gitDir: s.gitDir} }
@@ -62,7 +79,7 @@ func (w *Workspace) lookup(ctx context.Context, dir string) (*slot, error) {
 // branches. It starts from the index Prepare left, whose stat data
 // spares hashing unchanged files, and returns the tree written.
 func (w *Workspace) stage(ctx context.Context, s *slot, base string) (wtGit, string, error) {
-	g := wtGit{dir: s.dir, gitDir: s.gitDir, index: filepath.Join(s.gitDir, indexName)}
+	g := s.private()
 	if _, err := os.Stat(g.index); err != nil {
 		s.staged = ""
 		if err := copyIndex(filepath.Join(s.gitDir, "index"), g.index); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -96,6 +113,7 @@ func (w *Workspace) stage(ctx context.Context, s *slot, base string) (wtGit, str
 	if fast {
 		w.fastStages.Add(1)
 	} else {
+		s.added = nil
 		w.fullStages.Add(1)
 		if _, err := run(ctx, g.c("add", "--all")); err != nil {
 			return g, "", fmt.Errorf("stage the change in %s: %w", s.dir, err)
@@ -116,6 +134,7 @@ func (w *Workspace) stage(ctx context.Context, s *slot, base string) (wtGit, str
 // .gitignore changed (it may reveal files nobody touched) or a nested
 // repository appeared.
 func (w *Workspace) stageTouched(ctx context.Context, s *slot, g wtGit) (bool, error) {
+	s.added = nil
 	if len(s.touched) == 0 {
 		return true, nil
 	}
@@ -166,6 +185,10 @@ func (w *Workspace) stageTouched(ctx context.Context, s *slot, g wtGit) (bool, e
 		if _, err := run(ctx, c); err != nil {
 			return false, err
 		}
+	}
+	s.added = make(map[string]bool, len(add))
+	for _, p := range add {
+		s.added[p] = true
 	}
 	return true, nil
 }

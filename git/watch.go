@@ -18,7 +18,7 @@ func (w *Workspace) fastReset(ctx context.Context, s *slot, tip string) bool {
 	if s.wt == nil || !s.exact || s.staged == "" || !s.wt.drain(s.touched) || needsFullScan(s.touched) {
 		return false
 	}
-	g := wtGit{dir: s.dir, gitDir: s.gitDir, index: filepath.Join(s.gitDir, indexName)}
+	g := s.private()
 	if _, err := os.Stat(g.index); err != nil {
 		return false
 	}
@@ -42,12 +42,19 @@ func (w *Workspace) fastReset(ctx context.Context, s *slot, tip string) bool {
 		return false
 	}
 	// Untracked and ignored files can only be among the touched paths
-	// (Prepare left none but kept ones): clean just those.
+	// (Prepare left none but kept ones): clean just those. A file or
+	// symlink staged into cur that is still there is tracked at tip:
+	// had tip not had it, switchTo would have removed it.
 	var left []string
 	for p := range s.touched {
-		if _, err := os.Lstat(filepath.Join(s.dir, filepath.FromSlash(p))); err == nil {
-			left = append(left, p)
+		fi, err := os.Lstat(filepath.Join(s.dir, filepath.FromSlash(p)))
+		if err != nil {
+			continue
 		}
+		if s.added[p] && (fi.Mode().IsRegular() || fi.Mode()&os.ModeSymlink != 0) {
+			continue
+		}
+		left = append(left, p)
 	}
 	if len(left) > 0 {
 		c := g.c(cleanArgs(w.keep)...)
@@ -60,6 +67,8 @@ func (w *Workspace) fastReset(ctx context.Context, s *slot, tip string) bool {
 			return false
 		}
 	}
+	// The worktree's index becomes a copy of the private one, split
+	// index included (it shares the same sharedindex.<hash> file).
 	return copyIndex(g.index, filepath.Join(s.gitDir, "index")) == nil
 }
 

@@ -86,6 +86,10 @@ type slot struct {
 	// stagedAt is the watcher's event count when the private index was
 	// last staged: no event since means it still describes the worktree.
 	stagedAt int64
+	// added holds the touched paths the last stageTouched put into the
+	// private index as files or symlinks (untracked ignored ones left
+	// out); nil when a full staging or a reset came after it.
+	added map[string]bool
 }
 
 // snapshot is a change computed by Change: the tree of the worktree
@@ -382,11 +386,12 @@ func (w *Workspace) reset(ctx context.Context, s *slot, tip string) error {
 	s.snap = nil
 	s.staged = tip
 	s.exact = true
+	s.added = nil
 	w.restartWatch(s)
 	if len(w.keep) > 0 && s.touched != nil {
 		// Kept files that are not ignored belong to every change, as a
 		// full scan would find them: the record must include them.
-		g := wtGit{dir: s.dir, gitDir: s.gitDir, index: filepath.Join(s.gitDir, indexName)}
+		g := s.private()
 		c := g.c("ls-files", "-z", "--others", "--exclude-standard")
 		c.readOnly = true
 		out, err := run(ctx, c)
