@@ -35,6 +35,15 @@ func crew(clones int, roles ...string) *muster.Config {
 	return &muster.Config{Executors: []*muster.ExecutorSpec{{Name: "x", Kind: "mock", Clones: clones, Roles: roles}}}
 }
 
+// coderAndReviewer is a crew of one coder clone "x" and one reviewer
+// clone "rev".
+func coderAndReviewer() *muster.Config {
+	return &muster.Config{Executors: []*muster.ExecutorSpec{
+		{Name: "x", Clones: 1, Roles: []string{"coder"}},
+		{Name: "rev", Clones: 1, Roles: []string{"reviewer"}},
+	}}
+}
+
 type harness struct {
 	opts driver.Options
 	j    *mock.Journal
@@ -398,11 +407,7 @@ func TestStalemateEndsTheLoop(t *testing.T) {
 }
 
 func TestReviewFindingFixedThenApproved(t *testing.T) {
-	cfg := &muster.Config{Executors: []*muster.ExecutorSpec{
-		{Name: "x", Clones: 1, Roles: []string{"coder"}},
-		{Name: "rev", Clones: 1, Roles: []string{"reviewer"}},
-	}}
-	h := newHarness(t, plan("a"), cfg)
+	h := newHarness(t, plan("a"), coderAndReviewer())
 	reviews := 0
 	h.opts.Executors["rev"] = &mock.Executor{ExecuteFn: func(ctx context.Context, req *muster.ExecRequest, emit func(muster.Record)) (*muster.ExecResult, error) {
 		reviews++
@@ -482,11 +487,7 @@ func TestJournalFailureStopsTheRun(t *testing.T) {
 }
 
 func TestFindingsOfAFailingReviewerStillCount(t *testing.T) {
-	cfg := &muster.Config{Executors: []*muster.ExecutorSpec{
-		{Name: "x", Clones: 1, Roles: []string{"coder"}},
-		{Name: "rev", Clones: 1, Roles: []string{"reviewer"}},
-	}}
-	h := newHarness(t, plan("a"), cfg)
+	h := newHarness(t, plan("a"), coderAndReviewer())
 	reviews := 0
 	h.opts.Executors["rev"] = &mock.Executor{ExecuteFn: func(ctx context.Context, req *muster.ExecRequest, emit func(muster.Record)) (*muster.ExecResult, error) {
 		reviews++
