@@ -14,7 +14,11 @@ require (
 	pgregory.net/rapid v1.3.0
 )
 
-require golang.org/x/tools v0.26.0 // indirect
+require (
+	github.com/landlock-lsm/go-landlock v0.11.2 // indirect
+	golang.org/x/tools v0.26.0 // indirect
+	kernel.org/pub/linux/libs/security/libcap/psx v1.2.78 // indirect
+)
 
 require (
 	github.com/charmbracelet/colorprofile v0.4.3 // indirect
