@@ -46,6 +46,9 @@ type ExecutorSpec struct {
 	Command       []string          `json:"command,omitempty"`
 	Timeout       time.Duration     `json:"timeout,omitempty"`
 	MaxConcurrent int               `json:"max_concurrent,omitempty"`
+	// Writable lists paths this executor's agents may write under
+	// confinement, besides what every agent may ([run] writable).
+	Writable []string `json:"writable,omitempty"`
 	// Seed drives the sim kind, so a simulated run is repeatable.
 	Seed int64 `json:"seed,omitempty"`
 	// Speed scales the sim kind's delays (1 = as given; 0 = no delay).
@@ -97,6 +100,11 @@ type RunConfig struct {
 	Reviewers         int           `json:"reviewers,omitempty"` // reviewers per task
 	StallTimeout      time.Duration `json:"stall_timeout,omitempty"`
 	PricesFile        string        `json:"prices_file,omitempty"`
+	// Confine is ConfineAuto (""), ConfineRequired or ConfineOff.
+	Confine string `json:"confine,omitempty"`
+	// Writable lists absolute paths every agent and gate may write under
+	// confinement, besides its clone, its home, its temp dir and /tmp.
+	Writable []string `json:"writable,omitempty"`
 }
 
 // Config is a parsed muster.toml merged with command-line overrides.
