@@ -48,6 +48,9 @@ type ExecRequest struct {
 	Stall time.Duration
 	// Env holds extra variables for the agent (already allowed by config).
 	Env map[string]string
+	// Confine, when set, is what the agent's processes may write: the
+	// executor starts its program under it (nil: unconfined).
+	Confine *Confinement
 }
 
 // Slot returns "executor#clone".

@@ -190,6 +190,10 @@ func (s *Session) Drive(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	confinement, warnings, err := Confinement(s.Config, s.Repo.Top, s.Repo.GitDir)
+	if err != nil {
+		return err
+	}
 	// A resume takes the run's lock before it touches any worktree, so
 	// that it never disturbs a run another process drives.
 	var j *journal.Journal
@@ -249,7 +253,7 @@ func (s *Session) Drive(ctx context.Context) error {
 	if s.Flags.JSON {
 		jsonOut = newJSONStream(s.IO.Out)
 	}
-	runner := gate.Runner{Grace: s.Config.Grace()}
+	runner := gate.Runner{Grace: s.Config.Grace(), Confine: confinement, CloneState: ws.CloneWritable}
 	crew, err := agents.Crew(s.Config, runner)
 	if err != nil {
 		return err
@@ -257,8 +261,8 @@ func (s *Session) Drive(ctx context.Context) error {
 	opts := driver.Options{
 		RunID: s.RunID, PlanPath: s.Plan.Source, Plan: s.Plan, Config: Journaled(s.Config), Base: s.Base, Branch: ws.Branch(), Ref: s.Ref,
 		Replayed: replayed, Journal: j, Workspace: ws, Executors: crew, Gates: runner, Price: prices.Cost,
-		ScratchDir: filepath.Join(s.Dir, "scratch"),
-		Reconcile:  ws.TaskCommits, KillOrphan: killOrphan, CrashAt: os.Getenv(CrashEnv),
+		ScratchDir: filepath.Join(s.Dir, "scratch"), Confine: confinement, Warnings: warnings,
+		Reconcile: ws.TaskCommits, KillOrphan: killOrphan, CrashAt: os.Getenv(CrashEnv),
 		Fragment: fragment(s.Config),
 		OnEvent: func(e *muster.Event, st *engine.State) {
 			if live != nil && live.Active() {
