@@ -18,6 +18,7 @@ import (
 	"github.com/muster-run/muster/internal/cli/cmdutil"
 	"github.com/muster-run/muster/internal/cli/demo"
 	"github.com/muster-run/muster/internal/cli/doctor"
+	"github.com/muster-run/muster/internal/cli/initcmd"
 	"github.com/muster-run/muster/internal/cli/logs"
 	"github.com/muster-run/muster/internal/cli/mockllm"
 	"github.com/muster-run/muster/internal/cli/report"
@@ -67,6 +68,7 @@ Start with: muster demo`,
 		runs.NewCmd(io),
 		report.NewCmd(io),
 		logs.NewCmd(io),
+		initcmd.NewCmd(io),
 		usage.NewCmd(),
 		watch.NewCmd(resolveJournal),
 		mockllm.NewCmd(),
