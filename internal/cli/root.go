@@ -33,9 +33,6 @@ import (
 	"github.com/muster-run/muster/internal/cli/watch"
 )
 
-// Version is set at build time.
-var Version = "dev"
-
 // NewRoot returns the root command.
 func NewRoot(io *cmdutil.IOStreams) *cobra.Command {
 	root := &cobra.Command{
@@ -48,7 +45,7 @@ one commit per task on a run branch, a journal that survives kill -9, and a
 cost report down to each agent clone.
 
 Start with: muster demo`,
-		Version:       Version,
+		Version:       buildVersion(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

@@ -47,7 +47,11 @@ type Status struct {
 	Base   string `json:"base"`
 	Dir    string `json:"dir"`
 	Tasks  []Task `json:"tasks"`
-	Usage  Usage  `json:"usage"`
+	// Started is the run's first event, Ended its last once it is not
+	// running (null while it runs), both RFC 3339.
+	Started string  `json:"started"`
+	Ended   *string `json:"ended"`
+	Usage   Usage   `json:"usage"`
 }
 
 // Build folds a run's events into its status. live says whether a muster
@@ -87,6 +91,11 @@ func Build(st *engine.State, dir string, live bool) *Status {
 			out.Reason = &r
 		}
 		s.Tasks = append(s.Tasks, out)
+	}
+	s.Started = rfc3339(st.Start)
+	if s.State != muster.RunRunning && !st.LastTime.IsZero() {
+		e := rfc3339(st.LastTime)
+		s.Ended = &e
 	}
 	u := st.Usage
 	s.Usage = Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens, CostUSD: float64(u.CostMicros) / 1e6}
@@ -176,4 +185,12 @@ func short(sha string) string {
 		return sha[:10]
 	}
 	return sha
+}
+
+// rfc3339 formats a journal time for JSON, in UTC ("" for none).
+func rfc3339(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
 }
