@@ -23,6 +23,8 @@ type Kind struct {
 	Name string
 	// Binary is the command name looked up on PATH and in .cache/agents.
 	Binary string
+	// Package is the npm package that installs Binary.
+	Package string
 	// VersionArgs print the CLI's version.
 	VersionArgs []string
 	// KeyEnv is the variable the CLI reads its API key from; the default
@@ -45,7 +47,7 @@ type Grade struct {
 // Kinds lists the agent CLIs muster drives, in a fixed order.
 var Kinds = []Kind{
 	{
-		Name: muster.ExecClaudeCode, Binary: "claude", VersionArgs: []string{"--version"},
+		Name: muster.ExecClaudeCode, Binary: "claude", Package: "@anthropic-ai/claude-code", VersionArgs: []string{"--version"},
 		KeyEnv:     "ANTHROPIC_API_KEY",
 		LoginFiles: []string{".claude/.credentials.json"},
 		Authority: map[muster.Authority]Grade{
@@ -55,7 +57,7 @@ var Kinds = []Kind{
 		},
 	},
 	{
-		Name: muster.ExecCodex, Binary: "codex", VersionArgs: []string{"--version"},
+		Name: muster.ExecCodex, Binary: "codex", Package: "@openai/codex", VersionArgs: []string{"--version"},
 		KeyEnv:     "OPENAI_API_KEY",
 		LoginFiles: []string{".codex/auth.json"},
 		Authority: map[muster.Authority]Grade{
@@ -65,7 +67,7 @@ var Kinds = []Kind{
 		},
 	},
 	{
-		Name: muster.ExecGemini, Binary: "gemini", VersionArgs: []string{"--version"},
+		Name: muster.ExecGemini, Binary: "gemini", Package: "@google/gemini-cli", VersionArgs: []string{"--version"},
 		KeyEnv:     "GEMINI_API_KEY",
 		LoginFiles: []string{".gemini/oauth_creds.json", ".gemini/google_accounts.json"},
 		Authority: map[muster.Authority]Grade{
@@ -75,7 +77,7 @@ var Kinds = []Kind{
 		},
 	},
 	{
-		Name: muster.ExecOpencode, Binary: "opencode", VersionArgs: []string{"--version"},
+		Name: muster.ExecOpencode, Binary: "opencode", Package: "opencode-ai", VersionArgs: []string{"--version"},
 		KeyEnv:     "ANTHROPIC_API_KEY",
 		LoginFiles: []string{".local/share/opencode/auth.json"},
 		Authority: map[muster.Authority]Grade{

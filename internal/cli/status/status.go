@@ -142,7 +142,7 @@ func NewCmd(io *cmdutil.IOStreams) *cobra.Command {
 	// --config is a common flag (DESIGN.md §2); a run's config is in its
 	// journal, so it changes nothing here.
 	cmd.Flags().String("config", "", "config file (accepted for symmetry; a run's config is in its journal)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object (DESIGN.md §6)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object: run, state, plan, branch, base, dir, tasks, started, ended, usage")
 	return cmd
 }
 
