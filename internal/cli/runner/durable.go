@@ -114,9 +114,10 @@ func groupAlive(pgid int) bool {
 	return false
 }
 
-// PlanHash returns the canonical hash of the plan copied into a run
-// directory; empty when the copy is missing or does not parse.
-func PlanHash(dir string) string {
+// PlanHash returns the hash of the plan copied into a run directory, in
+// version canon of its canonical form; empty when the copy is missing or
+// does not parse, or the version is unknown.
+func PlanHash(dir string, canon int) string {
 	p := PlanCopy(dir)
 	if p == "" {
 		return ""
@@ -125,7 +126,11 @@ func PlanHash(dir string) string {
 	if err != nil {
 		return ""
 	}
-	return planfile.Hash(pl)
+	h, err := planfile.HashAt(pl, canon)
+	if err != nil {
+		return ""
+	}
+	return h
 }
 
 // seal writes the run's receipt (at the end of a run, finished or
@@ -138,7 +143,7 @@ func (s *Session) seal(tip string) {
 	b, err := os.ReadFile(s.Repo.JournalPath(s.RunID))
 	if err == nil {
 		var r *receipt.Receipt
-		if r, err = receipt.Seal(b, receipt.Input{PlanHash: PlanHash(s.Dir), Final: tip, Now: time.Now()}); err == nil {
+		if r, err = receipt.Seal(b, receipt.Input{HashPlan: func(v int) string { return PlanHash(s.Dir, v) }, Final: tip, Now: time.Now()}); err == nil {
 			if err = r.Write(s.Dir); err == nil {
 				s.Receipt = r
 				return

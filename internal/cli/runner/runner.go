@@ -255,7 +255,7 @@ func (s *Session) Drive(ctx context.Context) error {
 		return err
 	}
 	opts := driver.Options{
-		RunID: s.RunID, PlanPath: s.Plan.Source, Plan: s.Plan, Config: Journaled(s.Config), Base: s.Base, Branch: ws.Branch(), Ref: s.Ref,
+		RunID: s.RunID, PlanPath: s.Plan.Source, Plan: s.Plan, PlanCanon: planfile.CanonicalVersion, Config: Journaled(s.Config), Base: s.Base, Branch: ws.Branch(), Ref: s.Ref,
 		Replayed: replayed, Journal: j, Workspace: ws, Executors: crew, Gates: runner, Price: prices.Cost,
 		ScratchDir: filepath.Join(s.Dir, "scratch"),
 		Reconcile:  ws.TaskCommits, KillOrphan: killOrphan, CrashAt: os.Getenv(CrashEnv),
