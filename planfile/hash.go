@@ -111,7 +111,7 @@ func CanonicalAt(p *muster.Plan, v int) ([]byte, error) {
 		tasks := []canonTaskV1{}
 		for _, t := range p.Tasks {
 			if t != nil {
-				tasks = append(tasks, canonTaskV1(canonOf(t)))
+				tasks = append(tasks, canonOf(t))
 			}
 		}
 		c.Tasks = tasks

@@ -145,7 +145,7 @@ func decode(journal []byte) ([]muster.Event, error) {
 	for i, l := range ls {
 		var e muster.Event
 		if err := json.Unmarshal(l, &e); err != nil {
-			return nil, fmt.Errorf("journal line %d: not an event: %v", i+1, err)
+			return nil, fmt.Errorf("journal line %d: not an event: %w", i+1, err)
 		}
 		events = append(events, e)
 	}
@@ -288,7 +288,7 @@ func Read(dir string) (*Receipt, error) {
 	}
 	var r Receipt
 	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("%s: %v", filepath.Join(dir, FileName), err)
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, FileName), err)
 	}
 	return &r, nil
 }

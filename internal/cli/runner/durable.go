@@ -38,7 +38,7 @@ const (
 func openJournal(repo *cmdutil.Repo, runID string) (*journal.Journal, []muster.Event, error) {
 	path := repo.JournalPath(runID)
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, nil, cmdutil.Env("create run directory: %v", err)
+		return nil, nil, cmdutil.Env("create run directory: %w", err)
 	}
 	j, replayed, err := journal.Open(path, journal.Options{})
 	// A process killed a moment ago may still share the lock through a
@@ -51,7 +51,7 @@ func openJournal(repo *cmdutil.Repo, runID string) (*journal.Journal, []muster.E
 		return nil, nil, cmdutil.Env("run %s is being driven by another muster process (its journal %s is locked); wait for it to end, or stop it first", runID, path)
 	}
 	if err != nil {
-		return nil, nil, cmdutil.Env("%v", err)
+		return nil, nil, cmdutil.Env("%w", err)
 	}
 	return j, replayed, nil
 }

@@ -83,7 +83,7 @@ func Check(ctx context.Context, repo *cmdutil.Repo, id string) (problems []strin
 	}
 	data, err := os.ReadFile(repo.JournalPath(id))
 	if err != nil {
-		return nil, "", cmdutil.Env("read journal: %v", err)
+		return nil, "", cmdutil.Env("read journal: %w", err)
 	}
 	if problems = receipt.Verify(r, data, runner.PlanHash(dir, r.Canon()), branch(ctx, repo, id, r)); len(problems) > 0 {
 		return problems, "", nil
