@@ -102,7 +102,8 @@ func forbidden(pkg, dep string) string {
 		case dep == "" || isHelper(dep):
 		case dep == "driver" || dep == "engine":
 			return "adapters serve the driver through ports; they neither import it nor decide"
-		case strings.HasPrefix(dep, pkg+"/"):
+		case strings.HasPrefix(dep, pkg+"/"), strings.HasPrefix(pkg, dep+"/"):
+			// an adapter and its own sub-packages (mockllm/mockllmtest)
 		default:
 			for _, s := range shared[pkg] {
 				if dep == s {
@@ -128,6 +129,21 @@ func TestLayersRuleCanFail(t *testing.T) {
 	} {
 		if got := forbidden(c.pkg, c.dep) != ""; got != c.bad {
 			t.Errorf("%s -> %s: forbidden %v, want %v", name(c.pkg), name(c.dep), got, c.bad)
+		}
+	}
+}
+
+// TestBinaryDoesNotLinkTesting: test helpers stay out of the shipped
+// binary (mockllm's lives in mockllm/mockllmtest).
+func TestBinaryDoesNotLinkTesting(t *testing.T) {
+	t.Parallel()
+	out, err := exec.Command("go", "list", "-deps", "./cmd/muster").Output()
+	if err != nil {
+		t.Skipf("go list: %v", err)
+	}
+	for _, p := range strings.Fields(string(out)) {
+		if p == "testing" || strings.HasSuffix(p, "test") && strings.HasPrefix(p, module) {
+			t.Errorf("cmd/muster links %s", p)
 		}
 	}
 }
