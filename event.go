@@ -15,7 +15,7 @@ type EventType string
 const (
 	EvRunStarted      EventType = "RunStarted"     // Schema, Run, Plan, Base, Branch, Config
 	EvRunResumed      EventType = "RunResumed"     // a resume took over (Message: why)
-	EvTasksPlanned    EventType = "TasksPlanned"   // Tasks (the plan, or a spliced fragment with Task = delegator)
+	EvTasksPlanned    EventType = "TasksPlanned"   // Tasks (the plan, or a spliced fragment with Task = delegator), Canon
 	EvExecutorLeased  EventType = "ExecutorLeased" // Task, Executor, Clone, Role
 	EvExecutorRelease EventType = "ExecutorReleased"
 	EvTaskStarted     EventType = "TaskStarted"   // Task, Attempt, Executor, Clone, Role
@@ -64,6 +64,10 @@ type Event struct {
 	// Config is the effective configuration of a RunStarted.
 	Config *Config `json:"config,omitempty"`
 	Tasks  []*Task `json:"tasks,omitempty"`
+	// Canon (TasksPlanned of the plan) is the version of the plan's
+	// canonical form (planfile.CanonicalVersion) the run's receipt hashes
+	// the plan with; 0 in journals older than the field: version 1.
+	Canon int `json:"canon,omitempty"`
 
 	Task     TaskID `json:"task,omitempty"`
 	Attempt  int    `json:"attempt,omitempty"`

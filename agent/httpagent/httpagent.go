@@ -199,7 +199,7 @@ func (e *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit fu
 		if parent.Err() != nil {
 			return res, context.Cause(parent)
 		}
-		if context.Cause(ctx) == errTimedOut {
+		if errors.Is(context.Cause(ctx), errTimedOut) {
 			return res, &muster.AgentError{Class: muster.FailTimeout, ExitCode: 1,
 				Message: fmt.Sprintf("executor %s: stopped after its timeout of %s", e.spec.Name, timeout)}
 		}
@@ -303,7 +303,7 @@ func (e *Executor) call(ctx context.Context, w wire, key string) (*turnResult, e
 	idle := time.AfterFunc(e.idle, func() { cancel(errStalled) })
 	defer idle.Stop()
 	stalled := func() error {
-		if context.Cause(cctx) == errStalled && ctx.Err() == nil {
+		if errors.Is(context.Cause(cctx), errStalled) && ctx.Err() == nil {
 			return &muster.AgentError{Class: muster.FailStall,
 				Message: fmt.Sprintf("executor %s: the model sent nothing for %s", e.spec.Name, e.idle)}
 		}

@@ -31,7 +31,7 @@ func OpenRepo(ctx context.Context, dir string) (*Repo, error) {
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return nil, Env("%v", err)
+		return nil, Env("%w", err)
 	}
 	if st, err := os.Stat(abs); err != nil || !st.IsDir() {
 		return nil, Env("%s: not a directory", dir)
@@ -77,7 +77,7 @@ func (r *Repo) Runs() ([]RunInfo, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, Env("list runs: %v", err)
+		return nil, Env("list runs: %w", err)
 	}
 	var out []RunInfo
 	for _, e := range entries {
@@ -159,7 +159,7 @@ func (r *Repo) IsPlanSession(id string) bool {
 func (r *Repo) ReadRun(id string) ([]muster.Event, error) {
 	evs, err := journal.ReadFile(r.JournalPath(id))
 	if err != nil {
-		return nil, Env("read journal of run %s: %v", id, err)
+		return nil, Env("read journal of run %s: %w", id, err)
 	}
 	if len(evs) == 0 || evs[0].Type != muster.EvRunStarted {
 		return nil, Env("journal of run %s is empty or does not start with RunStarted", id)

@@ -32,7 +32,7 @@ func Resume(ctx context.Context, io *cmdutil.IOStreams, runID string, f *Flags) 
 	}
 	st, err := engine.Replay(events)
 	if err != nil {
-		return nil, cmdutil.Env("journal of run %s does not replay: %v", id, err)
+		return nil, cmdutil.Env("journal of run %s does not replay: %w", id, err)
 	}
 	// The run goes on with the config it started with, unless --config
 	// names another file; flags given now apply on top either way.
