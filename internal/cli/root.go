@@ -21,6 +21,7 @@ import (
 	"github.com/muster-run/muster/internal/cli/initcmd"
 	"github.com/muster-run/muster/internal/cli/logs"
 	"github.com/muster-run/muster/internal/cli/mockllm"
+	"github.com/muster-run/muster/internal/cli/plan"
 	"github.com/muster-run/muster/internal/cli/report"
 	"github.com/muster-run/muster/internal/cli/resume"
 	"github.com/muster-run/muster/internal/cli/run"
@@ -58,6 +59,7 @@ Start with: muster demo`,
 	root.AddCommand(
 		demo.NewCmd(io),
 		validate.NewCmd(io),
+		plan.NewCmd(io),
 		verify.NewCmd(io),
 		run.NewCmd(io),
 		resume.NewCmd(io),
