@@ -4,6 +4,8 @@ package runs
 import (
 	"fmt"
 
+	"github.com/muster-run/muster"
+
 	"github.com/spf13/cobra"
 
 	"github.com/muster-run/muster/engine"
@@ -71,7 +73,7 @@ func NewCmd(io *cmdutil.IOStreams) *cobra.Command {
 			}
 			fmt.Fprintf(io.Out, "%-18s %-12s %-20s %-9s %-10s %s\n", "RUN", "STATE", "STARTED", "TASKS", "COST", "PLAN")
 			for _, r := range rows {
-				fmt.Fprintf(io.Out, "%-18s %-12s %-20s %-9s %-10s %s\n", r.Run, r.State, r.Started, fmt.Sprintf("%d/%d", r.Done, r.Tasks), fmt.Sprintf("$%.4f", r.CostUSD), r.Plan)
+				fmt.Fprintf(io.Out, "%-18s %-12s %-20s %-9s %-10s %s\n", r.Run, r.State, r.Started, fmt.Sprintf("%d/%d", r.Done, r.Tasks), muster.FormatUSD(muster.MicrosOfUSD(r.CostUSD)), r.Plan)
 			}
 			return nil
 		},
