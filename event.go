@@ -53,6 +53,9 @@ type Event struct {
 
 	Schema int    `json:"schema,omitempty"`
 	Run    string `json:"run,omitempty"`
+	// Kind (RunStarted) is RunKindPlan for a plan session (muster plan);
+	// empty for a run.
+	Kind   string `json:"kind,omitempty"`
 	Plan   string `json:"plan,omitempty"`
 	Base   string `json:"base,omitempty"`
 	Branch string `json:"branch,omitempty"`
@@ -140,6 +143,10 @@ const (
 	StateSkipped   = "skipped"
 	StateCancelled = "cancelled"
 )
+
+// RunKindPlan marks the journal of a plan session: a planner agent
+// writing a plan, with its usage, but no run branch and nothing to resume.
+const RunKindPlan = "plan"
 
 // Run states.
 const (

@@ -228,6 +228,7 @@ func (e *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit fu
 		}
 		if len(tr.calls) == 0 {
 			res.Tail = tail.String()
+			res.Final = Redact(truncate(tr.text, maxFinal), key)
 			return res, nil
 		}
 		w.addAssistant(tr)
@@ -471,6 +472,9 @@ func (t *tailBuf) String() string {
 	}
 	return string(t.b)
 }
+
+// maxFinal bounds ExecResult.Final: the final answer, such as a plan.
+const maxFinal = 64 << 10
 
 func truncate(s string, n int) string {
 	if len(s) <= n {

@@ -23,6 +23,9 @@ func Resume(ctx context.Context, io *cmdutil.IOStreams, runID string, f *Flags) 
 	if err != nil {
 		return nil, err
 	}
+	if repo.IsPlanSession(id) {
+		return nil, cmdutil.Invalid("%s is a plan session (muster plan), not a run: there is nothing to resume", id)
+	}
 	events, err := repo.ReadRun(id)
 	if err != nil {
 		return nil, err

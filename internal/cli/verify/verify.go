@@ -53,6 +53,9 @@ func Run(ctx context.Context, io *cmdutil.IOStreams, repoDir, id string) error {
 	if id, err = repo.ResolveRun(id); err != nil {
 		return err
 	}
+	if repo.IsPlanSession(id) {
+		return cmdutil.Invalid("%s is a plan session (muster plan), not a run: it has no receipt to verify", id)
+	}
 	problems, summary, err := Check(ctx, repo, id)
 	if err != nil {
 		return err
