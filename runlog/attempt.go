@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/internal/textsafe"
 )
 
 // merger places an attempt's log records among its journal events: a
@@ -155,9 +156,9 @@ func (m *merger) event(e *muster.Event) {
 		m.add(Entry{Time: e.Time, Round: m.round, Kind: KindNote, Text: e.Message})
 	case muster.EvCommitted:
 		m.flushAgent(m.round)
-		m.add(Entry{Time: e.Time, Round: m.round, Kind: KindCommit, Text: short(e.Commit) + " " + strings.Join(e.Paths, ", ")})
+		m.add(Entry{Time: e.Time, Round: m.round, Kind: KindCommit, Text: textsafe.Short(e.Commit) + " " + strings.Join(e.Paths, ", ")})
 	case muster.EvIntegrated:
-		m.add(Entry{Time: e.Time, Round: m.round, Kind: KindIntegrate, Text: "on the run branch at " + short(e.Commit)})
+		m.add(Entry{Time: e.Time, Round: m.round, Kind: KindIntegrate, Text: "on the run branch at " + textsafe.Short(e.Commit)})
 	case muster.EvLoopEnded:
 		m.add(Entry{Time: e.Time, Round: e.Round, Kind: KindCheck, State: e.State, Text: e.Reason})
 	case muster.EvTaskSucceeded, muster.EvTaskFailed, muster.EvTaskCancelled:
@@ -168,7 +169,7 @@ func (m *merger) event(e *muster.Event) {
 		}
 		text := e.Reason
 		if text == "" && e.Commit != "" {
-			text = "commit " + short(e.Commit)
+			text = "commit " + textsafe.Short(e.Commit)
 		}
 		m.add(Entry{Time: e.Time, Round: m.round, Kind: KindResult, State: state, Text: text})
 	}
@@ -217,11 +218,4 @@ func findingsText(fs []muster.Finding) string {
 		}
 	}
 	return b.String()
-}
-
-func short(sha string) string {
-	if len(sha) > 10 {
-		return sha[:10]
-	}
-	return sha
 }

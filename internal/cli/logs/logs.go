@@ -16,6 +16,7 @@ import (
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
 	"github.com/muster-run/muster/internal/cli/watch"
+	"github.com/muster-run/muster/internal/textsafe"
 	"github.com/muster-run/muster/runlog"
 )
 
@@ -275,7 +276,7 @@ func (p *printer) text(e runlog.Entry) string {
 	}
 	lines := strings.Split(strings.TrimRight(body, "\n"), "\n")
 	for i, l := range lines {
-		lines[i] = cmdutil.Sanitize(l)
+		lines[i] = textsafe.Sanitize(l)
 	}
 	fmt.Fprintf(&b, "  r%d %-12s %s\n", e.Round, label, lines[0])
 	for _, l := range lines[1:] {
