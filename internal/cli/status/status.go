@@ -180,6 +180,7 @@ func printText(io *cmdutil.IOStreams, s *Status, st *engine.State) {
 		fmt.Fprintf(w, "  %-10s %-16s %-12s %s\n", t.State, t.ID, ex, extra)
 	}
 }
+
 // rfc3339 formats a journal time for JSON, in UTC ("" for none).
 func rfc3339(t time.Time) string {
 	if t.IsZero() {
