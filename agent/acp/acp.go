@@ -220,6 +220,7 @@ func (e *Executor) result(ctx context.Context, req *muster.ExecRequest, sess *se
 		res.Satisfied = true
 		st.Emit(muster.Record{Type: muster.RecSatisfied})
 	}
+	res.Final = st.Redact(st.Final)
 	res.Tail = st.Tail()
 	return res, nil
 }

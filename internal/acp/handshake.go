@@ -34,7 +34,7 @@ func Handshake(ctx context.Context, argv []string, dir string, env []string, tim
 	defer kill()
 	var stderrMu sync.Mutex
 	var stderr []string
-	done := make(chan error, 1)
+	done := make(chan struct{})
 	// Lives until the agent has exited (kill stops it at the latest).
 	go func() {
 		res, err := proc.Run(pctx, proc.Spec{
@@ -54,7 +54,7 @@ func Handshake(ctx context.Context, argv []string, dir string, env []string, tim
 			err = fmt.Errorf("agent exited with status %d", res.ExitCode)
 		}
 		conn.Close(err)
-		done <- err
+		close(done)
 	}()
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
