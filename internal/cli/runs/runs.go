@@ -78,7 +78,7 @@ func NewCmd(io *cmdutil.IOStreams) *cobra.Command {
 			}
 			fmt.Fprintf(io.Out, "%-22s %-5s %-12s %-20s %-9s %-10s %s\n", "RUN", "KIND", "STATE", "STARTED", "TASKS", "COST", "PLAN")
 			for _, r := range rows {
-				fmt.Fprintf(io.Out, "%-22s %-5s %-12s %-20s %-9s %-10s %s\n", r.Run, r.Kind, r.State, r.Started, fmt.Sprintf("%d/%d", r.Done, r.Tasks), fmt.Sprintf("$%.4f", r.CostUSD), r.Plan)
+				fmt.Fprintf(io.Out, "%-22s %-5s %-12s %-20s %-9s %-10s %s\n", r.Run, r.Kind, r.State, r.Started, fmt.Sprintf("%d/%d", r.Done, r.Tasks), muster.FormatUSD(muster.MicrosOfUSD(r.CostUSD)), r.Plan)
 			}
 			return nil
 		},
