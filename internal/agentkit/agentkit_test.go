@@ -268,6 +268,9 @@ func TestSecrets(t *testing.T) {
 func TestFindBinaryNamesThePackage(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
 	for _, k := range Kinds {
+		if k.Binary == "" {
+			continue // kind acp: the executor names its program
+		}
 		_, err := FindBinary(nil, k.Binary, t.TempDir())
 		if err == nil {
 			continue // installed in this checkout's .cache/agents

@@ -99,7 +99,7 @@ var Kinds = []Kind{
 		Note:      "any ACP agent: set command = [program, args...]",
 	},
 	{
-		Name: muster.ExecClaudeACP, Binary: "claude-agent-acp", ACP: true,
+		Name: muster.ExecClaudeACP, Binary: "claude-agent-acp", Package: "@zed-industries/claude-agent-acp", ACP: true,
 		KeyEnv:     "ANTHROPIC_API_KEY",
 		LoginFiles: []string{".claude/.credentials.json"},
 		Authority: acpAuthority(" (mode default)", " (mode default: every edit and command asks)",
