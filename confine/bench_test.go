@@ -55,4 +55,3 @@ func BenchmarkReexec(b *testing.B) {
 		})
 	}
 }
-
