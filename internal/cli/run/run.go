@@ -70,7 +70,7 @@ func runGoal(cmd *cobra.Command, io *cmdutil.IOStreams, f *runner.Flags, goal, e
 		return cmdutil.FlagErrorf("--goal is empty: say what the plan should achieve")
 	}
 	ask := !yes
-	if ask && !(terminal(io.In) && cmdutil.IsTerminal(io.ErrOut)) {
+	if ask && (!terminal(io.In) || !cmdutil.IsTerminal(io.ErrOut)) {
 		return cmdutil.FlagErrorf("--goal asks before it runs the plan, and this is not a terminal: pass --yes to run the plan without asking")
 	}
 	ctx := cmd.Context()
