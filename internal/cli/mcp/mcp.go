@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -21,9 +20,11 @@ import (
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/engine"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
+	"github.com/muster-run/muster/internal/cli/logs"
 	"github.com/muster-run/muster/internal/cli/plan"
 	"github.com/muster-run/muster/internal/cli/runner"
 	"github.com/muster-run/muster/internal/cli/status"
+	"github.com/muster-run/muster/internal/textsafe"
 	"github.com/muster-run/muster/journal"
 	"github.com/muster-run/muster/mcpserver"
 )
@@ -173,7 +174,7 @@ func (b *backend) Run(ctx context.Context, path string, in mcpserver.RunInput) (
 		}
 		if p.alive() != nil {
 			tail, _ := readTail(out, 4<<10)
-			return nil, fmt.Errorf("the run ended before it started:\n%s", cmdutil.Sanitize(tail))
+			return nil, fmt.Errorf("the run ended before it started:\n%s", textsafe.Sanitize(tail))
 		}
 		time.Sleep(25 * time.Millisecond)
 	}
@@ -239,15 +240,13 @@ func (b *backend) Logs(ctx context.Context, in mcpserver.LogsInput) (*mcpserver.
 	if st.Tasks[muster.TaskID(in.Task)] == nil {
 		return nil, cmdutil.Invalid("run %s has no task %q", id, in.Task)
 	}
-	args := []string{"logs", in.Task, "--run", id, "--repo", b.repo.Top}
-	if in.Attempt > 0 {
-		args = append(args, "--attempt", strconv.Itoa(in.Attempt))
-	}
-	cmd := exec.CommandContext(ctx, b.exe, args...)
 	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &limited{w: &stdout, n: maxLog}, &limited{w: &stderr, n: 16 << 10}
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("muster logs: %w: %s", err, strings.TrimSpace(stderr.String()))
+	lio := &cmdutil.IOStreams{In: strings.NewReader(""), Out: &limited{w: &stdout, n: maxLog}, ErrOut: &limited{w: &stderr, n: 16 << 10}}
+	if err := logs.Run(ctx, lio, &logs.Options{Repo: b.repo.Top, Run: id, Task: in.Task, Attempt: in.Attempt}); err != nil {
+		return nil, err
+	}
+	if stdout.Len() == 0 {
+		stdout.Write(stderr.Bytes())
 	}
 	return &mcpserver.LogsOutput{Run: id, Task: in.Task, Log: stdout.String()}, nil
 }

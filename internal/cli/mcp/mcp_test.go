@@ -287,10 +287,12 @@ func TestRunStatusReportLogsCancel(t *testing.T) {
 	if latest["run"] != id {
 		t.Errorf("latest run %v, want %s", latest["run"], id)
 	}
-	res, text, _ := call(t, cs, "logs", map[string]any{"run": id, "task": "a"})
-	if res.IsError && !strings.Contains(text, `unknown command "logs"`) || !res.IsError && !strings.Contains(text, "a") {
-		t.Errorf("logs: isError %v: %s", res.IsError, text)
+	text, lg := mustOK(t, cs, "logs", map[string]any{"run": id, "task": "a"})
+	if lg["task"] != "a" || !strings.Contains(text, "wrote a.txt") {
+		t.Errorf("logs: %v\n%s", lg, text)
 	}
+	mustOK(t, cs, "logs", map[string]any{"run": id, "task": "b", "attempt": 1})
+	mustFail(t, cs, "logs", map[string]any{"run": id, "task": "a", "attempt": 9}, "attempt")
 	mustFail(t, cs, "logs", map[string]any{"run": id, "task": "zz"}, `no task "zz"`)
 	mustFail(t, cs, "cancel", map[string]any{"run": id}, "is not running")
 	if _, err := os.Stat(filepath.Join(repo, ".git", "muster", "runs", id, "output.log")); err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/muster-run/muster/internal/cli/cmdutil"
 	"github.com/muster-run/muster/internal/cli/plan"
 	"github.com/muster-run/muster/internal/cli/runner"
+	"github.com/muster-run/muster/internal/textsafe"
 )
 
 // NewCmd returns muster run.
@@ -94,7 +95,7 @@ func runGoal(cmd *cobra.Command, io *cmdutil.IOStreams, f *runner.Flags, goal, e
 	runner.PrintProblems(io.ErrOut, out.Problems)
 	fmt.Fprintln(io.ErrOut)
 	for _, l := range strings.Split(strings.TrimRight(string(out.Text), "\n"), "\n") {
-		fmt.Fprintln(io.ErrOut, "  │ "+cmdutil.Sanitize(l))
+		fmt.Fprintln(io.ErrOut, "  │ "+textsafe.Sanitize(l))
 	}
 	plan.Print(io.ErrOut, out, out.Path, false)
 	if ask {
