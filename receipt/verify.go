@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/internal/textsafe"
 )
 
 // maxLineReports bounds how many differing journal lines are named one by one.
@@ -39,7 +40,7 @@ func Verify(r *Receipt, journal []byte, planHash string, b Branch) []string {
 	case planHash == "":
 		add("plan: the run's copy of the plan is missing or unreadable")
 	case planHash != r.PlanHash:
-		add("plan: its hash is %s, the receipt sealed %s (the plan was changed)", short(planHash), short(r.PlanHash))
+		add("plan: its hash is %s, the receipt sealed %s (the plan was changed)", textsafe.Short(planHash), textsafe.Short(r.PlanHash))
 	}
 	out = append(out, verifyJournal(r, journal)...)
 	events, _ := decode(journal)
@@ -80,7 +81,7 @@ func verifyJournal(r *Receipt, journal []byte) []string {
 	}
 	if len(out) == 0 && c.Hash != r.Journal.Hash {
 		add("receipt: journal hash %s does not match the journal's chain %s although every line matches (the receipt was edited)",
-			short(r.Journal.Hash), short(c.Hash))
+			textsafe.Short(r.Journal.Hash), textsafe.Short(c.Hash))
 	}
 	if len(out) > 0 {
 		return out
@@ -95,7 +96,7 @@ func verifyJournal(r *Receipt, journal []byte) []string {
 	f := Fold(events)
 	if f.Run != r.Run || f.Base != r.Base || f.Branch != r.Branch || f.State != r.State {
 		add("receipt: run %s, base %s, branch %s, state %s; the journal says %s, %s, %s, %s (the receipt was edited)",
-			r.Run, short(r.Base), r.Branch, r.State, f.Run, short(f.Base), f.Branch, f.State)
+			r.Run, textsafe.Short(r.Base), r.Branch, r.State, f.Run, textsafe.Short(f.Base), f.Branch, f.State)
 	}
 	if f.Usage != r.Usage {
 		add("receipt: usage %d tokens, $%.6f; the journal says %d tokens, $%.6f", r.Usage.Tokens(), r.Usage.USD(), f.Usage.Tokens(), f.Usage.USD())
@@ -184,11 +185,11 @@ func verifyBranch(r *Receipt, b Branch, events []muster.Event) []string {
 	var out []string
 	add := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
 	if b.Tip == "" {
-		add("branch %s: missing (the receipt sealed %s)", r.Branch, short(r.Final))
+		add("branch %s: missing (the receipt sealed %s)", r.Branch, textsafe.Short(r.Final))
 		return out
 	}
 	if b.Tip != r.Final {
-		add("branch %s: at %s, the receipt sealed %s (the branch was moved or rewritten)", r.Branch, short(b.Tip), short(r.Final))
+		add("branch %s: at %s, the receipt sealed %s (the branch was moved or rewritten)", r.Branch, textsafe.Short(b.Tip), textsafe.Short(r.Final))
 	}
 	on := map[string]muster.TaskID{}
 	for _, c := range b.Commits {
@@ -201,11 +202,11 @@ func verifyBranch(r *Receipt, b Branch, events []muster.Event) []string {
 		claim, ok := on[t.Commit]
 		switch {
 		case !ok:
-			add("task %s: its commit %s is not on the run branch", t.ID, short(t.Commit))
+			add("task %s: its commit %s is not on the run branch", t.ID, textsafe.Short(t.Commit))
 		case claim == "":
-			add("task %s: its commit %s is on the run branch but has no Muster-Task trailer", t.ID, short(t.Commit))
+			add("task %s: its commit %s is on the run branch but has no Muster-Task trailer", t.ID, textsafe.Short(t.Commit))
 		case claim != t.ID:
-			add("task %s: its commit %s is on the run branch but is task %s's commit (Muster-Task: %s)", t.ID, short(t.Commit), claim, claim)
+			add("task %s: its commit %s is on the run branch but is task %s's commit (Muster-Task: %s)", t.ID, textsafe.Short(t.Commit), claim, claim)
 		}
 	}
 	made := map[string]bool{}
@@ -226,7 +227,7 @@ func verifyBranch(r *Receipt, b Branch, events []muster.Event) []string {
 		if c.Task != "" {
 			claim = "its trailer claims task " + string(c.Task)
 		}
-		add("commit %s on the run branch (%s) was not made by muster: no journal event records it", short(c.ID), claim)
+		add("commit %s on the run branch (%s) was not made by muster: no journal event records it", textsafe.Short(c.ID), claim)
 	}
 	return out
 }
@@ -234,14 +235,7 @@ func verifyBranch(r *Receipt, b Branch, events []muster.Event) []string {
 func describe(t Task) string {
 	s := t.State
 	if t.Commit != "" {
-		s += " at " + short(t.Commit)
+		s += " at " + textsafe.Short(t.Commit)
 	}
 	return fmt.Sprintf("%s after %d attempts, %d gates, %d tokens, $%.6f", s, t.Attempts, len(t.Gates), t.Usage.Tokens(), t.Usage.USD())
-}
-
-func short(sha string) string {
-	if len(sha) > 12 {
-		return sha[:12]
-	}
-	return sha
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/engine"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
+	"github.com/muster-run/muster/internal/textsafe"
 	"github.com/muster-run/muster/journal"
 )
 
@@ -119,7 +120,7 @@ func NewCmd(io *cmdutil.IOStreams) *cobra.Command {
 			}
 			st, err := engine.Replay(events)
 			if err != nil {
-				return cmdutil.Env("journal of run %s does not replay: %v", id, err)
+				return cmdutil.Env("journal of run %s does not replay: %w", id, err)
 			}
 			s := Build(st, repo.RunDir(id), journal.Locked(repo.JournalPath(id)))
 			if asJSON {
@@ -148,15 +149,15 @@ func printText(io *cmdutil.IOStreams, s *Status, st *engine.State) {
 		}
 	}
 	elapsed := st.LastTime.Sub(st.Start).Round(time.Second)
-	fmt.Fprintf(w, "run %s  %s  [%d/%d]  %s  $%.4f\n", s.Run, s.State, done, len(s.Tasks), elapsed, s.Usage.CostUSD)
-	fmt.Fprintf(w, "branch %s  base %s\n\n", s.Branch, short(s.Base))
+	fmt.Fprintf(w, "run %s  %s  [%d/%d]  %s  %s\n", s.Run, s.State, done, len(s.Tasks), elapsed, muster.FormatUSD(muster.MicrosOfUSD(s.Usage.CostUSD)))
+	fmt.Fprintf(w, "branch %s  base %s\n\n", s.Branch, textsafe.Short(s.Base))
 	for _, t := range s.Tasks {
 		ex, extra := "", ""
 		if t.Executor != nil {
 			ex = *t.Executor
 		}
 		if t.Commit != nil {
-			extra = short(*t.Commit)
+			extra = textsafe.Short(*t.Commit)
 		}
 		if t.State == muster.StateRunning {
 			extra = t.Phase
@@ -165,15 +166,8 @@ func printText(io *cmdutil.IOStreams, s *Status, st *engine.State) {
 			}
 		}
 		if t.Reason != nil {
-			extra = strings.TrimSpace(extra + " " + cmdutil.Sanitize(*t.Reason))
+			extra = strings.TrimSpace(extra + " " + textsafe.Sanitize(*t.Reason))
 		}
 		fmt.Fprintf(w, "  %-10s %-16s %-12s %s\n", t.State, t.ID, ex, extra)
 	}
-}
-
-func short(sha string) string {
-	if len(sha) > 10 {
-		return sha[:10]
-	}
-	return sha
 }
