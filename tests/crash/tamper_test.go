@@ -93,7 +93,7 @@ func TestVerifyNamesAnAmendedCommit(t *testing.T) {
 	// The rewritten commit claims the task by its trailer; the journal
 	// does not record it, so it is named as foreign.
 	verifyFails(t, repo, "its commit ", "is not on the run branch",
-		"commit "+amended[:12]+" on the run branch (its trailer claims task "+task+") was not made by muster")
+		"commit "+amended[:10]+" on the run branch (its trailer claims task "+task+") was not made by muster")
 }
 
 func TestVerifyNamesAChangedPlan(t *testing.T) {
