@@ -485,7 +485,7 @@ func (d *Driver) act(ctx context.Context, actions []engine.Action) (bool, error)
 		case engine.ActSkip:
 			evs = append(evs, muster.Event{Type: muster.EvTaskSkipped, Task: a.Task, Reason: a.Reason})
 		case engine.ActCancel:
-			evs = append(evs, muster.Event{Type: muster.EvTaskCancelled, Task: a.Task, Reason: a.Reason})
+			evs = append(evs, muster.Event{Type: muster.EvTaskCancelled, Task: a.Task, Reason: a.Reason, Cause: a.Cause})
 		case engine.ActFinish:
 			evs = append(evs, muster.Event{Type: muster.EvRunFinished, State: a.State})
 			if err := d.emit(evs...); err != nil {

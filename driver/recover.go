@@ -39,7 +39,7 @@ func (d *Driver) recover(ctx context.Context) error {
 				evs = append(evs, muster.Event{Type: muster.EvTaskSucceeded, Task: t.Task.ID, Attempt: t.Attempts, Commit: c,
 					Reason: "commit found on the run branch"})
 			} else {
-				evs = append(evs, muster.Event{Type: muster.EvTaskCancelled, Task: t.Task.ID, Attempt: t.Attempts, Reason: "interrupted"})
+				evs = append(evs, muster.Event{Type: muster.EvTaskCancelled, Task: t.Task.ID, Attempt: t.Attempts, Reason: "interrupted", Cause: muster.CauseInterrupted})
 			}
 		}
 		slot := muster.Slot(o.Lease.Executor, o.Lease.Clone)

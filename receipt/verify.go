@@ -204,7 +204,7 @@ func verifyBranch(r *Receipt, b Branch) []string {
 }
 
 func describe(t Task) string {
-	s := t.State
+	s := string(t.State)
 	if t.Commit != "" {
 		s += " at " + textsafe.Short(t.Commit)
 	}
