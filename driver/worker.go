@@ -473,6 +473,9 @@ func (w *worker) record(spec *muster.ExecutorSpec, role string, clone int) func(
 		case muster.RecNotes:
 			w.d.notes.add(w.a.Task, r.Text)
 			w.send(muster.Event{Type: muster.EvNote, Executor: spec.Name, Clone: clone, Message: bound(r.Text, maxGateOutput)})
+		case muster.RecViolation:
+			w.send(muster.Event{Type: muster.EvViolation, Executor: spec.Name, Clone: clone, Paths: []string{bound(r.Text, maxMessage)},
+				Reason: "the agent asked for a path outside its worktree (" + bound(r.Tool, 40) + "); refused"})
 		case muster.RecSession:
 			w.sessionID = r.SessionID
 		case muster.RecPID:

@@ -34,6 +34,13 @@ type Kind struct {
 	LoginFiles []string
 	// Authority maps each authority to its enforcement and how.
 	Authority map[muster.Authority]Grade
+	// ACP says the program speaks the Agent Client Protocol on stdio;
+	// doctor asks it for its version with an initialize handshake.
+	ACP bool
+	// ACPArgs are the arguments that put the program in ACP mode.
+	ACPArgs []string
+	// Note is what doctor says about the kind besides its checks.
+	Note string
 }
 
 // Grade is how one authority is applied by a kind.
@@ -84,6 +91,28 @@ var Kinds = []Kind{
 			muster.AuthorityShell: {Full, `permission {"edit":"allow","bash":"allow"} and --auto (full access)`},
 		},
 	},
+	{
+		Name: muster.ExecACP, ACP: true,
+		Authority: acpAuthority("", "", ""),
+		Note:      "any ACP agent: set command = [program, args...]",
+	},
+	{
+		Name: muster.ExecClaudeACP, Binary: "claude-agent-acp", ACP: true,
+		KeyEnv:     "ANTHROPIC_API_KEY",
+		LoginFiles: []string{".claude/.credentials.json"},
+		Authority: acpAuthority(" (mode default)", " (mode default: every edit and command asks)",
+			" (mode bypassPermissions)"),
+	},
+}
+
+// acpAuthority is how muster answers an ACP agent's permission requests
+// and file requests; every preset adds its own mode.
+func acpAuthority(read, write, shell string) map[muster.Authority]Grade {
+	return map[muster.Authority]Grade{
+		muster.AuthorityRead:  {Enforced, "muster refuses every edit and command the agent asks to make, and fs/write_text_file" + read},
+		muster.AuthorityWrite: {Enforced, "muster allows edits inside the worktree and refuses commands other than the task's gates; fs/* only inside the worktree" + write},
+		muster.AuthorityShell: {Full, "muster allows every request; terminals offered" + shell},
+	}
 }
 
 // Lookup returns the kind named name, or nil.
