@@ -303,6 +303,7 @@ func (w *worker) rounds(ctx context.Context, exec muster.Executor, feedback stri
 		if err != nil {
 			return w.fail("diff: "+err.Error(), false), ""
 		}
+		w.log(muster.LogRecord{Kind: muster.LogDiffStat, Round: round, Text: diffStat(diff)})
 		sum := fmt.Sprintf("%x", sha256.Sum256([]byte(diff)))
 		if round > start && sum == lastDiff {
 			return w.fail("stalemate: fix round "+fmt.Sprint(round)+" changed nothing", false), ""
@@ -375,6 +376,7 @@ func (w *worker) execute(ctx context.Context, exec muster.Executor, round int, f
 		req.Timeout = spec.Timeout
 	}
 	req.Prompt = buildPrompt(w, feedback, round)
+	w.log(muster.LogRecord{Kind: muster.LogPrompt, Round: round, Role: w.a.Role, Slot: w.slot(), Text: promptHead(req.Prompt)})
 	w.lastMsg = ""
 	req.Scratch = filepath.Join(w.scratch, fmt.Sprintf("r%d", round))
 	if _, free := exec.(muster.ScratchFree); !free {
@@ -394,6 +396,9 @@ func (w *worker) execute(ctx context.Context, exec muster.Executor, round int, f
 		res, err := exec.Execute(ctx, req, w.record(spec, w.a.Role, w.a.Clone))
 		if res != nil && res.SessionID != "" {
 			w.sessionID = res.SessionID
+		}
+		if res != nil && strings.TrimSpace(res.Tail) != "" {
+			w.log(muster.LogRecord{Kind: muster.LogOutput, Round: round, Role: w.a.Role, Slot: w.slot(), Text: res.Tail})
 		}
 		var ae *muster.AgentError
 		if err == nil || ctx.Err() != nil || !errors.As(err, &ae) || try >= maxTransient {

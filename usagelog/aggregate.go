@@ -264,7 +264,7 @@ func (r *Report) WriteJSON(w io.Writer) error {
 func (r *Report) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	keyName := map[string]string{Daily: "Date", Monthly: "Month", Session: "Session"}[r.Report]
-	width := len(keyName)
+	width := max(len(keyName), len("Total"))
 	for _, row := range r.Rows {
 		width = max(width, len(row.Key))
 		for _, m := range row.Models {

@@ -23,6 +23,8 @@ type Kind struct {
 	Name string
 	// Binary is the command name looked up on PATH and in .cache/agents.
 	Binary string
+	// Package is the npm package that installs Binary.
+	Package string
 	// VersionArgs print the CLI's version.
 	VersionArgs []string
 	// KeyEnv is the variable the CLI reads its API key from; the default
@@ -52,7 +54,7 @@ type Grade struct {
 // Kinds lists the agent CLIs muster drives, in a fixed order.
 var Kinds = []Kind{
 	{
-		Name: muster.ExecClaudeCode, Binary: "claude", VersionArgs: []string{"--version"},
+		Name: muster.ExecClaudeCode, Binary: "claude", Package: "@anthropic-ai/claude-code", VersionArgs: []string{"--version"},
 		KeyEnv:     "ANTHROPIC_API_KEY",
 		LoginFiles: []string{".claude/.credentials.json"},
 		Authority: map[muster.Authority]Grade{
@@ -62,7 +64,7 @@ var Kinds = []Kind{
 		},
 	},
 	{
-		Name: muster.ExecCodex, Binary: "codex", VersionArgs: []string{"--version"},
+		Name: muster.ExecCodex, Binary: "codex", Package: "@openai/codex", VersionArgs: []string{"--version"},
 		KeyEnv:     "OPENAI_API_KEY",
 		LoginFiles: []string{".codex/auth.json"},
 		Authority: map[muster.Authority]Grade{
@@ -72,7 +74,7 @@ var Kinds = []Kind{
 		},
 	},
 	{
-		Name: muster.ExecGemini, Binary: "gemini", VersionArgs: []string{"--version"},
+		Name: muster.ExecGemini, Binary: "gemini", Package: "@google/gemini-cli", VersionArgs: []string{"--version"},
 		KeyEnv:     "GEMINI_API_KEY",
 		LoginFiles: []string{".gemini/oauth_creds.json", ".gemini/google_accounts.json"},
 		Authority: map[muster.Authority]Grade{
@@ -82,7 +84,7 @@ var Kinds = []Kind{
 		},
 	},
 	{
-		Name: muster.ExecOpencode, Binary: "opencode", VersionArgs: []string{"--version"},
+		Name: muster.ExecOpencode, Binary: "opencode", Package: "opencode-ai", VersionArgs: []string{"--version"},
 		KeyEnv:     "ANTHROPIC_API_KEY",
 		LoginFiles: []string{".local/share/opencode/auth.json"},
 		Authority: map[muster.Authority]Grade{
@@ -97,7 +99,7 @@ var Kinds = []Kind{
 		Note:      "any ACP agent: set command = [program, args...]",
 	},
 	{
-		Name: muster.ExecClaudeACP, Binary: "claude-agent-acp", ACP: true,
+		Name: muster.ExecClaudeACP, Binary: "claude-agent-acp", Package: "@zed-industries/claude-agent-acp", ACP: true,
 		KeyEnv:     "ANTHROPIC_API_KEY",
 		LoginFiles: []string{".claude/.credentials.json"},
 		Authority: acpAuthority(" (mode default)", " (mode default: every edit and command asks)",

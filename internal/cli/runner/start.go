@@ -46,8 +46,8 @@ func start(ctx context.Context, io *cmdutil.IOStreams, repo *cmdutil.Repo, planP
 	if err != nil {
 		return nil, err
 	}
-	if len(cfg.Executors) == 0 && needsCrew(plan) {
-		return nil, cmdutil.Invalid("no executors: add an [executors.NAME] table to muster.toml, or pass --crew NAME=KIND[:CLONES] (e.g. --crew sim=sim:2)")
+	if err := NoCrew(plan, cfg); err != nil {
+		return nil, err
 	}
 	probs = append(probs, Unapproved(plan, cfg)...)
 	PrintProblems(io.ErrOut, probs)
@@ -68,6 +68,20 @@ func start(ctx context.Context, io *cmdutil.IOStreams, repo *cmdutil.Repo, planP
 	s := &Session{IO: io, Repo: repo, Flags: f, Config: cfg, Plan: plan, RunID: runID, Ref: ref, OnEvent: onEvent}
 	err = s.Drive(ctx)
 	return s, s.finish(ctx, err)
+}
+
+// NoCrew is the error of a plan with agent tasks and a config with no
+// executor (no muster.toml, no --crew): validate and run both give it,
+// and both point at muster init. nil when the plan can run.
+func NoCrew(plan *muster.Plan, cfg *muster.Config) error {
+	if plan == nil || len(cfg.Executors) > 0 || !needsCrew(plan) {
+		return nil
+	}
+	where := "no muster.toml"
+	if cfg.Source != "" {
+		where = cfg.Source + " has no [executors.NAME] table"
+	}
+	return cmdutil.Invalid("no executors: %s and no --crew; run muster init to write a muster.toml for the agents installed here, or pass --crew NAME=KIND[:CLONES] (e.g. --crew sim=sim:2 for a simulated crew)", where)
 }
 
 func needsCrew(p *muster.Plan) bool {
