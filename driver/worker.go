@@ -398,7 +398,7 @@ func (w *worker) execute(ctx context.Context, exec muster.Executor, round int, f
 	spec := w.spec()
 	req := &muster.ExecRequest{
 		Run: w.runID, Task: w.task, Role: w.a.Role, Spec: spec, Clone: w.a.Clone, Attempt: w.a.Attempt, Round: round,
-		Dir: w.dir, Authority: w.task.EffectiveAuthority(), SessionID: w.sessionID,
+		Dir: w.dir, Authority: w.task.EffectiveAuthority(), Model: w.task.Model, SessionID: w.sessionID,
 		Timeout: w.task.Timeout, Grace: w.cfg.Grace(), Stall: w.cfg.Run.StallTimeout,
 	}
 	if req.Timeout == 0 {
