@@ -272,15 +272,24 @@ func removeAll(dir string) error {
 }
 
 // writeFileAtomic writes data to a temporary file beside name and renames
-// it over name.
+// it over name: a reader sees the old content or the new, whole.
 func writeFileAtomic(name string, data []byte) error {
-	tmp := fmt.Sprintf("%s.tmp%d", name, os.Getpid())
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+	f, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".tmp*")
+	if err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, name); err != nil {
-		os.Remove(tmp)
-		return err
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
-	return nil
+	if err == nil {
+		err = os.Chmod(f.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), name)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
 }
