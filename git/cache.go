@@ -293,3 +293,12 @@ func writeFileAtomic(name string, data []byte) error {
 	}
 	return err
 }
+
+// allocated returns the disk space a file takes (its blocks), or its
+// size where the system does not say.
+func allocated(fi fs.FileInfo) int64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return int64(st.Blocks) * 512
+	}
+	return fi.Size()
+}

@@ -206,7 +206,7 @@ func (s *Session) Drive(ctx context.Context) error {
 		}
 	}
 	pruneStale(ctx, s.Repo, s.RunID)
-	ws, err := git.Open(ctx, git.Options{Repo: s.Repo.Top, RunID: s.RunID, Base: s.Base, Resume: s.Resume, Keep: s.Config.Run.Keep})
+	ws, err := git.Open(ctx, git.Options{Repo: s.Repo.Top, RunID: s.RunID, Base: s.Base, Resume: s.Resume, Keep: s.Config.Run.Keep, MaxClones: s.Config.Pool.MaxClones})
 	if err != nil {
 		return classifyGit(err)
 	}
