@@ -42,9 +42,10 @@ func (e *Error) Error() string {
 // Unwrap returns the wrapped error.
 func (e *Error) Unwrap() error { return e.Err }
 
-// Errorf returns an *Error with the code and a formatted message.
+// Errorf returns an *Error with the code and a formatted message; a %w
+// verb keeps the error it formats in the chain.
 func Errorf(code Code, format string, args ...any) error {
-	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+	return &Error{Code: code, Err: fmt.Errorf(format, args...)}
 }
 
 // ErrorCode returns the code of the first *Error in err's chain;
@@ -70,6 +71,9 @@ var (
 	ErrInterrupted = errors.New("interrupted")
 	ErrFailFast    = errors.New("stopped after a failure (on_failure = stop)")
 	ErrBudget      = errors.New("budget exhausted")
+	// ErrBranchMoved: the run branch is not where muster last left it
+	// (someone else moved, rewrote or deleted it). The run stops.
+	ErrBranchMoved = errors.New("the run branch was moved outside muster")
 )
 
 // TimeoutError is the cause of an attempt cancelled at its deadline.

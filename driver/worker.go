@@ -80,6 +80,30 @@ func (w *worker) send(evs ...muster.Event) {
 	w.d.msgs <- message{events: evs}
 }
 
+// stopRun ends the attempt, and the run, on an environment error no task
+// can fix: the attempt is cancelled (a resume runs it again) and the loop
+// stops the run with err.
+func (w *worker) stopRun(err error) []muster.Event {
+	w.d.msgs <- message{fatal: err}
+	return []muster.Event{{Type: muster.EvTaskCancelled, Task: w.a.Task, Attempt: w.a.Attempt, Reason: bound("the run stopped: "+err.Error(), 600)}}
+}
+
+// durable hands events to the loop and waits until they are in the
+// journal and synced.
+func (w *worker) durable(evs ...muster.Event) error {
+	for i := range evs {
+		if evs[i].Task == "" {
+			evs[i].Task = w.a.Task
+		}
+		if evs[i].Attempt == 0 {
+			evs[i].Attempt = w.a.Attempt
+		}
+	}
+	reply := make(chan error, 1)
+	w.d.msgs <- message{events: evs, durable: reply}
+	return <-reply
+}
+
 func (w *worker) fail(reason string, retry bool) []muster.Event {
 	return []muster.Event{{Type: muster.EvTaskFailed, Task: w.a.Task, Attempt: w.a.Attempt, Reason: reason, Retry: retry}}
 }
@@ -116,6 +140,9 @@ func (w *worker) run(ctx context.Context) []muster.Event {
 			dir, base, err := w.d.opts.Workspace.Prepare(ctx, w.slot())
 			if ctx.Err() != nil {
 				return w.cancelled(ctx)
+			}
+			if errors.Is(err, muster.ErrBranchMoved) {
+				return w.stopRun(err)
 			}
 			if err != nil {
 				return w.fail("prepare worktree: "+err.Error(), w.a.Attempt <= w.task.Retries)
@@ -159,6 +186,8 @@ func (w *worker) run(ctx context.Context) []muster.Event {
 			return w.cancelled(ctx)
 		}
 		switch {
+		case errors.Is(l.err, muster.ErrBranchMoved):
+			return w.stopRun(l.err)
 		case l.err != nil:
 			return w.fail("integrate: "+l.err.Error(), false)
 		case len(l.conflicts) > 0:
@@ -306,6 +335,7 @@ func (w *worker) rounds(ctx context.Context, exec muster.Executor, feedback stri
 		if err != nil {
 			return w.fail("diff: "+err.Error(), false), ""
 		}
+		w.log(muster.LogRecord{Kind: muster.LogDiffStat, Round: round, Text: diffStat(diff)})
 		sum := fmt.Sprintf("%x", sha256.Sum256([]byte(diff)))
 		if round > start && sum == lastDiff {
 			return w.fail("stalemate: fix round "+fmt.Sprint(round)+" changed nothing", false), ""
@@ -378,6 +408,7 @@ func (w *worker) execute(ctx context.Context, exec muster.Executor, round int, f
 		req.Timeout = spec.Timeout
 	}
 	req.Prompt = buildPrompt(w, feedback, round)
+	w.log(muster.LogRecord{Kind: muster.LogPrompt, Round: round, Role: w.a.Role, Slot: w.slot(), Text: promptHead(req.Prompt)})
 	w.lastMsg = ""
 	req.Scratch = filepath.Join(w.scratch, fmt.Sprintf("r%d", round))
 	if _, free := exec.(muster.ScratchFree); !free {
@@ -397,6 +428,9 @@ func (w *worker) execute(ctx context.Context, exec muster.Executor, round int, f
 		res, err := exec.Execute(ctx, req, w.record(spec, w.a.Role, w.a.Clone))
 		if res != nil && res.SessionID != "" {
 			w.sessionID = res.SessionID
+		}
+		if res != nil && strings.TrimSpace(res.Tail) != "" {
+			w.log(muster.LogRecord{Kind: muster.LogOutput, Round: round, Role: w.a.Role, Slot: w.slot(), Text: res.Tail})
 		}
 		var ae *muster.AgentError
 		if err == nil || ctx.Err() != nil || !errors.As(err, &ae) || try >= maxTransient {
@@ -476,6 +510,9 @@ func (w *worker) record(spec *muster.ExecutorSpec, role string, clone int) func(
 		case muster.RecNotes:
 			w.d.notes.add(w.a.Task, r.Text)
 			w.send(muster.Event{Type: muster.EvNote, Executor: spec.Name, Clone: clone, Message: bound(r.Text, maxGateOutput)})
+		case muster.RecViolation:
+			w.send(muster.Event{Type: muster.EvViolation, Executor: spec.Name, Clone: clone, Paths: []string{bound(r.Text, maxMessage)},
+				Reason: "the agent asked for a path outside its worktree (" + bound(r.Tool, 40) + "); refused"})
 		case muster.RecSession:
 			w.sessionID = r.SessionID
 		case muster.RecPID:

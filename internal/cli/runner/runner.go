@@ -194,19 +194,29 @@ func (s *Session) Drive(ctx context.Context) error {
 	// that it never disturbs a run another process drives.
 	var j *journal.Journal
 	var replayed []muster.Event
+	gopts := git.Options{Repo: s.Repo.Top, RunID: s.RunID, Base: s.Base, Resume: s.Resume, Keep: s.Config.Run.Keep, MaxClones: s.Config.Pool.MaxClones}
 	if s.Resume {
 		if j, replayed, err = openJournal(s.Repo, s.RunID); err != nil {
 			return err
 		}
 		defer j.Close()
+		st, err := engine.Replay(replayed)
+		if err != nil {
+			return cmdutil.Env("journal of run %s does not replay: %v", s.RunID, err)
+		}
 		// The run may have ended while this process waited for its lock.
-		if st, err := engine.Replay(replayed); err == nil && allSucceeded(st) {
+		if allSucceeded(st) {
 			s.State = st
 			return errEndedMeanwhile
 		}
+		// The run branch must be where the journal says muster left it.
+		gopts.Tip = st.Tip
+		if st.Moving != nil && st.Moving.From == st.Tip {
+			gopts.Moving = st.Moving.Commit
+		}
 	}
 	pruneStale(ctx, s.Repo, s.RunID)
-	ws, err := git.Open(ctx, git.Options{Repo: s.Repo.Top, RunID: s.RunID, Base: s.Base, Resume: s.Resume, Keep: s.Config.Run.Keep, MaxClones: s.Config.Pool.MaxClones})
+	ws, err := git.Open(ctx, gopts)
 	if err != nil {
 		return classifyGit(err)
 	}
@@ -222,7 +232,7 @@ func (s *Session) Drive(ctx context.Context) error {
 			return cmdutil.Invalid("run %s exists already: pick another --run-id or resume it", s.RunID)
 		}
 		if err := copyPlan(s.Plan.Source, s.Dir); err != nil {
-			return cmdutil.Env("copy plan: %v", err)
+			return cmdutil.Env("copy plan: %w", err)
 		}
 	}
 	errOut := s.IO.ErrOut
@@ -255,10 +265,11 @@ func (s *Session) Drive(ctx context.Context) error {
 		return err
 	}
 	opts := driver.Options{
-		RunID: s.RunID, PlanPath: s.Plan.Source, Plan: s.Plan, Config: Journaled(s.Config), Base: s.Base, Branch: ws.Branch(), Ref: s.Ref,
+		RunID: s.RunID, PlanPath: s.Plan.Source, Plan: s.Plan, PlanCanon: planfile.CanonicalVersion, Config: Journaled(s.Config), Base: s.Base, Branch: ws.Branch(), Ref: s.Ref,
 		Replayed: replayed, Journal: j, Workspace: ws, Executors: crew, Gates: runner, Price: prices.Cost,
 		ScratchDir: filepath.Join(s.Dir, "scratch"),
-		Reconcile:  ws.TaskCommits, KillOrphan: killOrphan, CrashAt: os.Getenv(CrashEnv),
+		LogDir:     filepath.Join(s.Dir, muster.LogDir), Redact: Redactor(s.Config),
+		KillOrphan: killOrphan, CrashAt: os.Getenv(CrashEnv),
 		Fragment: fragment(s.Config),
 		OnEvent: func(e *muster.Event, st *engine.State) {
 			if live != nil && live.Active() {
@@ -284,6 +295,10 @@ func (s *Session) Drive(ctx context.Context) error {
 	}
 	if tip, err := ws.Tip(context.WithoutCancel(ctx)); err == nil {
 		s.Tip = tip
+	} else if st != nil {
+		// The branch moved: the receipt seals muster's own last tip, and
+		// verify names the difference.
+		s.Tip = st.Tip
 	}
 	if st != nil && st.Run != "" {
 		s.seal(s.Tip)
@@ -293,17 +308,17 @@ func (s *Session) Drive(ctx context.Context) error {
 
 func classifyGit(err error) error {
 	if errors.Is(err, git.ErrBranchExists) {
-		return cmdutil.Invalid("%v: pick another --run-id or resume it", err)
+		return cmdutil.Invalid("%w: pick another --run-id or resume it", err)
 	}
 	var ge *git.GitError
 	if errors.As(err, &ge) {
-		return cmdutil.Env("git: %v", err)
+		return cmdutil.Env("git: %w", err)
 	}
 	var me *muster.Error
 	if errors.As(err, &me) {
 		return err
 	}
-	return cmdutil.Env("%v", err)
+	return cmdutil.Env("%w", err)
 }
 
 func copyPlan(src, dir string) error {

@@ -14,7 +14,9 @@ import (
 	"github.com/muster-run/muster/git"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
 	"github.com/muster-run/muster/internal/cli/runner"
+	"github.com/muster-run/muster/internal/textsafe"
 	"github.com/muster-run/muster/journal"
+	"github.com/muster-run/muster/planfile"
 	"github.com/muster-run/muster/receipt"
 )
 
@@ -27,7 +29,9 @@ func NewCmd(io *cmdutil.IOStreams) *cobra.Command {
 		Long: `Check the receipt a run sealed (receipt.json in its run directory) against
 the journal (hash chain over its lines: an edited, cut or extended journal is
 named line by line), the run's copy of the plan (canonical hash) and the run
-branch (its tip and each task's commit, found by its Muster-Task trailer).
+branch (its tip, each task's commit, and that every commit on it is one the
+journal records as muster's: a commit no journal event accounts for is named,
+whatever its trailer claims).
 Exit 0 when everything matches; 1, listing each difference, when not.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -50,6 +54,9 @@ func Run(ctx context.Context, io *cmdutil.IOStreams, repoDir, id string) error {
 	}
 	if id, err = repo.ResolveRun(id); err != nil {
 		return err
+	}
+	if repo.IsPlanSession(id) {
+		return cmdutil.Invalid("%s is a plan session (muster plan), not a run: it has no receipt to verify", id)
 	}
 	problems, summary, err := Check(ctx, repo, id)
 	if err != nil {
@@ -77,41 +84,42 @@ func Check(ctx context.Context, repo *cmdutil.Repo, id string) (problems []strin
 	if err != nil {
 		return []string{"receipt: " + err.Error()}, "", nil
 	}
+	if v := r.Canon(); v > planfile.CanonicalVersion {
+		return []string{fmt.Sprintf("plan: the receipt hashed the plan with version %d of its canonical form; this muster knows versions 1 to %d (verify with a newer muster)", v, planfile.CanonicalVersion)}, "", nil
+	}
 	data, err := os.ReadFile(repo.JournalPath(id))
 	if err != nil {
-		return nil, "", cmdutil.Env("read journal: %v", err)
+		return nil, "", cmdutil.Env("read journal: %w", err)
 	}
-	if problems = receipt.Verify(r, data, runner.PlanHash(dir), branch(ctx, repo, id, r)); len(problems) > 0 {
+	b, err := branch(ctx, repo, id, r)
+	if err != nil {
+		return nil, "", err
+	}
+	if problems = receipt.Verify(r, data, runner.PlanHash(dir, r.Canon()), b); len(problems) > 0 {
 		return problems, "", nil
 	}
 	return nil, fmt.Sprintf("%d journal lines (chain %s), plan %s, branch %s at %s, %d tasks",
-		r.Journal.Lines, short(r.Journal.Hash), short(r.PlanHash), r.Branch, short(r.Final), len(r.Tasks)), nil
+		r.Journal.Lines, textsafe.Short(r.Journal.Hash), textsafe.Short(r.PlanHash), r.Branch, textsafe.Short(r.Final), len(r.Tasks)), nil
 }
 
-// branch reads the run branch: its tip and task commits. A branch that is
-// gone, or no longer descends from the base, has no tip.
-func branch(ctx context.Context, repo *cmdutil.Repo, id string, r *receipt.Receipt) receipt.Branch {
-	ws, err := git.Open(ctx, git.Options{Repo: repo.Top, RunID: id, Base: r.Base, Resume: true})
+// branch reads the run branch: its tip and every commit on it since the
+// base. A branch that is gone has no tip.
+func branch(ctx context.Context, repo *cmdutil.Repo, id string, r *receipt.Receipt) (receipt.Branch, error) {
+	tip, commits, err := git.ReadBranch(ctx, repo.Top, id, r.Base)
 	if err != nil {
-		return receipt.Branch{}
+		return receipt.Branch{}, cmdutil.Env("read the run branch: %v", err)
 	}
-	tip, err := ws.Tip(ctx)
-	if err != nil {
-		return receipt.Branch{}
+	b := receipt.Branch{Tip: tip}
+	for _, c := range commits {
+		b.Commits = append(b.Commits, receipt.Commit{ID: c.ID, Task: muster.TaskID(c.Task)})
 	}
-	commits, err := ws.TaskCommits(ctx)
-	if err != nil {
-		return receipt.Branch{Tip: tip}
-	}
-	return receipt.Branch{Tip: tip, Commits: commits}
+	return b, nil
 }
 
 func failed(io *cmdutil.IOStreams, id string, problems []string) error {
 	fmt.Fprintf(io.Out, "run %s: the receipt does not match:\n", id)
 	for _, p := range problems {
-		fmt.Fprintf(io.Out, "  %s\n", cmdutil.Sanitize(p))
+		fmt.Fprintf(io.Out, "  %s\n", textsafe.Sanitize(p))
 	}
 	return &cmdutil.Silent{Err: &muster.Error{Code: muster.CodeFailed, Message: "receipt mismatch"}}
 }
-
-func short(s string) string { return s[:min(12, len(s))] }
