@@ -109,11 +109,8 @@ func (w *worker) fail(reason string, retry bool) []muster.Event {
 }
 
 func (w *worker) cancelled(ctx context.Context) []muster.Event {
-	reason := "interrupted"
-	if c := context.Cause(ctx); c != nil && !errors.Is(c, muster.ErrInterrupted) && !errors.Is(c, context.Canceled) {
-		reason = c.Error()
-	}
-	return []muster.Event{{Type: muster.EvTaskCancelled, Task: w.a.Task, Attempt: w.a.Attempt, Reason: reason}}
+	reason, why := cancelOf(context.Cause(ctx))
+	return []muster.Event{{Type: muster.EvTaskCancelled, Task: w.a.Task, Attempt: w.a.Attempt, Reason: reason, Cause: why}}
 }
 
 func (w *worker) spec() *muster.ExecutorSpec {
@@ -401,7 +398,7 @@ func (w *worker) execute(ctx context.Context, exec muster.Executor, round int, f
 	spec := w.spec()
 	req := &muster.ExecRequest{
 		Run: w.runID, Task: w.task, Role: w.a.Role, Spec: spec, Clone: w.a.Clone, Attempt: w.a.Attempt, Round: round,
-		Dir: w.dir, Authority: w.task.EffectiveAuthority(), SessionID: w.sessionID,
+		Dir: w.dir, Authority: w.task.EffectiveAuthority(), Model: w.task.Model, SessionID: w.sessionID,
 		Timeout: w.task.Timeout, Grace: w.cfg.Grace(), Stall: w.cfg.Run.StallTimeout,
 	}
 	if req.Timeout == 0 {
