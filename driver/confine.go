@@ -7,19 +7,12 @@ import (
 	"github.com/muster-run/muster"
 )
 
-// cloneWriter is a workspace whose clones keep state that an agent's own
-// git commands write outside the clone's directory (linked worktrees
-// keep their git directory and objects in the user's repository).
-type cloneWriter interface {
-	CloneWritable(dir string) []string
-}
-
 // confinement returns what an invocation of spec with authority auth
 // on this attempt's clone may write: the run's Confine plus the
 // attempt's scratch directory (which holds the agent's home, TMPDIR,
 // prompt and diff files), the executor's own writable paths and, unless
-// auth is read, the clone and the workspace's git state. nil when agents
-// run unconfined.
+// auth is read, the clone (its work tree and its own git directory
+// inside it). nil when agents run unconfined.
 func (w *worker) confinement(spec *muster.ExecutorSpec, auth muster.Authority) *muster.Confinement {
 	c := w.d.opts.Confine
 	if c == nil {
@@ -28,9 +21,6 @@ func (w *worker) confinement(spec *muster.ExecutorSpec, auth muster.Authority) *
 	paths := []string{w.scratch}
 	if auth != muster.AuthorityRead {
 		paths = append(paths, w.dir)
-		if cw, ok := w.d.opts.Workspace.(cloneWriter); ok {
-			paths = append(paths, cw.CloneWritable(w.dir)...)
-		}
 	}
 	if spec != nil {
 		paths = append(paths, spec.Writable...)

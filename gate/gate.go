@@ -24,13 +24,9 @@ const DefaultTimeout = 10 * time.Minute
 type Runner struct {
 	// Grace is the SIGTERM-to-SIGKILL grace period (default 5 s).
 	Grace time.Duration
-	// Confine, when set, confines every gate: it may write its worktree,
-	// what CloneState returns for it and the paths Confine lists (nil:
-	// unconfined).
+	// Confine, when set, confines every gate: it may write its clone and
+	// the paths Confine lists (nil: unconfined).
 	Confine *muster.Confinement
-	// CloneState returns what git commands in a worktree write outside
-	// it (optional; see git.Workspace.CloneWritable).
-	CloneState func(dir string) []string
 }
 
 // Run runs one gate in dir.
@@ -47,7 +43,7 @@ func (r Runner) Run(ctx context.Context, dir string, g muster.GateSpec, timeout 
 		Argv:     []string{"sh", "-c", g.Command},
 		Dir:      dir,
 		Env:      proc.Environ(),
-		Launcher: r.confinement(dir).Prefix(),
+		Launcher: r.Confine.With(dir).Prefix(),
 		Timeout:  timeout,
 		Grace:    grace,
 		OnLine:   out.line,
@@ -67,18 +63,6 @@ func (r Runner) Run(ctx context.Context, dir string, g muster.GateSpec, timeout 
 		gr.Passed = res.ExitCode == 0
 	}
 	return gr
-}
-
-// confinement returns what a gate in dir may write; nil: unconfined.
-func (r Runner) confinement(dir string) *muster.Confinement {
-	if r.Confine == nil {
-		return nil
-	}
-	c := r.Confine.With(dir)
-	if r.CloneState != nil {
-		c = c.With(r.CloneState(dir)...)
-	}
-	return c
 }
 
 // tail keeps the last n bytes of lines written to it.

@@ -190,7 +190,13 @@ func (s *Session) Drive(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	confinement, warnings, err := Confinement(s.Config, s.Repo.Top, s.Repo.GitDir)
+	// Agents must never write the user's repository, muster's run
+	// directory in it, or the pool of other clones in the cache.
+	protect := []string{s.Repo.Top, s.Repo.GitDir}
+	if cache, err := git.CacheRoot(); err == nil {
+		protect = append(protect, cache)
+	}
+	confinement, warnings, err := Confinement(s.Config, protect...)
 	if err != nil {
 		return err
 	}
@@ -198,7 +204,7 @@ func (s *Session) Drive(ctx context.Context) error {
 	// that it never disturbs a run another process drives.
 	var j *journal.Journal
 	var replayed []muster.Event
-	gopts := git.Options{Repo: s.Repo.Top, RunID: s.RunID, Base: s.Base, Resume: s.Resume, Keep: s.Config.Run.Keep}
+	gopts := git.Options{Repo: s.Repo.Top, RunID: s.RunID, Base: s.Base, Resume: s.Resume, Keep: s.Config.Run.Keep, MaxClones: s.Config.Pool.MaxClones}
 	if s.Resume {
 		if j, replayed, err = openJournal(s.Repo, s.RunID); err != nil {
 			return err
@@ -263,7 +269,7 @@ func (s *Session) Drive(ctx context.Context) error {
 	if s.Flags.JSON {
 		jsonOut = newJSONStream(s.IO.Out)
 	}
-	runner := gate.Runner{Grace: s.Config.Grace(), Confine: confinement, CloneState: ws.CloneWritable}
+	runner := gate.Runner{Grace: s.Config.Grace(), Confine: confinement}
 	crew, err := agents.Crew(s.Config, runner)
 	if err != nil {
 		return err
