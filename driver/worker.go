@@ -52,6 +52,9 @@ type worker struct {
 	baselined map[string]bool
 	// planOut is where a delegating task's agent may write new tasks.
 	planOut string
+	// remoteGates holds the gate results of the last coder invocation
+	// when its executor ran them where the agent ran (a fleet worker).
+	remoteGates []muster.GateResult
 }
 
 type depOutput struct {
@@ -262,6 +265,8 @@ func (w *worker) rounds(ctx context.Context, exec muster.Executor, feedback stri
 			if err := w.d.opts.Workspace.Revert(ctx, w.dir, w.base, viol); err != nil {
 				return w.fail("revert out-of-bounds paths: "+err.Error(), false), ""
 			}
+			// Gates that ran elsewhere saw the paths just reverted.
+			w.remoteGates = nil
 			if w.cfg.Run.OnViolation != muster.OnViolationDiscard {
 				return w.fail("boundary violation: "+outside+strings.Join(viol, ", "), false), ""
 			}
@@ -377,6 +382,11 @@ func (w *worker) execute(ctx context.Context, exec muster.Executor, round int, f
 	if req.Timeout == 0 {
 		req.Timeout = spec.Timeout
 	}
+	req.Base = w.base
+	if w.d.opts.Gates != nil {
+		req.Gates, req.GateTimeout = append(append([]muster.GateSpec(nil), w.cfg.Gates...), w.taskGates()...), w.cfg.Run.GateTimeout
+	}
+	w.remoteGates = nil
 	req.Prompt = buildPrompt(w, feedback, round)
 	w.lastMsg = ""
 	req.Scratch = filepath.Join(w.scratch, fmt.Sprintf("r%d", round))
@@ -397,6 +407,9 @@ func (w *worker) execute(ctx context.Context, exec muster.Executor, round int, f
 		res, err := exec.Execute(ctx, req, w.record(spec, w.a.Role, w.a.Clone))
 		if res != nil && res.SessionID != "" {
 			w.sessionID = res.SessionID
+		}
+		if err == nil && res != nil && res.Gates != nil {
+			w.remoteGates = res.Gates
 		}
 		var ae *muster.AgentError
 		if err == nil || ctx.Err() != nil || !errors.As(err, &ae) || try >= maxTransient {
@@ -480,6 +493,8 @@ func (w *worker) record(spec *muster.ExecutorSpec, role string, clone int) func(
 			w.sessionID = r.SessionID
 		case muster.RecPID:
 			w.send(muster.Event{Type: muster.EvAgentStarted, Executor: spec.Name, Clone: clone, Role: role, PID: r.PID})
+		case muster.RecWorker:
+			w.send(muster.Event{Type: muster.EvWorkerAssigned, Executor: spec.Name, Clone: clone, Role: role, Worker: r.Worker, WorkerClone: r.WorkerClone})
 		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/muster-run/muster/internal/cli/cmdutil"
 	"github.com/muster-run/muster/internal/cli/demo"
 	"github.com/muster-run/muster/internal/cli/doctor"
+	clifleet "github.com/muster-run/muster/internal/cli/fleet"
 	"github.com/muster-run/muster/internal/cli/mockllm"
 	"github.com/muster-run/muster/internal/cli/report"
 	"github.com/muster-run/muster/internal/cli/resume"
@@ -29,6 +30,7 @@ import (
 	"github.com/muster-run/muster/internal/cli/validate"
 	"github.com/muster-run/muster/internal/cli/verify"
 	"github.com/muster-run/muster/internal/cli/watch"
+	"github.com/muster-run/muster/internal/cli/worker"
 )
 
 // Version is set at build time.
@@ -69,6 +71,8 @@ Start with: muster demo`,
 		watch.NewCmd(resolveJournal),
 		mockllm.NewCmd(),
 		doctor.NewCmd(repoConfig),
+		clifleet.NewCmd(io),
+		worker.NewCmd(io, Version),
 	)
 	for _, c := range root.Commands() {
 		c.SilenceUsage = true
