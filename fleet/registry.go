@@ -24,6 +24,8 @@ type Registration struct {
 	Executors []ExecutorState `json:"executors"`
 	// Stopping is set while a worker finishes or hands back its work.
 	Stopping bool `json:"stopping,omitempty"`
+	// LeaseS is the worker's lease in seconds.
+	LeaseS float64 `json:"lease_s,omitempty"`
 }
 
 // ExecutorState is one executor a worker serves.
@@ -93,6 +95,19 @@ func (c *Conn) ListWorkers(ctx context.Context) ([]WorkerInfo, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
+}
+
+// Lease is the longest lease of the workers (DefaultLease when none
+// says): how long the orchestrator waits before it suspects a job lost.
+func Lease(workers []WorkerInfo) time.Duration {
+	var l time.Duration
+	for _, w := range workers {
+		l = max(l, time.Duration(w.LeaseS*float64(time.Second)))
+	}
+	if l <= 0 {
+		return DefaultLease
+	}
+	return l
 }
 
 // Crew is the executors the fleet serves, pooled by name: an executor

@@ -273,6 +273,9 @@ func (r *remote) Execute(ctx context.Context, req *muster.ExecRequest, emit func
 			who := rep.holder()
 			switch rep.Kind {
 			case RepClaim:
+				if rep.Msg != p.msgSeq || rep.Delivery == 0 {
+					continue // not a delivery of the job's message: refused
+				}
 				if p.holder != "" && !newer(rep, p.holder) {
 					continue // an older lease's claim
 				}
@@ -315,13 +318,7 @@ func (r *remote) Execute(ctx context.Context, req *muster.ExecRequest, emit func
 }
 
 // newer reports whether a claim's lease comes after the holder's.
-func newer(r Report, holder string) bool {
-	_, epoch, _ := strings.Cut(holder, "/")
-	msgS, delS, _ := strings.Cut(epoch, ".")
-	msg, _ := strconv.ParseUint(msgS, 10, 64)
-	del, _ := strconv.ParseUint(delS, 10, 64)
-	return r.Msg > msg || r.Msg == msg && r.Delivery > del
-}
+func newer(r Report, holder string) bool { return epochAfter(r.holder(), holder) }
 
 func (d *Dispatcher) publish(ctx context.Context, p *pending) error {
 	data, err := json.Marshal(p.job)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -143,7 +144,7 @@ func (w *Worker) consumer(ctx context.Context, executor string) (jetstream.Consu
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		// Redeliveries are bounded, each lease longer than the last.
 		MaxDeliver: 6,
-		BackOff:    []time.Duration{l, l, 2 * l, 2 * l, 4 * l, 4 * l},
+		BackOff:    []time.Duration{l, l, 2 * l, 2 * l, 4 * l},
 		MaxWaiting: 4096,
 	})
 }
@@ -183,8 +184,8 @@ func (w *Worker) handle(stop context.Context, spec *muster.ExecutorSpec, n int, 
 	}
 	delivery, seq := meta.NumDelivered, meta.Sequence.Stream
 	me := (&Report{Worker: w.o.Name, Msg: seq, Delivery: delivery}).holder()
-	if w.stale(bg, &job, me) != "" {
-		_ = msg.Ack() // done, cancelled or superseded: nothing to do
+	if why, _ := w.stale(bg, &job, me); why != "" {
+		_ = msg.Ack() // done, cancelled or of an earlier generation: nothing to do
 		return
 	}
 	rep := func(r Report) error {
@@ -215,7 +216,7 @@ func (w *Worker) handle(stop context.Context, spec *muster.ExecutorSpec, n int, 
 				return
 			case <-t.C:
 				_ = msg.InProgress()
-				if why := w.stale(bg, &job, me); why != "" {
+				if why, _ := w.stale(bg, &job, me); why != "" {
 					cancel(fmt.Errorf("%w (%s)", errStale, why))
 					return
 				}
@@ -233,12 +234,12 @@ func (w *Worker) handle(stop context.Context, spec *muster.ExecutorSpec, n int, 
 		return
 	case errors.Is(cause, errStale):
 		w.logf("%s#%d: dropped %s/%s: %v", spec.Name, n, job.Run, job.Task.ID, cause)
-		// Not acked: the message is another delivery's now (a late ack
-		// can count against a redelivery, nats-server#4786).
+		w.ackStale(bg, &job, me, msg)
 		return
 	}
-	if why := w.stale(bg, &job, me); why != "" {
+	if why, _ := w.stale(bg, &job, me); why != "" {
 		w.logf("%s#%d: dropped %s/%s at its end: %s", spec.Name, n, job.Run, job.Task.ID, why)
+		w.ackStale(bg, &job, me, msg)
 		return
 	}
 	if err := rep(result); err != nil {
@@ -249,25 +250,57 @@ func (w *Worker) handle(stop context.Context, spec *muster.ExecutorSpec, n int, 
 	w.logf("%s#%d: finished %s/%s", spec.Name, n, job.Run, job.Task.ID)
 }
 
-// stale says why the job is no longer this lease's to run, or "".
-func (w *Worker) stale(ctx context.Context, job *Job, me string) string {
+// ackStale removes a stale job's message from the queue when nobody
+// else holds it (done, cancelled, an earlier generation's). A message
+// whose lease went to another delivery is not acked: the ack could count
+// against that delivery (nats-server#4786).
+func (w *Worker) ackStale(ctx context.Context, job *Job, me string, msg jetstream.Msg) {
+	if _, ack := w.stale(ctx, job, me); ack {
+		_ = msg.Ack()
+	}
+}
+
+// stale says why the job is no longer this lease's to run ("" while it
+// is), and whether its message may be acked (nobody else holds it). A
+// lease recorded for an older delivery of the job is no reason: this
+// delivery supersedes it once the orchestrator takes its claim.
+func (w *Worker) stale(ctx context.Context, job *Job, me string) (why string, ack bool) {
 	if e, err := w.o.Conn.Leases.Get(ctx, genKey(job.Run)); err == nil {
 		if g, _ := strconv.ParseInt(string(e.Value()), 10, 64); g > job.Gen {
-			return "the run was resumed"
+			return "the run was resumed", true
 		}
 	}
 	e, err := w.o.Conn.Leases.Get(ctx, leaseKey(job.Run, job.ID))
 	if err != nil {
-		return "" // not yet accepted (or the bucket is unreachable: keep on)
+		return "", false // not yet accepted (or the bucket is unreachable: keep on)
 	}
 	switch v := string(e.Value()); v {
 	case "", me:
-		return ""
+		return "", false
 	case LeaseDone, LeaseCancel:
-		return "the job is " + v
+		return "the job is " + v, true
 	default:
-		return "the lease went to " + v
+		if epochAfter(v, me) {
+			return "the lease went to " + v, false
+		}
+		return "", false
 	}
+}
+
+// epochAfter reports whether lease a ("worker/msg.delivery") is of a
+// later delivery than lease b.
+func epochAfter(a, b string) bool {
+	am, ad := epoch(a)
+	bm, bd := epoch(b)
+	return am > bm || am == bm && ad > bd
+}
+
+func epoch(holder string) (msg, delivery uint64) {
+	_, e, _ := strings.Cut(holder, "/")
+	ms, ds, _ := strings.Cut(e, ".")
+	msg, _ = strconv.ParseUint(ms, 10, 64)
+	delivery, _ = strconv.ParseUint(ds, 10, 64)
+	return msg, delivery
 }
 
 func (w *Worker) publish(ctx context.Context, job *Job, r Report) error {
@@ -307,6 +340,7 @@ func (w *Worker) run(ctx context.Context, spec *muster.ExecutorSpec, n int, job 
 		Run: job.Run, Task: job.Task, Role: job.Role, Spec: spec, Clone: n, Attempt: job.Attempt, Round: job.Round,
 		Dir: dir, Prompt: job.Prompt, Authority: job.Authority, Scratch: filepath.Join(scratch, "x"),
 		SessionID: job.SessionID, Timeout: job.Timeout, Grace: job.Grace, Stall: job.Stall,
+		Env: map[string]string{"MUSTER_FLEET_WORKER": w.o.Name},
 	}
 	if req.Timeout == 0 {
 		req.Timeout = spec.Timeout
@@ -444,7 +478,7 @@ func (w *Worker) setDoing(executor string, n int, d *Doing) {
 func (w *Worker) registration(stopping bool) *Registration {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	r := &Registration{Name: w.o.Name, Version: w.o.Version, Started: w.start, Stopping: stopping}
+	r := &Registration{Name: w.o.Name, Version: w.o.Version, Started: w.start, Stopping: stopping, LeaseS: w.o.Lease.Seconds()}
 	for _, s := range w.o.Specs {
 		es := ExecutorState{Name: s.Name, Kind: s.Kind, Roles: s.Roles, Clones: max(s.Clones, 1)}
 		for n := 1; n <= es.Clones; n++ {

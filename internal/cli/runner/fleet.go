@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/fleet"
@@ -16,7 +17,7 @@ import (
 type fleetCrew struct {
 	conn  *fleet.Conn
 	specs []*muster.ExecutorSpec
-	lease muster.FleetConfig
+	lease time.Duration
 }
 
 // joinFleet connects to the fleet (--nats, else [fleet] nats) and adds
@@ -51,7 +52,7 @@ func joinFleet(ctx context.Context, io *cmdutil.IOStreams, cfg *muster.Config, f
 		conn.Close()
 		return nil, cmdutil.Env("fleet at %s: %v", url, err)
 	}
-	fc := &fleetCrew{conn: conn, lease: cfg.Fleet}
+	fc := &fleetCrew{conn: conn, lease: fleet.Lease(workers)}
 	for _, s := range fleet.Crew(workers) {
 		if local := cfg.Executor(s.Name); local != nil {
 			fmt.Fprintf(io.ErrOut, "warning: executor %s is local and the fleet's: the local one runs it\n", s.Name)
@@ -75,7 +76,7 @@ func (fc *fleetCrew) dispatch(ctx context.Context, runID, top, base, runDir stri
 	if err != nil {
 		return nil, nil, cmdutil.Env("fleet: %v", err)
 	}
-	d, err := fleet.Open(ctx, fc.conn, fleet.DispatchOptions{Run: runID, Repo: root, Local: gitLocal{}, Scratch: filepath.Join(runDir, "fleet"), Lease: fc.lease.Lease})
+	d, err := fleet.Open(ctx, fc.conn, fleet.DispatchOptions{Run: runID, Repo: root, Local: gitLocal{}, Scratch: filepath.Join(runDir, "fleet"), Lease: fc.lease})
 	if err != nil {
 		return nil, nil, cmdutil.Env("%v", err)
 	}
