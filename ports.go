@@ -91,6 +91,9 @@ const (
 	RecSession   = "session"
 	RecPID       = "pid"
 	RecWorker    = "worker"
+	// RecViolation (Tool: what was asked, Text: the path) says the agent
+	// asked muster for a path outside its worktree, and was refused.
+	RecViolation = "violation"
 )
 
 // ExecResult is how an invocation ended.
@@ -105,6 +108,10 @@ type ExecResult struct {
 	// Gates holds the results of ExecRequest.Gates when the executor ran
 	// them where the agent ran (nil: it did not; the driver runs them).
 	Gates []GateResult
+	// Final is the agent's final answer (bounded, untrusted), for kinds
+	// that report one: a planner that cannot write a file returns its
+	// plan here.
+	Final string
 }
 
 // Executor runs one invocation of an agent (or command) on one clone. It

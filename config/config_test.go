@@ -102,10 +102,10 @@ func TestParseProblems(t *testing.T) {
 			`m.toml:2: grace: want a duration such as "20m" or "1h30m"`,
 			`m.toml:3: gate_timeout: want a duration such as "20m" or "1h30m"`,
 			`m.toml:4: stall_timeout: want a duration such as "20m" or "1h30m"`}},
-		{"no kind", "[executors.a]\nclones = 2\n", []string{`m.toml:1: executor a: missing kind (one of claude-code, codex, gemini, opencode, openai, anthropic, command, sim)`}},
+		{"no kind", "[executors.a]\nclones = 2\n", []string{`m.toml:1: executor a: missing kind (one of claude-code, codex, gemini, opencode, acp, claude-acp, openai, anthropic, command, sim)`}},
 		{"bad kind", "[executors.a]\nkind = \"claude\"\n[executors.b]\nkind = \"robot\"\n", []string{
 			`m.toml:2: executor a: unknown kind "claude"; did you mean "claude-code"?`,
-			`m.toml:4: executor b: unknown kind "robot" (known kinds: claude-code, codex, gemini, opencode, openai, anthropic, command, sim)`}},
+			`m.toml:4: executor b: unknown kind "robot" (known kinds: claude-code, codex, gemini, opencode, acp, claude-acp, openai, anthropic, command, sim)`}},
 		{"command needs command", "[executors.local]\nkind = \"command\"\n", []string{`m.toml:1: executor local: kind "command" needs command = ["program", "arg", ...]`}},
 		{"command not list", "[executors.local]\nkind = \"command\"\ncommand = \"./a.sh\"\n", []string{
 			`m.toml:1: executor local: kind "command" needs command = ["program", "arg", ...]`,
@@ -113,6 +113,7 @@ func TestParseProblems(t *testing.T) {
 		{"clones", "[executors.a]\nkind = \"sim\"\nclones = 0\n", []string{`m.toml:3: clones: want a whole number, 1 or more`}},
 		{"roles empty", "[executors.a]\nkind = \"sim\"\nroles = []\n", []string{`m.toml:3: executor a: roles: want at least one role, such as "coder"`}},
 		{"bad role", "[executors.a]\nkind = \"sim\"\nroles = [\"coder\", \"re viewer\"]\n", []string{`m.toml:3: executor a: bad role "re viewer": use letters, digits, ".", "_" and "-"`}},
+		{"sim cannot plan", "[executors.a]\nkind = \"sim\"\nroles = [\"coder\", \"planner\"]\n", []string{`m.toml:3: executor a: kind "sim" cannot plan: give the role "planner" to an agent or a command`}},
 		{"api key inline", "[executors.a]\nkind = \"openai\"\napi_key_env = \"sk-secret-123\"\n", []string{
 			`m.toml:3: executor a: api_key_env: want the name of an environment variable that holds the key, not the key`}},
 		{"env", "[executors.a]\nkind = \"openai\"\nenv = { \"BAD NAME\" = \"x\", TOKEN = 12345 }\n", []string{

@@ -29,6 +29,10 @@ type Options struct {
 	// Plan holds the tasks of a new run; its Brief goes into every
 	// prompt, of a resumed run too.
 	Plan *muster.Plan
+	// PlanCanon is the version of the plan's canonical form, recorded in
+	// TasksPlanned so that the receipt hashes the plan the same way
+	// whichever muster seals it.
+	PlanCanon int
 	// Config is the journaled configuration of a new run.
 	Config *muster.Config
 	Base   string
@@ -56,6 +60,13 @@ type Options struct {
 	Clock muster.Clock
 	// ScratchDir holds per-invocation files outside any worktree.
 	ScratchDir string
+	// LogDir, when set, receives one log file per attempt
+	// (muster.LogRecord): prompts, agents' output, gate commands and exit
+	// statuses, diff stats, each bounded and passed through Redact.
+	LogDir string
+	// Redact removes secrets from text written to the attempt logs (nil:
+	// written as is).
+	Redact func(string) string
 	// NotesFile is the run's notes, shared between tasks (default:
 	// notes.md beside ScratchDir, i.e. in the run directory).
 	NotesFile string
@@ -120,6 +131,7 @@ type leaseRequest struct {
 // Driver runs one run.
 type Driver struct {
 	opts  Options
+	logs  *attemptLogs
 	state *engine.State
 	clock muster.Clock
 	msgs  chan message
@@ -159,6 +171,7 @@ func Run(ctx context.Context, opts Options) (*engine.State, error) {
 	}
 	d.crash = c
 	d.notes = &notes{path: opts.NotesFile}
+	d.logs = &attemptLogs{dir: opts.LogDir, redact: opts.Redact, clock: d.clock}
 	if d.notes.path == "" {
 		d.notes.path = filepath.Join(filepath.Dir(filepath.Clean(opts.ScratchDir)), "notes.md")
 	}
@@ -182,7 +195,7 @@ func (d *Driver) run(ctx context.Context) (*engine.State, error) {
 		if err := d.emit(
 			muster.Event{Type: muster.EvRunStarted, Schema: muster.SchemaVersion, Run: d.opts.RunID, Plan: d.opts.PlanPath,
 				Base: d.opts.Base, Branch: d.opts.Branch, Ref: d.opts.Ref, Config: d.opts.Config},
-			muster.Event{Type: muster.EvTasksPlanned, Tasks: d.opts.Plan.Tasks},
+			muster.Event{Type: muster.EvTasksPlanned, Tasks: d.opts.Plan.Tasks, Canon: d.opts.PlanCanon},
 		); err != nil {
 			return d.state, err
 		}

@@ -311,6 +311,7 @@ func (w *worker) rounds(ctx context.Context, exec muster.Executor, feedback stri
 		if err != nil {
 			return w.fail("diff: "+err.Error(), false), ""
 		}
+		w.log(muster.LogRecord{Kind: muster.LogDiffStat, Round: round, Text: diffStat(diff)})
 		sum := fmt.Sprintf("%x", sha256.Sum256([]byte(diff)))
 		if round > start && sum == lastDiff {
 			return w.fail("stalemate: fix round "+fmt.Sprint(round)+" changed nothing", false), ""
@@ -388,6 +389,7 @@ func (w *worker) execute(ctx context.Context, exec muster.Executor, round int, f
 	}
 	w.remoteGates = nil
 	req.Prompt = buildPrompt(w, feedback, round)
+	w.log(muster.LogRecord{Kind: muster.LogPrompt, Round: round, Role: w.a.Role, Slot: w.slot(), Text: promptHead(req.Prompt)})
 	w.lastMsg = ""
 	req.Scratch = filepath.Join(w.scratch, fmt.Sprintf("r%d", round))
 	if _, free := exec.(muster.ScratchFree); !free {
@@ -407,6 +409,9 @@ func (w *worker) execute(ctx context.Context, exec muster.Executor, round int, f
 		res, err := exec.Execute(ctx, req, w.record(spec, w.a.Role, w.a.Clone))
 		if res != nil && res.SessionID != "" {
 			w.sessionID = res.SessionID
+		}
+		if res != nil && strings.TrimSpace(res.Tail) != "" {
+			w.log(muster.LogRecord{Kind: muster.LogOutput, Round: round, Role: w.a.Role, Slot: w.slot(), Text: res.Tail})
 		}
 		if err == nil && res != nil && res.Gates != nil {
 			w.remoteGates = res.Gates
@@ -489,6 +494,9 @@ func (w *worker) record(spec *muster.ExecutorSpec, role string, clone int) func(
 		case muster.RecNotes:
 			w.d.notes.add(w.a.Task, r.Text)
 			w.send(muster.Event{Type: muster.EvNote, Executor: spec.Name, Clone: clone, Message: bound(r.Text, maxGateOutput)})
+		case muster.RecViolation:
+			w.send(muster.Event{Type: muster.EvViolation, Executor: spec.Name, Clone: clone, Paths: []string{bound(r.Text, maxMessage)},
+				Reason: "the agent asked for a path outside its worktree (" + bound(r.Tool, 40) + "); refused"})
 		case muster.RecSession:
 			w.sessionID = r.SessionID
 		case muster.RecPID:

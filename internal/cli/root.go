@@ -19,7 +19,10 @@ import (
 	"github.com/muster-run/muster/internal/cli/demo"
 	"github.com/muster-run/muster/internal/cli/doctor"
 	clifleet "github.com/muster-run/muster/internal/cli/fleet"
+	"github.com/muster-run/muster/internal/cli/initcmd"
+	"github.com/muster-run/muster/internal/cli/logs"
 	"github.com/muster-run/muster/internal/cli/mockllm"
+	"github.com/muster-run/muster/internal/cli/plan"
 	"github.com/muster-run/muster/internal/cli/report"
 	"github.com/muster-run/muster/internal/cli/resume"
 	"github.com/muster-run/muster/internal/cli/run"
@@ -33,9 +36,6 @@ import (
 	"github.com/muster-run/muster/internal/cli/worker"
 )
 
-// Version is set at build time.
-var Version = "dev"
-
 // NewRoot returns the root command.
 func NewRoot(io *cmdutil.IOStreams) *cobra.Command {
 	root := &cobra.Command{
@@ -48,7 +48,7 @@ one commit per task on a run branch, a journal that survives kill -9, and a
 cost report down to each agent clone.
 
 Start with: muster demo`,
-		Version:       Version,
+		Version:       buildVersion(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -61,18 +61,21 @@ Start with: muster demo`,
 	root.AddCommand(
 		demo.NewCmd(io),
 		validate.NewCmd(io),
+		plan.NewCmd(io),
 		verify.NewCmd(io),
 		run.NewCmd(io),
 		resume.NewCmd(io),
 		status.NewCmd(io),
 		runs.NewCmd(io),
 		report.NewCmd(io),
+		logs.NewCmd(io),
+		initcmd.NewCmd(io),
 		usage.NewCmd(),
 		watch.NewCmd(resolveJournal),
 		mockllm.NewCmd(),
 		doctor.NewCmd(repoConfig),
 		clifleet.NewCmd(io),
-		worker.NewCmd(io, Version),
+		worker.NewCmd(io, buildVersion()),
 	)
 	for _, c := range root.Commands() {
 		c.SilenceUsage = true

@@ -13,7 +13,6 @@ import (
 	"golang.org/x/term"
 
 	"github.com/muster-run/muster"
-	"github.com/muster-run/muster/tui"
 )
 
 // Exit statuses (DESIGN.md §2).
@@ -84,14 +83,15 @@ func FlagErrorf(format string, args ...any) error {
 	return &FlagError{Err: fmt.Errorf(format, args...)}
 }
 
-// Invalid returns a bad-input error.
+// Invalid returns a bad-input error; %w keeps the cause in the chain.
 func Invalid(format string, args ...any) error {
-	return &muster.Error{Code: muster.CodeInvalid, Message: fmt.Sprintf(format, args...)}
+	return muster.Errorf(muster.CodeInvalid, format, args...)
 }
 
-// Env returns an environment or internal error.
+// Env returns an environment or internal error; %w keeps the cause in
+// the chain.
 func Env(format string, args ...any) error {
-	return &muster.Error{Code: muster.CodeInternal, Message: fmt.Sprintf(format, args...)}
+	return muster.Errorf(muster.CodeInternal, format, args...)
 }
 
 // Silent marks an error whose message was already printed.
@@ -110,8 +110,3 @@ func WriteJSON(w io.Writer, v any) error {
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }
-
-// Sanitize makes untrusted text safe to print on a terminal, as one line:
-// escape sequences, control characters and bidirectional overrides go.
-// It is the live view's sanitizer, so that every view strips the same.
-func Sanitize(s string) string { return tui.Sanitize(s) }

@@ -62,13 +62,13 @@ func runDemo(ctx context.Context, io *cmdutil.IOStreams, dir string, speed float
 	var err error
 	if dir == "" {
 		if dir, err = os.MkdirTemp("", "muster-demo-"); err != nil {
-			return cmdutil.Env("make a temp dir: %v", err)
+			return cmdutil.Env("make a temp dir: %w", err)
 		}
 	} else if err := os.MkdirAll(dir, 0o755); err != nil {
-		return cmdutil.Env("make %s: %v", dir, err)
+		return cmdutil.Env("make %s: %w", dir, err)
 	}
 	if dir, err = filepath.Abs(dir); err != nil {
-		return cmdutil.Env("%v", err)
+		return cmdutil.Env("%w", err)
 	}
 	if err := scaffold(ctx, dir); err != nil {
 		return err
@@ -122,9 +122,9 @@ func runDemo(ctx context.Context, io *cmdutil.IOStreams, dir string, speed float
 			if total.Tokens() > 0 {
 				share = 100 * float64(u.Tokens()) / float64(total.Tokens())
 			}
-			fmt.Fprintf(w, "  %-10s %10d %10d %10s %5.1f%%\n", k, u.InputTokens, u.OutputTokens, fmt.Sprintf("$%.4f", u.USD()), share)
+			fmt.Fprintf(w, "  %-10s %10d %10d %10s %5.1f%%\n", k, u.InputTokens, u.OutputTokens, muster.FormatUSD(u.CostMicros), share)
 		}
-		fmt.Fprintf(w, "  %-10s %10d %10d %10s\n", "total", total.InputTokens, total.OutputTokens, fmt.Sprintf("$%.4f", total.USD()))
+		fmt.Fprintf(w, "  %-10s %10d %10d %10s\n", "total", total.InputTokens, total.OutputTokens, muster.FormatUSD(total.CostMicros))
 		html := filepath.Join(repo.RunDir(s.RunID), "report.html")
 		if err := report.WriteHTML(html, events, report.Verification(context.WithoutCancel(ctx), repo, s.RunID)); err != nil {
 			fmt.Fprintf(w, "\nno HTML report: %v\n", err)
@@ -162,7 +162,7 @@ func scaffold(ctx context.Context, dir string) error {
 		return os.WriteFile(dst, data, 0o644)
 	})
 	if err != nil {
-		return cmdutil.Env("write the demo project: %v", err)
+		return cmdutil.Env("write the demo project: %w", err)
 	}
 	for _, args := range [][]string{
 		{"init", "-q", "-b", "main"},

@@ -18,6 +18,7 @@ import (
 	"github.com/muster-run/muster/config"
 	"github.com/muster-run/muster/fleet"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
+	"github.com/muster-run/muster/internal/textsafe"
 )
 
 // NewCmd returns muster fleet.
@@ -199,7 +200,7 @@ func printStatus(w io.Writer, ws []fleet.WorkerInfo, now time.Time) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "WORKER\tEXECUTOR\tKIND\tCLONES\tBUSY\tDOING\tHEARTBEAT\tVERSION")
 	for _, wk := range ws {
-		name := cmdutil.Sanitize(wk.Name)
+		name := textsafe.Sanitize(wk.Name)
 		if wk.Stopping {
 			name += " (stopping)"
 		}
@@ -211,8 +212,8 @@ func printStatus(w io.Writer, ws []fleet.WorkerInfo, now time.Time) {
 			if len(doing) == 0 {
 				doing = []string{"-"}
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%.1fs ago\t%s\n", name, cmdutil.Sanitize(e.Name), cmdutil.Sanitize(e.Kind),
-				e.Clones, e.Busy, cmdutil.Sanitize(strings.Join(doing, "; ")), age(wk, now), cmdutil.Sanitize(wk.Version))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%.1fs ago\t%s\n", name, textsafe.Sanitize(e.Name), textsafe.Sanitize(e.Kind),
+				e.Clones, e.Busy, textsafe.Sanitize(strings.Join(doing, "; ")), age(wk, now), textsafe.Sanitize(wk.Version))
 		}
 	}
 	tw.Flush()

@@ -18,6 +18,7 @@ import (
 	"github.com/muster-run/muster/internal/cli/cmdutil"
 	"github.com/muster-run/muster/internal/cli/runner"
 	"github.com/muster-run/muster/internal/cli/verify"
+	"github.com/muster-run/muster/internal/textsafe"
 	"github.com/muster-run/muster/journal"
 	rep "github.com/muster-run/muster/report"
 )
@@ -169,11 +170,11 @@ func run(io *cmdutil.IOStreams, o *Options, id string) error {
 func sanitize(r *rep.Report) {
 	for _, ls := range [][]rep.Line{r.ByModel, r.ByRole, r.ByTask, r.ByClone} {
 		for i := range ls {
-			ls[i].Key = cmdutil.Sanitize(ls[i].Key)
+			ls[i].Key = textsafe.Sanitize(ls[i].Key)
 		}
 	}
 	for i, m := range r.Unpriced {
-		r.Unpriced[i] = cmdutil.Sanitize(m)
+		r.Unpriced[i] = textsafe.Sanitize(m)
 	}
 }
 
@@ -223,14 +224,14 @@ func endDeadRun(events []muster.Event) []muster.Event {
 func WriteHTML(path string, events []muster.Event, verification string) error {
 	f, err := os.Create(path)
 	if err != nil {
-		return cmdutil.Env("write %s: %v", path, err)
+		return cmdutil.Env("write %s: %w", path, err)
 	}
 	if err := htmlreport.Write(f, events, htmlreport.Options{Verification: verification, Now: time.Now()}); err != nil {
 		f.Close()
-		return cmdutil.Env("write %s: %v", path, err)
+		return cmdutil.Env("write %s: %w", path, err)
 	}
 	if err := f.Close(); err != nil {
-		return cmdutil.Env("write %s: %v", path, err)
+		return cmdutil.Env("write %s: %w", path, err)
 	}
 	return nil
 }

@@ -2,9 +2,12 @@ package runner
 
 import (
 	"maps"
+	"os"
+	"strings"
 
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/config"
+	"github.com/muster-run/muster/internal/agentkit"
 	"github.com/muster-run/muster/internal/proc"
 )
 
@@ -62,4 +65,27 @@ func restoreSecrets(cfg *muster.Config) {
 			}
 		}
 	}
+}
+
+// Redactor returns the redaction the attempt logs pass through: the
+// values of credential-named variables of muster's environment and of the
+// executors' env, and key-shaped strings, become "[redacted]" (the same
+// redaction the agent adapters apply to what they keep).
+func Redactor(cfg *muster.Config) func(string) string {
+	var secrets []string
+	for _, kv := range os.Environ() {
+		if k, v, ok := strings.Cut(kv, "="); ok && proc.IsSecretName(k) {
+			secrets = append(secrets, v)
+		}
+	}
+	if cfg != nil {
+		for _, e := range cfg.Executors {
+			for k, v := range e.Env {
+				if proc.IsSecretName(k) {
+					secrets = append(secrets, v)
+				}
+			}
+		}
+	}
+	return agentkit.NewStream(nil, secrets...).Redact
 }

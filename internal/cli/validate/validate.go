@@ -45,11 +45,16 @@ overlapping Owns between tasks that may run at once) alone exit 0, unless
 			if err != nil {
 				return err
 			}
+			if plan != nil && len(probs.Errors()) == 0 {
+				if err := runner.NoCrew(plan, cfg); err != nil {
+					return err
+				}
+			}
 			probs = append(probs, runner.Unapproved(plan, cfg)...)
 			runner.PrintProblems(io.ErrOut, probs)
 			if f.JSON {
 				if err := writeProblems(io, probs); err != nil {
-					return cmdutil.Env("write: %v", err)
+					return cmdutil.Env("write: %w", err)
 				}
 			}
 			if errs := probs.Errors(); len(errs) > 0 {

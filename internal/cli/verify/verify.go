@@ -14,7 +14,9 @@ import (
 	"github.com/muster-run/muster/git"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
 	"github.com/muster-run/muster/internal/cli/runner"
+	"github.com/muster-run/muster/internal/textsafe"
 	"github.com/muster-run/muster/journal"
+	"github.com/muster-run/muster/planfile"
 	"github.com/muster-run/muster/receipt"
 )
 
@@ -51,6 +53,9 @@ func Run(ctx context.Context, io *cmdutil.IOStreams, repoDir, id string) error {
 	if id, err = repo.ResolveRun(id); err != nil {
 		return err
 	}
+	if repo.IsPlanSession(id) {
+		return cmdutil.Invalid("%s is a plan session (muster plan), not a run: it has no receipt to verify", id)
+	}
 	problems, summary, err := Check(ctx, repo, id)
 	if err != nil {
 		return err
@@ -77,15 +82,18 @@ func Check(ctx context.Context, repo *cmdutil.Repo, id string) (problems []strin
 	if err != nil {
 		return []string{"receipt: " + err.Error()}, "", nil
 	}
+	if v := r.Canon(); v > planfile.CanonicalVersion {
+		return []string{fmt.Sprintf("plan: the receipt hashed the plan with version %d of its canonical form; this muster knows versions 1 to %d (verify with a newer muster)", v, planfile.CanonicalVersion)}, "", nil
+	}
 	data, err := os.ReadFile(repo.JournalPath(id))
 	if err != nil {
-		return nil, "", cmdutil.Env("read journal: %v", err)
+		return nil, "", cmdutil.Env("read journal: %w", err)
 	}
-	if problems = receipt.Verify(r, data, runner.PlanHash(dir), branch(ctx, repo, id, r)); len(problems) > 0 {
+	if problems = receipt.Verify(r, data, runner.PlanHash(dir, r.Canon()), branch(ctx, repo, id, r)); len(problems) > 0 {
 		return problems, "", nil
 	}
 	return nil, fmt.Sprintf("%d journal lines (chain %s), plan %s, branch %s at %s, %d tasks",
-		r.Journal.Lines, short(r.Journal.Hash), short(r.PlanHash), r.Branch, short(r.Final), len(r.Tasks)), nil
+		r.Journal.Lines, textsafe.Short(r.Journal.Hash), textsafe.Short(r.PlanHash), r.Branch, textsafe.Short(r.Final), len(r.Tasks)), nil
 }
 
 // branch reads the run branch: its tip and task commits. A branch that is
@@ -109,9 +117,7 @@ func branch(ctx context.Context, repo *cmdutil.Repo, id string, r *receipt.Recei
 func failed(io *cmdutil.IOStreams, id string, problems []string) error {
 	fmt.Fprintf(io.Out, "run %s: the receipt does not match:\n", id)
 	for _, p := range problems {
-		fmt.Fprintf(io.Out, "  %s\n", cmdutil.Sanitize(p))
+		fmt.Fprintf(io.Out, "  %s\n", textsafe.Sanitize(p))
 	}
 	return &cmdutil.Silent{Err: &muster.Error{Code: muster.CodeFailed, Message: "receipt mismatch"}}
 }
-
-func short(s string) string { return s[:min(12, len(s))] }
