@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -86,7 +87,8 @@ func stream(ctx context.Context, c cmd, stdin io.Reader, w io.Writer) error {
 	var stderr bytes.Buffer
 	x.Stderr = &stderr
 	if err := x.Run(); err != nil {
-		if ee, ok := err.(*exec.ExitError); ok {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
 			return &GitError{Args: c.args, ExitCode: ee.ExitCode(), Stderr: stderr.String()}
 		}
 		return fmt.Errorf("git %s: %w", strings.Join(c.args, " "), err)
@@ -153,7 +155,7 @@ func isHex(s string) bool {
 		return false
 	}
 	for _, r := range s {
-		if !('0' <= r && r <= '9' || 'a' <= r && r <= 'f') {
+		if (r < '0' || r > '9') && (r < 'a' || r > 'f') {
 			return false
 		}
 	}
