@@ -25,7 +25,7 @@ var (
 	topKeys      = []string{"run", "executors", "gates", "fleet"}
 	fleetKeys    = []string{"nats", "user", "password_env", "nkey_seed_file", "nkeys", "tls_ca", "tls_cert", "tls_key", "lease"}
 	runKeys      = []string{"max_parallel", "on_failure", "budget_usd", "budget_tokens", "writers", "on_violation", "noop", "max_rounds", "verify_integration", "approve", "require_approval", "keep", "grace", "gate_timeout", "reviewers", "stall_timeout", "prices_file"}
-	executorKeys = []string{"kind", "clones", "roles", "model", "base_url", "api_key_env", "env", "args", "command", "timeout", "max_concurrent", "seed", "speed"}
+	executorKeys = []string{"kind", "clones", "roles", "model", "models", "base_url", "api_key_env", "env", "args", "command", "timeout", "max_concurrent", "seed", "speed"}
 )
 
 // namePattern is the shape of an executor or gate name; "#" would break
@@ -318,6 +318,8 @@ func (r *reader) executor(e *muster.ExecutorSpec, t map[string]any, path []strin
 			}
 		case "model":
 			e.Model = r.str(v, p)
+		case "models":
+			e.Models = r.strings(v, p)
 		case "base_url":
 			e.BaseURL = r.str(v, p)
 		case "api_key_env":

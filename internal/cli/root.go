@@ -21,6 +21,7 @@ import (
 	clifleet "github.com/muster-run/muster/internal/cli/fleet"
 	"github.com/muster-run/muster/internal/cli/initcmd"
 	"github.com/muster-run/muster/internal/cli/logs"
+	"github.com/muster-run/muster/internal/cli/mcp"
 	"github.com/muster-run/muster/internal/cli/mockllm"
 	"github.com/muster-run/muster/internal/cli/plan"
 	"github.com/muster-run/muster/internal/cli/report"
@@ -62,6 +63,7 @@ Start with: muster demo`,
 		demo.NewCmd(io),
 		validate.NewCmd(io),
 		plan.NewCmd(io),
+		mcp.NewCmd(io),
 		verify.NewCmd(io),
 		run.NewCmd(io),
 		resume.NewCmd(io),
