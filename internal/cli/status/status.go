@@ -17,13 +17,13 @@ import (
 
 // Task is one task in status --json (DESIGN.md §6).
 type Task struct {
-	ID       string  `json:"id"`
-	Title    string  `json:"title"`
-	State    string  `json:"state"`
-	Attempts int     `json:"attempts"`
-	Executor *string `json:"executor"`
-	Commit   *string `json:"commit"`
-	Reason   *string `json:"reason"`
+	ID       string           `json:"id"`
+	Title    string           `json:"title"`
+	State    muster.TaskState `json:"state"`
+	Attempts int              `json:"attempts"`
+	Executor *string          `json:"executor"`
+	Commit   *string          `json:"commit"`
+	Reason   *string          `json:"reason"`
 	// Worker is the fleet worker the latest attempt ran on (null: locally).
 	Worker *string `json:"worker"`
 	// View is the text form's "worker/executor#clone" (the worker's clone).
