@@ -66,6 +66,9 @@ type Record struct {
 	// PID (type pid) is the agent's process, which leads its own
 	// process group, so that a resume can kill what survived a crash.
 	PID int
+	// Problem says what of the record was refused when it was read (a
+	// number that is not one); the driver warns with it.
+	Problem string
 }
 
 // Record types.

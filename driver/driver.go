@@ -16,6 +16,7 @@ import (
 
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/engine"
+	"github.com/muster-run/muster/internal/redact"
 )
 
 // Options configure a run. Plan and Config are required for a new run;
@@ -74,6 +75,10 @@ type Options struct {
 	// when the file is missing or empty. An error fails the delegating
 	// task with its text, before its commit is integrated.
 	Fragment func(parent *muster.Task, path string, existing []*muster.Task) ([]*muster.Task, error)
+	// Redactor removes secrets from every event before it is journaled
+	// or shown, from notes and from prompts (nil: key-shaped strings and
+	// URL user-info only).
+	Redactor *redact.Redactor
 	// CrashAt is a test-only hook: "POINT[:N]" kills the process with
 	// SIGKILL the N-th time POINT is reached (an event type, right after
 	// its journal write, or CrashCommit, CrashIntegrate).
@@ -158,7 +163,7 @@ func Run(ctx context.Context, opts Options) (*engine.State, error) {
 		return nil, err
 	}
 	d.crash = c
-	d.notes = &notes{path: opts.NotesFile}
+	d.notes = &notes{path: opts.NotesFile, red: opts.Redactor}
 	if d.notes.path == "" {
 		d.notes.path = filepath.Join(filepath.Dir(filepath.Clean(opts.ScratchDir)), "notes.md")
 	}
@@ -424,6 +429,7 @@ func (d *Driver) emit(evs ...muster.Event) error {
 		if evs[i].Time.IsZero() {
 			evs[i].Time = now
 		}
+		d.redactEvent(&evs[i])
 		ptrs[i] = &evs[i]
 	}
 	if g, ok := d.opts.Journal.(groupJournal); ok {

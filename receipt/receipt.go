@@ -188,9 +188,9 @@ func Fold(events []muster.Event) *Receipt {
 					Phase: e.Phase, NotCharged: e.NotCharged()})
 			}
 		case muster.EvTokensUsed:
-			r.Usage.Add(e.Usage)
+			r.Usage.Add(e.Usage.Credited())
 			if t := task(e.Task); t != nil {
-				t.Usage.Add(e.Usage)
+				t.Usage.Add(e.Usage.Credited())
 			}
 		case muster.EvIntegrated:
 			if t := task(e.Task); t != nil {

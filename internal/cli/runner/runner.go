@@ -249,7 +249,8 @@ func (s *Session) Drive(ctx context.Context) error {
 	if s.Flags.JSON {
 		jsonOut = newJSONStream(s.IO.Out)
 	}
-	runner := gate.Runner{Grace: s.Config.Grace()}
+	allowEnv(s.Config)
+	runner := gate.Runner{Grace: s.Config.Grace(), Allow: s.Config.Run.EnvAllow}
 	crew, err := agents.Crew(s.Config, runner)
 	if err != nil {
 		return err
@@ -259,7 +260,7 @@ func (s *Session) Drive(ctx context.Context) error {
 		Replayed: replayed, Journal: j, Workspace: ws, Executors: crew, Gates: runner, Price: prices.Cost,
 		ScratchDir: filepath.Join(s.Dir, "scratch"),
 		Reconcile:  ws.TaskCommits, KillOrphan: killOrphan, CrashAt: os.Getenv(CrashEnv),
-		Fragment: fragment(s.Config),
+		Fragment: fragment(s.Config), Redactor: Redactor(s.Config),
 		OnEvent: func(e *muster.Event, st *engine.State) {
 			if live != nil && live.Active() {
 				live.Send(*e)
