@@ -42,9 +42,10 @@ func (e *Error) Error() string {
 // Unwrap returns the wrapped error.
 func (e *Error) Unwrap() error { return e.Err }
 
-// Errorf returns an *Error with the code and a formatted message.
+// Errorf returns an *Error with the code and a formatted message; a %w
+// verb keeps the error it formats in the chain.
 func Errorf(code Code, format string, args ...any) error {
-	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+	return &Error{Code: code, Err: fmt.Errorf(format, args...)}
 }
 
 // ErrorCode returns the code of the first *Error in err's chain;

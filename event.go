@@ -15,7 +15,7 @@ type EventType string
 const (
 	EvRunStarted      EventType = "RunStarted"     // Schema, Run, Plan, Base, Branch, Config
 	EvRunResumed      EventType = "RunResumed"     // a resume took over (Message: why)
-	EvTasksPlanned    EventType = "TasksPlanned"   // Tasks (the plan, or a spliced fragment with Task = delegator)
+	EvTasksPlanned    EventType = "TasksPlanned"   // Tasks (the plan, or a spliced fragment with Task = delegator), Canon
 	EvExecutorLeased  EventType = "ExecutorLeased" // Task, Executor, Clone, Role
 	EvExecutorRelease EventType = "ExecutorReleased"
 	EvTaskStarted     EventType = "TaskStarted"   // Task, Attempt, Executor, Clone, Role
@@ -53,6 +53,9 @@ type Event struct {
 
 	Schema int    `json:"schema,omitempty"`
 	Run    string `json:"run,omitempty"`
+	// Kind (RunStarted) is RunKindPlan for a plan session (muster plan);
+	// empty for a run.
+	Kind   string `json:"kind,omitempty"`
 	Plan   string `json:"plan,omitempty"`
 	Base   string `json:"base,omitempty"`
 	Branch string `json:"branch,omitempty"`
@@ -61,6 +64,10 @@ type Event struct {
 	// Config is the effective configuration of a RunStarted.
 	Config *Config `json:"config,omitempty"`
 	Tasks  []*Task `json:"tasks,omitempty"`
+	// Canon (TasksPlanned of the plan) is the version of the plan's
+	// canonical form (planfile.CanonicalVersion) the run's receipt hashes
+	// the plan with; 0 in journals older than the field: version 1.
+	Canon int `json:"canon,omitempty"`
 
 	Task     TaskID `json:"task,omitempty"`
 	Attempt  int    `json:"attempt,omitempty"`
@@ -136,6 +143,10 @@ const (
 	StateSkipped   = "skipped"
 	StateCancelled = "cancelled"
 )
+
+// RunKindPlan marks the journal of a plan session: a planner agent
+// writing a plan, with its usage, but no run branch and nothing to resume.
+const RunKindPlan = "plan"
 
 // Run states.
 const (

@@ -31,6 +31,8 @@ const (
 const (
 	RoleCoder    = "coder"
 	RoleReviewer = "reviewer"
+	// RolePlanner clones write plans from a goal (muster plan).
+	RolePlanner = "planner"
 )
 
 // Plan is a parsed plan file: a brief and its tasks in plan order.

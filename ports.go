@@ -92,6 +92,10 @@ type ExecResult struct {
 	SessionID string
 	// Tail is the end of the transcript, for failure messages (untrusted).
 	Tail string
+	// Final is the agent's final answer (bounded, untrusted), for kinds
+	// that report one: a planner that cannot write a file returns its
+	// plan here.
+	Final string
 }
 
 // Executor runs one invocation of an agent (or command) on one clone. It

@@ -113,6 +113,7 @@ func TestParseProblems(t *testing.T) {
 		{"clones", "[executors.a]\nkind = \"sim\"\nclones = 0\n", []string{`m.toml:3: clones: want a whole number, 1 or more`}},
 		{"roles empty", "[executors.a]\nkind = \"sim\"\nroles = []\n", []string{`m.toml:3: executor a: roles: want at least one role, such as "coder"`}},
 		{"bad role", "[executors.a]\nkind = \"sim\"\nroles = [\"coder\", \"re viewer\"]\n", []string{`m.toml:3: executor a: bad role "re viewer": use letters, digits, ".", "_" and "-"`}},
+		{"sim cannot plan", "[executors.a]\nkind = \"sim\"\nroles = [\"coder\", \"planner\"]\n", []string{`m.toml:3: executor a: kind "sim" cannot plan: give the role "planner" to an agent or a command`}},
 		{"api key inline", "[executors.a]\nkind = \"openai\"\napi_key_env = \"sk-secret-123\"\n", []string{
 			`m.toml:3: executor a: api_key_env: want the name of an environment variable that holds the key, not the key`}},
 		{"env", "[executors.a]\nkind = \"openai\"\nenv = { \"BAD NAME\" = \"x\", TOKEN = 12345 }\n", []string{

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -125,11 +126,11 @@ func (t *Table) merge(b []byte, name string) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&f); err != nil {
-		if se, ok := err.(*json.SyntaxError); ok {
+		if se := (*json.SyntaxError)(nil); errors.As(err, &se) {
 			line := 1 + bytes.Count(b[:min(int(se.Offset), len(b))], []byte("\n"))
-			return fmt.Errorf("%s:%d: %v", name, line, err)
+			return fmt.Errorf("%s:%d: %w", name, line, err)
 		}
-		return fmt.Errorf("%s: %v", name, err)
+		return fmt.Errorf("%s: %w", name, err)
 	}
 	if t.models == nil {
 		t.models = map[string]Price{}
@@ -141,7 +142,7 @@ func (t *Table) merge(b []byte, name string) error {
 	for model, fp := range f.Models {
 		p, err := fp.price()
 		if err != nil {
-			return fmt.Errorf("%s: model %q: %v", name, model, err)
+			return fmt.Errorf("%s: model %q: %w", name, model, err)
 		}
 		t.models[strings.ToLower(model)] = p
 	}
@@ -162,7 +163,7 @@ func (t *Table) merge(b []byte, name string) error {
 }
 
 func (fp filePrice) price() (Price, error) {
-	r, err := fp.fileRates.rates(nil)
+	r, err := fp.rates(nil)
 	if err != nil {
 		return Price{}, err
 	}
@@ -170,7 +171,7 @@ func (fp filePrice) price() (Price, error) {
 	if fp.Above200k != nil {
 		a, err := fp.Above200k.rates(&r)
 		if err != nil {
-			return Price{}, fmt.Errorf("above_200k: %v", err)
+			return Price{}, fmt.Errorf("above_200k: %w", err)
 		}
 		p.Above = &a
 	}

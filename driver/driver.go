@@ -30,6 +30,10 @@ type Options struct {
 	// Plan holds the tasks of a new run; its Brief goes into every
 	// prompt, of a resumed run too.
 	Plan *muster.Plan
+	// PlanCanon is the version of the plan's canonical form, recorded in
+	// TasksPlanned so that the receipt hashes the plan the same way
+	// whichever muster seals it.
+	PlanCanon int
 	// Config is the journaled configuration of a new run.
 	Config *muster.Config
 	Base   string
@@ -187,7 +191,7 @@ func (d *Driver) run(ctx context.Context) (*engine.State, error) {
 		if err := d.emit(
 			muster.Event{Type: muster.EvRunStarted, Schema: muster.SchemaVersion, Run: d.opts.RunID, Plan: d.opts.PlanPath,
 				Base: d.opts.Base, Branch: d.opts.Branch, Ref: d.opts.Ref, Config: d.opts.Config},
-			muster.Event{Type: muster.EvTasksPlanned, Tasks: d.opts.Plan.Tasks},
+			muster.Event{Type: muster.EvTasksPlanned, Tasks: d.opts.Plan.Tasks, Canon: d.opts.PlanCanon},
 		); err != nil {
 			return d.state, err
 		}

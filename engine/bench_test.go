@@ -92,13 +92,13 @@ func waveMakespan(p *muster.Plan, dur map[muster.TaskID]time.Duration, clones in
 		sort.Slice(ids, func(i, j int) bool { return dur[ids[i]] > dur[ids[j]] })
 		loads := make([]time.Duration, clones)
 		for _, id := range ids {
-			min := 0
+			least := 0
 			for c := range loads {
-				if loads[c] < loads[min] {
-					min = c
+				if loads[c] < loads[least] {
+					least = c
 				}
 			}
-			loads[min] += dur[id]
+			loads[least] += dur[id]
 		}
 		var span time.Duration
 		for _, l := range loads {

@@ -27,7 +27,7 @@ func TestPropertyBudgetIsNeverExceeded(t *testing.T) {
 		}
 		cfg := genConfig(t)
 		cfg.Run.OnFailure = ""
-		cfg.Run.BudgetUSDMicros = int64(rapid.Int64Range(1, total+1).Draw(t, "budget"))
+		cfg.Run.BudgetUSDMicros = rapid.Int64Range(1, total+1).Draw(t, "budget")
 		sim, err := enginetest.New(p, cfg, t0)
 		if err != nil {
 			t.Fatal(err)

@@ -2,7 +2,6 @@ package git
 
 import (
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -123,6 +122,3 @@ func (w *Workspace) restartWatch(s *slot) {
 	}
 	s.wt, s.touched = wt, map[string]bool{}
 }
-
-// errNoWatcher: this system has no file watcher; worktrees are scanned fully.
-var errNoWatcher = errors.New("no file watcher on this system")

@@ -2,11 +2,16 @@
 
 package git
 
+import "errors"
+
 // watcher is not available on this system: muster scans worktrees fully.
 type watcher struct {
 	bad    bool
 	events int64
 }
+
+// errNoWatcher: this system has no file watcher; worktrees are scanned fully.
+var errNoWatcher = errors.New("no file watcher on this system")
 
 func newWatcher(root string) (*watcher, error) { return nil, errNoWatcher }
 

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/muster-run/muster/mockllm"
+	"github.com/muster-run/muster/mockllm/mockllmtest"
 )
 
 const scriptYAML = `
@@ -41,7 +42,7 @@ func start(t *testing.T) *mockllm.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return mockllm.Start(t, s)
+	return mockllmtest.Start(t, s)
 }
 
 type event struct {
@@ -240,7 +241,7 @@ func TestExampleScriptLoads(t *testing.T) {
 	if len(s.Scenarios) < 10 {
 		t.Fatalf("%d scenarios", len(s.Scenarios))
 	}
-	srv := mockllm.Start(t, s)
+	srv := mockllmtest.Start(t, s)
 	_, _, body := post(t, srv.URL+"/v1/responses", `{"model":"gpt-5.5","tools":[{"type":"custom","name":"apply_patch"}],
 	  "input":[{"role":"user","content":"[scenario: codex-patch]"}]}`)
 	if !strings.Contains(body, `"custom_tool_call"`) || !strings.Contains(body, "*** Add File: patched.txt") {
@@ -253,7 +254,7 @@ func BenchmarkAnthropicStream(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv := mockllm.Start(b, s)
+	srv := mockllmtest.Start(b, s)
 	body := `{"model":"m","stream":true,"tools":[{"name":"Write"}],"messages":[{"role":"user","content":"[scenario: claude-write] Primary working directory: /w"}]}`
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

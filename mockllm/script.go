@@ -118,7 +118,7 @@ func ParseScript(name string, data []byte) (*Script, error) {
 		dec := json.NewDecoder(bytes.NewReader(data))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&s); err != nil {
-			return nil, fmt.Errorf("%s:%d: %v", name, jsonLine(data, dec.InputOffset()), err)
+			return nil, fmt.Errorf("%s:%d: %w", name, jsonLine(data, dec.InputOffset()), err)
 		}
 	} else if err := yaml.UnmarshalWithOptions(data, &s, yaml.Strict()); err != nil {
 		return nil, fmt.Errorf("%s: %s", name, yaml.FormatError(err, false, false))

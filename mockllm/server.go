@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"testing"
 	"time"
 )
 
@@ -107,17 +106,6 @@ func (s *Server) Close() error {
 	}
 	<-s.done
 	return nil
-}
-
-// Start serves script on 127.0.0.1 for the length of a test.
-func Start(t testing.TB, script *Script) *Server {
-	t.Helper()
-	s, err := Listen("127.0.0.1:0", script, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	return s
 }
 
 // ServeHTTP routes a request to its API. Paths may omit the /v1 prefix.

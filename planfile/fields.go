@@ -11,16 +11,68 @@ import (
 	"github.com/muster-run/muster/internal/suggest"
 )
 
-// Keys lists the task field keys of the Markdown format, as documented.
-// Keys are matched without regard to case.
-var Keys = []string{
-	"After", "Owns", "Reads", "Gate", "Executor", "Role", "Kind", "Run",
-	"Satisfies", "Timeout", "Retries", "Review", "Authority", "Budget",
-	"Delegates", "Loop",
+// KeySpec is one task field key of the plan format and what muster must
+// know of it wherever plans are read or checked. A new key is one row
+// here (CONTRIBUTING.md, "A new plan key"); the parsers, the YAML form,
+// the "did you mean" hints and checkTrust all read this table.
+type KeySpec struct {
+	// Name is the documented spelling; keys match without regard to case.
+	Name string
+	// List keys may repeat; their comma-separated values append.
+	List bool
+	// Command keys hold commands muster runs through sh -c. In an
+	// agent-written fragment only a delegator with Authority shell may
+	// use them (ARCHITECTURE.md §2.3; the plan's trust rules).
+	Command bool
+	// Capped keys, in an agent-written fragment, may not ask for more than
+	// the delegating task has.
+	Capped bool
 }
 
-// listKeys may repeat; their values append.
-var listKeys = map[string]bool{"after": true, "owns": true, "reads": true, "gate": true, "satisfies": true}
+// KeySpecs is the table of task field keys, in documentation order.
+var KeySpecs = []KeySpec{
+	{Name: "After", List: true},
+	{Name: "Owns", List: true},
+	{Name: "Reads", List: true},
+	{Name: "Gate", List: true, Command: true},
+	{Name: "Executor"},
+	{Name: "Role"},
+	{Name: "Kind"},
+	{Name: "Run", Command: true},
+	{Name: "Satisfies", List: true},
+	{Name: "Timeout"},
+	{Name: "Retries"},
+	{Name: "Review"},
+	{Name: "Authority", Capped: true},
+	{Name: "Budget"},
+	{Name: "Delegates"},
+	{Name: "Loop", Command: true},
+}
+
+// Keys lists the documented spelling of every task field key.
+var Keys = func() []string {
+	out := make([]string, len(KeySpecs))
+	for i, k := range KeySpecs {
+		out[i] = k.Name
+	}
+	return out
+}()
+
+// keySpec returns the row of a key (any case).
+func keySpec(k string) (KeySpec, bool) {
+	for _, s := range KeySpecs {
+		if strings.EqualFold(s.Name, k) {
+			return s, true
+		}
+	}
+	return KeySpec{}, false
+}
+
+// isList reports whether a key (any case) may repeat.
+func isList(k string) bool {
+	s, _ := keySpec(k)
+	return s.List
+}
 
 // DefaultLoopMax is the number of check attempts of a Loop without max=N.
 const DefaultLoopMax = 3
@@ -41,12 +93,8 @@ func (ps *problems) addf(line int, format string, args ...any) {
 
 // canonicalKey returns the documented spelling of a key, or "".
 func canonicalKey(k string) string {
-	for _, c := range Keys {
-		if strings.EqualFold(c, k) {
-			return c
-		}
-	}
-	return ""
+	s, _ := keySpec(k)
+	return s.Name
 }
 
 // unknownKey reports a key that is not known, with the nearest of
@@ -67,7 +115,7 @@ func (ps *problems) setField(t *muster.Task, name, value string, line int) {
 	if t.KeyLines == nil {
 		t.KeyLines = map[string]int{}
 	}
-	if first, seen := t.KeyLines[k]; seen && !listKeys[k] {
+	if first, seen := t.KeyLines[k]; seen && !isList(k) {
 		ps.addf(line, "duplicate key %s (first on line %d)", name, first)
 		return
 	}

@@ -53,7 +53,7 @@ func fuzzBody(t *testing.T, yaml bool, data []byte) {
 		}
 	}
 	Validate(p, crew(), Options{Strict: true})
-	if Hash(p) != Hash(p) {
+	if h := Hash(p); h != Hash(p) {
 		t.Fatal("hash not deterministic")
 	}
 	if len(p.Tasks) > 0 {

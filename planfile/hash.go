@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -11,18 +12,30 @@ import (
 	"github.com/muster-run/muster/internal/owns"
 )
 
-// canonicalVersion changes whenever the canonical form does, so that old
-// hashes never collide with new ones.
-const canonicalVersion = 1
+// CanonicalVersion is the version of the canonical form that Canonical and
+// Hash compute now. A run records the version it started with (in its
+// TasksPlanned event) and its receipt the version it was sealed with, so
+// that `muster verify` recomputes the hash the same way however muster
+// has changed since.
+//
+// Version 1 spelt out every field, so a new plan key changed the hash of
+// every plan; it is kept, frozen, for receipts sealed with it. Version 2
+// leaves out every field at its zero value: a key added later changes
+// nothing for plans that do not use it, and needs no new version. Bump
+// the version only when the form of an existing field changes (and keep
+// the old form beside the new one).
+const CanonicalVersion = 2
 
+// canonPlan is the canonical plan; Tasks holds canonTaskV1 or canonTask.
 type canonPlan struct {
-	V     int         `json:"v"`
-	Title string      `json:"title"`
-	Brief string      `json:"brief"`
-	Tasks []canonTask `json:"tasks"`
+	V     int    `json:"v"`
+	Title string `json:"title"`
+	Brief string `json:"brief"`
+	Tasks any    `json:"tasks"`
 }
 
-type canonTask struct {
+// canonTaskV1 is version 1, frozen: never add a field.
+type canonTaskV1 struct {
 	ID        string           `json:"id"`
 	Title     string           `json:"title"`
 	Done      bool             `json:"done"`
@@ -46,45 +59,42 @@ type canonTask struct {
 	Parent    string           `json:"parent"`
 }
 
+// canonTask is the current version. Every field is omitempty: a new plan
+// key is added here with omitempty (CONTRIBUTING.md, "A new plan key"),
+// and TestCanonicalCoversTask fails until it is.
+type canonTask struct {
+	ID        string           `json:"id"`
+	Title     string           `json:"title,omitempty"`
+	Done      bool             `json:"done,omitempty"`
+	After     []string         `json:"after,omitempty"`
+	Owns      []string         `json:"owns,omitempty"`
+	Reads     []string         `json:"reads,omitempty"`
+	Gates     []string         `json:"gates,omitempty"`
+	Executor  string           `json:"executor,omitempty"`
+	Role      string           `json:"role,omitempty"`
+	Kind      string           `json:"kind,omitempty"`
+	Run       string           `json:"run,omitempty"`
+	Satisfies []string         `json:"satisfies,omitempty"`
+	Timeout   int64            `json:"timeout_ns,omitempty"`
+	Retries   int              `json:"retries,omitempty"`
+	Review    string           `json:"review,omitempty"`
+	Authority string           `json:"authority,omitempty"`
+	Budget    *muster.Budget   `json:"budget,omitempty"`
+	Delegates bool             `json:"delegates,omitempty"`
+	Loop      *muster.LoopSpec `json:"loop,omitempty"`
+	Prompt    string           `json:"prompt,omitempty"`
+	Parent    string           `json:"parent,omitempty"`
+}
+
 // Canonical returns a form of the plan that does not depend on how it was
 // written: Markdown or YAML, key order and case, spacing, defaults left
 // out or spelt out. It is compact JSON: tasks in plan order (order sets
 // priority ties); After, Owns, Reads and Satisfies sorted and without
 // duplicates; Gates in order; Owns normalised; defaults (Kind agent,
 // Authority write, Role coder) filled in. Source and line numbers are
-// left out.
+// left out. It is version CanonicalVersion of the form.
 func Canonical(p *muster.Plan) []byte {
-	c := canonPlan{V: canonicalVersion, Title: strings.TrimSpace(p.Title), Brief: canonText(p.Brief), Tasks: []canonTask{}}
-	for _, t := range p.Tasks {
-		if t == nil {
-			continue
-		}
-		ct := canonTask{
-			ID:        string(t.ID),
-			Title:     strings.TrimSpace(t.Title),
-			Done:      t.Done,
-			After:     sortedSet(idStrings(t.After)),
-			Owns:      sortedSet(normOwns(t.Owns)),
-			Reads:     sortedSet(t.Reads),
-			Gates:     nonNil(t.Gates),
-			Executor:  t.Executor,
-			Role:      t.EffectiveRole(),
-			Kind:      t.EffectiveKind(),
-			Run:       strings.TrimSpace(t.Run),
-			Satisfies: sortedSet(t.Satisfies),
-			Timeout:   int64(t.Timeout),
-			Retries:   t.Retries,
-			Review:    strings.ToLower(t.Review),
-			Authority: string(t.EffectiveAuthority()),
-			Budget:    t.Budget,
-			Delegates: t.Delegates,
-			Loop:      t.Loop,
-			Prompt:    canonText(t.Prompt),
-			Parent:    string(t.Parent),
-		}
-		c.Tasks = append(c.Tasks, ct)
-	}
-	b, err := json.Marshal(c)
+	b, err := CanonicalAt(p, CanonicalVersion)
 	if err != nil {
 		// Only plain strings, numbers and bools: cannot happen.
 		panic("planfile: canonical form: " + err.Error())
@@ -92,11 +102,89 @@ func Canonical(p *muster.Plan) []byte {
 	return b
 }
 
+// CanonicalAt returns version v of the canonical form; a version this
+// muster does not know is an error.
+func CanonicalAt(p *muster.Plan, v int) ([]byte, error) {
+	c := canonPlan{V: v, Title: strings.TrimSpace(p.Title), Brief: canonText(p.Brief)}
+	switch v {
+	case 1:
+		tasks := []canonTaskV1{}
+		for _, t := range p.Tasks {
+			if t != nil {
+				tasks = append(tasks, canonOf(t))
+			}
+		}
+		c.Tasks = tasks
+	case 2:
+		tasks := []canonTask{}
+		for _, t := range p.Tasks {
+			if t != nil {
+				ct := canonOf(t)
+				tasks = append(tasks, canonTask{
+					ID: ct.ID, Title: ct.Title, Done: ct.Done, After: ct.After, Owns: ct.Owns, Reads: ct.Reads,
+					Gates: ct.Gates, Executor: ct.Executor, Role: ct.Role, Kind: ct.Kind, Run: ct.Run,
+					Satisfies: ct.Satisfies, Timeout: ct.Timeout, Retries: ct.Retries, Review: ct.Review,
+					Authority: ct.Authority, Budget: nonZeroBudget(t.Budget), Delegates: ct.Delegates,
+					Loop: ct.Loop, Prompt: ct.Prompt, Parent: ct.Parent,
+				})
+			}
+		}
+		c.Tasks = tasks
+	default:
+		return nil, fmt.Errorf("canonical form version %d is not known to this muster (it knows 1 to %d)", v, CanonicalVersion)
+	}
+	return json.Marshal(c)
+}
+
+// canonOf normalises the fields both versions share.
+func canonOf(t *muster.Task) canonTaskV1 {
+	return canonTaskV1{
+		ID:        string(t.ID),
+		Title:     strings.TrimSpace(t.Title),
+		Done:      t.Done,
+		After:     sortedSet(idStrings(t.After)),
+		Owns:      sortedSet(normOwns(t.Owns)),
+		Reads:     sortedSet(t.Reads),
+		Gates:     nonNil(t.Gates),
+		Executor:  t.Executor,
+		Role:      t.EffectiveRole(),
+		Kind:      t.EffectiveKind(),
+		Run:       strings.TrimSpace(t.Run),
+		Satisfies: sortedSet(t.Satisfies),
+		Timeout:   int64(t.Timeout),
+		Retries:   t.Retries,
+		Review:    strings.ToLower(t.Review),
+		Authority: string(t.EffectiveAuthority()),
+		Budget:    t.Budget,
+		Delegates: t.Delegates,
+		Loop:      t.Loop,
+		Prompt:    canonText(t.Prompt),
+		Parent:    string(t.Parent),
+	}
+}
+
+func nonZeroBudget(b muster.Budget) *muster.Budget {
+	if b == (muster.Budget{}) {
+		return nil
+	}
+	return &b
+}
+
 // Hash returns the hex SHA-256 of Canonical(p). Equal plans hash equal
 // however they are written; any change of content changes the hash.
 func Hash(p *muster.Plan) string {
 	sum := sha256.Sum256(Canonical(p))
 	return hex.EncodeToString(sum[:])
+}
+
+// HashAt returns the hex SHA-256 of version v of the canonical form.
+func HashAt(p *muster.Plan, v int) (string, error) {
+	b, err := CanonicalAt(p, v)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), nil
 }
 
 // canonText normalises line endings and drops blank lines at either end.

@@ -1,8 +1,12 @@
 package planfile
 
 import (
+	"reflect"
 	"regexp"
+	"strings"
 	"testing"
+
+	"github.com/muster-run/muster"
 )
 
 func TestHashIgnoresFormatting(t *testing.T) {
@@ -42,5 +46,64 @@ func TestHashIgnoresFormatting(t *testing.T) {
 			t.Errorf("variant %d hashes like %d", i, j)
 		}
 		seen[h] = i
+	}
+}
+
+// pinnedPlan and its hashes are frozen: a hash that changes breaks every
+// receipt sealed with that version of the canonical form.
+const pinnedPlan = "# Plan: p\n\nBrief.\n\n## [ ] a: A\nOwns: x.go, y/\nGate: make\nBudget: $1\n\nDo it.\n\n## [ ] b: B\nAfter: a\nReview: none\n"
+
+func TestHashVersionsArePinned(t *testing.T) {
+	t.Parallel()
+	p := mustParse(t, "p.md", pinnedPlan)
+	for v, want := range map[int]string{
+		1: "d02d4163ecbf1dc5e6cf0fb5dda437df5dc68c152390e174d5da2e43f1f16d48", // sealed by muster 0.1
+	} {
+		got, err := HashAt(p, v)
+		if err != nil || got != want {
+			t.Errorf("version %d: hash %s, %v; want %s (a frozen form changed: old receipts no longer verify)", v, got, err, want)
+		}
+	}
+	if cur, _ := HashAt(p, CanonicalVersion); cur != Hash(p) {
+		t.Errorf("Hash is not HashAt(CanonicalVersion)")
+	}
+	if _, err := HashAt(p, CanonicalVersion+1); err == nil {
+		t.Errorf("an unknown version hashed")
+	}
+}
+
+// TestCanonicalLeavesOutZeroFields: in the current form a field at its
+// zero value is not written, so a plan key added later (with omitempty)
+// leaves the hash of every plan that does not use it as it was.
+func TestCanonicalLeavesOutZeroFields(t *testing.T) {
+	t.Parallel()
+	got := string(Canonical(mustParse(t, "p.md", "# Plan: p\n\n## [ ] a: A\n")))
+	want := `{"v":2,"title":"p","brief":"","tasks":[{"id":"a","title":"A","role":"coder","kind":"agent","authority":"write"}]}`
+	if got != want {
+		t.Errorf("canonical form\n got %s\nwant %s", got, want)
+	}
+}
+
+// TestCanonicalCoversTask fails when muster.Task gains a field that the
+// canonical form does not hash: a plan could then change without its
+// hash (and a sealed receipt) noticing. Add the field to canonTask with
+// omitempty, or to notContent if it is not part of what a plan says.
+func TestCanonicalCoversTask(t *testing.T) {
+	t.Parallel()
+	notContent := map[string]bool{"Line": true, "KeyLines": true}
+	have := map[string]bool{}
+	ct := reflect.TypeFor[canonTask]()
+	for i := range ct.NumField() {
+		f := ct.Field(i)
+		have[f.Name] = true
+		if tag := f.Tag.Get("json"); f.Name != "ID" && !strings.HasSuffix(tag, ",omitempty") {
+			t.Errorf("canonTask.%s: json tag %q lacks omitempty", f.Name, tag)
+		}
+	}
+	tt := reflect.TypeFor[muster.Task]()
+	for i := range tt.NumField() {
+		if n := tt.Field(i).Name; !have[n] && !notContent[n] {
+			t.Errorf("muster.Task.%s is not in the canonical form (planfile/hash.go canonTask)", n)
+		}
 	}
 }

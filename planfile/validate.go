@@ -112,9 +112,10 @@ func (ps *problems) checkTrust(parent *muster.Task, tasks []*muster.Task) {
 		if pa == muster.AuthorityShell {
 			continue
 		}
-		for _, k := range []string{"run", "gate", "loop"} {
-			if _, ok := t.KeyLines[k]; ok {
-				ps.addf(t.LineOf(k), "task %s: %s is a command; only a delegating task with Authority shell may propose commands", t.ID, canonicalKey(k))
+		for _, s := range KeySpecs {
+			k := strings.ToLower(s.Name)
+			if _, ok := t.KeyLines[k]; ok && s.Command {
+				ps.addf(t.LineOf(k), "task %s: %s is a command; only a delegating task with Authority shell may propose commands", t.ID, s.Name)
 			}
 		}
 	}

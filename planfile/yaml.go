@@ -165,7 +165,7 @@ func (ps *problems) value(t *muster.Task, name string, n ast.Node, line int) {
 	k := strings.ToLower(name)
 	n = ps.unwrap(n)
 	if seq, ok := n.(*ast.SequenceNode); ok {
-		if !listKeys[k] {
+		if !isList(k) {
 			ps.addf(line, "%s: want a single value, not a list", k)
 			return
 		}

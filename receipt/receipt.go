@@ -32,18 +32,31 @@ const lineDigestLen = 16
 
 // Receipt is a sealed account of a run.
 type Receipt struct {
-	Version  int          `json:"version"`
-	Run      string       `json:"run"`
-	Sealed   time.Time    `json:"sealed"`
-	State    string       `json:"state"`
-	Plan     string       `json:"plan"`
-	PlanHash string       `json:"plan_hash"`
-	Branch   string       `json:"branch"`
-	Base     string       `json:"base"`
-	Final    string       `json:"final"`
-	Tasks    []Task       `json:"tasks"`
-	Usage    muster.Usage `json:"usage"`
-	Journal  Chain        `json:"journal"`
+	Version  int       `json:"version"`
+	Run      string    `json:"run"`
+	Sealed   time.Time `json:"sealed"`
+	State    string    `json:"state"`
+	Plan     string    `json:"plan"`
+	PlanHash string    `json:"plan_hash"`
+	// PlanCanon is the version of the plan's canonical form PlanHash was
+	// computed with (planfile.CanonicalVersion when the run started);
+	// absent in receipts older than the field, which used version 1.
+	PlanCanon int          `json:"plan_canon,omitempty"`
+	Branch    string       `json:"branch"`
+	Base      string       `json:"base"`
+	Final     string       `json:"final"`
+	Tasks     []Task       `json:"tasks"`
+	Usage     muster.Usage `json:"usage"`
+	Journal   Chain        `json:"journal"`
+}
+
+// Canon returns the version of the canonical form the plan hash uses:
+// PlanCanon, or 1 for runs recorded before the version was.
+func (r *Receipt) Canon() int {
+	if r.PlanCanon == 0 {
+		return 1
+	}
+	return r.PlanCanon
 }
 
 // Task is one task's outcome.
@@ -83,7 +96,11 @@ type Chain struct {
 
 // Input is what Seal needs besides the journal.
 type Input struct {
-	PlanHash string    // planfile.Hash of the plan as written
+	PlanHash string // planfile.Hash of the plan as written
+	// HashPlan, when set, gives the plan's hash in a version of its
+	// canonical form; Seal calls it with the version the run recorded
+	// (and PlanHash is then unused).
+	HashPlan func(canon int) string
 	Final    string    // the run branch's tip
 	Now      time.Time // when the receipt is sealed
 }
@@ -128,7 +145,7 @@ func decode(journal []byte) ([]muster.Event, error) {
 	for i, l := range ls {
 		var e muster.Event
 		if err := json.Unmarshal(l, &e); err != nil {
-			return nil, fmt.Errorf("journal line %d: not an event: %v", i+1, err)
+			return nil, fmt.Errorf("journal line %d: not an event: %w", i+1, err)
 		}
 		events = append(events, e)
 	}
@@ -143,6 +160,9 @@ func Seal(journal []byte, in Input) (*Receipt, error) {
 	}
 	r := Fold(events)
 	r.Version, r.PlanHash, r.Final, r.Sealed = Version, in.PlanHash, in.Final, in.Now.UTC()
+	if in.HashPlan != nil {
+		r.PlanHash = in.HashPlan(r.Canon())
+	}
 	r.Journal = ChainOf(journal)
 	return r, nil
 }
@@ -167,6 +187,9 @@ func Fold(events []muster.Event) *Receipt {
 		case muster.EvRunResumed:
 			r.State = muster.RunRunning
 		case muster.EvTasksPlanned:
+			if e.Task == "" && r.PlanCanon == 0 {
+				r.PlanCanon = e.Canon
+			}
 			for _, t := range e.Tasks {
 				if _, dup := idx[t.ID]; dup {
 					continue
@@ -265,7 +288,7 @@ func Read(dir string) (*Receipt, error) {
 	}
 	var r Receipt
 	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("%s: %v", filepath.Join(dir, FileName), err)
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, FileName), err)
 	}
 	return &r, nil
 }

@@ -115,3 +115,30 @@ func TestSealMarksGatesNotChargedAndIntegration(t *testing.T) {
 		t.Fatalf("gates %+v", g)
 	}
 }
+
+// TestSealHashesThePlanWithTheRecordedForm: a run records the version of
+// the plan's canonical form in TasksPlanned; the receipt hashes the plan
+// in that version (1 for journals older than the record), so a muster
+// whose current form is newer still seals and verifies old runs.
+func TestSealHashesThePlanWithTheRecordedForm(t *testing.T) {
+	hash := func(v int) string { return "form" + string(rune('0'+v)) }
+	r, err := Seal([]byte(journal), Input{HashPlan: hash, Final: "c1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.PlanCanon != 0 || r.Canon() != 1 || r.PlanHash != "form1" {
+		t.Errorf("old journal: canon %d (%d), hash %q; want version 1", r.PlanCanon, r.Canon(), r.PlanHash)
+	}
+	j := strings.Replace(journal, `"type":"TasksPlanned",`, `"type":"TasksPlanned","canon":2,`, 1)
+	if r, err = Seal([]byte(j), Input{HashPlan: hash, Final: "c1"}); err != nil {
+		t.Fatal(err)
+	}
+	if r.PlanCanon != 2 || r.PlanHash != "form2" {
+		t.Errorf("canon %d, hash %q; want version 2", r.PlanCanon, r.PlanHash)
+	}
+	// A delegated fragment's TasksPlanned does not change the version.
+	j += `{"seq":11,"type":"TasksPlanned","task":"a","canon":9,"tasks":[{"id":"c","title":"C"}]}` + "\n"
+	if r, _ = Seal([]byte(j), Input{HashPlan: hash}); r.PlanCanon != 2 {
+		t.Errorf("a fragment set the version to %d", r.PlanCanon)
+	}
+}

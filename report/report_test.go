@@ -18,12 +18,12 @@ var update = flag.Bool("update", false, "rewrite golden files")
 
 var t0 = time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
 
-func at(min int) time.Time { return t0.Add(time.Duration(min) * time.Minute) }
+func at(minute int) time.Time { return t0.Add(time.Duration(minute) * time.Minute) }
 
 // demoRun is a small finished run: two claude clones and a codex reviewer.
 func demoRun() []muster.Event {
-	tok := func(min int, task, exec string, clone int, role, model string, in, out int64, costMicros int64, est bool) muster.Event {
-		return muster.Event{Time: at(min), Type: muster.EvTokensUsed, Task: muster.TaskID(task), Executor: exec, Clone: clone,
+	tok := func(minute int, task, exec string, clone int, role, model string, in, out int64, costMicros int64, est bool) muster.Event {
+		return muster.Event{Time: at(minute), Type: muster.EvTokensUsed, Task: muster.TaskID(task), Executor: exec, Clone: clone,
 			Role: role, Model: model, Usage: muster.Usage{InputTokens: in, OutputTokens: out, CacheReadTokens: in * 10, CostMicros: costMicros, Estimated: est}}
 	}
 	return []muster.Event{

@@ -65,17 +65,6 @@ func (t *Totals) add(e *Entry) {
 	t.finish()
 }
 
-func (t *Totals) addTotals(o *Totals) {
-	t.InputTokens += o.InputTokens
-	t.OutputTokens += o.OutputTokens
-	t.CacheWriteTokens += o.CacheWriteTokens
-	t.CacheReadTokens += o.CacheReadTokens
-	t.TotalTokens += o.TotalTokens
-	t.nanos += o.nanos
-	t.Estimated = t.Estimated || o.Estimated
-	t.finish()
-}
-
 func (t *Totals) finish() {
 	t.CostMicros = (t.nanos + 500) / 1000
 	t.CostUSD = float64(t.CostMicros) / 1e6

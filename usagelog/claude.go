@@ -53,7 +53,7 @@ type claudeLine struct {
 // `"usage":{` marker are not parsed at all (ccusage does the same, so
 // pretty-printed lines are not counted by either).
 func parseClaudeLine(line []byte, l *claudeLine) string {
-	if bytes.Index(line, usageMarker) < 0 {
+	if !bytes.Contains(line, usageMarker) {
 		return SkipNoUsage
 	}
 	*l = claudeLine{}

@@ -140,8 +140,8 @@ func resumable(home, dir, id string) bool {
 		return false
 	}
 	dirs := []string{dir}
-	if real, err := filepath.EvalSymlinks(dir); err == nil && real != dir {
-		dirs = append(dirs, real)
+	if resolved, err := filepath.EvalSymlinks(dir); err == nil && resolved != dir {
+		dirs = append(dirs, resolved)
 	}
 	for _, d := range dirs {
 		p := filepath.Join(home, ".claude", "projects", projectDir(d), id+".jsonl")

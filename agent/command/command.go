@@ -32,6 +32,9 @@ const (
 	// MaxMessages bounds the total text of message records of one invocation;
 	// past it, transcript lines are only kept in the tail.
 	MaxMessages = 256 << 10
+	// MaxFinal bounds ExecResult.Final: the first transcript lines of
+	// stdout (a planner's plan, when it prints it).
+	MaxFinal = 64 << 10
 )
 
 // Executor runs a program per DESIGN.md §5.
@@ -365,9 +368,10 @@ type parser struct {
 	red      *redact.Redactor
 	msgBytes int
 
-	mu   sync.Mutex
-	tail Tail
-	res  muster.ExecResult
+	mu    sync.Mutex
+	tail  Tail
+	final []byte // stdout transcript, up to MaxFinal
+	res   muster.ExecResult
 }
 
 func (p *parser) line(l string) {
@@ -376,6 +380,9 @@ func (p *parser) line(l string) {
 		l = p.red.String(l)
 		p.mu.Lock()
 		p.tail.Add(l)
+		if len(p.final)+len(l)+1 <= MaxFinal {
+			p.final = append(append(p.final, l...), '\n')
+		}
 		p.mu.Unlock()
 		if p.msgBytes < MaxMessages {
 			t := Truncate(l, MaxMessage)
@@ -431,6 +438,7 @@ func (p *parser) result() *muster.ExecResult {
 	defer p.mu.Unlock()
 	r := p.res
 	r.Tail = p.tail.String()
+	r.Final = string(p.final)
 	return &r
 }
 

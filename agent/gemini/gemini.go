@@ -116,8 +116,8 @@ func resumable(home, dir, id string) bool {
 		return false
 	}
 	roots := map[string]bool{filepath.Clean(dir): true}
-	if real, err := filepath.EvalSymlinks(dir); err == nil {
-		roots[real] = true
+	if resolved, err := filepath.EvalSymlinks(dir); err == nil {
+		roots[resolved] = true
 	}
 	projects, _ := filepath.Glob(filepath.Join(home, ".gemini", "tmp", "*", ".project_root"))
 	for _, pr := range projects {

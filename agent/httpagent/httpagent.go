@@ -199,7 +199,7 @@ func (e *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit fu
 		if parent.Err() != nil {
 			return res, context.Cause(parent)
 		}
-		if context.Cause(ctx) == errTimedOut {
+		if errors.Is(context.Cause(ctx), errTimedOut) {
 			return res, &muster.AgentError{Class: muster.FailTimeout, ExitCode: 1,
 				Message: fmt.Sprintf("executor %s: stopped after its timeout of %s", e.spec.Name, timeout)}
 		}
@@ -228,6 +228,7 @@ func (e *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit fu
 		}
 		if len(tr.calls) == 0 {
 			res.Tail = tail.String()
+			res.Final = Redact(truncate(tr.text, maxFinal), key)
 			return res, nil
 		}
 		w.addAssistant(tr)
@@ -302,7 +303,7 @@ func (e *Executor) call(ctx context.Context, w wire, key string) (*turnResult, e
 	idle := time.AfterFunc(e.idle, func() { cancel(errStalled) })
 	defer idle.Stop()
 	stalled := func() error {
-		if context.Cause(cctx) == errStalled && ctx.Err() == nil {
+		if errors.Is(context.Cause(cctx), errStalled) && ctx.Err() == nil {
 			return &muster.AgentError{Class: muster.FailStall,
 				Message: fmt.Sprintf("executor %s: the model sent nothing for %s", e.spec.Name, e.idle)}
 		}
@@ -471,6 +472,9 @@ func (t *tailBuf) String() string {
 	}
 	return string(t.b)
 }
+
+// maxFinal bounds ExecResult.Final: the final answer, such as a plan.
+const maxFinal = 64 << 10
 
 func truncate(s string, n int) string {
 	if len(s) <= n {

@@ -14,6 +14,7 @@ import (
 	muster "github.com/muster-run/muster"
 	"github.com/muster-run/muster/agent/httpagent"
 	"github.com/muster-run/muster/mockllm"
+	"github.com/muster-run/muster/mockllm/mockllmtest"
 )
 
 const (
@@ -99,7 +100,7 @@ type setup struct {
 
 func newSetup(t *testing.T, kind string, args ...string) *setup {
 	t.Helper()
-	srv := mockllm.Start(t, script())
+	srv := mockllmtest.Start(t, script())
 	base := srv.URL + "/v1"
 	if kind == "anthropic" {
 		base = srv.URL
@@ -451,7 +452,7 @@ func TestRedact(t *testing.T) {
 func BenchmarkToolLoop(b *testing.B) {
 	for _, k := range kinds {
 		b.Run(k.name, func(b *testing.B) {
-			srv := mockllm.Start(b, script())
+			srv := mockllmtest.Start(b, script())
 			base := srv.URL + "/v1"
 			if k.kind == "anthropic" {
 				base = srv.URL

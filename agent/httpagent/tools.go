@@ -180,14 +180,14 @@ func (tb *toolbox) resolve(p string) (string, error) {
 		rest = filepath.Join(filepath.Base(existing), rest)
 		existing = parent
 	}
-	real, err := filepath.EvalSymlinks(existing)
+	resolved, err := filepath.EvalSymlinks(existing)
 	if err != nil {
-		return "", fmt.Errorf("%s: %v", p, err)
+		return "", fmt.Errorf("%s: %w", p, err)
 	}
-	if real != tb.root && !strings.HasPrefix(real, tb.root+string(filepath.Separator)) {
+	if resolved != tb.root && !strings.HasPrefix(resolved, tb.root+string(filepath.Separator)) {
 		return "", fmt.Errorf("%s: the path leads outside the worktree (through a symlink)", p)
 	}
-	return filepath.Join(real, rest), nil
+	return filepath.Join(resolved, rest), nil
 }
 
 func (tb *toolbox) rel(abs string) string {
@@ -250,7 +250,7 @@ func (tb *toolbox) read(a toolArgs) (string, error) {
 	}
 	b, err := os.ReadFile(p)
 	if err != nil {
-		return "", fmt.Errorf("%s: %v", a.Path, unwrapPath(err))
+		return "", fmt.Errorf("%s: %w", a.Path, unwrapPath(err))
 	}
 	if a.StartLine > 0 || a.EndLine > 0 {
 		lines := strings.SplitAfter(string(b), "\n")
@@ -278,10 +278,10 @@ func (tb *toolbox) writeFile(a toolArgs) (string, error) {
 		return "", err
 	}
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return "", fmt.Errorf("%s: %v", a.Path, unwrapPath(err))
+		return "", fmt.Errorf("%s: %w", a.Path, unwrapPath(err))
 	}
 	if err := os.WriteFile(p, []byte(a.Content), 0o644); err != nil {
-		return "", fmt.Errorf("%s: %v", a.Path, unwrapPath(err))
+		return "", fmt.Errorf("%s: %w", a.Path, unwrapPath(err))
 	}
 	return fmt.Sprintf("wrote %d bytes to %s", len(a.Content), tb.rel(p)), nil
 }
@@ -293,7 +293,7 @@ func (tb *toolbox) edit(a toolArgs) (string, error) {
 	}
 	b, err := os.ReadFile(p)
 	if err != nil {
-		return "", fmt.Errorf("%s: %v", a.Path, unwrapPath(err))
+		return "", fmt.Errorf("%s: %w", a.Path, unwrapPath(err))
 	}
 	if a.OldString == "" {
 		return "", errors.New("old_string is empty")
@@ -312,7 +312,7 @@ func (tb *toolbox) edit(a toolArgs) (string, error) {
 		mode = info.Mode().Perm()
 	}
 	if err := os.WriteFile(p, []byte(s), mode); err != nil {
-		return "", fmt.Errorf("%s: %v", a.Path, unwrapPath(err))
+		return "", fmt.Errorf("%s: %w", a.Path, unwrapPath(err))
 	}
 	return "edited " + tb.rel(p), nil
 }
@@ -325,7 +325,7 @@ func (tb *toolbox) search(a toolArgs) (string, error) {
 	if a.Regex {
 		re, err := regexp.Compile(a.Pattern)
 		if err != nil {
-			return "", fmt.Errorf("bad regular expression: %v", err)
+			return "", fmt.Errorf("bad regular expression: %w", err)
 		}
 		match = re.MatchString
 	}

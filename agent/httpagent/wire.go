@@ -248,7 +248,7 @@ func (w *chatWire) parse(r io.Reader, stream bool) (*turnResult, error) {
 		}
 		return false, nil
 	})
-	if err != nil && !(errors.Is(err, errNoEnd) && finished) {
+	if err != nil && (!errors.Is(err, errNoEnd) || !finished) {
 		return nil, err
 	}
 	tr.text = text.String()

@@ -150,6 +150,7 @@ func Run(ctx context.Context, req *muster.ExecRequest, inv Invocation, emit func
 	}
 	res.SessionID = s.SessionID
 	res.Tail = s.Tail()
+	res.Final = s.Redact(s.Final)
 	return res, s, nil
 }
 

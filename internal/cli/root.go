@@ -19,6 +19,7 @@ import (
 	"github.com/muster-run/muster/internal/cli/demo"
 	"github.com/muster-run/muster/internal/cli/doctor"
 	"github.com/muster-run/muster/internal/cli/mockllm"
+	"github.com/muster-run/muster/internal/cli/plan"
 	"github.com/muster-run/muster/internal/cli/report"
 	"github.com/muster-run/muster/internal/cli/resume"
 	"github.com/muster-run/muster/internal/cli/run"
@@ -60,6 +61,7 @@ Start with: muster demo`,
 	root.AddCommand(
 		demo.NewCmd(io),
 		validate.NewCmd(io),
+		plan.NewCmd(io),
 		verify.NewCmd(io),
 		run.NewCmd(io),
 		resume.NewCmd(io),

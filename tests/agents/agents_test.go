@@ -19,6 +19,7 @@ import (
 	"github.com/muster-run/muster/internal/cli"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
 	"github.com/muster-run/muster/mockllm"
+	"github.com/muster-run/muster/mockllm/mockllmtest"
 )
 
 const (
@@ -75,7 +76,7 @@ func TestPlanWithRealClaudeAndCodex(t *testing.T) {
 	}
 	claude := agenttest.Binary(t, muster.ExecClaudeCode)
 	codex := agenttest.Binary(t, muster.ExecCodex)
-	srv := mockllm.Start(t, script())
+	srv := mockllmtest.Start(t, script())
 	t.Setenv("MUSTER_E2E_ANTHROPIC_KEY", claudeKey)
 	t.Setenv("MUSTER_E2E_OPENAI_KEY", codexKey)
 	gitconfig := filepath.Join(t.TempDir(), "gitconfig")

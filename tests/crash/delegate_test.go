@@ -20,7 +20,7 @@ plan|rogue)
   for c in 1 2 3; do
     owns="out/$id/c$c/"
     [ "$id" = rogue ] && owns="elsewhere/c$c/"
-    printf '## [ ] %%s-c%%s: Child %%s\nOwns: %%s\n\nWrite it.\n\n' "$id" "$c" "$c" "$owns" >> "$MUSTER_PLAN_OUT"
+    printf '## [ ] %s-c%s: Child %s\nOwns: %s\n\nWrite it.\n\n' "$id" "$c" "$c" "$owns" >> "$MUSTER_PLAN_OUT"
   done
   mkdir -p "out/$id" && echo planned > "out/$id/PLAN"
   ;;
@@ -34,7 +34,7 @@ esac
 
 func delegateSetup(t *testing.T, plan string) (repo, planPath, cfg string) {
 	side := t.TempDir()
-	agent := writeFile(t, filepath.Join(side, "agent.sh"), fmt.Sprintf(delegateAgent))
+	agent := writeFile(t, filepath.Join(side, "agent.sh"), delegateAgent)
 	if err := os.Chmod(agent, 0o755); err != nil {
 		t.Fatal(err)
 	}

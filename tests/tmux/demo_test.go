@@ -54,7 +54,7 @@ func buildMuster(t *testing.T) string {
 		binPath = filepath.Join(dir, "muster")
 		out, err := exec.Command("go", "build", "-o", binPath, "github.com/muster-run/muster/cmd/muster").CombinedOutput()
 		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+			buildErr = fmt.Errorf("go build: %w\n%s", err, out)
 		}
 	})
 	if buildErr != nil {

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/muster-run/muster"
-	"github.com/muster-run/muster/mockllm"
+	"github.com/muster-run/muster/mockllm/mockllmtest"
 )
 
 // LiveConfig describes one adapter's integration test against its
@@ -42,7 +42,7 @@ type Live struct {
 func StartLive[E muster.Executor](t *testing.T, newExec func(*muster.ExecutorSpec) (E, error), cfg LiveConfig) *Live {
 	t.Helper()
 	bin := Binary(t, cfg.Spec.Kind)
-	srv := mockllm.Start(t, Script())
+	srv := mockllmtest.Start(t, Script())
 	t.Setenv(cfg.Spec.APIKeyEnv, cfg.Key)
 	spec := cfg.Spec
 	spec.Clones, spec.BaseURL, spec.Command = 1, srv.URL+cfg.URLPath, []string{bin}

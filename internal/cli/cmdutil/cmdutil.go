@@ -84,14 +84,15 @@ func FlagErrorf(format string, args ...any) error {
 	return &FlagError{Err: fmt.Errorf(format, args...)}
 }
 
-// Invalid returns a bad-input error.
+// Invalid returns a bad-input error; %w keeps the cause in the chain.
 func Invalid(format string, args ...any) error {
-	return &muster.Error{Code: muster.CodeInvalid, Message: fmt.Sprintf(format, args...)}
+	return muster.Errorf(muster.CodeInvalid, format, args...)
 }
 
-// Env returns an environment or internal error.
+// Env returns an environment or internal error; %w keeps the cause in
+// the chain.
 func Env(format string, args ...any) error {
-	return &muster.Error{Code: muster.CodeInternal, Message: fmt.Sprintf(format, args...)}
+	return muster.Errorf(muster.CodeInternal, format, args...)
 }
 
 // Silent marks an error whose message was already printed.

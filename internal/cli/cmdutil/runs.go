@@ -31,7 +31,7 @@ func OpenRepo(ctx context.Context, dir string) (*Repo, error) {
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return nil, Env("%v", err)
+		return nil, Env("%w", err)
 	}
 	if st, err := os.Stat(abs); err != nil || !st.IsDir() {
 		return nil, Env("%s: not a directory", dir)
@@ -65,6 +65,9 @@ type RunInfo struct {
 	Started time.Time
 	Plan    string
 	Dir     string
+	// Kind is muster.RunKindPlan for a plan session (muster plan), empty
+	// for a run.
+	Kind string
 }
 
 // Runs lists the repository's runs, most recently started first.
@@ -74,7 +77,7 @@ func (r *Repo) Runs() ([]RunInfo, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, Env("list runs: %v", err)
+		return nil, Env("list runs: %w", err)
 	}
 	var out []RunInfo
 	for _, e := range entries {
@@ -94,7 +97,7 @@ func (r *Repo) Runs() ([]RunInfo, error) {
 			out = append(out, RunInfo{ID: e.Name(), Started: st.ModTime(), Dir: r.RunDir(e.Name())})
 			continue
 		}
-		out = append(out, RunInfo{ID: e.Name(), Started: first.Time, Plan: first.Plan, Dir: r.RunDir(e.Name())})
+		out = append(out, RunInfo{ID: e.Name(), Started: first.Time, Plan: first.Plan, Dir: r.RunDir(e.Name()), Kind: first.Kind})
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if !out[i].Started.Equal(out[j].Started) {
@@ -122,8 +125,13 @@ func firstEvent(path string) (muster.Event, error) {
 }
 
 // ResolveRun returns the run named id, or the latest run when id is empty.
+// Plan sessions (muster plan) are never the latest run; named, they
+// resolve like runs.
 func (r *Repo) ResolveRun(id string) (string, error) {
 	if id != "" {
+		if !muster.IDPattern.MatchString(id) {
+			return "", Invalid("run %q: a run ID is letters, digits, '.', '_' and '-' (see muster runs)", id)
+		}
 		if _, err := os.Stat(r.JournalPath(id)); err != nil {
 			return "", Invalid("no run %q in %s (see muster runs)", id, r.Top)
 		}
@@ -133,17 +141,25 @@ func (r *Repo) ResolveRun(id string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if len(runs) == 0 {
-		return "", Invalid("no runs in %s yet: start one with muster run PLAN", r.Top)
+	for _, run := range runs {
+		if run.Kind != muster.RunKindPlan {
+			return run.ID, nil
+		}
 	}
-	return runs[0].ID, nil
+	return "", Invalid("no runs in %s yet: start one with muster run PLAN", r.Top)
+}
+
+// IsPlanSession reports whether the run id is a plan session.
+func (r *Repo) IsPlanSession(id string) bool {
+	first, err := firstEvent(r.JournalPath(id))
+	return err == nil && first.Kind == muster.RunKindPlan
 }
 
 // ReadRun reads a run's journal without locking it.
 func (r *Repo) ReadRun(id string) ([]muster.Event, error) {
 	evs, err := journal.ReadFile(r.JournalPath(id))
 	if err != nil {
-		return nil, Env("read journal of run %s: %v", id, err)
+		return nil, Env("read journal of run %s: %w", id, err)
 	}
 	if len(evs) == 0 || evs[0].Type != muster.EvRunStarted {
 		return nil, Env("journal of run %s is empty or does not start with RunStarted", id)

@@ -62,13 +62,13 @@ func runDemo(ctx context.Context, io *cmdutil.IOStreams, dir string, speed float
 	var err error
 	if dir == "" {
 		if dir, err = os.MkdirTemp("", "muster-demo-"); err != nil {
-			return cmdutil.Env("make a temp dir: %v", err)
+			return cmdutil.Env("make a temp dir: %w", err)
 		}
 	} else if err := os.MkdirAll(dir, 0o755); err != nil {
-		return cmdutil.Env("make %s: %v", dir, err)
+		return cmdutil.Env("make %s: %w", dir, err)
 	}
 	if dir, err = filepath.Abs(dir); err != nil {
-		return cmdutil.Env("%v", err)
+		return cmdutil.Env("%w", err)
 	}
 	if err := scaffold(ctx, dir); err != nil {
 		return err
@@ -162,7 +162,7 @@ func scaffold(ctx context.Context, dir string) error {
 		return os.WriteFile(dst, data, 0o644)
 	})
 	if err != nil {
-		return cmdutil.Env("write the demo project: %v", err)
+		return cmdutil.Env("write the demo project: %w", err)
 	}
 	for _, args := range [][]string{
 		{"init", "-q", "-b", "main"},

@@ -223,14 +223,14 @@ func endDeadRun(events []muster.Event) []muster.Event {
 func WriteHTML(path string, events []muster.Event, verification string) error {
 	f, err := os.Create(path)
 	if err != nil {
-		return cmdutil.Env("write %s: %v", path, err)
+		return cmdutil.Env("write %s: %w", path, err)
 	}
 	if err := htmlreport.Write(f, events, htmlreport.Options{Verification: verification, Now: time.Now()}); err != nil {
 		f.Close()
-		return cmdutil.Env("write %s: %v", path, err)
+		return cmdutil.Env("write %s: %w", path, err)
 	}
 	if err := f.Close(); err != nil {
-		return cmdutil.Env("write %s: %v", path, err)
+		return cmdutil.Env("write %s: %w", path, err)
 	}
 	return nil
 }

@@ -30,6 +30,6 @@ On a run where every task succeeded it changes nothing and exits 0.`,
 		},
 	}
 	runner.AddFlags(cmd, f)
-	cmd.Flags().MarkHidden("run-id")
+	_ = cmd.Flags().MarkHidden("run-id")
 	return cmd
 }

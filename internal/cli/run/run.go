@@ -2,35 +2,114 @@
 package run
 
 import (
+	"bufio"
+	"fmt"
+	"os"
+	"strings"
+
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/muster-run/muster/internal/cli/cmdutil"
+	"github.com/muster-run/muster/internal/cli/plan"
 	"github.com/muster-run/muster/internal/cli/runner"
 )
 
 // NewCmd returns muster run.
 func NewCmd(io *cmdutil.IOStreams) *cobra.Command {
 	f := &runner.Flags{}
+	var goal, executor string
+	var yes bool
 	cmd := &cobra.Command{
-		Use:   "run PLAN",
+		Use:   "run PLAN | --goal GOAL",
 		Short: "Run a plan across the crew",
 		Long: `Run a plan (Markdown or YAML) across the crew of executors in parallel git
 worktrees. The plan and config are validated first; nothing starts on an error.
 Each task that succeeds leaves one commit on the run branch muster/<run-id>;
 your work tree, index and branches are never touched (unless --merge).
 
+With --goal instead of PLAN, a planner agent writes the plan first (as muster
+plan does; --planner picks it), muster shows it and asks before running it. On
+a terminal --yes skips the question; elsewhere --yes is required.
+
 Exit status: 0 all tasks succeeded, 1 a task failed or was skipped, 2 bad
 input, 3 environment error, 130 interrupted (resume with muster resume).`,
 		Example: `  muster run plan.md
   muster run plan.md --crew sim=sim:4 --max-parallel 3
-  muster run plan.yaml --json > events.jsonl`,
-		Args: cobra.ExactArgs(1),
+  muster run plan.yaml --json > events.jsonl
+  muster run --goal "Add a /healthz endpoint" --yes`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, err := runner.Start(cmd.Context(), io, args[0], f)
-			return err
+			if goal == "" {
+				if len(args) != 1 {
+					return cmdutil.FlagErrorf("give a PLAN, or --goal GOAL")
+				}
+				if yes || executor != "" {
+					return cmdutil.FlagErrorf("--yes and --planner go with --goal")
+				}
+				_, err := runner.Start(cmd.Context(), io, args[0], f)
+				return err
+			}
+			if len(args) > 0 {
+				return cmdutil.FlagErrorf("give a PLAN or --goal, not both")
+			}
+			return runGoal(cmd, io, f, goal, executor, yes)
 		},
 	}
 	runner.AddFlags(cmd, f)
 	cmd.Flags().BoolVar(&f.Strict, "strict", false, "treat overlapping Owns between parallel tasks as an error")
+	cmd.Flags().StringVar(&goal, "goal", "", "plan for this goal first (a planner agent writes the plan), then run it")
+	cmd.Flags().StringVar(&executor, "planner", "", "with --goal: the executor that plans (default: the first with role planner, else the first coder)")
+	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "with --goal: run the plan without asking")
 	return cmd
+}
+
+// runGoal plans for goal, shows the plan and, once confirmed, runs it.
+func runGoal(cmd *cobra.Command, io *cmdutil.IOStreams, f *runner.Flags, goal, executor string, yes bool) error {
+	if strings.TrimSpace(goal) == "" {
+		return cmdutil.FlagErrorf("--goal is empty: say what the plan should achieve")
+	}
+	ask := !yes
+	if ask && !(terminal(io.In) && cmdutil.IsTerminal(io.ErrOut)) {
+		return cmdutil.FlagErrorf("--goal asks before it runs the plan, and this is not a terminal: pass --yes to run the plan without asking")
+	}
+	ctx := cmd.Context()
+	repo, err := cmdutil.OpenRepo(ctx, f.Repo)
+	if err != nil {
+		return err
+	}
+	cfg, err := runner.LoadConfig(repo, f)
+	if err != nil {
+		return err
+	}
+	out, err := plan.Make(ctx, repo, cfg, plan.Request{Goal: goal, Executor: executor, Log: io.ErrOut})
+	if err != nil {
+		return err
+	}
+	if !out.Valid() {
+		fmt.Fprintf(io.ErrOut, "no valid plan after %d tries; nothing runs. The last plan's problems:\n", out.Tries)
+		runner.PrintProblems(io.ErrOut, out.Problems)
+		return &cmdutil.Silent{Err: cmdutil.Invalid("no valid plan after %d tries", out.Tries)}
+	}
+	runner.PrintProblems(io.ErrOut, out.Problems)
+	fmt.Fprintln(io.ErrOut)
+	for _, l := range strings.Split(strings.TrimRight(string(out.Text), "\n"), "\n") {
+		fmt.Fprintln(io.ErrOut, "  │ "+cmdutil.Sanitize(l))
+	}
+	plan.Print(io.ErrOut, out, out.Path, false)
+	if ask {
+		fmt.Fprint(io.ErrOut, "run this plan now? [y/N] ")
+		line, _ := bufio.NewReader(io.In).ReadString('\n')
+		if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
+			fmt.Fprintf(io.ErrOut, "not run; the plan is in %s\n", out.Path)
+			return nil
+		}
+	}
+	_, err = runner.Start(ctx, io, out.Path, f)
+	return err
+}
+
+func terminal(r any) bool {
+	f, ok := r.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }

@@ -38,7 +38,7 @@ const (
 func openJournal(repo *cmdutil.Repo, runID string) (*journal.Journal, []muster.Event, error) {
 	path := repo.JournalPath(runID)
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, nil, cmdutil.Env("create run directory: %v", err)
+		return nil, nil, cmdutil.Env("create run directory: %w", err)
 	}
 	j, replayed, err := journal.Open(path, journal.Options{})
 	// A process killed a moment ago may still share the lock through a
@@ -51,7 +51,7 @@ func openJournal(repo *cmdutil.Repo, runID string) (*journal.Journal, []muster.E
 		return nil, nil, cmdutil.Env("run %s is being driven by another muster process (its journal %s is locked); wait for it to end, or stop it first", runID, path)
 	}
 	if err != nil {
-		return nil, nil, cmdutil.Env("%v", err)
+		return nil, nil, cmdutil.Env("%w", err)
 	}
 	return j, replayed, nil
 }
@@ -114,9 +114,10 @@ func groupAlive(pgid int) bool {
 	return false
 }
 
-// PlanHash returns the canonical hash of the plan copied into a run
-// directory; empty when the copy is missing or does not parse.
-func PlanHash(dir string) string {
+// PlanHash returns the hash of the plan copied into a run directory, in
+// version canon of its canonical form; empty when the copy is missing or
+// does not parse, or the version is unknown.
+func PlanHash(dir string, canon int) string {
 	p := PlanCopy(dir)
 	if p == "" {
 		return ""
@@ -125,7 +126,11 @@ func PlanHash(dir string) string {
 	if err != nil {
 		return ""
 	}
-	return planfile.Hash(pl)
+	h, err := planfile.HashAt(pl, canon)
+	if err != nil {
+		return ""
+	}
+	return h
 }
 
 // seal writes the run's receipt (at the end of a run, finished or
@@ -138,7 +143,7 @@ func (s *Session) seal(tip string) {
 	b, err := os.ReadFile(s.Repo.JournalPath(s.RunID))
 	if err == nil {
 		var r *receipt.Receipt
-		if r, err = receipt.Seal(b, receipt.Input{PlanHash: PlanHash(s.Dir), Final: tip, Now: time.Now()}); err == nil {
+		if r, err = receipt.Seal(b, receipt.Input{HashPlan: func(v int) string { return PlanHash(s.Dir, v) }, Final: tip, Now: time.Now()}); err == nil {
 			if err = r.Write(s.Dir); err == nil {
 				s.Receipt = r
 				return

@@ -23,13 +23,16 @@ func Resume(ctx context.Context, io *cmdutil.IOStreams, runID string, f *Flags) 
 	if err != nil {
 		return nil, err
 	}
+	if repo.IsPlanSession(id) {
+		return nil, cmdutil.Invalid("%s is a plan session (muster plan), not a run: there is nothing to resume", id)
+	}
 	events, err := repo.ReadRun(id)
 	if err != nil {
 		return nil, err
 	}
 	st, err := engine.Replay(events)
 	if err != nil {
-		return nil, cmdutil.Env("journal of run %s does not replay: %v", id, err)
+		return nil, cmdutil.Env("journal of run %s does not replay: %w", id, err)
 	}
 	// The run goes on with the config it started with, unless --config
 	// names another file; flags given now apply on top either way.

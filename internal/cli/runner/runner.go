@@ -222,7 +222,7 @@ func (s *Session) Drive(ctx context.Context) error {
 			return cmdutil.Invalid("run %s exists already: pick another --run-id or resume it", s.RunID)
 		}
 		if err := copyPlan(s.Plan.Source, s.Dir); err != nil {
-			return cmdutil.Env("copy plan: %v", err)
+			return cmdutil.Env("copy plan: %w", err)
 		}
 	}
 	errOut := s.IO.ErrOut
@@ -256,7 +256,7 @@ func (s *Session) Drive(ctx context.Context) error {
 		return err
 	}
 	opts := driver.Options{
-		RunID: s.RunID, PlanPath: s.Plan.Source, Plan: s.Plan, Config: Journaled(s.Config), Base: s.Base, Branch: ws.Branch(), Ref: s.Ref,
+		RunID: s.RunID, PlanPath: s.Plan.Source, Plan: s.Plan, PlanCanon: planfile.CanonicalVersion, Config: Journaled(s.Config), Base: s.Base, Branch: ws.Branch(), Ref: s.Ref,
 		Replayed: replayed, Journal: j, Workspace: ws, Executors: crew, Gates: runner, Price: prices.Cost,
 		ScratchDir: filepath.Join(s.Dir, "scratch"),
 		Reconcile:  ws.TaskCommits, KillOrphan: killOrphan, CrashAt: os.Getenv(CrashEnv),
@@ -294,17 +294,17 @@ func (s *Session) Drive(ctx context.Context) error {
 
 func classifyGit(err error) error {
 	if errors.Is(err, git.ErrBranchExists) {
-		return cmdutil.Invalid("%v: pick another --run-id or resume it", err)
+		return cmdutil.Invalid("%w: pick another --run-id or resume it", err)
 	}
 	var ge *git.GitError
 	if errors.As(err, &ge) {
-		return cmdutil.Env("git: %v", err)
+		return cmdutil.Env("git: %w", err)
 	}
 	var me *muster.Error
 	if errors.As(err, &me) {
 		return err
 	}
-	return cmdutil.Env("%v", err)
+	return cmdutil.Env("%w", err)
 }
 
 func copyPlan(src, dir string) error {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/engine"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
 	"github.com/muster-run/muster/internal/cli/status"
@@ -14,7 +15,9 @@ import (
 
 // Run is one row of runs --json.
 type Run struct {
-	Run     string  `json:"run"`
+	Run string `json:"run"`
+	// Kind is "run", or "plan" for a plan session (muster plan).
+	Kind    string  `json:"kind"`
 	State   string  `json:"state"`
 	Started string  `json:"started"`
 	Plan    string  `json:"plan"`
@@ -59,7 +62,11 @@ func NewCmd(io *cmdutil.IOStreams) *cobra.Command {
 						done++
 					}
 				}
-				rows = append(rows, Run{Run: s.Run, State: s.State, Started: info.Started.Local().Format("2006-01-02 15:04:05"),
+				kind := "run"
+				if info.Kind == muster.RunKindPlan {
+					kind = muster.RunKindPlan
+				}
+				rows = append(rows, Run{Run: s.Run, Kind: kind, State: s.State, Started: info.Started.Local().Format("2006-01-02 15:04:05"),
 					Plan: s.Plan, Branch: s.Branch, Tasks: len(s.Tasks), Done: done, CostUSD: s.Usage.CostUSD, Dir: info.Dir})
 			}
 			if asJSON {
@@ -69,9 +76,9 @@ func NewCmd(io *cmdutil.IOStreams) *cobra.Command {
 				fmt.Fprintln(io.ErrOut, "no runs yet: start one with muster run PLAN")
 				return nil
 			}
-			fmt.Fprintf(io.Out, "%-18s %-12s %-20s %-9s %-10s %s\n", "RUN", "STATE", "STARTED", "TASKS", "COST", "PLAN")
+			fmt.Fprintf(io.Out, "%-22s %-5s %-12s %-20s %-9s %-10s %s\n", "RUN", "KIND", "STATE", "STARTED", "TASKS", "COST", "PLAN")
 			for _, r := range rows {
-				fmt.Fprintf(io.Out, "%-18s %-12s %-20s %-9s %-10s %s\n", r.Run, r.State, r.Started, fmt.Sprintf("%d/%d", r.Done, r.Tasks), fmt.Sprintf("$%.4f", r.CostUSD), r.Plan)
+				fmt.Fprintf(io.Out, "%-22s %-5s %-12s %-20s %-9s %-10s %s\n", r.Run, r.Kind, r.State, r.Started, fmt.Sprintf("%d/%d", r.Done, r.Tasks), fmt.Sprintf("$%.4f", r.CostUSD), r.Plan)
 			}
 			return nil
 		},

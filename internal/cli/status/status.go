@@ -119,7 +119,7 @@ func NewCmd(io *cmdutil.IOStreams) *cobra.Command {
 			}
 			st, err := engine.Replay(events)
 			if err != nil {
-				return cmdutil.Env("journal of run %s does not replay: %v", id, err)
+				return cmdutil.Env("journal of run %s does not replay: %w", id, err)
 			}
 			s := Build(st, repo.RunDir(id), journal.Locked(repo.JournalPath(id)))
 			if asJSON {

@@ -74,12 +74,12 @@ the embedded price table (its date is printed) and marked with *.`,
 			var err error
 			if since != "" {
 				if opts.Since, err = usagelog.ParseDate(since); err != nil {
-					return muster.Errorf(muster.CodeInvalid, "--since: %v", err)
+					return muster.Errorf(muster.CodeInvalid, "--since: %w", err)
 				}
 			}
 			if until != "" {
 				if opts.Until, err = usagelog.ParseDate(until); err != nil {
-					return muster.Errorf(muster.CodeInvalid, "--until: %v", err)
+					return muster.Errorf(muster.CodeInvalid, "--until: %w", err)
 				}
 			}
 			if opts.Since != "" && opts.Until != "" && opts.Since > opts.Until {

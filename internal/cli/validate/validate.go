@@ -49,7 +49,7 @@ overlapping Owns between tasks that may run at once) alone exit 0, unless
 			runner.PrintProblems(io.ErrOut, probs)
 			if f.JSON {
 				if err := writeProblems(io, probs); err != nil {
-					return cmdutil.Env("write: %v", err)
+					return cmdutil.Env("write: %w", err)
 				}
 			}
 			if errs := probs.Errors(); len(errs) > 0 {

@@ -15,6 +15,7 @@ import (
 	"github.com/muster-run/muster/internal/cli/cmdutil"
 	"github.com/muster-run/muster/internal/cli/runner"
 	"github.com/muster-run/muster/journal"
+	"github.com/muster-run/muster/planfile"
 	"github.com/muster-run/muster/receipt"
 )
 
@@ -51,6 +52,9 @@ func Run(ctx context.Context, io *cmdutil.IOStreams, repoDir, id string) error {
 	if id, err = repo.ResolveRun(id); err != nil {
 		return err
 	}
+	if repo.IsPlanSession(id) {
+		return cmdutil.Invalid("%s is a plan session (muster plan), not a run: it has no receipt to verify", id)
+	}
 	problems, summary, err := Check(ctx, repo, id)
 	if err != nil {
 		return err
@@ -77,11 +81,14 @@ func Check(ctx context.Context, repo *cmdutil.Repo, id string) (problems []strin
 	if err != nil {
 		return []string{"receipt: " + err.Error()}, "", nil
 	}
+	if v := r.Canon(); v > planfile.CanonicalVersion {
+		return []string{fmt.Sprintf("plan: the receipt hashed the plan with version %d of its canonical form; this muster knows versions 1 to %d (verify with a newer muster)", v, planfile.CanonicalVersion)}, "", nil
+	}
 	data, err := os.ReadFile(repo.JournalPath(id))
 	if err != nil {
-		return nil, "", cmdutil.Env("read journal: %v", err)
+		return nil, "", cmdutil.Env("read journal: %w", err)
 	}
-	if problems = receipt.Verify(r, data, runner.PlanHash(dir), branch(ctx, repo, id, r)); len(problems) > 0 {
+	if problems = receipt.Verify(r, data, runner.PlanHash(dir, r.Canon()), branch(ctx, repo, id, r)); len(problems) > 0 {
 		return problems, "", nil
 	}
 	return nil, fmt.Sprintf("%d journal lines (chain %s), plan %s, branch %s at %s, %d tasks",

@@ -23,7 +23,7 @@ import (
 func Follow(ctx context.Context, path string, interval time.Duration, out chan<- muster.Event) error {
 	f, err := os.Open(path)
 	if err != nil {
-		return muster.Errorf(muster.CodeInternal, "watch: %v", err)
+		return muster.Errorf(muster.CodeInternal, "watch: %w", err)
 	}
 	defer f.Close()
 	var (
@@ -49,7 +49,7 @@ func Follow(ctx context.Context, path string, interval time.Duration, out chan<-
 				}
 				var e muster.Event
 				if err := json.Unmarshal(raw, &e); err != nil {
-					return muster.Errorf(muster.CodeInternal, "%s:%d: not a journal event: %v", path, line, err)
+					return muster.Errorf(muster.CodeInternal, "%s:%d: not a journal event: %w", path, line, err)
 				}
 				ended = e.Type == muster.EvRunFinished || e.Type == muster.EvRunInterrupted
 				select {

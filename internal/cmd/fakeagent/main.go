@@ -203,7 +203,7 @@ func usageRecord(spec string) (map[string]any, error) {
 		case "cost":
 			f, err := strconv.ParseFloat(v, 64)
 			if err != nil {
-				return nil, fmt.Errorf("usage cost %q: %v", v, err)
+				return nil, fmt.Errorf("usage cost %q: %w", v, err)
 			}
 			r["cost_usd"] = f
 		default:
@@ -213,7 +213,7 @@ func usageRecord(spec string) (map[string]any, error) {
 			}
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil {
-				return nil, fmt.Errorf("usage %s %q: %v", k, v, err)
+				return nil, fmt.Errorf("usage %s %q: %w", k, v, err)
 			}
 			r[name] = n
 		}

@@ -43,7 +43,6 @@ type gen struct {
 	o     genOptions
 	r     *rand.Rand
 	st    genStats
-	buf   []byte
 	start time.Time
 	// earlier assistant lines per project, replayed by resumed sessions
 	history map[int][][]byte

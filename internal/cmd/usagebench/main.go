@@ -179,7 +179,7 @@ func timeRun(bin string, args, env []string) (measure, error) {
 	err := cmd.Run()
 	wall := time.Since(start)
 	if err != nil {
-		return measure{}, fmt.Errorf("%s: %v: %s", bin, err, errb.String())
+		return measure{}, fmt.Errorf("%s: %w: %s", bin, err, errb.String())
 	}
 	ru, _ := cmd.ProcessState.SysUsage().(*syscall.Rusage)
 	m := measure{wall: wall, stdout: out.Bytes()}
@@ -218,10 +218,10 @@ func compare(musterOut, ccOut []byte) error {
 		} `json:"daily"`
 	}
 	if err := json.Unmarshal(musterOut, &m); err != nil {
-		return fmt.Errorf("muster output: %v", err)
+		return fmt.Errorf("muster output: %w", err)
 	}
 	if err := json.Unmarshal(ccOut, &c); err != nil {
-		return fmt.Errorf("ccusage output: %v", err)
+		return fmt.Errorf("ccusage output: %w", err)
 	}
 	md, cd := map[string]day{}, map[string]day{}
 	var mt, ct day

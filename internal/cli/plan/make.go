@@ -1,0 +1,260 @@
+package plan
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/git"
+	"github.com/muster-run/muster/internal/agents"
+	"github.com/muster-run/muster/internal/cli/cmdutil"
+	"github.com/muster-run/muster/internal/cli/runner"
+	"github.com/muster-run/muster/journal"
+	"github.com/muster-run/muster/planfile"
+	"github.com/muster-run/muster/planner"
+)
+
+// Request is one planning: for muster plan, run --goal and the MCP
+// server's plan tool.
+type Request struct {
+	Goal string
+	// Executor names the planner; empty: the first executor with the
+	// planner role, else the first coder.
+	Executor string
+	// Output is the file the plan is written to (relative to the current
+	// directory); empty: only the plan session's directory gets it.
+	Output string
+	// Force replaces an existing Output.
+	Force bool
+	// Tries bounds the questions (default planner.DefaultTries).
+	Tries int
+	// Log, if set, gets progress lines for people.
+	Log io.Writer
+}
+
+// Outcome is what a planning left.
+type Outcome struct {
+	// Session is the plan session's ID; Dir its directory (journal, and
+	// plan.md once valid).
+	Session string `json:"session"`
+	Dir     string `json:"dir"`
+	// Path is where the valid plan was written (absolute); empty when no
+	// plan validated.
+	Path string `json:"path,omitempty"`
+	// Text is the valid plan.
+	Text []byte `json:"-"`
+	// Plan is Text parsed.
+	Plan *muster.Plan `json:"-"`
+	// Problems are the last try's problems (warnings of a valid plan).
+	Problems muster.Problems  `json:"-"`
+	Summary  *planner.Summary `json:"summary,omitempty"`
+	Tries    int              `json:"tries"`
+	Executor string           `json:"executor"`
+	Usage    muster.Usage     `json:"usage"`
+}
+
+// Valid reports whether a plan validated.
+func (o *Outcome) Valid() bool { return o != nil && o.Plan != nil }
+
+// Make runs a plan session in repo for the crew of cfg: it picks the
+// planner, refuses an existing output file (unless Force) before it
+// spends anything, asks the planner in a clone at HEAD, validates, and
+// writes the plan. A plan that never validated is not an error: the
+// Outcome has no Path and holds the last problems.
+func Make(ctx context.Context, repo *cmdutil.Repo, cfg *muster.Config, req Request) (*Outcome, error) {
+	spec, err := Pick(cfg, req.Executor)
+	if err != nil {
+		return nil, err
+	}
+	out := ""
+	if req.Output != "" {
+		if out, err = filepath.Abs(req.Output); err != nil {
+			return nil, cmdutil.Env("%v", err)
+		}
+		if st, err := os.Lstat(out); err == nil {
+			if st.IsDir() {
+				return nil, cmdutil.Invalid("%s is a directory: name a plan file with -o", req.Output)
+			}
+			if !req.Force {
+				return nil, cmdutil.Invalid("%s exists already: pass --force to replace it, or -o another file", req.Output)
+			}
+		}
+	}
+	exec, err := agents.New(spec)
+	if err != nil {
+		return nil, cmdutil.Invalid("%v", err)
+	}
+	prices, err := runner.Prices(cfg)
+	if err != nil {
+		return nil, err
+	}
+	id := "plan-" + cmdutil.NewRunID(time.Now())
+	ws, err := git.Open(ctx, git.Options{Repo: repo.Top, RunID: id})
+	if err != nil {
+		return nil, cmdutil.Env("git: %v", err)
+	}
+	// The session's branch never gets a commit: it goes with the session.
+	defer func() {
+		bg := context.WithoutCancel(ctx)
+		_ = ws.Close(bg)
+		_ = git.DropRunBranch(bg, repo.Top, id, ws.Base())
+	}()
+	j, _, err := journal.Open(repo.JournalPath(id), journal.Options{})
+	if err != nil {
+		return nil, cmdutil.Env("%v", err)
+	}
+	defer j.Close()
+	name := "plan.md"
+	if req.Output != "" {
+		name = req.Output
+	}
+	o := &Outcome{Session: id, Dir: ws.RunDir(), Executor: spec.Name}
+	res, err := planner.Run(ctx, planner.Options{
+		Goal: req.Goal, RunID: id, Output: name, Tries: req.Tries, Spec: spec, Executor: exec,
+		Workspace: ws, Base: ws.Base(), Config: cfg, Journal: j, Check: Checker(cfg),
+		ScratchDir: filepath.Join(ws.RunDir(), "scratch"), Price: prices.Cost, Grace: cfg.Grace(),
+		OnEvent: func(e *muster.Event) { progress(req.Log, spec, e, req.Tries) },
+	})
+	if res != nil {
+		o.Tries, o.Usage, o.Problems = res.Tries, res.Usage, res.Problems
+	}
+	if err != nil {
+		return o, err
+	}
+	if !res.Valid() {
+		return o, nil
+	}
+	o.Text, o.Plan = res.Text, res.Plan
+	s := planner.Summarize(res.Plan, cfg)
+	o.Summary = &s
+	record := filepath.Join(o.Dir, "plan.md")
+	if err := writeFile(record, res.Text, true); err != nil {
+		return o, cmdutil.Env("write %s: %v", record, err)
+	}
+	o.Path = record
+	if out != "" {
+		if err := writeFile(out, res.Text, req.Force); err != nil {
+			if errors.Is(err, os.ErrExist) {
+				return o, cmdutil.Invalid("%s appeared while the planner worked: the plan is in %s; pass --force to replace it", req.Output, record)
+			}
+			return o, cmdutil.Env("write %s: %v", req.Output, err)
+		}
+		o.Path = out
+	}
+	return o, nil
+}
+
+// Pick returns the planner executor: the one named, else the first with
+// the planner role, else the first coder.
+func Pick(cfg *muster.Config, name string) (*muster.ExecutorSpec, error) {
+	var spec *muster.ExecutorSpec
+	switch {
+	case name != "":
+		if spec = cfg.Executor(name); spec == nil {
+			return nil, cmdutil.FlagErrorf("--executor %s: no such executor (the crew has %s)", name, names(cfg))
+		}
+	default:
+		for _, e := range cfg.Executors {
+			if e.HasRole(muster.RolePlanner) {
+				spec = e
+				break
+			}
+		}
+		for _, e := range cfg.Executors {
+			if spec == nil && e.HasRole(muster.RoleCoder) {
+				spec = e
+			}
+		}
+	}
+	if spec == nil {
+		return nil, cmdutil.Invalid(`no executor to plan with: add one with roles = ["planner"] to muster.toml, or pass --crew NAME=KIND`)
+	}
+	if spec.Kind == muster.ExecSim {
+		return nil, cmdutil.Invalid("executor %s is of kind sim, which cannot write plans: pick another with --executor, or give one roles = [\"planner\"]", spec.Name)
+	}
+	return spec, nil
+}
+
+func names(cfg *muster.Config) string {
+	if len(cfg.Executors) == 0 {
+		return "none"
+	}
+	s := ""
+	for i, e := range cfg.Executors {
+		if i > 0 {
+			s += ", "
+		}
+		s += e.Name
+	}
+	return s
+}
+
+// Checker returns the check `muster validate` makes of a plan, for the
+// crew of cfg (none checked when no executor is configured), with the
+// plan's authorities against what is approved.
+func Checker(cfg *muster.Config) func(name string, data []byte) (*muster.Plan, muster.Problems) {
+	crew := cfg
+	if len(cfg.Executors) == 0 {
+		crew = nil
+	}
+	return func(name string, data []byte) (*muster.Plan, muster.Problems) {
+		p, probs := planfile.Parse(name, data)
+		probs = append(probs, planfile.Validate(p, crew, planfile.Options{})...)
+		return p, append(probs, runner.Unapproved(p, cfg)...)
+	}
+}
+
+// writeFile writes data to path through a temporary file in the same
+// directory: renamed over path when replace is set, else linked to it,
+// which fails when path exists.
+func writeFile(path string, data []byte, replace bool) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".muster-plan-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if replace {
+		return os.Rename(tmp.Name(), path)
+	}
+	return os.Link(tmp.Name(), path)
+}
+
+// progress prints one line for people per try.
+func progress(w io.Writer, spec *muster.ExecutorSpec, e *muster.Event, tries int) {
+	if w == nil {
+		return
+	}
+	if tries <= 0 {
+		tries = planner.DefaultTries
+	}
+	switch e.Type {
+	case muster.EvTaskStarted:
+		fmt.Fprintf(w, "planning with %s (%s), try %d of %d\n", spec.Name, spec.Kind, e.Attempt, tries)
+	case muster.EvTaskFailed:
+		more := ""
+		if e.Retry {
+			more = "; asking again"
+		}
+		fmt.Fprintf(w, "try %d: %s%s\n", e.Attempt, cmdutil.Sanitize(e.Reason), more)
+	}
+}

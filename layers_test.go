@@ -1,0 +1,149 @@
+package muster_test
+
+import (
+	"bufio"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// The layer table of ARCHITECTURE.md §3, checked over the real import
+// graph (non-test files; .golangci.yml's depguard rules say the same for
+// the linter). Dependencies point down: the root imports nothing of
+// muster's, the engine only the root, the driver the root and the engine,
+// adapters never the driver, the engine, the command line or each other.
+
+const module = "github.com/muster-run/muster"
+
+// helpers are internal packages any layer below the command line may use.
+func isHelper(p string) bool {
+	return strings.HasPrefix(p, "internal/") && !strings.HasPrefix(p, "internal/cli") &&
+		p != "internal/agents" && !strings.HasPrefix(p, "internal/cmd/")
+}
+
+// isCommandLine reports the packages that wire adapters together.
+func isCommandLine(p string) bool {
+	return p == "internal/cli" || strings.HasPrefix(p, "internal/cli/") || p == "internal/agents" ||
+		strings.HasPrefix(p, "cmd/") || strings.HasPrefix(p, "internal/cmd/") || strings.HasPrefix(p, "tests/")
+}
+
+// shared lists the adapters that other adapters may build on.
+var shared = map[string][]string{
+	"report":     {"cost"},
+	"usagelog":   {"cost"},
+	"tui":        {"runview"},
+	"htmlreport": {"runview"},
+}
+
+func TestLayers(t *testing.T) {
+	t.Parallel()
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "./...").Output()
+	if err != nil {
+		t.Skipf("go list: %v", err)
+	}
+	rel := func(p string) (string, bool) {
+		if p == module {
+			return "", true
+		}
+		r, ok := strings.CutPrefix(p, module+"/")
+		return r, ok
+	}
+	sc := bufio.NewScanner(strings.NewReader(string(out)))
+	checked := 0
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		pkg, _ := rel(f[0])
+		for _, imp := range f[1:] {
+			dep, ours := rel(imp)
+			if !ours {
+				continue
+			}
+			if why := forbidden(pkg, dep); why != "" {
+				t.Errorf("%s imports %s: %s (ARCHITECTURE.md §3)", name(pkg), name(dep), why)
+			}
+			checked++
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no imports checked")
+	}
+}
+
+func name(p string) string {
+	if p == "" {
+		return "muster (the root)"
+	}
+	return p
+}
+
+// forbidden says why pkg may not import dep, or "".
+func forbidden(pkg, dep string) string {
+	switch {
+	case isCommandLine(pkg):
+		return ""
+	case isCommandLine(dep):
+		return "nothing but the command line imports the command line"
+	case pkg == "":
+		return "the root package is the domain: it imports nothing of muster's"
+	case pkg == "engine" || strings.HasPrefix(pkg, "engine/"):
+		if dep != "" && dep != "engine" {
+			return "the engine is pure: it imports only the root"
+		}
+	case pkg == "driver":
+		if dep != "" && dep != "engine" {
+			return "the driver reaches the world through the root's ports"
+		}
+	case isHelper(pkg):
+		if !isHelper(dep) && dep != "" && !strings.HasPrefix(dep, "mockllm") {
+			return "internal helpers build on the root and each other only"
+		}
+	default: // an adapter
+		switch {
+		case dep == "" || isHelper(dep):
+		case dep == "driver" || dep == "engine":
+			return "adapters serve the driver through ports; they neither import it nor decide"
+		case strings.HasPrefix(dep, pkg+"/"), strings.HasPrefix(pkg, dep+"/"):
+			// an adapter and its own sub-packages (mockllm/mockllmtest)
+		default:
+			for _, s := range shared[pkg] {
+				if dep == s {
+					return ""
+				}
+			}
+			return "adapters never import each other (share through the root or internal/)"
+		}
+	}
+	return ""
+}
+
+func TestLayersRuleCanFail(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		pkg, dep string
+		bad      bool
+	}{
+		{"engine", "git", true}, {"engine", "", false}, {"driver", "journal", true}, {"driver", "engine", false},
+		{"git", "journal", true}, {"git", "internal/owns", false}, {"git", "driver", true}, {"report", "cost", false},
+		{"", "engine", true}, {"config", "internal/cli/cmdutil", true}, {"internal/cli/run", "driver", false},
+		{"agent/claude", "agent/codex", true}, {"internal/proc", "git", true},
+	} {
+		if got := forbidden(c.pkg, c.dep) != ""; got != c.bad {
+			t.Errorf("%s -> %s: forbidden %v, want %v", name(c.pkg), name(c.dep), got, c.bad)
+		}
+	}
+}
+
+// TestBinaryDoesNotLinkTesting: test helpers stay out of the shipped
+// binary (mockllm's lives in mockllm/mockllmtest).
+func TestBinaryDoesNotLinkTesting(t *testing.T) {
+	t.Parallel()
+	out, err := exec.Command("go", "list", "-deps", "./cmd/muster").Output()
+	if err != nil {
+		t.Skipf("go list: %v", err)
+	}
+	for _, p := range strings.Fields(string(out)) {
+		if p == "testing" || strings.HasSuffix(p, "test") && strings.HasPrefix(p, module) {
+			t.Errorf("cmd/muster links %s", p)
+		}
+	}
+}
