@@ -251,3 +251,10 @@ type GateResult struct {
 	Output   string // bounded
 	Duration time.Duration
 }
+
+// Redactor removes secrets (known values, key-shaped strings, URL
+// user-info) from text before muster keeps it or passes it on; the
+// command line's is internal/redact's. It is safe for concurrent use.
+type Redactor interface {
+	String(s string) string
+}

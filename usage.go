@@ -69,14 +69,14 @@ func (u Usage) USD() float64 { return float64(u.CostMicros) / 1e6 }
 // (MaxRecordTokens, MaxRecordCostMicros) as the bound.
 func (u Usage) Sane() (Usage, string) {
 	var why []string
-	clamp := func(name string, v *int64, max int64, show func(int64) string) {
+	clamp := func(name string, v *int64, bound int64, show func(int64) string) {
 		switch {
 		case *v < 0:
 			why = append(why, fmt.Sprintf("%s %s is negative (counted as 0)", name, show(*v)))
 			*v = 0
-		case *v > max:
-			why = append(why, fmt.Sprintf("%s %s is past the bound of %s (counted as %s)", name, show(*v), show(max), show(max)))
-			*v = max
+		case *v > bound:
+			why = append(why, fmt.Sprintf("%s %s is past the bound of %s (counted as %s)", name, show(*v), show(bound), show(bound)))
+			*v = bound
 		}
 	}
 	count := func(v int64) string { return fmt.Sprint(v) }

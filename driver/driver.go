@@ -16,7 +16,6 @@ import (
 
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/engine"
-	"github.com/muster-run/muster/internal/redact"
 )
 
 // Options configure a run. Plan and Config are required for a new run;
@@ -80,9 +79,9 @@ type Options struct {
 	// task with its text, before its commit is integrated.
 	Fragment func(parent *muster.Task, path string, existing []*muster.Task) ([]*muster.Task, error)
 	// Redactor removes secrets from every event before it is journaled
-	// or shown, from notes and from prompts (nil: key-shaped strings and
-	// URL user-info only).
-	Redactor *redact.Redactor
+	// or shown, from notes and from prompts (nil: nothing is redacted;
+	// the command line passes internal/redact's).
+	Redactor muster.Redactor
 	// CrashAt is a test-only hook: "POINT[:N]" kills the process with
 	// SIGKILL the N-th time POINT is reached (an event type, right after
 	// its journal write, or CrashCommit, CrashIntegrate).
@@ -167,7 +166,7 @@ func Run(ctx context.Context, opts Options) (*engine.State, error) {
 		return nil, err
 	}
 	d.crash = c
-	d.notes = &notes{path: opts.NotesFile, red: opts.Redactor}
+	d.notes = &notes{path: opts.NotesFile, red: d.red()}
 	if d.notes.path == "" {
 		d.notes.path = filepath.Join(filepath.Dir(filepath.Clean(opts.ScratchDir)), "notes.md")
 	}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/muster-run/muster"
-	"github.com/muster-run/muster/internal/redact"
 )
 
 // Bounds on what one attempt's agents report, whatever their kind
@@ -41,8 +40,26 @@ type counters struct {
 	extraOrder []string
 }
 
-// red returns the run's redactor (nil: key shapes and URL user-info only).
-func (d *Driver) red() *redact.Redactor { return d.opts.Redactor }
+// red returns the run's redactor (Options.Redactor; none: text is kept
+// as it is).
+func (d *Driver) red() muster.Redactor {
+	if d.opts.Redactor == nil {
+		return keep{}
+	}
+	return d.opts.Redactor
+}
+
+// keep is the redactor of a driver given none.
+type keep struct{}
+
+func (keep) String(s string) string { return s }
+
+// redactAll redacts each element of ss in place.
+func redactAll(r muster.Redactor, ss []string) {
+	for i := range ss {
+		ss[i] = r.String(ss[i])
+	}
+}
 
 // redactEvent redacts every text of an event an agent, a gate or an
 // error may have put a secret in, before the event is journaled, shown
@@ -58,13 +75,13 @@ func (d *Driver) redactEvent(e *muster.Event) {
 	e.Output = r.String(e.Output)
 	e.Reason = r.String(e.Reason)
 	e.Message = r.String(e.Message)
-	r.Strings(e.Paths)
+	redactAll(r, e.Paths)
 	for i := range e.Findings {
 		redactFinding(r, &e.Findings[i])
 	}
 }
 
-func redactFinding(r *redact.Redactor, f *muster.Finding) {
+func redactFinding(r muster.Redactor, f *muster.Finding) {
 	f.Severity = r.String(f.Severity)
 	f.Title = r.String(f.Title)
 	f.Detail = r.String(f.Detail)
@@ -76,10 +93,10 @@ func (d *Driver) redactTask(t *muster.Task) {
 	r := d.red()
 	t.Title = r.String(t.Title)
 	t.Prompt = r.String(t.Prompt)
-	r.Strings(t.Gates)
-	r.Strings(t.Owns)
-	r.Strings(t.Reads)
-	r.Strings(t.Satisfies)
+	redactAll(r, t.Gates)
+	redactAll(r, t.Owns)
+	redactAll(r, t.Reads)
+	redactAll(r, t.Satisfies)
 	t.Run = r.String(t.Run)
 }
 

@@ -227,7 +227,7 @@ func (s *State) Apply(e *muster.Event) error {
 			t.Round = e.Round
 		}
 	case muster.EvTokensUsed:
-		u := e.Usage.Credited()
+		u := e.Credited()
 		s.Usage.Add(u)
 		if t := s.Tasks[e.Task]; t != nil {
 			t.Usage.Add(u)
