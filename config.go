@@ -15,10 +15,67 @@ const (
 	ExecAnthropic  = "anthropic"
 	ExecCommand    = "command"
 	ExecSim        = "sim"
+	ExecACP        = "acp"
+	ExecClaudeACP  = "claude-acp"
 )
 
-// ExecutorKinds lists every known executor kind.
-var ExecutorKinds = []string{ExecClaudeCode, ExecCodex, ExecGemini, ExecOpencode, ExecOpenAI, ExecAnthropic, ExecCommand, ExecSim}
+// KindFamily groups executor kinds by how muster drives them.
+type KindFamily string
+
+// Kind families.
+const (
+	FamilyCLI     KindFamily = "cli"     // an agent CLI's own headless mode
+	FamilyACP     KindFamily = "acp"     // an Agent Client Protocol agent
+	FamilyHTTP    KindFamily = "http"    // muster's own tool loop over a model API
+	FamilyCommand KindFamily = "command" // any program (the executor protocol)
+	FamilySim     KindFamily = "sim"     // the built-in simulated agent
+)
+
+// KindInfo is one executor kind of the registry.
+type KindInfo struct {
+	Name   string
+	Family KindFamily
+	// NeedsCommand says the executor must set command = [...].
+	NeedsCommand bool
+}
+
+// Kinds is the registry of executor kinds, in a fixed order. Config
+// validation, the adapters (internal/agents), the CLI details
+// (internal/agentkit), doctor and docs/agents.md all follow it; a test in
+// internal/agents checks that each kind has all of them.
+var Kinds = []KindInfo{
+	{Name: ExecClaudeCode, Family: FamilyCLI},
+	{Name: ExecCodex, Family: FamilyCLI},
+	{Name: ExecGemini, Family: FamilyCLI},
+	{Name: ExecOpencode, Family: FamilyCLI},
+	{Name: ExecACP, Family: FamilyACP, NeedsCommand: true},
+	{Name: ExecClaudeACP, Family: FamilyACP},
+	{Name: ExecOpenAI, Family: FamilyHTTP},
+	{Name: ExecAnthropic, Family: FamilyHTTP},
+	{Name: ExecCommand, Family: FamilyCommand, NeedsCommand: true},
+	{Name: ExecSim, Family: FamilySim},
+}
+
+// ExecutorKinds lists every known executor kind's name, in registry order.
+var ExecutorKinds = kindNames()
+
+func kindNames() []string {
+	out := make([]string, len(Kinds))
+	for i, k := range Kinds {
+		out[i] = k.Name
+	}
+	return out
+}
+
+// LookupKind returns the registry entry of the kind named name, or nil.
+func LookupKind(name string) *KindInfo {
+	for i := range Kinds {
+		if Kinds[i].Name == name {
+			return &Kinds[i]
+		}
+	}
+	return nil
+}
 
 // Policies for tasks that fail, leave bounds, or change nothing.
 const (

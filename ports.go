@@ -81,6 +81,9 @@ const (
 	RecNotes     = "notes"
 	RecSession   = "session"
 	RecPID       = "pid"
+	// RecViolation (Tool: what was asked, Text: the path) says the agent
+	// asked muster for a path outside its worktree, and was refused.
+	RecViolation = "violation"
 )
 
 // ExecResult is how an invocation ended.

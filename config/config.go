@@ -318,8 +318,8 @@ func (r *reader) executor(e *muster.ExecutorSpec, t map[string]any, path []strin
 	switch {
 	case !hasKind:
 		r.at(path, "executor %s: missing kind (one of %s)", e.Name, strings.Join(muster.ExecutorKinds, ", "))
-	case e.Kind == muster.ExecCommand && len(e.Command) == 0:
-		r.at(path, `executor %s: kind "command" needs command = ["program", "arg", ...]`, e.Name)
+	case e.Kind != "" && muster.LookupKind(e.Kind).NeedsCommand && len(e.Command) == 0:
+		r.at(path, `executor %s: kind %q needs command = ["program", "arg", ...]`, e.Name, e.Kind)
 	case e.Kind == muster.ExecSim && e.HasRole(muster.RolePlanner):
 		r.at(append(append([]string{}, path...), "roles"), `executor %s: kind "sim" cannot plan: give the role "planner" to an agent or a command`, e.Name)
 	}

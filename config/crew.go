@@ -54,8 +54,8 @@ func ParseCrew(flag string) (*muster.ExecutorSpec, error) {
 			e.Command = strings.Fields(prog)
 		}
 	}
-	if kind != muster.ExecCommand && len(e.Command) > 0 {
-		return nil, bad("only kind command takes a program")
+	if !muster.LookupKind(kind).NeedsCommand && len(e.Command) > 0 {
+		return nil, bad("only kinds command and acp take a program")
 	}
 	// A command executor without a program is fine here: it may override
 	// one of muster.toml that has its program (MergeCrew checks).

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/internal/acp"
 	"github.com/muster-run/muster/internal/agentkit"
 	"github.com/muster-run/muster/internal/proc"
 )
@@ -70,6 +71,8 @@ type Options struct {
 	HasLogin func(kind *agentkit.Kind) bool
 	// VersionTimeout bounds each --version call (0: 30s).
 	VersionTimeout time.Duration
+	// OnlyConfigured leaves out the known kinds no executor uses.
+	OnlyConfigured bool
 }
 
 // Check examines every executor of cfg (nil: none), then every known
@@ -100,7 +103,7 @@ func Check(ctx context.Context, cfg *muster.Config, opts Options) []Result {
 		starts = append(starts, filepath.Dir(cfg.Source))
 	}
 	for _, k := range agentkit.Kinds {
-		if !used[k.Name] {
+		if !used[k.Name] && k.Binary != "" && !opts.OnlyConfigured {
 			specs = append(specs, &muster.ExecutorSpec{Kind: k.Name})
 		}
 	}
@@ -171,15 +174,40 @@ func checkCLI(ctx context.Context, spec *muster.ExecutorSpec, kind *agentkit.Kin
 		r.Authority = append(r.Authority, Authority{Authority: a, Level: g.Level, How: g.How})
 	}
 	bin, err := agentkit.FindBinary(spec, kind.Binary, starts...)
+	if kind.Binary == "" && len(spec.Command) == 0 {
+		err = fmt.Errorf("no command configured")
+	}
 	if err != nil {
 		r.Problems = append(r.Problems, err.Error())
 	} else {
 		r.Binary, r.Found = bin, true
-		v, err := version(ctx, bin, kind.VersionArgs, opts.VersionTimeout)
+		var v string
+		if kind.ACP {
+			v, err = handshake(ctx, spec, bin, opts.VersionTimeout)
+		} else if v, err = version(ctx, bin, kind.VersionArgs, opts.VersionTimeout); err != nil {
+			err = fmt.Errorf("%s %s: %w", filepath.Base(bin), strings.Join(kind.VersionArgs, " "), err)
+		}
 		if err != nil {
-			r.Problems = append(r.Problems, fmt.Sprintf("%s %s: %v", filepath.Base(bin), strings.Join(kind.VersionArgs, " "), err))
+			r.Problems = append(r.Problems, err.Error())
 		}
 		r.Version = v
+	}
+	if kind.Note != "" {
+		r.Warnings = append(r.Warnings, kind.Note)
+	}
+	if kind.Name == muster.ExecACP {
+		// A generic ACP agent's credentials are its own business.
+		r.Credentials = CredNotKnown
+		if spec.APIKeyEnv != "" {
+			r.CredentialVar = spec.APIKeyEnv
+			r.Credentials = CredMissing
+			if opts.Getenv(spec.APIKeyEnv) != "" {
+				r.Credentials = CredSet
+			} else {
+				r.Problems = append(r.Problems, fmt.Sprintf("api_key_env %s is not set", spec.APIKeyEnv))
+			}
+		}
+		return
 	}
 	name := agentkit.KeyName(spec, kind)
 	r.CredentialVar = name
@@ -200,6 +228,30 @@ func checkCLI(ctx context.Context, spec *muster.ExecutorSpec, kind *agentkit.Kin
 			r.Warnings = append(r.Warnings, fmt.Sprintf("%s authority is advisory for %s", a.Authority, kind.Name))
 		}
 	}
+}
+
+// handshake asks an ACP agent its name and version with initialize, in a
+// scrubbed environment and a throwaway home.
+func handshake(ctx context.Context, spec *muster.ExecutorSpec, bin string, timeout time.Duration) (string, error) {
+	home, err := os.MkdirTemp("", "muster-doctor-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(home)
+	argv := []string{bin}
+	if spec.Kind == muster.ExecACP && len(spec.Command) > 1 {
+		argv = append(argv, spec.Command[1:]...)
+	}
+	argv = append(argv, agentkit.Lookup(spec.Kind).ACPArgs...)
+	env := append(proc.Environ(), "NO_COLOR=1", "HOME="+home)
+	res, err := acp.Handshake(ctx, argv, home, env, timeout)
+	if err != nil {
+		return "", fmt.Errorf("%s: ACP handshake: %w", filepath.Base(bin), err)
+	}
+	if res.AgentInfo == nil {
+		return fmt.Sprintf("ACP v%d", res.ProtocolVersion), nil
+	}
+	return agentkit.Clip(strings.TrimSpace(res.AgentInfo.Version+" ("+res.AgentInfo.Name+", ACP v"+fmt.Sprint(res.ProtocolVersion)+")"), 80), nil
 }
 
 // version runs the program's version command in a scrubbed environment.

@@ -46,9 +46,9 @@ func TestCheck(t *testing.T) {
 		{Name: "sim", Kind: muster.ExecSim},
 	}}
 	res := Check(context.Background(), cfg, opts(map[string]string{"GOOD_KEY": secret}))
-	if len(res) != 6 {
-		// every known CLI kind is configured, so none is added
-		t.Fatalf("%d results", len(res))
+	// The known kinds no executor uses are added.
+	if want := 6 + listed(cfg); len(res) != want {
+		t.Fatalf("%d results, want %d", len(res), want)
 	}
 	by := map[string]Result{}
 	for _, r := range res {
@@ -99,8 +99,8 @@ func TestCheckAddsKnownKinds(t *testing.T) {
 		Getenv:   func(string) string { return "" },
 		HasLogin: func(k *agentkit.Kind) bool { return k.Name == muster.ExecCodex },
 	})
-	if len(res) != len(agentkit.Kinds) {
-		t.Fatalf("%d results", len(res))
+	if want := listed(nil); len(res) != want {
+		t.Fatalf("%d results, want %d", len(res), want)
 	}
 	for _, r := range res {
 		if r.Executor != "" {
@@ -113,4 +113,22 @@ func TestCheckAddsKnownKinds(t *testing.T) {
 	if len(Failed(res)) != 0 {
 		t.Error("unconfigured kinds must not fail the doctor")
 	}
+}
+
+// listed counts the known kinds doctor adds to cfg's executors: those with
+// a program of their own that no executor uses.
+func listed(cfg *muster.Config) int {
+	used := map[string]bool{}
+	if cfg != nil {
+		for _, e := range cfg.Executors {
+			used[e.Kind] = true
+		}
+	}
+	n := 0
+	for _, k := range agentkit.Kinds {
+		if k.Binary != "" && !used[k.Name] {
+			n++
+		}
+	}
+	return n
 }

@@ -60,6 +60,10 @@ type Options struct {
 	Clock muster.Clock
 	// ScratchDir holds per-invocation files outside any worktree.
 	ScratchDir string
+	// LogDir, when set, receives one log file per attempt
+	// (muster.LogRecord): prompts, agents' output, gate commands and exit
+	// statuses, diff stats, each bounded and passed through Redactor.
+	LogDir string
 	// NotesFile is the run's notes, shared between tasks (default:
 	// notes.md beside ScratchDir, i.e. in the run directory).
 	NotesFile string
@@ -128,6 +132,7 @@ type leaseRequest struct {
 // Driver runs one run.
 type Driver struct {
 	opts  Options
+	logs  *attemptLogs
 	state *engine.State
 	clock muster.Clock
 	msgs  chan message
@@ -167,6 +172,7 @@ func Run(ctx context.Context, opts Options) (*engine.State, error) {
 	}
 	d.crash = c
 	d.notes = &notes{path: opts.NotesFile, red: d.red()}
+	d.logs = &attemptLogs{dir: opts.LogDir, redact: d.red().String, clock: d.clock}
 	if d.notes.path == "" {
 		d.notes.path = filepath.Join(filepath.Dir(filepath.Clean(opts.ScratchDir)), "notes.md")
 	}

@@ -38,6 +38,7 @@ func (w *worker) gates(ctx context.Context, round int) (feedback, failed string)
 	}
 	for _, g := range w.cfg.Gates {
 		r := w.d.opts.Gates.Run(ctx, w.dir, g, w.cfg.Run.GateTimeout)
+		w.logGate(g, r, round)
 		ev := muster.Event{Type: muster.EvGateRan, Gate: g.Name, Passed: &r.Passed, Output: tail(r.Output, maxGateOutput), Round: round}
 		if r.Passed {
 			w.send(ev)
@@ -55,6 +56,7 @@ func (w *worker) gates(ctx context.Context, round int) (feedback, failed string)
 	}
 	for _, g := range taskGates {
 		r := w.d.opts.Gates.Run(ctx, w.dir, g, w.cfg.Run.GateTimeout)
+		w.logGate(g, r, round)
 		ev := muster.Event{Type: muster.EvGateRan, Gate: g.Name, Passed: &r.Passed, Output: tail(r.Output, maxGateOutput), Round: round}
 		if !w.baselined[g.Name] {
 			if w.baselined == nil {
@@ -77,6 +79,13 @@ func (w *worker) gates(ctx context.Context, round int) (feedback, failed string)
 		}
 	}
 	return strings.Join(fb, "\n\n"), failed
+}
+
+// logGate records a gate's command and exit status in the attempt log
+// (the journal's GateRan has its verdict and output).
+func (w *worker) logGate(g muster.GateSpec, r muster.GateResult, round int) {
+	exit := r.ExitCode
+	w.log(muster.LogRecord{Kind: muster.LogGate, Round: round, Gate: g.Name, Command: g.Command, Exit: &exit})
 }
 
 // judge triages a failing plan-wide gate against its result on commit

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/internal/textsafe"
 )
 
 // buildPrompt is what the coder reads: the brief, the task, its bounds,
@@ -43,7 +44,7 @@ func buildPrompt(w *worker, feedback string, round int) string {
 		for _, d := range w.deps {
 			fmt.Fprintf(&b, "- %s: %s", d.ID, d.Title)
 			if d.Commit != "" {
-				fmt.Fprintf(&b, " (commit %s)", short(d.Commit))
+				fmt.Fprintf(&b, " (commit %s)", textsafe.Short(d.Commit))
 			}
 			if d.Reason != "" {
 				fmt.Fprintf(&b, " — %s", d.Reason)
@@ -117,13 +118,6 @@ func codeFence(s string) string {
 		}
 	}
 	return strings.Repeat("`", max(3, longest+1))
-}
-
-func short(sha string) string {
-	if len(sha) > 10 {
-		return sha[:10]
-	}
-	return sha
 }
 
 // depOutputs snapshots what a task's dependencies left, on the loop goroutine.

@@ -114,6 +114,9 @@ func (w *worker) reviewBy(ctx context.Context, round, i int, lease engine.Lease,
 	if res != nil {
 		res.Findings = w.d.findings(res.Findings)
 	}
+	if res != nil && strings.TrimSpace(res.Tail) != "" {
+		w.log(muster.LogRecord{Kind: muster.LogOutput, Round: round, Role: muster.RoleReviewer, Slot: muster.Slot(lease.Executor, lease.Clone), Text: res.Tail})
+	}
 	if ctx.Err() != nil {
 		return nil, false // interrupted: no verdict, and no warning either
 	}

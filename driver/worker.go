@@ -308,6 +308,7 @@ func (w *worker) rounds(ctx context.Context, exec muster.Executor, feedback stri
 		if err != nil {
 			return w.fail("diff: "+err.Error(), false), ""
 		}
+		w.log(muster.LogRecord{Kind: muster.LogDiffStat, Round: round, Text: diffStat(diff)})
 		sum := fmt.Sprintf("%x", sha256.Sum256([]byte(diff)))
 		if round > start && sum == lastDiff {
 			return w.fail("stalemate: fix round "+fmt.Sprint(round)+" changed nothing", false), ""
@@ -380,6 +381,7 @@ func (w *worker) execute(ctx context.Context, exec muster.Executor, round int, f
 		req.Timeout = spec.Timeout
 	}
 	req.Prompt = w.d.red().String(buildPrompt(w, feedback, round))
+	w.log(muster.LogRecord{Kind: muster.LogPrompt, Round: round, Role: w.a.Role, Slot: w.slot(), Text: promptHead(req.Prompt)})
 	w.lastMsg = ""
 	req.Scratch = filepath.Join(w.scratch, fmt.Sprintf("r%d", round))
 	if _, free := exec.(muster.ScratchFree); !free {
@@ -402,6 +404,9 @@ func (w *worker) execute(ctx context.Context, exec muster.Executor, round int, f
 		}
 		if res != nil && res.SessionID != "" {
 			w.sessionID = res.SessionID
+		}
+		if res != nil && strings.TrimSpace(res.Tail) != "" {
+			w.log(muster.LogRecord{Kind: muster.LogOutput, Round: round, Role: w.a.Role, Slot: w.slot(), Text: res.Tail})
 		}
 		var ae *muster.AgentError
 		if err == nil || ctx.Err() != nil || !errors.As(err, &ae) || try >= maxTransient {
@@ -516,6 +521,9 @@ func (w *worker) record(spec *muster.ExecutorSpec, role string, clone int) func(
 			text := red.String(bound(r.Text, maxNote))
 			d.notes.add(w.a.Task, text)
 			w.send(muster.Event{Type: muster.EvNote, Executor: spec.Name, Clone: clone, Message: text})
+		case muster.RecViolation:
+			w.send(muster.Event{Type: muster.EvViolation, Executor: spec.Name, Clone: clone, Paths: []string{red.String(bound(r.Text, maxMessage))},
+				Reason: "the agent asked for a path outside its worktree (" + bound(r.Tool, 40) + "); refused"})
 		case muster.RecSession:
 			w.sessionID = r.SessionID
 		case muster.RecPID:

@@ -57,7 +57,7 @@ func (s *State) budgetRefusal(t *muster.Task, rm, rk int64) string {
 	if lim := run.BudgetUSDMicros; lim > 0 {
 		spent := s.Usage.CostMicros
 		if spent >= lim || spent+rm+m > lim {
-			return fmt.Sprintf("budget: not started: $%.4f spent and $%.4f reserved of $%.4f leave too little (a task is expected to cost $%.4f)",
+			return fmt.Sprintf("budget: not started: %s spent and %s reserved of %s leave too little (a task is expected to cost %s)",
 				usd(spent), usd(rm), usd(lim), usd(m))
 		}
 	}
@@ -79,7 +79,7 @@ func (s *State) OverBudget(id muster.TaskID) (reason string, wholeRun bool) {
 	if s.Config != nil {
 		run := s.Config.Run
 		if lim := run.BudgetUSDMicros; lim > 0 && s.Usage.CostMicros > lim {
-			return fmt.Sprintf("budget: the run spent $%.4f of $%.4f", usd(s.Usage.CostMicros), usd(lim)), true
+			return fmt.Sprintf("budget: the run spent %s of %s", usd(s.Usage.CostMicros), usd(lim)), true
 		}
 		if lim := run.BudgetTokens; lim > 0 && s.Usage.Tokens() > lim {
 			return fmt.Sprintf("budget: the run spent %d tokens of %d", s.Usage.Tokens(), lim), true
@@ -91,7 +91,7 @@ func (s *State) OverBudget(id muster.TaskID) (reason string, wholeRun bool) {
 	}
 	b := t.Task.Budget
 	if b.USDMicros > 0 && t.AttemptUsage.CostMicros > b.USDMicros {
-		return fmt.Sprintf("budget: task %s spent $%.4f of its $%.4f", id, usd(t.AttemptUsage.CostMicros), usd(b.USDMicros)), false
+		return fmt.Sprintf("budget: task %s spent %s of its %s", id, usd(t.AttemptUsage.CostMicros), usd(b.USDMicros)), false
 	}
 	if b.Tokens > 0 && t.AttemptUsage.Tokens() > b.Tokens {
 		return fmt.Sprintf("budget: task %s spent %d tokens of its %d", id, t.AttemptUsage.Tokens(), b.Tokens), false
@@ -107,7 +107,7 @@ func (s *State) BudgetWarning() string {
 	}
 	run := s.Config.Run
 	if lim := run.BudgetUSDMicros; lim > 0 && s.Usage.CostMicros*100 >= lim*BudgetWarnPercent {
-		return fmt.Sprintf("budget: the run has spent $%.4f, %d%% of its $%.4f", usd(s.Usage.CostMicros), s.Usage.CostMicros*100/lim, usd(lim))
+		return fmt.Sprintf("budget: the run has spent %s, %d%% of its %s", usd(s.Usage.CostMicros), s.Usage.CostMicros*100/lim, usd(lim))
 	}
 	if lim := run.BudgetTokens; lim > 0 && s.Usage.Tokens()*100 >= lim*BudgetWarnPercent {
 		return fmt.Sprintf("budget: the run has used %d tokens, %d%% of its %d", s.Usage.Tokens(), s.Usage.Tokens()*100/lim, lim)
@@ -115,4 +115,4 @@ func (s *State) BudgetWarning() string {
 	return ""
 }
 
-func usd(micros int64) float64 { return float64(micros) / 1e6 }
+func usd(micros int64) string { return muster.FormatUSDPrecise(micros) }

@@ -325,7 +325,7 @@ func layoutCost(r *run) line {
 	if r.Budget > 0 && r.Budget <= peak*2 {
 		scale = math.Max(scale, float64(r.Budget)*1.05)
 		c.BudgetY = top + h - h*float64(r.Budget)/scale
-		c.Budget = "budget " + fmtUSD(r.Budget)
+		c.Budget = "budget " + muster.FormatUSD(r.Budget)
 	}
 	x := func(t time.Time) float64 { return left + w*float64(t.Sub(r.Start))/float64(total) }
 	y := func(m int64) float64 { return top + h - h*float64(m)/scale }
@@ -339,10 +339,10 @@ func layoutCost(r *run) line {
 	c.Points = pts
 	c.Area = pts + fmt.Sprintf(" %.1f,%.1f", left+w, top+h)
 	c.HasData = len(r.cost) > 0
-	c.FinalUSD = fmtUSD(prev)
+	c.FinalUSD = muster.FormatUSD(prev)
 	for i := 0; i <= 4; i++ {
 		m := int64(scale * float64(i) / 4)
-		c.YTicks = append(c.YTicks, tick{X: y(m), Label: fmtUSD(m)})
+		c.YTicks = append(c.YTicks, tick{X: y(m), Label: muster.FormatUSD(m)})
 	}
 	step := tickStep(total)
 	for d := time.Duration(0); d <= total; d += step {
@@ -372,12 +372,4 @@ func fmtTick(d time.Duration) string {
 		return fmt.Sprintf("%dm", int(d.Minutes()))
 	}
 	return runview.Duration(d)
-}
-
-// fmtUSD prints micro-dollars as $0.42 (or $0.0042 below a cent).
-func fmtUSD(micros int64) string {
-	if micros > 0 && micros < 10_000 {
-		return fmt.Sprintf("$%.4f", float64(micros)/1e6)
-	}
-	return fmt.Sprintf("$%.2f", float64(micros)/1e6)
 }

@@ -115,9 +115,9 @@ func Write(w io.Writer, events []muster.Event, opts Options) error {
 		}
 	}
 	p.Total = len(r.Order)
-	p.Cost = fmtUSD(r.Usage.CostMicros)
+	p.Cost = muster.FormatUSD(r.Usage.CostMicros)
 	if r.Budget > 0 {
-		p.Budget = fmtUSD(r.Budget)
+		p.Budget = muster.FormatUSD(r.Budget)
 	}
 	p.Tokens = runview.Tokens(r.Usage.Tokens())
 	p.Graph = layoutGraph(r)
@@ -129,7 +129,7 @@ func Write(w io.Writer, events []muster.Event, opts Options) error {
 	}
 	p.ByClone = layoutBars(slots, vals, func(i int) string {
 		u := r.Clones[i].Total
-		return fmtUSD(u.CostMicros) + " · " + runview.Tokens(u.Tokens()) + " tok"
+		return muster.FormatUSD(u.CostMicros) + " · " + runview.Tokens(u.Tokens()) + " tok"
 	})
 	models := r.sortedModels()
 	vals = make([]int64, len(models))
@@ -138,7 +138,7 @@ func Write(w io.Writer, events []muster.Event, opts Options) error {
 	}
 	p.ByModel = layoutBars(models, vals, func(i int) string {
 		u := r.byModel[models[i]]
-		return fmtUSD(u.CostMicros) + " · " + runview.Tokens(u.Tokens()) + " tok"
+		return muster.FormatUSD(u.CostMicros) + " · " + runview.Tokens(u.Tokens()) + " tok"
 	})
 	p.Over = layoutCost(r)
 	p.BarX = barLabel
@@ -157,7 +157,7 @@ func Write(w io.Writer, events []muster.Event, opts Options) error {
 func makeRow(t *runview.Task) row {
 	rw := row{ID: string(t.ID), Title: t.Title, State: t.State, Slot: t.Slot, Attempts: t.Attempt,
 		Rounds: t.FixRounds, Commit: t.Commit, Paths: t.Paths, Reason: t.Reason,
-		Tokens: runview.Tokens(t.Usage.Tokens()), Cost: fmtUSD(t.Usage.CostMicros)}
+		Tokens: runview.Tokens(t.Usage.Tokens()), Cost: muster.FormatUSD(t.Usage.CostMicros)}
 	if !t.Start.IsZero() && !t.End.IsZero() && t.End.After(t.Start) {
 		rw.Time = runview.Duration(t.End.Sub(t.Start))
 	}

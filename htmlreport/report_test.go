@@ -154,6 +154,9 @@ func TestRetriedAttemptHasItsOwnBar(t *testing.T) {
 	if !strings.Contains(html, "<td class=\"num\">2</td>") || !strings.Contains(html, "<td class=\"num\">49s</td>") {
 		t.Error("the task row should show 2 attempts and 49s")
 	}
+	if !strings.Contains(html, `muster logs a --run r3</div>`) {
+		t.Error("the task row should say how to read its log")
+	}
 }
 
 // largeRun makes a journal of n tasks in chains of four on ten clones,

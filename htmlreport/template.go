@@ -133,7 +133,7 @@ footer { color: #7a8292; font-size: 12px; }
 <td>{{if .Findings}}<ul class="findings">{{range .Findings}}<li><span class="sev-{{.Severity}}">{{.Severity}}</span> {{.Title}}{{with .Where}} <code>{{.}}</code>{{end}}{{if .Round}} <span class="unknown">(round {{.Round}})</span>{{end}}</li>{{end}}</ul>{{end}}</td>
 <td class="num">{{.Tokens}}</td>
 <td class="num">{{.Cost}}</td>
-<td class="reason">{{.Reason}}</td>
+<td class="reason">{{.Reason}}{{if .Attempts}}<div class="logcmd unknown mono" title="everything this task's latest attempt did: prompt, agent output, gates, findings">muster logs {{.ID}} --run {{$.Run.ID}}</div>{{end}}</td>
 </tr>
 {{end}}</tbody>
 </table>

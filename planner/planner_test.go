@@ -2,6 +2,7 @@ package planner_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -204,7 +205,7 @@ func TestRunInterrupted(t *testing.T) {
 	}}
 	opts, j := options(t, exec)
 	_, err := planner.Run(ctx, opts)
-	if err != muster.ErrInterrupted {
+	if !errors.Is(err, muster.ErrInterrupted) {
 		t.Fatalf("err %v", err)
 	}
 	st, err := engine.Replay(j.Snapshot())

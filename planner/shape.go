@@ -78,22 +78,22 @@ func Survey(dir string, cfg *muster.Config) Shape {
 	return sh
 }
 
-// tree lists files when they fit in max lines, else groups them by
+// tree lists files when they fit in limit lines, else groups them by
 // directory, as deep as still fits.
-func tree(files []string, max int) []string {
-	if len(files) <= max {
+func tree(files []string, limit int) []string {
+	if len(files) <= limit {
 		return files
 	}
 	best := group(files, 1)
 	for depth := 2; depth <= 4; depth++ {
 		g := group(files, depth)
-		if len(g) > max {
+		if len(g) > limit {
 			break
 		}
 		best = g
 	}
-	if len(best) > max {
-		best = append(best[:max], fmt.Sprintf("... (%d more entries)", len(best)-max))
+	if len(best) > limit {
+		best = append(best[:limit], fmt.Sprintf("... (%d more entries)", len(best)-limit))
 	}
 	return best
 }

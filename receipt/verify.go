@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/internal/textsafe"
 )
 
 // maxLineReports bounds how many differing journal lines are named one by one.
@@ -33,7 +34,7 @@ func Verify(r *Receipt, journal []byte, planHash string, b Branch) []string {
 	case planHash == "":
 		add("plan: the run's copy of the plan is missing or unreadable")
 	case planHash != r.PlanHash:
-		add("plan: its hash is %s, the receipt sealed %s (the plan was changed)", short(planHash), short(r.PlanHash))
+		add("plan: its hash is %s, the receipt sealed %s (the plan was changed)", textsafe.Short(planHash), textsafe.Short(r.PlanHash))
 	}
 	out = append(out, verifyJournal(r, journal)...)
 	out = append(out, verifyBranch(r, b)...)
@@ -73,7 +74,7 @@ func verifyJournal(r *Receipt, journal []byte) []string {
 	}
 	if len(out) == 0 && c.Hash != r.Journal.Hash {
 		add("receipt: journal hash %s does not match the journal's chain %s although every line matches (the receipt was edited)",
-			short(r.Journal.Hash), short(c.Hash))
+			textsafe.Short(r.Journal.Hash), textsafe.Short(c.Hash))
 	}
 	if len(out) > 0 {
 		return out
@@ -88,7 +89,7 @@ func verifyJournal(r *Receipt, journal []byte) []string {
 	f := Fold(events)
 	if f.Run != r.Run || f.Base != r.Base || f.Branch != r.Branch || f.State != r.State {
 		add("receipt: run %s, base %s, branch %s, state %s; the journal says %s, %s, %s, %s (the receipt was edited)",
-			r.Run, short(r.Base), r.Branch, r.State, f.Run, short(f.Base), f.Branch, f.State)
+			r.Run, textsafe.Short(r.Base), r.Branch, r.State, f.Run, textsafe.Short(f.Base), f.Branch, f.State)
 	}
 	if f.Usage != r.Usage {
 		add("receipt: usage %d tokens, $%.6f; the journal says %d tokens, $%.6f", r.Usage.Tokens(), r.Usage.USD(), f.Usage.Tokens(), f.Usage.USD())
@@ -172,11 +173,11 @@ func verifyBranch(r *Receipt, b Branch) []string {
 	var out []string
 	add := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
 	if b.Tip == "" {
-		add("branch %s: missing (the receipt sealed %s)", r.Branch, short(r.Final))
+		add("branch %s: missing (the receipt sealed %s)", r.Branch, textsafe.Short(r.Final))
 		return out
 	}
 	if b.Tip != r.Final {
-		add("branch %s: at %s, the receipt sealed %s (the branch was moved or rewritten)", r.Branch, short(b.Tip), short(r.Final))
+		add("branch %s: at %s, the receipt sealed %s (the branch was moved or rewritten)", r.Branch, textsafe.Short(b.Tip), textsafe.Short(r.Final))
 	}
 	sealed := map[muster.TaskID]bool{}
 	for _, t := range r.Tasks {
@@ -187,15 +188,15 @@ func verifyBranch(r *Receipt, b Branch) []string {
 		c, ok := b.Commits[t.ID]
 		switch {
 		case !ok:
-			add("task %s: its commit %s is not on the run branch", t.ID, short(t.Commit))
+			add("task %s: its commit %s is not on the run branch", t.ID, textsafe.Short(t.Commit))
 		case c != t.Commit:
-			add("task %s: the run branch has commit %s, the receipt sealed %s", t.ID, short(c), short(t.Commit))
+			add("task %s: the run branch has commit %s, the receipt sealed %s", t.ID, textsafe.Short(c), textsafe.Short(t.Commit))
 		}
 	}
 	var extra []string
 	for id, c := range b.Commits {
 		if !sealed[id] {
-			extra = append(extra, fmt.Sprintf("commit %s on the run branch (task %s) is not in the receipt", short(c), id))
+			extra = append(extra, fmt.Sprintf("commit %s on the run branch (task %s) is not in the receipt", textsafe.Short(c), id))
 		}
 	}
 	sort.Strings(extra)
@@ -205,14 +206,7 @@ func verifyBranch(r *Receipt, b Branch) []string {
 func describe(t Task) string {
 	s := t.State
 	if t.Commit != "" {
-		s += " at " + short(t.Commit)
+		s += " at " + textsafe.Short(t.Commit)
 	}
 	return fmt.Sprintf("%s after %d attempts, %d gates, %d tokens, $%.6f", s, t.Attempts, len(t.Gates), t.Usage.Tokens(), t.Usage.USD())
-}
-
-func short(sha string) string {
-	if len(sha) > 12 {
-		return sha[:12]
-	}
-	return sha
 }

@@ -139,33 +139,10 @@ func money(f Figures) string {
 	return s
 }
 
-func usd(micros int64) string {
-	cents := (micros + 5000) / 10000
-	if micros < 0 {
-		cents = (micros - 5000) / 10000
-	}
-	sign := ""
-	if cents < 0 {
-		sign, cents = "-", -cents
-	}
-	return fmt.Sprintf("%s$%s.%02d", sign, num(cents/100), cents%100)
-}
+func usd(micros int64) string { return muster.FormatUSD(micros) }
 
 func micros(m int64) string { return strconv.FormatFloat(float64(m)/1e6, 'f', 6, 64) }
 
 func i64(n int64) string { return strconv.FormatInt(n, 10) }
 
-func num(n int64) string {
-	if n < 0 {
-		return "-" + num(-n)
-	}
-	s := strconv.FormatInt(n, 10)
-	var b strings.Builder
-	for i := range len(s) {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
+func num(n int64) string { return muster.Group(n) }

@@ -19,6 +19,7 @@ pins=(
 	"@openai/codex@0.171.0"
 	"@google/gemini-cli@0.61.0"
 	"opencode-ai@1.18.33"
+	"@zed-industries/claude-agent-acp@0.23.1"
 )
 
 if ! command -v npm >/dev/null 2>&1; then
@@ -58,7 +59,7 @@ export npm_config_update_notifier=false npm_config_fund=false npm_config_audit=f
 npm install --prefix "$dir" --save-exact --include=optional --engine-strict=false \
 	--loglevel=error "${pins[@]}"
 
-for bin in claude codex gemini opencode; do
+for bin in claude codex gemini opencode claude-agent-acp; do
 	if [ ! -x "$dir/node_modules/.bin/$bin" ]; then
 		echo "install-agents: $bin missing after install" >&2
 		exit 3

@@ -6,6 +6,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/internal/textsafe"
 )
 
 // Options configure the live view.
@@ -115,7 +116,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 func (m Model) View() tea.View {
 	v := tea.NewView(m.render())
 	v.AltScreen = true
-	v.WindowTitle = "muster " + Sanitize(m.st.ID)
+	v.WindowTitle = "muster " + textsafe.Sanitize(m.st.ID)
 	return v
 }
 

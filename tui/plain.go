@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/internal/textsafe"
 	"github.com/muster-run/muster/runview"
 )
 
@@ -14,10 +15,10 @@ import (
 // time: "api: gates passed (test)". Untrusted text is sanitized. Events
 // that people need not see one by one (tokens, leases, messages) give "".
 func PlainLine(e muster.Event) string {
-	id := Sanitize(string(e.Task))
+	id := textsafe.Sanitize(string(e.Task))
 	switch e.Type {
 	case muster.EvRunStarted:
-		return fmt.Sprintf("run %s started on %s", Sanitize(e.Run), Sanitize(e.Branch))
+		return fmt.Sprintf("run %s started on %s", textsafe.Sanitize(e.Run), textsafe.Sanitize(e.Branch))
 	case muster.EvRunResumed:
 		return "run resumed" + suffix(e.Message)
 	case muster.EvTasksPlanned:
@@ -26,7 +27,7 @@ func PlainLine(e muster.Event) string {
 		}
 		return fmt.Sprintf("planned %d tasks", len(e.Tasks))
 	case muster.EvTaskStarted:
-		s := fmt.Sprintf("%s: started on %s", id, Sanitize(e.Slot()))
+		s := fmt.Sprintf("%s: started on %s", id, textsafe.Sanitize(e.Slot()))
 		if e.Attempt > 1 {
 			s += fmt.Sprintf(" (attempt %d)", e.Attempt)
 		}
@@ -41,9 +42,9 @@ func PlainLine(e muster.Event) string {
 			}
 			return fmt.Sprintf("%s: review round %d", id, e.Round)
 		}
-		return fmt.Sprintf("%s: %s", id, Sanitize(e.Phase))
+		return fmt.Sprintf("%s: %s", id, textsafe.Sanitize(e.Phase))
 	case muster.EvToolUse:
-		return fmt.Sprintf("%s: tool %s %s", id, Sanitize(e.Tool), Sanitize(e.Args))
+		return fmt.Sprintf("%s: tool %s %s", id, textsafe.Sanitize(e.Tool), textsafe.Sanitize(e.Args))
 	case muster.EvGateRan:
 		res := "failed"
 		if e.Passed != nil && *e.Passed {
@@ -53,12 +54,12 @@ func PlainLine(e muster.Event) string {
 		} else if e.Phase == "integration" {
 			res = "failed on the integrated tree"
 		}
-		return fmt.Sprintf("%s: gate %s %s", id, Sanitize(e.Gate), res)
+		return fmt.Sprintf("%s: gate %s %s", id, textsafe.Sanitize(e.Gate), res)
 	case muster.EvExecutorPaused:
 		if e.Until == nil {
 			return ""
 		}
-		return fmt.Sprintf("executor %s paused until %s%s", Sanitize(e.Executor), e.Until.UTC().Format(time.RFC3339), suffix(e.Reason))
+		return fmt.Sprintf("executor %s paused until %s%s", textsafe.Sanitize(e.Executor), e.Until.UTC().Format(time.RFC3339), suffix(e.Reason))
 	case muster.EvLoopAttempt:
 		res := "failed"
 		if e.Passed != nil && *e.Passed {
@@ -66,25 +67,25 @@ func PlainLine(e muster.Event) string {
 		}
 		return fmt.Sprintf("%s: check %d %s", id, e.Round, res)
 	case muster.EvLoopEnded:
-		return fmt.Sprintf("%s: loop %s after %d checks%s", id, Sanitize(e.State), e.Round, suffix(e.Reason))
+		return fmt.Sprintf("%s: loop %s after %d checks%s", id, textsafe.Sanitize(e.State), e.Round, suffix(e.Reason))
 	case muster.EvReviewed:
 		if len(e.Findings) == 0 {
-			return fmt.Sprintf("%s: review by %s approved", id, Sanitize(e.Slot()))
+			return fmt.Sprintf("%s: review by %s approved", id, textsafe.Sanitize(e.Slot()))
 		}
-		return fmt.Sprintf("%s: review by %s: %d findings (%d blocking)", id, Sanitize(e.Slot()), len(e.Findings), runview.Blocking(e.Findings))
+		return fmt.Sprintf("%s: review by %s: %d findings (%d blocking)", id, textsafe.Sanitize(e.Slot()), len(e.Findings), runview.Blocking(e.Findings))
 	case muster.EvFixRound:
 		return fmt.Sprintf("%s: fix round %d%s", id, e.Round, suffix(e.Reason))
 	case muster.EvViolation:
-		return fmt.Sprintf("%s: outside owns: %s", id, Sanitize(strings.Join(e.Paths, ", ")))
+		return fmt.Sprintf("%s: outside owns: %s", id, textsafe.Sanitize(strings.Join(e.Paths, ", ")))
 	case muster.EvCommitted:
-		return fmt.Sprintf("%s: committed %s", id, short(e.Commit))
+		return fmt.Sprintf("%s: committed %s", id, textsafe.Short(e.Commit))
 	case muster.EvIntegrated:
-		return fmt.Sprintf("%s: integrated %s", id, short(e.Commit))
+		return fmt.Sprintf("%s: integrated %s", id, textsafe.Short(e.Commit))
 	case muster.EvTaskSucceeded:
 		if e.Commit == "" && e.Reason != "" {
-			return fmt.Sprintf("%s: succeeded (%s)", id, Sanitize(e.Reason))
+			return fmt.Sprintf("%s: succeeded (%s)", id, textsafe.Sanitize(e.Reason))
 		}
-		return fmt.Sprintf("%s: succeeded %s", id, short(e.Commit))
+		return fmt.Sprintf("%s: succeeded %s", id, textsafe.Short(e.Commit))
 	case muster.EvTaskFailed:
 		if e.Retry {
 			return fmt.Sprintf("%s: attempt %d failed, will retry%s", id, e.Attempt, suffix(e.Reason))
@@ -95,11 +96,11 @@ func PlainLine(e muster.Event) string {
 	case muster.EvTaskCancelled:
 		return fmt.Sprintf("%s: cancelled%s", id, suffix(e.Reason))
 	case muster.EvNote:
-		return fmt.Sprintf("%s: note: %s", id, Sanitize(e.Message))
+		return fmt.Sprintf("%s: note: %s", id, textsafe.Sanitize(e.Message))
 	case muster.EvWarning:
-		return "warning: " + Sanitize(e.Message)
+		return "warning: " + textsafe.Sanitize(e.Message)
 	case muster.EvRunFinished:
-		return "run " + Sanitize(e.State)
+		return "run " + textsafe.Sanitize(e.State)
 	case muster.EvRunInterrupted:
 		return "run interrupted (resumable)"
 	}
@@ -110,16 +111,7 @@ func suffix(reason string) string {
 	if reason == "" {
 		return ""
 	}
-	return ": " + Sanitize(reason)
-}
-
-// short abbreviates a commit hash.
-func short(sha string) string {
-	sha = Sanitize(sha)
-	if len(sha) > 10 {
-		return sha[:10]
-	}
-	return sha
+	return ": " + textsafe.Sanitize(reason)
 }
 
 // Printer writes plain progress lines, one per event people need to see,

@@ -8,6 +8,7 @@ import (
 	"charm.land/lipgloss/v2"
 
 	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/internal/textsafe"
 	"github.com/muster-run/muster/runview"
 )
 
@@ -100,14 +101,14 @@ func section(name string, w int) string {
 
 func (m Model) header() string {
 	done, running, failed, total := m.st.Counts()
-	run := Sanitize(m.st.ID)
+	run := textsafe.Sanitize(m.st.ID)
 	if run == "" {
 		run = "(waiting for events)"
 	}
 	s := fmt.Sprintf("[%d/%d]  running %d  failed %d  elapsed %s  spend %s",
-		done, total, running, failed, runview.Duration(m.elapsed()), fmtUSD(m.st.Usage.CostMicros))
+		done, total, running, failed, runview.Duration(m.elapsed()), muster.FormatUSD(m.st.Usage.CostMicros))
 	if m.st.budget > 0 {
-		s += " / " + fmtUSD(m.st.budget)
+		s += " / " + muster.FormatUSD(m.st.budget)
 	}
 	if m.st.State != "" {
 		s += "  run " + m.st.State
@@ -131,12 +132,12 @@ func (m Model) elapsed() time.Duration {
 func (m Model) laneLines(w int) []string {
 	sw := 8
 	for _, l := range m.st.Clones {
-		sw = max(sw, lipgloss.Width(Sanitize(l.Slot)))
+		sw = max(sw, lipgloss.Width(textsafe.Sanitize(l.Slot)))
 	}
 	var lines []string
 	for _, l := range m.st.Clones {
-		slot := pad(Sanitize(l.Slot), sw)
-		total := fmt.Sprintf("Σ %s tok %s", runview.Tokens(l.Total.Tokens()), fmtUSD(l.Total.CostMicros))
+		slot := pad(textsafe.Sanitize(l.Slot), sw)
+		total := fmt.Sprintf("Σ %s tok %s", runview.Tokens(l.Total.Tokens()), muster.FormatUSD(l.Total.CostMicros))
 		if l.Task == "" {
 			line := fmt.Sprintf("%s  %-14s %-16s %6s %9s %8s  %s", slot, "idle", "", "", "", "", total)
 			lines = append(lines, stDim.Render(clip(line, w)))
@@ -156,8 +157,8 @@ func (m Model) laneLines(w int) []string {
 		if !l.Since.IsZero() && m.st.State == "" {
 			el = max(0, m.now().Sub(l.Since))
 		}
-		line := fmt.Sprintf("%s  %-14s %-16s %6s %9s %8s  %s", slot, pad(Sanitize(string(l.Task)), 14), phase,
-			runview.Duration(el), runview.Tokens(l.Work.Tokens())+" tok", fmtUSD(l.Work.CostMicros), total)
+		line := fmt.Sprintf("%s  %-14s %-16s %6s %9s %8s  %s", slot, pad(textsafe.Sanitize(string(l.Task)), 14), phase,
+			runview.Duration(el), runview.Tokens(l.Work.Tokens())+" tok", muster.FormatUSD(l.Work.CostMicros), total)
 		lines = append(lines, stRun.Render(clip(line, w)))
 	}
 	return lines
@@ -178,7 +179,7 @@ func phaseText(t *runview.Task) string {
 		}
 		return fmt.Sprintf("review round %d", t.Round)
 	}
-	return Sanitize(t.Phase)
+	return textsafe.Sanitize(t.Phase)
 }
 
 // tasksAndDetail draws the task list beside the selected task's details.
@@ -196,12 +197,12 @@ func (m Model) tasksAndDetail(w, rows int) []string {
 	}
 	iw := 6
 	for _, id := range m.st.Order {
-		iw = max(iw, min(18, lipgloss.Width(Sanitize(string(id)))))
+		iw = max(iw, min(18, lipgloss.Width(textsafe.Sanitize(string(id)))))
 	}
 	for i := first; i < len(m.st.Order) && i < first+rows; i++ {
 		t := m.st.Tasks[m.st.Order[i]]
 		mark := stateMark[t.State]
-		line := fmt.Sprintf("%s %s %-9s %s", mark, pad(Sanitize(string(t.ID)), iw), t.State, Sanitize(t.Title))
+		line := fmt.Sprintf("%s %s %-9s %s", mark, pad(textsafe.Sanitize(string(t.ID)), iw), t.State, textsafe.Sanitize(t.Title))
 		line = pad(clip(line, lw-2), lw-2)
 		if i == m.selected {
 			left = append(left, stSel.Render("› "+line))
@@ -234,37 +235,37 @@ func (m Model) detail(w, n int) []string {
 		return nil
 	}
 	t := m.st.Tasks[id]
-	lines := []string{stHeader.Render(clip(Sanitize(string(t.ID))+": "+Sanitize(t.Title), w))}
+	lines := []string{stHeader.Render(clip(textsafe.Sanitize(string(t.ID))+": "+textsafe.Sanitize(t.Title), w))}
 	info := fmt.Sprintf("%s  attempt %d", t.State, t.Attempt)
 	if t.Slot != "" {
-		info += "  on " + Sanitize(t.Slot)
+		info += "  on " + textsafe.Sanitize(t.Slot)
 	}
 	if t.State == muster.StateRunning {
 		info += "  " + phaseText(t)
 	}
-	info += fmt.Sprintf("  %s tok %s", runview.Tokens(t.Usage.Tokens()), fmtUSD(t.Usage.CostMicros))
+	info += fmt.Sprintf("  %s tok %s", runview.Tokens(t.Usage.Tokens()), muster.FormatUSD(t.Usage.CostMicros))
 	lines = append(lines, clip(info, w))
 	if len(t.After) > 0 {
 		after := make([]string, len(t.After))
 		for i, a := range t.After {
-			after[i] = Sanitize(string(a))
+			after[i] = textsafe.Sanitize(string(a))
 		}
 		lines = append(lines, clip("after "+strings.Join(after, ", "), w))
 	}
 	if t.Commit != "" {
-		lines = append(lines, clip("commit "+short(t.Commit), w))
+		lines = append(lines, clip("commit "+textsafe.Short(t.Commit), w))
 	}
 	if len(t.Paths) > 0 {
-		lines = append(lines, clip("paths "+Sanitize(strings.Join(t.Paths, ", ")), w))
+		lines = append(lines, clip("paths "+textsafe.Sanitize(strings.Join(t.Paths, ", ")), w))
 	}
 	gated, passed := t.LatestGates()
 	if finds := t.Findings(); len(gated) > 0 || finds > 0 {
 		var g []string
 		for _, name := range gated {
 			if passed[name] {
-				g = append(g, Sanitize(name)+" ✓")
+				g = append(g, textsafe.Sanitize(name)+" ✓")
 			} else {
-				g = append(g, Sanitize(name)+" ✗")
+				g = append(g, textsafe.Sanitize(name)+" ✗")
 			}
 		}
 		s := "gates " + strings.Join(g, " ")
@@ -273,7 +274,7 @@ func (m Model) detail(w, n int) []string {
 		}
 		lines = append(lines, clip(s, w))
 	}
-	if reason := Sanitize(t.Reason); reason != "" {
+	if reason := textsafe.Sanitize(t.Reason); reason != "" {
 		lines = append(lines, stBad.Render(clip("reason: "+reason, w)))
 	}
 	lines = append(lines, stDim.Render(clip("latest agent output:", w)))
@@ -344,6 +345,3 @@ func wrap(s string, w int) []string {
 	}
 	return lines
 }
-
-// fmtUSD prints micro-dollars as $0.42.
-func fmtUSD(micros int64) string { return fmt.Sprintf("$%.2f", float64(micros)/1e6) }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/internal/textsafe"
 )
 
 // ErrDetached is returned by Run when the user left the view with q. The
@@ -49,12 +50,12 @@ func (m Model) Summary() string {
 	lines := []string{m.header()}
 	iw := 0
 	for _, id := range m.st.Order {
-		iw = max(iw, min(24, len([]rune(Sanitize(string(id))))))
+		iw = max(iw, min(24, len([]rune(textsafe.Sanitize(string(id))))))
 	}
 	for _, id := range m.st.Order {
 		t := m.st.Tasks[id]
-		line := fmt.Sprintf("  %s %s %-9s %s", stateMark[t.State], pad(Sanitize(string(t.ID)), iw), t.State, Sanitize(t.Title))
-		if reason := Sanitize(t.Reason); reason != "" && t.State != "succeeded" {
+		line := fmt.Sprintf("  %s %s %-9s %s", stateMark[t.State], pad(textsafe.Sanitize(string(t.ID)), iw), t.State, textsafe.Sanitize(t.Title))
+		if reason := textsafe.Sanitize(t.Reason); reason != "" && t.State != "succeeded" {
 			line += " (" + reason + ")"
 		}
 		lines = append(lines, line)

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/internal/textsafe"
 	"github.com/muster-run/muster/runview"
 )
 
@@ -50,7 +51,7 @@ func (s *state) apply(e muster.Event) {
 		}
 	case muster.EvMessage:
 		s.Task(e.Task)
-		m := append(s.msgs[e.Task], Sanitize(e.Message))
+		m := append(s.msgs[e.Task], textsafe.Sanitize(e.Message))
 		if len(m) > maxMessages {
 			m = append(m[:0:0], m[len(m)-maxMessages:]...)
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/internal/textsafe"
 	"github.com/muster-run/muster/internal/viewtest"
 )
 
@@ -278,8 +279,8 @@ func TestSanitize(t *testing.T) {
 		"esc at end\x1b":                "esc at end",
 		"dcs\x1bPq#0;2;0;0;0\x1b\\done": "dcsdone",
 	} {
-		if got := Sanitize(in); got != want {
-			t.Errorf("Sanitize(%q) = %q, want %q", in, got, want)
+		if got := textsafe.Sanitize(in); got != want {
+			t.Errorf("textsafe.Sanitize(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

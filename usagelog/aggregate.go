@@ -264,7 +264,7 @@ func (r *Report) WriteJSON(w io.Writer) error {
 func (r *Report) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	keyName := map[string]string{Daily: "Date", Monthly: "Month", Session: "Session"}[r.Report]
-	width := len(keyName)
+	width := max(len(keyName), len("Total"))
 	for _, row := range r.Rows {
 		width = max(width, len(row.Key))
 		for _, m := range row.Models {
@@ -302,30 +302,7 @@ func (r *Report) WriteText(w io.Writer) error {
 }
 
 // num formats n with thousands separators.
-func num(n int64) string {
-	s := fmt.Sprint(n)
-	if n < 0 {
-		return "-" + num(-n)
-	}
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
-}
+func num(n int64) string { return muster.Group(n) }
 
 // usd formats micro-dollars as dollars with cents.
-func usd(micros int64) string {
-	cents := (micros + 5000) / 10000
-	if micros < 0 {
-		cents = (micros - 5000) / 10000
-	}
-	sign := ""
-	if cents < 0 {
-		sign, cents = "-", -cents
-	}
-	return fmt.Sprintf("%s$%s.%02d", sign, num(cents/100), cents%100)
-}
+func usd(micros int64) string { return muster.FormatUSD(micros) }

@@ -262,3 +262,27 @@ func TestSecrets(t *testing.T) {
 		}
 	}
 }
+
+// A missing agent CLI is named with the npm package that installs it, not
+// a script that exists only in muster's own checkout.
+func TestFindBinaryNamesThePackage(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	for _, k := range Kinds {
+		if k.Binary == "" {
+			continue // kind acp: the executor names its program
+		}
+		_, err := FindBinary(nil, k.Binary, t.TempDir())
+		if err == nil {
+			continue // installed in this checkout's .cache/agents
+		}
+		if msg := err.Error(); !strings.Contains(msg, "npm install -g "+k.Package) || strings.Contains(msg, "install-agents") {
+			t.Errorf("%s: %s", k.Name, msg)
+		}
+		if k.Package == "" {
+			t.Errorf("%s has no npm package", k.Name)
+		}
+	}
+	if _, err := FindBinary(nil, "no-such-agent", t.TempDir()); err == nil || strings.Contains(err.Error(), "npm") {
+		t.Errorf("an unknown program gets no npm hint: %v", err)
+	}
+}

@@ -16,8 +16,9 @@ import (
 	"github.com/muster-run/muster/internal/redact"
 )
 
-// CacheBin is where scripts/install-agents.sh puts the agent CLIs,
-// relative to the repository root.
+// CacheBin is where an npm install --prefix .cache/agents (muster's own
+// scripts/install-agents.sh does one) puts the agent CLIs, relative to the
+// repository root.
 const CacheBin = ".cache/agents/node_modules/.bin"
 
 // FindBinary resolves the program of a kind: spec.Command[0] when set (a
@@ -58,7 +59,18 @@ func FindBinary(spec *muster.ExecutorSpec, name string, starts ...string) (strin
 			dir = parent
 		}
 	}
-	return "", fmt.Errorf("%s not found on PATH or in %s (run scripts/install-agents.sh)", name, CacheBin)
+	return "", fmt.Errorf("%s not found on PATH or in %s%s", name, CacheBin, installHint(name))
+}
+
+// installHint says how to install the program name, when it is a known
+// agent CLI: the npm package, globally or into .cache/agents.
+func installHint(name string) string {
+	for _, k := range Kinds {
+		if k.Binary == name && k.Package != "" {
+			return fmt.Sprintf(" (install it: npm install -g %s, or npm install --prefix .cache/agents %s)", k.Package, k.Package)
+		}
+	}
+	return ""
 }
 
 var unsafeSlot = regexp.MustCompile(`[^A-Za-z0-9._-]+`)

@@ -23,6 +23,8 @@ type Kind struct {
 	Name string
 	// Binary is the command name looked up on PATH and in .cache/agents.
 	Binary string
+	// Package is the npm package that installs Binary.
+	Package string
 	// VersionArgs print the CLI's version.
 	VersionArgs []string
 	// KeyEnv is the variable the CLI reads its API key from; the default
@@ -34,6 +36,13 @@ type Kind struct {
 	LoginFiles []string
 	// Authority maps each authority to its enforcement and how.
 	Authority map[muster.Authority]Grade
+	// ACP says the program speaks the Agent Client Protocol on stdio;
+	// doctor asks it for its version with an initialize handshake.
+	ACP bool
+	// ACPArgs are the arguments that put the program in ACP mode.
+	ACPArgs []string
+	// Note is what doctor says about the kind besides its checks.
+	Note string
 }
 
 // Grade is how one authority is applied by a kind.
@@ -45,7 +54,7 @@ type Grade struct {
 // Kinds lists the agent CLIs muster drives, in a fixed order.
 var Kinds = []Kind{
 	{
-		Name: muster.ExecClaudeCode, Binary: "claude", VersionArgs: []string{"--version"},
+		Name: muster.ExecClaudeCode, Binary: "claude", Package: "@anthropic-ai/claude-code", VersionArgs: []string{"--version"},
 		KeyEnv:     "ANTHROPIC_API_KEY",
 		LoginFiles: []string{".claude/.credentials.json"},
 		Authority: map[muster.Authority]Grade{
@@ -55,7 +64,7 @@ var Kinds = []Kind{
 		},
 	},
 	{
-		Name: muster.ExecCodex, Binary: "codex", VersionArgs: []string{"--version"},
+		Name: muster.ExecCodex, Binary: "codex", Package: "@openai/codex", VersionArgs: []string{"--version"},
 		KeyEnv:     "OPENAI_API_KEY",
 		LoginFiles: []string{".codex/auth.json"},
 		Authority: map[muster.Authority]Grade{
@@ -65,7 +74,7 @@ var Kinds = []Kind{
 		},
 	},
 	{
-		Name: muster.ExecGemini, Binary: "gemini", VersionArgs: []string{"--version"},
+		Name: muster.ExecGemini, Binary: "gemini", Package: "@google/gemini-cli", VersionArgs: []string{"--version"},
 		KeyEnv:     "GEMINI_API_KEY",
 		LoginFiles: []string{".gemini/oauth_creds.json", ".gemini/google_accounts.json"},
 		Authority: map[muster.Authority]Grade{
@@ -75,7 +84,7 @@ var Kinds = []Kind{
 		},
 	},
 	{
-		Name: muster.ExecOpencode, Binary: "opencode", VersionArgs: []string{"--version"},
+		Name: muster.ExecOpencode, Binary: "opencode", Package: "opencode-ai", VersionArgs: []string{"--version"},
 		KeyEnv:     "ANTHROPIC_API_KEY",
 		LoginFiles: []string{".local/share/opencode/auth.json"},
 		Authority: map[muster.Authority]Grade{
@@ -84,6 +93,28 @@ var Kinds = []Kind{
 			muster.AuthorityShell: {Full, `permission {"edit":"allow","bash":"allow"} and --auto (full access)`},
 		},
 	},
+	{
+		Name: muster.ExecACP, ACP: true,
+		Authority: acpAuthority("", "", ""),
+		Note:      "any ACP agent: set command = [program, args...]",
+	},
+	{
+		Name: muster.ExecClaudeACP, Binary: "claude-agent-acp", Package: "@zed-industries/claude-agent-acp", ACP: true,
+		KeyEnv:     "ANTHROPIC_API_KEY",
+		LoginFiles: []string{".claude/.credentials.json"},
+		Authority: acpAuthority(" (mode default)", " (mode default: every edit and command asks)",
+			" (mode bypassPermissions)"),
+	},
+}
+
+// acpAuthority is how muster answers an ACP agent's permission requests
+// and file requests; every preset adds its own mode.
+func acpAuthority(read, write, shell string) map[muster.Authority]Grade {
+	return map[muster.Authority]Grade{
+		muster.AuthorityRead:  {Enforced, "muster refuses every edit and command the agent asks to make, and fs/write_text_file" + read},
+		muster.AuthorityWrite: {Enforced, "muster allows edits inside the worktree and refuses commands other than the task's gates; fs/* only inside the worktree" + write},
+		muster.AuthorityShell: {Full, "muster allows every request; terminals offered" + shell},
+	}
 }
 
 // Lookup returns the kind named name, or nil.

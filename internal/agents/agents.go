@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/agent/acp"
 	"github.com/muster-run/muster/agent/claude"
 	"github.com/muster-run/muster/agent/codex"
 	"github.com/muster-run/muster/agent/command"
@@ -18,25 +19,38 @@ import (
 	"github.com/muster-run/muster/gate"
 )
 
+// adapters builds the adapter of each kind family; the kinds themselves
+// are muster.Kinds.
+var adapters = map[muster.KindFamily]func(*muster.ExecutorSpec) (muster.Executor, error){
+	muster.FamilySim:     func(s *muster.ExecutorSpec) (muster.Executor, error) { return sim.New(s) },
+	muster.FamilyCommand: func(s *muster.ExecutorSpec) (muster.Executor, error) { return command.New(s) },
+	muster.FamilyHTTP:    func(s *muster.ExecutorSpec) (muster.Executor, error) { return httpagent.New(s) },
+	muster.FamilyACP:     func(s *muster.ExecutorSpec) (muster.Executor, error) { return acp.New(s) },
+	muster.FamilyCLI:     newCLI,
+}
+
+// clis are the adapters of the CLI family, by kind.
+var clis = map[string]func(*muster.ExecutorSpec) (muster.Executor, error){
+	muster.ExecClaudeCode: func(s *muster.ExecutorSpec) (muster.Executor, error) { return claude.New(s) },
+	muster.ExecCodex:      func(s *muster.ExecutorSpec) (muster.Executor, error) { return codex.New(s) },
+	muster.ExecGemini:     func(s *muster.ExecutorSpec) (muster.Executor, error) { return gemini.New(s) },
+	muster.ExecOpencode:   func(s *muster.ExecutorSpec) (muster.Executor, error) { return opencode.New(s) },
+}
+
+func newCLI(spec *muster.ExecutorSpec) (muster.Executor, error) {
+	if f := clis[spec.Kind]; f != nil {
+		return f(spec)
+	}
+	return nil, fmt.Errorf("executor %s: no adapter for kind %q", spec.Name, spec.Kind)
+}
+
 // New returns the adapter for spec's kind.
 func New(spec *muster.ExecutorSpec) (muster.Executor, error) {
-	switch spec.Kind {
-	case muster.ExecSim:
-		return sim.New(spec)
-	case muster.ExecCommand:
-		return command.New(spec)
-	case muster.ExecOpenAI, muster.ExecAnthropic:
-		return httpagent.New(spec)
-	case muster.ExecClaudeCode:
-		return claude.New(spec)
-	case muster.ExecCodex:
-		return codex.New(spec)
-	case muster.ExecGemini:
-		return gemini.New(spec)
-	case muster.ExecOpencode:
-		return opencode.New(spec)
+	k := muster.LookupKind(spec.Kind)
+	if k == nil {
+		return nil, fmt.Errorf("executor %s: unknown kind %q (one of %v)", spec.Name, spec.Kind, muster.ExecutorKinds)
 	}
-	return nil, fmt.Errorf("executor %s: unknown kind %q (one of %v)", spec.Name, spec.Kind, muster.ExecutorKinds)
+	return adapters[k.Family](spec)
 }
 
 // Crew builds every executor of cfg, plus the runner of Kind: code tasks.

@@ -18,6 +18,8 @@ import (
 	"github.com/muster-run/muster/internal/cli/cmdutil"
 	"github.com/muster-run/muster/internal/cli/demo"
 	"github.com/muster-run/muster/internal/cli/doctor"
+	"github.com/muster-run/muster/internal/cli/initcmd"
+	"github.com/muster-run/muster/internal/cli/logs"
 	"github.com/muster-run/muster/internal/cli/mockllm"
 	"github.com/muster-run/muster/internal/cli/plan"
 	"github.com/muster-run/muster/internal/cli/report"
@@ -33,9 +35,6 @@ import (
 	"github.com/muster-run/muster/internal/redact"
 )
 
-// Version is set at build time.
-var Version = "dev"
-
 // NewRoot returns the root command.
 func NewRoot(io *cmdutil.IOStreams) *cobra.Command {
 	root := &cobra.Command{
@@ -48,7 +47,7 @@ one commit per task on a run branch, a journal that survives kill -9, and a
 cost report down to each agent clone.
 
 Start with: muster demo`,
-		Version:       Version,
+		Version:       buildVersion(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -68,6 +67,8 @@ Start with: muster demo`,
 		status.NewCmd(io),
 		runs.NewCmd(io),
 		report.NewCmd(io),
+		logs.NewCmd(io),
+		initcmd.NewCmd(io),
 		usage.NewCmd(),
 		watch.NewCmd(resolveJournal),
 		mockllm.NewCmd(),

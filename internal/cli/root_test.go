@@ -3,6 +3,8 @@ package cli
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -45,5 +47,42 @@ func TestExecuteInterruptedDuringSetupExits130(t *testing.T) {
 	}
 	if !strings.Contains(errOut.String(), "interrupted before the run started") {
 		t.Fatalf("stderr %q", errOut.String())
+	}
+}
+
+// DESIGN.md is not in the repository: no command's help, and no page of
+// the docs, may send a user there.
+func TestNoHelpOrDocCitesDesign(t *testing.T) {
+	t.Parallel()
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		var b bytes.Buffer
+		c.SetOut(&b)
+		c.SetErr(&b)
+		if err := c.Help(); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(b.String(), "DESIGN") {
+			t.Errorf("%s --help cites DESIGN.md:\n%s", c.CommandPath(), b.String())
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	io := &cmdutil.IOStreams{In: strings.NewReader(""), Out: new(bytes.Buffer), ErrOut: new(bytes.Buffer)}
+	walk(NewRoot(io))
+	docs, err := filepath.Glob("../../docs/*.md")
+	if err != nil || len(docs) == 0 {
+		t.Fatalf("docs: %v %v", docs, err)
+	}
+	more, _ := filepath.Glob("../../docs/*/*.md")
+	for _, p := range append(append(docs, more...), "../../README.md") {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(b), "DESIGN.md") {
+			t.Errorf("%s cites DESIGN.md, which is not in the repository", p)
+		}
 	}
 }

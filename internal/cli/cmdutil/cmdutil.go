@@ -13,7 +13,6 @@ import (
 	"golang.org/x/term"
 
 	"github.com/muster-run/muster"
-	"github.com/muster-run/muster/tui"
 )
 
 // Exit statuses (DESIGN.md §2).
@@ -111,8 +110,3 @@ func WriteJSON(w io.Writer, v any) error {
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }
-
-// Sanitize makes untrusted text safe to print on a terminal, as one line:
-// escape sequences, control characters and bidirectional overrides go.
-// It is the live view's sanitizer, so that every view strips the same.
-func Sanitize(s string) string { return tui.Sanitize(s) }

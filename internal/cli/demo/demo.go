@@ -122,9 +122,9 @@ func runDemo(ctx context.Context, io *cmdutil.IOStreams, dir string, speed float
 			if total.Tokens() > 0 {
 				share = 100 * float64(u.Tokens()) / float64(total.Tokens())
 			}
-			fmt.Fprintf(w, "  %-10s %10d %10d %10s %5.1f%%\n", k, u.InputTokens, u.OutputTokens, fmt.Sprintf("$%.4f", u.USD()), share)
+			fmt.Fprintf(w, "  %-10s %10d %10d %10s %5.1f%%\n", k, u.InputTokens, u.OutputTokens, muster.FormatUSD(u.CostMicros), share)
 		}
-		fmt.Fprintf(w, "  %-10s %10d %10d %10s\n", "total", total.InputTokens, total.OutputTokens, fmt.Sprintf("$%.4f", total.USD()))
+		fmt.Fprintf(w, "  %-10s %10d %10d %10s\n", "total", total.InputTokens, total.OutputTokens, muster.FormatUSD(total.CostMicros))
 		html := filepath.Join(repo.RunDir(s.RunID), "report.html")
 		if err := report.WriteHTML(html, events, report.Verification(context.WithoutCancel(ctx), repo, s.RunID)); err != nil {
 			fmt.Fprintf(w, "\nno HTML report: %v\n", err)

@@ -14,6 +14,7 @@ import (
 	"github.com/muster-run/muster/internal/agents"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
 	"github.com/muster-run/muster/internal/cli/runner"
+	"github.com/muster-run/muster/internal/textsafe"
 	"github.com/muster-run/muster/journal"
 	"github.com/muster-run/muster/planfile"
 	"github.com/muster-run/muster/planner"
@@ -255,6 +256,6 @@ func progress(w io.Writer, spec *muster.ExecutorSpec, e *muster.Event, tries int
 		if e.Retry {
 			more = "; asking again"
 		}
-		fmt.Fprintf(w, "try %d: %s%s\n", e.Attempt, cmdutil.Sanitize(e.Reason), more)
+		fmt.Fprintf(w, "try %d: %s%s\n", e.Attempt, textsafe.Sanitize(e.Reason), more)
 	}
 }

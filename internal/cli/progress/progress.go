@@ -11,7 +11,7 @@ import (
 
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/engine"
-	"github.com/muster-run/muster/internal/cli/cmdutil"
+	"github.com/muster-run/muster/internal/textsafe"
 	"github.com/muster-run/muster/runview"
 )
 
@@ -52,10 +52,10 @@ func (p *Printer) OnEvent(e *muster.Event, s *engine.State) {
 		}
 	}
 	line := ""
-	task := cmdutil.Sanitize(string(e.Task))
+	task := textsafe.Sanitize(string(e.Task))
 	switch e.Type {
 	case muster.EvRunStarted:
-		line = fmt.Sprintf("run %s on branch %s (base %s)", e.Run, e.Branch, short(e.Base))
+		line = fmt.Sprintf("run %s on branch %s (base %s)", e.Run, e.Branch, textsafe.Short(e.Base))
 	case muster.EvRunResumed:
 		line = "resumed: unfinished tasks run again"
 	case muster.EvTaskStarted:
@@ -63,14 +63,14 @@ func (p *Printer) OnEvent(e *muster.Event, s *engine.State) {
 		if e.Attempt > 1 {
 			a = fmt.Sprintf(" (attempt %d)", e.Attempt)
 		}
-		line = fmt.Sprintf("%s %s started on %s%s", p.c(bold, "▶"), task, cmdutil.Sanitize(e.Slot()), a)
+		line = fmt.Sprintf("%s %s started on %s%s", p.c(bold, "▶"), task, textsafe.Sanitize(e.Slot()), a)
 	case muster.EvTaskSucceeded:
 		t := s.Tasks[e.Task]
 		extra := ""
 		if e.Commit != "" {
-			extra = " commit " + short(e.Commit)
+			extra = " commit " + textsafe.Short(e.Commit)
 		} else if e.Reason != "" {
-			extra = " (" + cmdutil.Sanitize(e.Reason) + ")"
+			extra = " (" + textsafe.Sanitize(e.Reason) + ")"
 		}
 		took := ""
 		if t != nil && !t.Started.IsZero() {
@@ -82,16 +82,16 @@ func (p *Printer) OnEvent(e *muster.Event, s *engine.State) {
 		if e.Retry {
 			retry = " (will retry)"
 		}
-		line = fmt.Sprintf("%s %s failed%s: %s", p.c(red, "✗"), task, retry, cmdutil.Sanitize(e.Reason))
+		line = fmt.Sprintf("%s %s failed%s: %s", p.c(red, "✗"), task, retry, textsafe.Sanitize(e.Reason))
 	case muster.EvTaskSkipped:
-		line = fmt.Sprintf("%s %s skipped: %s", p.c(yellow, "-"), task, cmdutil.Sanitize(e.Reason))
+		line = fmt.Sprintf("%s %s skipped: %s", p.c(yellow, "-"), task, textsafe.Sanitize(e.Reason))
 	case muster.EvTaskCancelled:
-		line = fmt.Sprintf("%s %s cancelled: %s", p.c(yellow, "■"), task, cmdutil.Sanitize(e.Reason))
+		line = fmt.Sprintf("%s %s cancelled: %s", p.c(yellow, "■"), task, textsafe.Sanitize(e.Reason))
 	case muster.EvFixRound:
 		if e.Round > 0 {
-			line = fmt.Sprintf("%s %s fix round %d: %s", p.c(yellow, "↻"), task, e.Round, cmdutil.Sanitize(e.Reason))
+			line = fmt.Sprintf("%s %s fix round %d: %s", p.c(yellow, "↻"), task, e.Round, textsafe.Sanitize(e.Reason))
 		} else {
-			line = fmt.Sprintf("%s %s re-runs on the new tip: %s", p.c(yellow, "↻"), task, cmdutil.Sanitize(e.Reason))
+			line = fmt.Sprintf("%s %s re-runs on the new tip: %s", p.c(yellow, "↻"), task, textsafe.Sanitize(e.Reason))
 		}
 	case muster.EvGateRan:
 		if e.Passed != nil && !*e.Passed {
@@ -101,9 +101,9 @@ func (p *Printer) OnEvent(e *muster.Event, s *engine.State) {
 			} else if e.Phase == "integration" {
 				why = " on the integrated tree"
 			}
-			line = fmt.Sprintf("%s %s gate %s failed%s", p.c(yellow, "!"), task, cmdutil.Sanitize(e.Gate), why)
+			line = fmt.Sprintf("%s %s gate %s failed%s", p.c(yellow, "!"), task, textsafe.Sanitize(e.Gate), why)
 		} else if p.Verbose {
-			line = fmt.Sprintf("  %s gate %s passed", task, cmdutil.Sanitize(e.Gate))
+			line = fmt.Sprintf("  %s gate %s passed", task, textsafe.Sanitize(e.Gate))
 		}
 	case muster.EvReviewed:
 		if len(e.Findings) > 0 {
@@ -114,9 +114,9 @@ func (p *Printer) OnEvent(e *muster.Event, s *engine.State) {
 	case muster.EvViolation:
 		where := "outside Owns"
 		if e.Reason != "" {
-			where = "with " + cmdutil.Sanitize(e.Reason)
+			where = "with " + textsafe.Sanitize(e.Reason)
 		}
-		line = fmt.Sprintf("%s %s changed paths %s: %s", p.c(yellow, "!"), task, where, cmdutil.Sanitize(strings.Join(e.Paths, ", ")))
+		line = fmt.Sprintf("%s %s changed paths %s: %s", p.c(yellow, "!"), task, where, textsafe.Sanitize(strings.Join(e.Paths, ", ")))
 	case muster.EvLoopAttempt:
 		if e.Passed != nil && *e.Passed {
 			line = fmt.Sprintf("  %s check %d passed", task, e.Round)
@@ -124,7 +124,7 @@ func (p *Printer) OnEvent(e *muster.Event, s *engine.State) {
 			line = fmt.Sprintf("%s %s check %d failed", p.c(yellow, "!"), task, e.Round)
 		}
 	case muster.EvLoopEnded:
-		line = fmt.Sprintf("  %s loop %s after %d checks %s", task, e.State, e.Round, cmdutil.Sanitize(e.Reason))
+		line = fmt.Sprintf("  %s loop %s after %d checks %s", task, e.State, e.Round, textsafe.Sanitize(e.Reason))
 	case muster.EvTasksPlanned:
 		if e.Task != "" {
 			line = fmt.Sprintf("  %s delegated %d new tasks", task, len(e.Tasks))
@@ -132,13 +132,13 @@ func (p *Printer) OnEvent(e *muster.Event, s *engine.State) {
 	case muster.EvExecutorPaused:
 		if e.Until != nil {
 			line = fmt.Sprintf("%s executor %s paused until %s (%s): others keep going", p.c(yellow, "!"),
-				cmdutil.Sanitize(e.Executor), e.Until.Local().Format("15:04:05"), cmdutil.Sanitize(e.Reason))
+				textsafe.Sanitize(e.Executor), e.Until.Local().Format("15:04:05"), textsafe.Sanitize(e.Reason))
 		}
 	case muster.EvWarning:
-		line = p.c(yellow, "warning: ") + cmdutil.Sanitize(e.Message)
+		line = p.c(yellow, "warning: ") + textsafe.Sanitize(e.Message)
 	case muster.EvToolUse:
 		if p.Verbose {
-			line = fmt.Sprintf("  %s %s %s", task, cmdutil.Sanitize(e.Tool), cmdutil.Sanitize(e.Args))
+			line = fmt.Sprintf("  %s %s %s", task, textsafe.Sanitize(e.Tool), textsafe.Sanitize(e.Args))
 		}
 	case muster.EvRunFinished:
 		line = fmt.Sprintf("run %s", e.State)
@@ -152,13 +152,6 @@ func (p *Printer) OnEvent(e *muster.Event, s *engine.State) {
 	done := counts[muster.StateSucceeded] + counts[muster.StateFailed] + counts[muster.StateSkipped] + counts[muster.StateCancelled]
 	prefix := p.c(dim, fmt.Sprintf("%7s [%d/%d]", fmtDur(e.Time.Sub(p.start)), done, len(s.Tasks)))
 	fmt.Fprintf(p.w, "%s %s\n", prefix, line)
-}
-
-func short(sha string) string {
-	if len(sha) > 10 {
-		return sha[:10]
-	}
-	return sha
 }
 
 func fmtDur(d time.Duration) string {

@@ -18,6 +18,7 @@ import (
 	"github.com/muster-run/muster/internal/cli/cmdutil"
 	"github.com/muster-run/muster/internal/cli/runner"
 	"github.com/muster-run/muster/internal/cli/verify"
+	"github.com/muster-run/muster/internal/textsafe"
 	"github.com/muster-run/muster/journal"
 	rep "github.com/muster-run/muster/report"
 )
@@ -169,11 +170,11 @@ func run(io *cmdutil.IOStreams, o *Options, id string) error {
 func sanitize(r *rep.Report) {
 	for _, ls := range [][]rep.Line{r.ByModel, r.ByRole, r.ByTask, r.ByClone} {
 		for i := range ls {
-			ls[i].Key = cmdutil.Sanitize(ls[i].Key)
+			ls[i].Key = textsafe.Sanitize(ls[i].Key)
 		}
 	}
 	for i, m := range r.Unpriced {
-		r.Unpriced[i] = cmdutil.Sanitize(m)
+		r.Unpriced[i] = textsafe.Sanitize(m)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/muster-run/muster/internal/cli/cmdutil"
 	"github.com/muster-run/muster/internal/cli/plan"
 	"github.com/muster-run/muster/internal/cli/runner"
+	"github.com/muster-run/muster/internal/textsafe"
 )
 
 // NewCmd returns muster run.
@@ -70,7 +71,7 @@ func runGoal(cmd *cobra.Command, io *cmdutil.IOStreams, f *runner.Flags, goal, e
 		return cmdutil.FlagErrorf("--goal is empty: say what the plan should achieve")
 	}
 	ask := !yes
-	if ask && !(terminal(io.In) && cmdutil.IsTerminal(io.ErrOut)) {
+	if ask && (!terminal(io.In) || !cmdutil.IsTerminal(io.ErrOut)) {
 		return cmdutil.FlagErrorf("--goal asks before it runs the plan, and this is not a terminal: pass --yes to run the plan without asking")
 	}
 	ctx := cmd.Context()
@@ -94,7 +95,7 @@ func runGoal(cmd *cobra.Command, io *cmdutil.IOStreams, f *runner.Flags, goal, e
 	runner.PrintProblems(io.ErrOut, out.Problems)
 	fmt.Fprintln(io.ErrOut)
 	for _, l := range strings.Split(strings.TrimRight(string(out.Text), "\n"), "\n") {
-		fmt.Fprintln(io.ErrOut, "  │ "+cmdutil.Sanitize(l))
+		fmt.Fprintln(io.ErrOut, "  │ "+textsafe.Sanitize(l))
 	}
 	plan.Print(io.ErrOut, out, out.Path, false)
 	if ask {

@@ -13,6 +13,7 @@ import (
 	"github.com/muster-run/muster/engine"
 	"github.com/muster-run/muster/git"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
+	"github.com/muster-run/muster/internal/textsafe"
 	"github.com/muster-run/muster/planfile"
 )
 
@@ -45,8 +46,8 @@ func start(ctx context.Context, io *cmdutil.IOStreams, repo *cmdutil.Repo, planP
 	if err != nil {
 		return nil, err
 	}
-	if len(cfg.Executors) == 0 && needsCrew(plan) {
-		return nil, cmdutil.Invalid("no executors: add an [executors.NAME] table to muster.toml, or pass --crew NAME=KIND[:CLONES] (e.g. --crew sim=sim:2)")
+	if err := NoCrew(plan, cfg); err != nil {
+		return nil, err
 	}
 	probs = append(probs, Unapproved(plan, cfg)...)
 	PrintProblems(io.ErrOut, probs)
@@ -69,6 +70,20 @@ func start(ctx context.Context, io *cmdutil.IOStreams, repo *cmdutil.Repo, planP
 	return s, s.finish(ctx, err)
 }
 
+// NoCrew is the error of a plan with agent tasks and a config with no
+// executor (no muster.toml, no --crew): validate and run both give it,
+// and both point at muster init. nil when the plan can run.
+func NoCrew(plan *muster.Plan, cfg *muster.Config) error {
+	if plan == nil || len(cfg.Executors) > 0 || !needsCrew(plan) {
+		return nil
+	}
+	where := "no muster.toml"
+	if cfg.Source != "" {
+		where = cfg.Source + " has no [executors.NAME] table"
+	}
+	return cmdutil.Invalid("no executors: %s and no --crew; run muster init to write a muster.toml for the agents installed here, or pass --crew NAME=KIND[:CLONES] (e.g. --crew sim=sim:2 for a simulated crew)", where)
+}
+
 func needsCrew(p *muster.Plan) bool {
 	for _, t := range p.Tasks {
 		if !t.Done && t.EffectiveKind() != muster.KindCode {
@@ -86,7 +101,7 @@ func (s *Session) finish(ctx context.Context, runErr error) error {
 	}
 	Summary(s.IO.ErrOut, s.State, s.Dir, s.Tip)
 	if s.Receipt != nil {
-		fmt.Fprintf(s.IO.ErrOut, "  receipt    sealed: %d journal lines, chain %s (muster verify %s)\n", s.Receipt.Journal.Lines, short(s.Receipt.Journal.Hash), s.RunID)
+		fmt.Fprintf(s.IO.ErrOut, "  receipt    sealed: %d journal lines, chain %s (muster verify %s)\n", s.Receipt.Journal.Lines, textsafe.Short(s.Receipt.Journal.Hash), s.RunID)
 	}
 	if s.Flags.Merge && (runErr != nil || s.State.RunState != muster.RunSucceeded) {
 		fmt.Fprintf(s.IO.ErrOut, "not merged: --merge fast-forwards %s only when every task succeeded; the run branch %s is left for you\n", s.refOrRecorded(), s.State.Branch)
@@ -106,7 +121,7 @@ func (s *Session) finish(ctx context.Context, runErr error) error {
 		} else if err := git.FastForward(context.WithoutCancel(ctx), s.Repo.Top, s.refOrRecorded(), s.State.Branch); err != nil {
 			fmt.Fprintf(s.IO.ErrOut, "not merged: %v\nthe run branch %s is left for you to merge\n", err, s.State.Branch)
 		} else {
-			fmt.Fprintf(s.IO.ErrOut, "merged: %s fast-forwarded to %s\n", s.refOrRecorded(), short(s.Tip))
+			fmt.Fprintf(s.IO.ErrOut, "merged: %s fast-forwarded to %s\n", s.refOrRecorded(), textsafe.Short(s.Tip))
 		}
 	}
 	return nil
@@ -122,13 +137,6 @@ func (s *Session) refOrRecorded() string {
 		}
 	}
 	return ""
-}
-
-func short(sha string) string {
-	if len(sha) > 10 {
-		return sha[:10]
-	}
-	return sha
 }
 
 // Summary prints what a run did: tasks by state, time, parallelism, and
@@ -149,18 +157,18 @@ func Summary(w io.Writer, s *engine.State, dir, tip string) {
 	if wall > 0 {
 		fmt.Fprintf(w, "  time       %s wall, %s of task work, parallelism %.2fx\n", wall.Round(100*time.Millisecond), busy.Round(100*time.Millisecond), busy.Seconds()/wall.Seconds())
 	}
-	fmt.Fprintf(w, "  usage      %s tokens, $%.4f\n", fmtInt(s.Usage.Tokens()), s.Usage.USD())
+	fmt.Fprintf(w, "  usage      %s tokens, %s\n", fmtInt(s.Usage.Tokens()), muster.FormatUSD(s.Usage.CostMicros))
 	var failed []string
 	for _, id := range s.Order {
 		t := s.Tasks[id]
 		if t.State == muster.StateFailed || t.State == muster.StateSkipped || t.State == muster.StateCancelled {
-			failed = append(failed, fmt.Sprintf("    %-10s %s: %s", t.State, id, cmdutil.Sanitize(t.Reason)))
+			failed = append(failed, fmt.Sprintf("    %-10s %s: %s", t.State, id, textsafe.Sanitize(t.Reason)))
 		}
 	}
 	if len(failed) > 0 {
 		fmt.Fprintf(w, "  not done\n%s\n", strings.Join(failed, "\n"))
 	}
-	fmt.Fprintf(w, "  branch     %s at %s (base %s)\n", s.Branch, short(tip), short(s.Base))
+	fmt.Fprintf(w, "  branch     %s at %s (base %s)\n", s.Branch, textsafe.Short(tip), textsafe.Short(s.Base))
 	if dir != "" {
 		fmt.Fprintf(w, "  run dir    %s\n", dir)
 	}

@@ -3,6 +3,7 @@ package runs
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -26,6 +27,8 @@ type Run struct {
 	Done    int     `json:"succeeded"`
 	CostUSD float64 `json:"cost_usd"`
 	Dir     string  `json:"dir"`
+	// started is Started for the text form, in local time.
+	started time.Time
 }
 
 // NewCmd returns muster runs.
@@ -66,8 +69,8 @@ func NewCmd(io *cmdutil.IOStreams) *cobra.Command {
 				if info.Kind == muster.RunKindPlan {
 					kind = muster.RunKindPlan
 				}
-				rows = append(rows, Run{Run: s.Run, Kind: kind, State: s.State, Started: info.Started.Local().Format("2006-01-02 15:04:05"),
-					Plan: s.Plan, Branch: s.Branch, Tasks: len(s.Tasks), Done: done, CostUSD: s.Usage.CostUSD, Dir: info.Dir})
+				rows = append(rows, Run{Run: s.Run, Kind: kind, State: s.State, Started: info.Started.UTC().Format(time.RFC3339),
+					Plan: s.Plan, Branch: s.Branch, Tasks: len(s.Tasks), Done: done, CostUSD: s.Usage.CostUSD, Dir: info.Dir, started: info.Started})
 			}
 			if asJSON {
 				return cmdutil.WriteJSON(io.Out, rows)
@@ -78,7 +81,8 @@ func NewCmd(io *cmdutil.IOStreams) *cobra.Command {
 			}
 			fmt.Fprintf(io.Out, "%-22s %-5s %-12s %-20s %-9s %-10s %s\n", "RUN", "KIND", "STATE", "STARTED", "TASKS", "COST", "PLAN")
 			for _, r := range rows {
-				fmt.Fprintf(io.Out, "%-22s %-5s %-12s %-20s %-9s %-10s %s\n", r.Run, r.Kind, r.State, r.Started, fmt.Sprintf("%d/%d", r.Done, r.Tasks), fmt.Sprintf("$%.4f", r.CostUSD), r.Plan)
+				started := r.started.Local().Format("2006-01-02 15:04:05")
+				fmt.Fprintf(io.Out, "%-22s %-5s %-12s %-20s %-9s %-10s %s\n", r.Run, r.Kind, r.State, started, fmt.Sprintf("%d/%d", r.Done, r.Tasks), muster.FormatUSD(muster.MicrosOfUSD(r.CostUSD)), r.Plan)
 			}
 			return nil
 		},

@@ -11,6 +11,7 @@ import (
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/engine"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
+	"github.com/muster-run/muster/internal/textsafe"
 	"github.com/muster-run/muster/journal"
 )
 
@@ -47,7 +48,11 @@ type Status struct {
 	Base   string `json:"base"`
 	Dir    string `json:"dir"`
 	Tasks  []Task `json:"tasks"`
-	Usage  Usage  `json:"usage"`
+	// Started is the run's first event, Ended its last once it is not
+	// running (null while it runs), both RFC 3339.
+	Started string  `json:"started"`
+	Ended   *string `json:"ended"`
+	Usage   Usage   `json:"usage"`
 }
 
 // Build folds a run's events into its status. live says whether a muster
@@ -87,6 +92,11 @@ func Build(st *engine.State, dir string, live bool) *Status {
 			out.Reason = &r
 		}
 		s.Tasks = append(s.Tasks, out)
+	}
+	s.Started = rfc3339(st.Start)
+	if s.State != muster.RunRunning && !st.LastTime.IsZero() {
+		e := rfc3339(st.LastTime)
+		s.Ended = &e
 	}
 	u := st.Usage
 	s.Usage = Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens, CostUSD: float64(u.CostMicros) / 1e6}
@@ -133,7 +143,7 @@ func NewCmd(io *cmdutil.IOStreams) *cobra.Command {
 	// --config is a common flag (DESIGN.md §2); a run's config is in its
 	// journal, so it changes nothing here.
 	cmd.Flags().String("config", "", "config file (accepted for symmetry; a run's config is in its journal)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object (DESIGN.md §6)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object: run, state, plan, branch, base, dir, tasks, started, ended, usage")
 	return cmd
 }
 
@@ -148,15 +158,15 @@ func printText(io *cmdutil.IOStreams, s *Status, st *engine.State) {
 		}
 	}
 	elapsed := st.LastTime.Sub(st.Start).Round(time.Second)
-	fmt.Fprintf(w, "run %s  %s  [%d/%d]  %s  $%.4f\n", s.Run, s.State, done, len(s.Tasks), elapsed, s.Usage.CostUSD)
-	fmt.Fprintf(w, "branch %s  base %s\n\n", s.Branch, short(s.Base))
+	fmt.Fprintf(w, "run %s  %s  [%d/%d]  %s  %s\n", s.Run, s.State, done, len(s.Tasks), elapsed, muster.FormatUSD(muster.MicrosOfUSD(s.Usage.CostUSD)))
+	fmt.Fprintf(w, "branch %s  base %s\n\n", s.Branch, textsafe.Short(s.Base))
 	for _, t := range s.Tasks {
 		ex, extra := "", ""
 		if t.Executor != nil {
 			ex = *t.Executor
 		}
 		if t.Commit != nil {
-			extra = short(*t.Commit)
+			extra = textsafe.Short(*t.Commit)
 		}
 		if t.State == muster.StateRunning {
 			extra = t.Phase
@@ -165,15 +175,16 @@ func printText(io *cmdutil.IOStreams, s *Status, st *engine.State) {
 			}
 		}
 		if t.Reason != nil {
-			extra = strings.TrimSpace(extra + " " + cmdutil.Sanitize(*t.Reason))
+			extra = strings.TrimSpace(extra + " " + textsafe.Sanitize(*t.Reason))
 		}
 		fmt.Fprintf(w, "  %-10s %-16s %-12s %s\n", t.State, t.ID, ex, extra)
 	}
 }
 
-func short(sha string) string {
-	if len(sha) > 10 {
-		return sha[:10]
+// rfc3339 formats a journal time for JSON, in UTC ("" for none).
+func rfc3339(t time.Time) string {
+	if t.IsZero() {
+		return ""
 	}
-	return sha
+	return t.UTC().Format(time.RFC3339)
 }

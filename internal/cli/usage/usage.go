@@ -4,8 +4,10 @@ package usage
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"sort"
 	"time"
 
@@ -128,6 +130,12 @@ func run(ctx context.Context, opts *Options) error {
 		res, err = usagelog.ScanCodex(ctx, so)
 	}
 	if err != nil {
+		if opts.Dir == "" && errors.Is(err, fs.ErrNotExist) {
+			// The agent has never run here (its default log folder is
+			// not there): nothing to report, which is no error.
+			fmt.Fprintf(opts.Out, "no usage found: %v\n", err)
+			return nil
+		}
 		return err
 	}
 	rep, err := usagelog.Aggregate(res, opts.Report, usagelog.Filter{Since: opts.Since, Until: opts.Until, TZ: opts.TZ}, opts.Breakdown)
@@ -139,6 +147,10 @@ func run(ctx context.Context, opts *Options) error {
 	}
 	if opts.JSON {
 		return rep.WriteJSON(opts.Out)
+	}
+	if len(rep.Rows) == 0 {
+		fmt.Fprintln(opts.Out, "no usage found")
+		return nil
 	}
 	return rep.WriteText(opts.Out)
 }

@@ -45,6 +45,11 @@ overlapping Owns between tasks that may run at once) alone exit 0, unless
 			if err != nil {
 				return err
 			}
+			if plan != nil && len(probs.Errors()) == 0 {
+				if err := runner.NoCrew(plan, cfg); err != nil {
+					return err
+				}
+			}
 			probs = append(probs, runner.Unapproved(plan, cfg)...)
 			runner.PrintProblems(io.ErrOut, probs)
 			if f.JSON {

@@ -14,6 +14,7 @@ import (
 	"github.com/muster-run/muster/git"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
 	"github.com/muster-run/muster/internal/cli/runner"
+	"github.com/muster-run/muster/internal/textsafe"
 	"github.com/muster-run/muster/journal"
 	"github.com/muster-run/muster/planfile"
 	"github.com/muster-run/muster/receipt"
@@ -92,7 +93,7 @@ func Check(ctx context.Context, repo *cmdutil.Repo, id string) (problems []strin
 		return problems, "", nil
 	}
 	return nil, fmt.Sprintf("%d journal lines (chain %s), plan %s, branch %s at %s, %d tasks",
-		r.Journal.Lines, short(r.Journal.Hash), short(r.PlanHash), r.Branch, short(r.Final), len(r.Tasks)), nil
+		r.Journal.Lines, textsafe.Short(r.Journal.Hash), textsafe.Short(r.PlanHash), r.Branch, textsafe.Short(r.Final), len(r.Tasks)), nil
 }
 
 // branch reads the run branch: its tip and task commits. A branch that is
@@ -116,9 +117,7 @@ func branch(ctx context.Context, repo *cmdutil.Repo, id string, r *receipt.Recei
 func failed(io *cmdutil.IOStreams, id string, problems []string) error {
 	fmt.Fprintf(io.Out, "run %s: the receipt does not match:\n", id)
 	for _, p := range problems {
-		fmt.Fprintf(io.Out, "  %s\n", cmdutil.Sanitize(p))
+		fmt.Fprintf(io.Out, "  %s\n", textsafe.Sanitize(p))
 	}
 	return &cmdutil.Silent{Err: &muster.Error{Code: muster.CodeFailed, Message: "receipt mismatch"}}
 }
-
-func short(s string) string { return s[:min(12, len(s))] }

@@ -1,0 +1,37 @@
+package muster
+
+import "testing"
+
+func TestFormatUSD(t *testing.T) {
+	t.Parallel()
+	for micros, want := range map[int64]string{
+		0: "$0.00", 1: "$0.0000", 49: "$0.0000", 50: "$0.0001", 4_200: "$0.0042", 9_999: "$0.0100",
+		10_000: "$0.01", 14_999: "$0.01", 15_000: "$0.02", 420_000: "$0.42", 1_000_000: "$1.00",
+		1_234_560_000: "$1,234.56", -420_000: "-$0.42", -4_200: "-$0.0042",
+		9_223_372_036_854_775_807:  "$9,223,372,036,854.78",
+		-9_223_372_036_854_775_808: "-$9,223,372,036,854.78",
+	} {
+		if got := FormatUSD(micros); got != want {
+			t.Errorf("FormatUSD(%d) = %q, want %q", micros, got, want)
+		}
+	}
+}
+
+func TestGroup(t *testing.T) {
+	t.Parallel()
+	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", 1234567: "1,234,567", -1234: "-1,234"} {
+		if got := Group(n); got != want {
+			t.Errorf("Group(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+func TestFormatUSDPrecise(t *testing.T) {
+	t.Parallel()
+	for micros, want := range map[int64]string{0: "$0.0000", 11_000: "$0.0110", 49: "$0.0000", 50: "$0.0001",
+		1_234_560_000: "$1,234.5600", -11_000: "-$0.0110"} {
+		if got := FormatUSDPrecise(micros); got != want {
+			t.Errorf("FormatUSDPrecise(%d) = %q, want %q", micros, got, want)
+		}
+	}
+}
