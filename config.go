@@ -91,11 +91,14 @@ const (
 
 // ExecutorSpec is one [executors.NAME] table of muster.toml, or a --crew flag.
 type ExecutorSpec struct {
-	Name          string            `json:"name"`
-	Kind          string            `json:"kind"`
-	Clones        int               `json:"clones"`
-	Roles         []string          `json:"roles,omitempty"`
-	Model         string            `json:"model,omitempty"`
+	Name   string   `json:"name"`
+	Kind   string   `json:"kind"`
+	Clones int      `json:"clones"`
+	Roles  []string `json:"roles,omitempty"`
+	Model  string   `json:"model,omitempty"`
+	// Models are the models a task may ask for (Model:) on this executor;
+	// empty: any model, passed to the agent as it is.
+	Models        []string          `json:"models,omitempty"`
 	BaseURL       string            `json:"base_url,omitempty"`
 	APIKeyEnv     string            `json:"api_key_env,omitempty"`
 	Env           map[string]string `json:"env,omitempty"`
@@ -123,6 +126,21 @@ func (e *ExecutorSpec) HasRole(role string) bool {
 	}
 	for _, r := range e.Roles {
 		if r == role {
+			return true
+		}
+	}
+	return false
+}
+
+// OffersModel reports whether a task asking for model m may run on the
+// executor: m is empty, the executor lists no models, or m is its model
+// or one of its models.
+func (e *ExecutorSpec) OffersModel(m string) bool {
+	if m == "" || len(e.Models) == 0 || m == e.Model {
+		return true
+	}
+	for _, x := range e.Models {
+		if x == m {
 			return true
 		}
 	}

@@ -28,6 +28,7 @@ const (
 	EvFixRound        EventType = "FixRound"      // Task, Round, Reason
 	EvViolation       EventType = "Violation"     // Task, Paths
 	EvCommitted       EventType = "Committed"     // Task, Commit (task commit, before integration)
+	EvIntegrating     EventType = "Integrating"   // Task, Commit (the run branch's next tip), Tip (its tip now): durable before muster moves the branch
 	EvIntegrated      EventType = "Integrated"    // Task, Commit (on the run branch), Tip
 	EvTaskSucceeded   EventType = "TaskSucceeded" // Task, Attempt, Commit (or empty), Reason ("satisfied", "no change")
 	EvTaskFailed      EventType = "TaskFailed"    // Task, Attempt, Reason, Retry (true: will be retried)

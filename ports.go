@@ -34,6 +34,9 @@ type ExecRequest struct {
 	Dir       string // the worktree the agent works in
 	Prompt    string
 	Authority Authority
+	// Model is the model this invocation asks for: the task's Model:, or
+	// "" for the executor's own model.
+	Model string
 	// Scratch is a private directory outside the worktree for this
 	// invocation (prompt file, diff file, plan-out file, agent homes).
 	Scratch string

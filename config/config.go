@@ -24,7 +24,7 @@ const FileName = "muster.toml"
 var (
 	topKeys      = []string{"run", "executors", "gates"}
 	runKeys      = []string{"max_parallel", "on_failure", "budget_usd", "budget_tokens", "writers", "on_violation", "noop", "max_rounds", "verify_integration", "approve", "require_approval", "keep", "grace", "gate_timeout", "reviewers", "stall_timeout", "prices_file", "env_allow"}
-	executorKeys = []string{"kind", "clones", "roles", "model", "base_url", "api_key_env", "env", "args", "command", "timeout", "max_concurrent", "env_allow", "seed", "speed"}
+	executorKeys = []string{"kind", "clones", "roles", "model", "models", "base_url", "api_key_env", "env", "args", "command", "timeout", "max_concurrent", "env_allow", "seed", "speed"}
 )
 
 // namePattern is the shape of an executor or gate name; "#" would break
@@ -279,6 +279,8 @@ func (r *reader) executor(e *muster.ExecutorSpec, t map[string]any, path []strin
 			}
 		case "model":
 			e.Model = r.str(v, p)
+		case "models":
+			e.Models = r.strings(v, p)
 		case "base_url":
 			e.BaseURL = r.str(v, p)
 		case "api_key_env":

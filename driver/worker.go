@@ -82,6 +82,30 @@ func (w *worker) send(evs ...muster.Event) {
 	w.d.msgs <- message{events: evs}
 }
 
+// stopRun ends the attempt, and the run, on an environment error no task
+// can fix: the attempt is cancelled (a resume runs it again) and the loop
+// stops the run with err.
+func (w *worker) stopRun(err error) []muster.Event {
+	w.d.msgs <- message{fatal: err}
+	return []muster.Event{{Type: muster.EvTaskCancelled, Task: w.a.Task, Attempt: w.a.Attempt, Reason: bound("the run stopped: "+err.Error(), 600)}}
+}
+
+// durable hands events to the loop and waits until they are in the
+// journal and synced.
+func (w *worker) durable(evs ...muster.Event) error {
+	for i := range evs {
+		if evs[i].Task == "" {
+			evs[i].Task = w.a.Task
+		}
+		if evs[i].Attempt == 0 {
+			evs[i].Attempt = w.a.Attempt
+		}
+	}
+	reply := make(chan error, 1)
+	w.d.msgs <- message{events: evs, durable: reply}
+	return <-reply
+}
+
 func (w *worker) fail(reason string, retry bool) []muster.Event {
 	return []muster.Event{{Type: muster.EvTaskFailed, Task: w.a.Task, Attempt: w.a.Attempt, Reason: reason, Retry: retry}}
 }
@@ -118,6 +142,9 @@ func (w *worker) run(ctx context.Context) []muster.Event {
 			dir, base, err := w.d.opts.Workspace.Prepare(ctx, w.slot())
 			if ctx.Err() != nil {
 				return w.cancelled(ctx)
+			}
+			if errors.Is(err, muster.ErrBranchMoved) {
+				return w.stopRun(err)
 			}
 			if err != nil {
 				return w.fail("prepare worktree: "+err.Error(), w.a.Attempt <= w.task.Retries)
@@ -161,6 +188,8 @@ func (w *worker) run(ctx context.Context) []muster.Event {
 			return w.cancelled(ctx)
 		}
 		switch {
+		case errors.Is(l.err, muster.ErrBranchMoved):
+			return w.stopRun(l.err)
 		case l.err != nil:
 			return w.fail("integrate: "+l.err.Error(), false)
 		case len(l.conflicts) > 0:
@@ -374,7 +403,7 @@ func (w *worker) execute(ctx context.Context, exec muster.Executor, round int, f
 	spec := w.spec()
 	req := &muster.ExecRequest{
 		Run: w.runID, Task: w.task, Role: w.a.Role, Spec: spec, Clone: w.a.Clone, Attempt: w.a.Attempt, Round: round,
-		Dir: w.dir, Authority: w.task.EffectiveAuthority(), SessionID: w.sessionID,
+		Dir: w.dir, Authority: w.task.EffectiveAuthority(), Model: w.task.Model, SessionID: w.sessionID,
 		Timeout: w.task.Timeout, Grace: w.cfg.Grace(), Stall: w.cfg.Run.StallTimeout,
 	}
 	if req.Timeout == 0 {

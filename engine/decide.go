@@ -189,10 +189,14 @@ func (s *State) needs(t *muster.Task) string {
 	if t.EffectiveKind() == muster.KindCode {
 		return "code"
 	}
+	need := "role " + t.EffectiveRole()
 	if t.Executor != "" {
-		return "executor " + t.Executor
+		need = "executor " + t.Executor
 	}
-	return "role " + t.EffectiveRole()
+	if t.Model != "" {
+		need += ", model " + t.Model
+	}
+	return need
 }
 
 // capacity returns how many clones of an executor may work at once.
@@ -285,6 +289,9 @@ func (s *State) starts(now time.Time) ([]Action, time.Time, string) {
 					continue
 				}
 				if t.Task.Executor == "" && !e.HasRole(role) {
+					continue
+				}
+				if !e.OffersModel(t.Task.Model) {
 					continue
 				}
 				if until, ok := s.BlockedUntil[e.Name]; ok && now.Before(until) {

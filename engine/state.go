@@ -46,6 +46,13 @@ func (t *TaskState) Terminal() bool {
 	return false
 }
 
+// Move is a move of the run branch to Commit, for Task, from From.
+type Move struct {
+	Task   muster.TaskID
+	Commit string
+	From   string
+}
+
 // Lease is a clone at work on a task.
 type Lease struct {
 	Task     muster.TaskID
@@ -76,6 +83,15 @@ type State struct {
 	Stopped string
 	// BlockedUntil holds executors paused by a usage limit.
 	BlockedUntil map[string]time.Time
+	// Tip is the run branch as muster last moved it: the latest
+	// Integrated commit, or Base. Only muster moves the branch, and only
+	// from Tip.
+	Tip string
+	// Moving is the move of the run branch muster announced last
+	// (Integrating) and has not yet recorded as done (Integrated), or
+	// nil. After a crash the branch is at Tip or, if the move went
+	// through, at Moving.Commit.
+	Moving *Move
 	// PIDs maps a leased slot to the process its agent runs as (the
 	// latest AgentStarted), until the lease is released.
 	PIDs map[string]int
@@ -142,6 +158,7 @@ func (s *State) Apply(e *muster.Event) error {
 	switch e.Type {
 	case muster.EvRunStarted:
 		s.Run, s.Plan, s.Base, s.Branch, s.Config = e.Run, e.Plan, e.Base, e.Branch, e.Config
+		s.Tip = e.Base
 		s.Start = e.Time
 		s.RunState = muster.RunRunning
 	case muster.EvRunResumed:
@@ -233,10 +250,14 @@ func (s *State) Apply(e *muster.Event) error {
 			t.Usage.Add(u)
 			t.AttemptUsage.Add(u)
 		}
+	case muster.EvIntegrating:
+		s.Moving = &Move{Task: e.Task, Commit: e.Commit, From: e.Tip}
 	case muster.EvIntegrated:
 		if t := s.Tasks[e.Task]; t != nil {
 			t.Commit = e.Commit
 		}
+		s.Tip = e.Commit
+		s.Moving = nil
 	case muster.EvTaskSucceeded:
 		t, err := s.task(e)
 		if err != nil {

@@ -108,12 +108,7 @@ func mergeTreeArgs(explicitBase bool, base, tip, commit string) []string {
 func (w *Workspace) Integrate(ctx context.Context, commit, base string) (tip string, conflicts []string, err error) {
 	w.integrateMu.Lock()
 	defer w.integrateMu.Unlock()
-	tip, conflicts, err = w.integrate(ctx, commit, base)
-	if err != nil {
-		// The branch may have moved under us: read it again next time.
-		w.tip = ""
-	}
-	return tip, conflicts, err
+	return w.integrate(ctx, commit, base)
 }
 
 func (w *Workspace) integrate(ctx context.Context, commit, base string) (tip string, conflicts []string, err error) {
@@ -151,19 +146,41 @@ func (w *Workspace) Merge(ctx context.Context, commit, base string) (merged stri
 
 // Advance moves the run branch to merged when it is still at expectedTip
 // (update-ref with the expected old value); otherwise nothing moves.
+// expectedTip must be the tip muster last left: a branch found anywhere
+// else is a *BranchMovedError.
 func (w *Workspace) Advance(ctx context.Context, merged, expectedTip string) error {
 	w.integrateMu.Lock()
 	defer w.integrateMu.Unlock()
-	if err := w.advance(ctx, merged, expectedTip); err != nil {
-		w.tip = ""
-		return err
-	}
-	return nil
+	return w.advance(ctx, merged, expectedTip)
 }
 
+// advance is the compare-and-swap of the run branch from old, the tip
+// muster last left, to merged. When update-ref fails the branch is read
+// again: at merged, the move was muster's own and took effect; at old,
+// the failure was git's (returned as is); anywhere else, someone moved
+// the branch (*BranchMovedError), and nothing is built on it.
 func (w *Workspace) advance(ctx context.Context, merged, old string) error {
-	if _, err := run(ctx, cmd{dir: w.top, args: []string{"update-ref", "-m", "muster: task", w.ref, merged, old}}); err != nil {
-		return fmt.Errorf("advance the run branch to %s: %w", merged, err)
+	if old != w.tip {
+		return fmt.Errorf("advance the run branch to %s: expected tip %s is not the tip muster last left, %s", merged, old, w.tip)
+	}
+	// update-ref checks the old value of what the ref resolves to: a
+	// symbolic ref an agent made would pass when its target is at old.
+	if err := w.checkTip(ctx, old); err != nil {
+		return err
+	}
+	_, err := run(ctx, cmd{dir: w.top, args: []string{"update-ref", "--no-deref", "-m", "muster: task", w.ref, merged, old}})
+	if err != nil {
+		id, symref, rerr := w.refValue(ctx)
+		switch {
+		case rerr != nil:
+			return fmt.Errorf("advance the run branch to %s: %w", merged, err)
+		case id == merged && symref == "":
+			// muster's own move went through.
+		case id == old && symref == "":
+			return fmt.Errorf("advance the run branch to %s: %w", merged, err)
+		default:
+			return &BranchMovedError{Branch: w.branch, Want: old, Got: id, Symref: symref}
+		}
 	}
 	w.setTip(merged)
 	return nil

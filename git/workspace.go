@@ -25,6 +25,16 @@ type Options struct {
 	Base string
 	// Resume reopens a run whose branch exists already.
 	Resume bool
+	// Tip, on resume, is the run branch's tip as the journal records it
+	// (the last Integrated commit; empty: Base). The branch must be there
+	// (or at Moving): muster only ever moves it from the tip it last
+	// wrote, and a branch anyone else moved or deleted is a
+	// *BranchMovedError, never a new starting point.
+	Tip string
+	// Moving, on resume, is the commit the journal says muster was about
+	// to move the branch to (from Tip) when it stopped; a branch found
+	// there is muster's own move, and the tip is then Moving.
+	Moving string
 	// Keep lists patterns (gitignore syntax, e.g. "node_modules/") kept
 	// when a worktree is cleaned between tasks.
 	Keep []string
@@ -57,7 +67,7 @@ type Workspace struct {
 	fastResets, fullResets, fastStages, fullStages atomic.Int64
 
 	integrateMu sync.Mutex            // serialises moves of the run branch; guards:
-	tip         string                // the run branch as last read or moved
+	tip         string                // the run branch as muster last left it (never read back from the ref)
 	onBranch    map[string]bool       // commits known to be on the run branch
 	meta        map[string]commitMeta // task commits made here
 
@@ -150,16 +160,12 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 }
 
 func (w *Workspace) openBranch(ctx context.Context, opts Options) error {
-	existing, _ := revParse(ctx, w.top, w.ref)
 	if opts.Resume {
 		// A process that died while moving the branch can leave its
 		// lock; the caller holds the run (its journal lock), so no one
 		// else is moving it now.
 		if err := removeRefLock(w.common, w.run); err != nil {
 			return err
-		}
-		if existing == "" {
-			return fmt.Errorf("resume run %s: branch %s does not exist", w.run, w.branch)
 		}
 		if opts.Base == "" {
 			return fmt.Errorf("resume run %s: the recorded base is missing", w.run)
@@ -168,16 +174,22 @@ func (w *Workspace) openBranch(ctx context.Context, opts Options) error {
 		if err != nil {
 			return fmt.Errorf("resume run %s: base %s: %w", w.run, opts.Base, err)
 		}
-		ok, err := isAncestor(ctx, w.top, base, existing)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return fmt.Errorf("resume run %s: branch %s does not descend from the recorded base %s", w.run, w.branch, base)
-		}
 		w.base = base
+		want := opts.Tip
+		if want == "" {
+			want = base
+		}
+		err = w.checkTip(ctx, want)
+		if err != nil && opts.Moving != "" && w.checkTip(ctx, opts.Moving) == nil {
+			want, err = opts.Moving, nil
+		}
+		if err != nil {
+			return fmt.Errorf("resume run %s: %w", w.run, err)
+		}
+		w.setTip(want)
 		return nil
 	}
+	existing, _ := revParse(ctx, w.top, w.ref)
 	if existing != "" {
 		return fmt.Errorf("run %s: branch %s %w", w.run, w.branch, ErrBranchExists)
 	}
@@ -193,10 +205,11 @@ func (w *Workspace) openBranch(ctx context.Context, opts Options) error {
 		return fmt.Errorf("base %s is not a commit: %w", rev, err)
 	}
 	zero := strings.Repeat("0", len(base))
-	if _, err := run(ctx, cmd{dir: w.top, args: []string{"update-ref", "-m", "muster: run " + w.run, w.ref, base, zero}}); err != nil {
+	if _, err := run(ctx, cmd{dir: w.top, args: []string{"update-ref", "--no-deref", "-m", "muster: run " + w.run, w.ref, base, zero}}); err != nil {
 		return fmt.Errorf("create branch %s: %w", w.branch, err)
 	}
 	w.base = base
+	w.setTip(base)
 	return nil
 }
 
@@ -237,26 +250,22 @@ func (w *Workspace) Base() string { return w.base }
 // Top returns the user's work tree.
 func (w *Workspace) Top() string { return w.top }
 
-// Tip returns the run branch's current commit.
+// Tip returns the run branch's commit as muster last left it, once it
+// has checked that the branch is still there: a branch someone else
+// moved, rewrote or deleted is a *BranchMovedError.
 func (w *Workspace) Tip(ctx context.Context) (string, error) {
 	w.integrateMu.Lock()
 	defer w.integrateMu.Unlock()
 	return w.readTip(ctx)
 }
 
-// readTip returns the run branch's commit as muster last left it; it
-// reads the ref the first time. Another process moving the branch makes
-// the next update-ref fail (expected old value), which reads it again.
+// readTip returns the tip muster last left after checking the branch
+// against it. The caller holds integrateMu.
 func (w *Workspace) readTip(ctx context.Context) (string, error) {
-	if w.tip != "" {
-		return w.tip, nil
+	if err := w.checkTip(ctx, w.tip); err != nil {
+		return "", err
 	}
-	tip, err := revParse(ctx, w.top, w.ref)
-	if err != nil {
-		return "", fmt.Errorf("run branch %s: %w", w.branch, err)
-	}
-	w.setTip(tip)
-	return tip, nil
+	return w.tip, nil
 }
 
 func (w *Workspace) setTip(tip string) {

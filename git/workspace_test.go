@@ -453,14 +453,14 @@ func TestResumeAfterCrash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	task(t, w, "a#1", "t1", map[string]string{"one.txt": "1"}, nil)
+	tip1, _ := task(t, w, "a#1", "t1", map[string]string{"one.txt": "1"}, nil)
 	dir, _, _ := w.Prepare(ctx, "a#1")
 	write(t, dir, "half-done.txt", "the agent was killed")
 	// The process dies: locks left behind, no Close.
 	os.WriteFile(filepath.Join(repo, ".git", "refs", "heads", "muster", "r1.lock"), nil, 0o644)
 	os.WriteFile(filepath.Join(dir, g(t, dir, "rev-parse", "--git-dir"), "index.lock"), nil, 0o644)
 
-	w2, err := Open(ctx, Options{Repo: repo, RunID: "r1", Resume: true, Base: w.Base()})
+	w2, err := Open(ctx, Options{Repo: repo, RunID: "r1", Resume: true, Base: w.Base(), Tip: tip1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -213,6 +213,13 @@ func MusterVars(req *muster.ExecRequest, promptFile string) map[string]string {
 	if req.PlanOut != "" {
 		m["MUSTER_PLAN_OUT"] = req.PlanOut
 	}
+	model := req.Model
+	if model == "" && req.Spec != nil {
+		model = req.Spec.Model
+	}
+	if model != "" {
+		m["MUSTER_MODEL"] = model
+	}
 	return m
 }
 

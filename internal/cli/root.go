@@ -20,6 +20,7 @@ import (
 	"github.com/muster-run/muster/internal/cli/doctor"
 	"github.com/muster-run/muster/internal/cli/initcmd"
 	"github.com/muster-run/muster/internal/cli/logs"
+	"github.com/muster-run/muster/internal/cli/mcp"
 	"github.com/muster-run/muster/internal/cli/mockllm"
 	"github.com/muster-run/muster/internal/cli/plan"
 	"github.com/muster-run/muster/internal/cli/report"
@@ -61,6 +62,7 @@ Start with: muster demo`,
 		demo.NewCmd(io),
 		validate.NewCmd(io),
 		plan.NewCmd(io),
+		mcp.NewCmd(io),
 		verify.NewCmd(io),
 		run.NewCmd(io),
 		resume.NewCmd(io),

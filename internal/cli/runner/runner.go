@@ -194,19 +194,29 @@ func (s *Session) Drive(ctx context.Context) error {
 	// that it never disturbs a run another process drives.
 	var j *journal.Journal
 	var replayed []muster.Event
+	gopts := git.Options{Repo: s.Repo.Top, RunID: s.RunID, Base: s.Base, Resume: s.Resume, Keep: s.Config.Run.Keep}
 	if s.Resume {
 		if j, replayed, err = openJournal(s.Repo, s.RunID); err != nil {
 			return err
 		}
 		defer j.Close()
+		st, err := engine.Replay(replayed)
+		if err != nil {
+			return cmdutil.Env("journal of run %s does not replay: %v", s.RunID, err)
+		}
 		// The run may have ended while this process waited for its lock.
-		if st, err := engine.Replay(replayed); err == nil && allSucceeded(st) {
+		if allSucceeded(st) {
 			s.State = st
 			return errEndedMeanwhile
 		}
+		// The run branch must be where the journal says muster left it.
+		gopts.Tip = st.Tip
+		if st.Moving != nil && st.Moving.From == st.Tip {
+			gopts.Moving = st.Moving.Commit
+		}
 	}
 	pruneStale(ctx, s.Repo, s.RunID)
-	ws, err := git.Open(ctx, git.Options{Repo: s.Repo.Top, RunID: s.RunID, Base: s.Base, Resume: s.Resume, Keep: s.Config.Run.Keep})
+	ws, err := git.Open(ctx, gopts)
 	if err != nil {
 		return classifyGit(err)
 	}
@@ -260,7 +270,7 @@ func (s *Session) Drive(ctx context.Context) error {
 		Replayed: replayed, Journal: j, Workspace: ws, Executors: crew, Gates: runner, Price: prices.Cost,
 		ScratchDir: filepath.Join(s.Dir, "scratch"),
 		LogDir:     filepath.Join(s.Dir, muster.LogDir), Redactor: Redactor(s.Config),
-		Reconcile: ws.TaskCommits, KillOrphan: killOrphan, CrashAt: os.Getenv(CrashEnv),
+		KillOrphan: killOrphan, CrashAt: os.Getenv(CrashEnv),
 		Fragment: fragment(s.Config),
 		OnEvent: func(e *muster.Event, st *engine.State) {
 			if live != nil && live.Active() {
@@ -286,6 +296,10 @@ func (s *Session) Drive(ctx context.Context) error {
 	}
 	if tip, err := ws.Tip(context.WithoutCancel(ctx)); err == nil {
 		s.Tip = tip
+	} else if st != nil {
+		// The branch moved: the receipt seals muster's own last tip, and
+		// verify names the difference.
+		s.Tip = st.Tip
 	}
 	if st != nil && st.Run != "" {
 		s.seal(s.Tip)
