@@ -544,7 +544,7 @@ func (d *Driver) act(ctx context.Context, actions []engine.Action) (bool, error)
 		case engine.ActSkip:
 			evs = append(evs, muster.Event{Type: muster.EvTaskSkipped, Task: a.Task, Reason: a.Reason})
 		case engine.ActCancel:
-			evs = append(evs, muster.Event{Type: muster.EvTaskCancelled, Task: a.Task, Reason: a.Reason})
+			evs = append(evs, muster.Event{Type: muster.EvTaskCancelled, Task: a.Task, Reason: a.Reason, Cause: a.Cause})
 		case engine.ActFinish:
 			// The branch must still be where muster left it: an agent
 			// that moved it after the last integration fails the run.

@@ -111,11 +111,8 @@ func (w *worker) fail(reason string, retry bool) []muster.Event {
 }
 
 func (w *worker) cancelled(ctx context.Context) []muster.Event {
-	reason := "interrupted"
-	if c := context.Cause(ctx); c != nil && !errors.Is(c, muster.ErrInterrupted) && !errors.Is(c, context.Canceled) {
-		reason = c.Error()
-	}
-	return []muster.Event{{Type: muster.EvTaskCancelled, Task: w.a.Task, Attempt: w.a.Attempt, Reason: reason}}
+	reason, why := cancelOf(context.Cause(ctx))
+	return []muster.Event{{Type: muster.EvTaskCancelled, Task: w.a.Task, Attempt: w.a.Attempt, Reason: reason, Cause: why}}
 }
 
 func (w *worker) spec() *muster.ExecutorSpec {

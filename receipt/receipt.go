@@ -61,14 +61,14 @@ func (r *Receipt) Canon() int {
 
 // Task is one task's outcome.
 type Task struct {
-	ID       muster.TaskID `json:"id"`
-	Parent   muster.TaskID `json:"parent,omitempty"`
-	State    string        `json:"state"`
-	Reason   string        `json:"reason,omitempty"`
-	Commit   string        `json:"commit,omitempty"`
-	Attempts int           `json:"attempts"`
-	Gates    []Gate        `json:"gates,omitempty"`
-	Usage    muster.Usage  `json:"usage"`
+	ID       muster.TaskID    `json:"id"`
+	Parent   muster.TaskID    `json:"parent,omitempty"`
+	State    muster.TaskState `json:"state"`
+	Reason   string           `json:"reason,omitempty"`
+	Commit   string           `json:"commit,omitempty"`
+	Attempts int              `json:"attempts"`
+	Gates    []Gate           `json:"gates,omitempty"`
+	Usage    muster.Usage     `json:"usage"`
 }
 
 // Gate is one gate run of a task.

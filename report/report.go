@@ -155,7 +155,7 @@ func Build(runs [][]muster.Event, opts Options) *Report {
 	succeeded := map[string]bool{}
 	for _, events := range runs {
 		run := Run{State: muster.RunRunning}
-		taskState := map[muster.TaskID]string{}
+		taskState := map[muster.TaskID]muster.TaskState{}
 		for i := range events {
 			e := &events[i]
 			if run.Started.IsZero() || e.Time.Before(run.Started) {
