@@ -187,6 +187,15 @@ type Config struct {
 	Run       RunConfig       `json:"run"`
 	Executors []*ExecutorSpec `json:"executors"`
 	Gates     []GateSpec      `json:"gates,omitempty"`
+	Pool      PoolConfig      `json:"pool,omitzero"`
+}
+
+// PoolConfig is the [pool] table: the clones muster keeps in its cache
+// between runs of a repository.
+type PoolConfig struct {
+	// MaxClones bounds the free clones kept (least recently used go
+	// first); 0: the default (16).
+	MaxClones int `json:"max_clones,omitempty"`
 }
 
 // Executor returns the executor spec with the given name, or nil.

@@ -22,7 +22,8 @@ const FileName = "muster.toml"
 
 // Known keys, in the order of the documentation.
 var (
-	topKeys      = []string{"run", "executors", "gates"}
+	topKeys      = []string{"run", "executors", "gates", "pool"}
+	poolKeys     = []string{"max_clones"}
 	runKeys      = []string{"max_parallel", "on_failure", "budget_usd", "budget_tokens", "writers", "on_violation", "noop", "max_rounds", "verify_integration", "approve", "require_approval", "keep", "grace", "gate_timeout", "reviewers", "stall_timeout", "prices_file", "env_allow"}
 	executorKeys = []string{"kind", "clones", "roles", "model", "models", "base_url", "api_key_env", "env", "args", "command", "timeout", "max_concurrent", "env_allow", "seed", "speed"}
 )
@@ -108,12 +109,29 @@ func Parse(name string, data []byte) (cfg *muster.Config, probs muster.Problems)
 			if t, ok := r.table(v, k); ok {
 				cfg.Gates = r.gates(t)
 			}
+		case "pool":
+			if t, ok := r.table(v, k); ok {
+				r.pool(&cfg.Pool, t)
+			}
 		default:
 			r.unknown(topKeys, k)
 		}
 	}
 	sort.SliceStable(r.list, func(i, j int) bool { return r.list[i].Line < r.list[j].Line })
 	return cfg, r.list
+}
+
+// pool reads the [pool] table.
+func (r *reader) pool(pc *muster.PoolConfig, t map[string]any) {
+	for _, k := range r.sortedKeys(t, "pool") {
+		v, p := t[k], []string{"pool", k}
+		switch k {
+		case "max_clones":
+			pc.MaxClones = r.count(v, 1, p)
+		default:
+			r.unknown(poolKeys, p...)
+		}
+	}
 }
 
 // reader collects problems while it walks the decoded document.

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/internal/cli/clean"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
 	"github.com/muster-run/muster/internal/cli/demo"
 	"github.com/muster-run/muster/internal/cli/doctor"
@@ -42,8 +43,8 @@ func NewRoot(io *cmdutil.IOStreams) *cobra.Command {
 		Use:   "muster",
 		Short: "Run a plan of coding tasks across a crew of AI coding agents",
 		Long: `muster runs a plan of coding tasks across a crew of AI coding agents (Claude
-Code, Codex CLI, Gemini CLI, opencode, HTTP models, any command) in parallel git
-worktrees, inside declared file boundaries, through gates and reviews. It leaves
+Code, Codex CLI, Gemini CLI, opencode, HTTP models, any command) in parallel
+clones of a git repository, inside declared file boundaries, through gates and reviews. It leaves
 one commit per task on a run branch, a journal that survives kill -9, and a
 cost report down to each agent clone.
 
@@ -75,6 +76,7 @@ Start with: muster demo`,
 		watch.NewCmd(resolveJournal),
 		mockllm.NewCmd(),
 		doctor.NewCmd(repoConfig),
+		clean.NewCmd(io),
 	)
 	for _, c := range root.Commands() {
 		c.SilenceUsage = true
