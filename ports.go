@@ -81,6 +81,9 @@ type Record struct {
 	// clone, that took the invocation.
 	Worker      string
 	WorkerClone int
+	// Problem says what of the record was refused when it was read (a
+	// number that is not one); the driver warns with it.
+	Problem string
 }
 
 // Record types.
@@ -269,4 +272,11 @@ type GateResult struct {
 	ExitCode int
 	Output   string // bounded
 	Duration time.Duration
+}
+
+// Redactor removes secrets (known values, key-shaped strings, URL
+// user-info) from text before muster keeps it or passes it on; the
+// command line's is internal/redact's. It is safe for concurrent use.
+type Redactor interface {
+	String(s string) string
 }

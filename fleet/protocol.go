@@ -28,6 +28,7 @@ type Job struct {
 	Attempt   int              `json:"attempt"`
 	Round     int              `json:"round"`
 	Authority muster.Authority `json:"authority"`
+	Model     string           `json:"model,omitempty"`
 	Prompt    string           `json:"prompt"`
 	SessionID string           `json:"session_id,omitempty"`
 	Timeout   time.Duration    `json:"timeout,omitempty"`

@@ -228,7 +228,7 @@ func (r *remote) Execute(ctx context.Context, req *muster.ExecRequest, emit func
 	job := &Job{
 		Run: d.run, ID: randomID(), Gen: d.gen, Repo: d.repo, Start: start,
 		Task: req.Task, Executor: r.name, Role: req.Role, Attempt: req.Attempt, Round: req.Round,
-		Authority: req.Authority, Prompt: req.Prompt, SessionID: req.SessionID,
+		Authority: req.Authority, Model: req.Model, Prompt: req.Prompt, SessionID: req.SessionID,
 		Timeout: req.Timeout, Grace: req.Grace, Stall: req.Stall, PlanOut: req.PlanOut != "",
 	}
 	if req.Role == muster.RoleCoder {

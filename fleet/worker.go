@@ -338,7 +338,7 @@ func (w *Worker) run(ctx context.Context, spec *muster.ExecutorSpec, n int, job 
 	}
 	req := &muster.ExecRequest{
 		Run: job.Run, Task: job.Task, Role: job.Role, Spec: spec, Clone: n, Attempt: job.Attempt, Round: job.Round,
-		Dir: dir, Prompt: job.Prompt, Authority: job.Authority, Scratch: filepath.Join(scratch, "x"),
+		Dir: dir, Prompt: job.Prompt, Authority: job.Authority, Model: job.Model, Scratch: filepath.Join(scratch, "x"),
 		SessionID: job.SessionID, Timeout: job.Timeout, Grace: job.Grace, Stall: job.Stall,
 		Env: map[string]string{"MUSTER_FLEET_WORKER": w.o.Name},
 	}
