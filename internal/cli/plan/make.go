@@ -110,9 +110,14 @@ func Make(ctx context.Context, repo *cmdutil.Repo, cfg *muster.Config, req Reque
 		return nil, cmdutil.Env("%v", err)
 	}
 	defer j.Close()
+	// Problems name the plan as the user gave it, or relative to the
+	// repository when it was given absolute inside it (the MCP server).
 	name := "plan.md"
 	if req.Output != "" {
 		name = req.Output
+		if rel, err := filepath.Rel(repo.Top, out); err == nil && filepath.IsAbs(req.Output) && filepath.IsLocal(rel) {
+			name = filepath.ToSlash(rel)
+		}
 	}
 	o := &Outcome{Session: id, Dir: ws.RunDir(), Executor: spec.Name}
 	res, err := planner.Run(ctx, planner.Options{
