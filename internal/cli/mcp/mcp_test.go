@@ -247,6 +247,7 @@ func TestValidateAndPlan(t *testing.T) {
 	mustFail(t, cs, "plan", map[string]any{"goal": "x", "output": "../x.md"}, `".." is not allowed`)
 	mustFail(t, cs, "plan", map[string]any{"goal": "x", "output": ".git/hooks/pre-commit.md"}, ".git are not allowed")
 	mustFail(t, cs, "plan", map[string]any{"goal": "x", "output": "run.sh"}, "ends in .md")
+	mustFail(t, cs, "plan", map[string]any{"goal": "x", "output": "p.yaml"}, "ends in .md")
 	mustFail(t, cs, "plan", map[string]any{"goal": "x", "output": "out/x.md"}, "outside the repository")
 	mustFail(t, cs, "plan", map[string]any{"goal": "x", "executor": "nobody", "output": "n.md"}, "no such executor")
 	res, text, bad := call(t, cs, "plan", map[string]any{"goal": "x", "executor": "bad", "output": "sub/never.md", "tries": 2})

@@ -74,6 +74,9 @@ func Make(ctx context.Context, repo *cmdutil.Repo, cfg *muster.Config, req Reque
 	}
 	out := ""
 	if req.Output != "" {
+		if planfile.IsYAML(req.Output) {
+			return nil, cmdutil.Invalid("%s: muster plan writes Markdown plans; name the file .md", req.Output)
+		}
 		if out, err = filepath.Abs(req.Output); err != nil {
 			return nil, cmdutil.Env("%v", err)
 		}
