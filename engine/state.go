@@ -246,10 +246,11 @@ func (s *State) Apply(e *muster.Event) error {
 			t.Round = e.Round
 		}
 	case muster.EvTokensUsed:
-		s.Usage.Add(e.Usage)
+		u := e.Credited()
+		s.Usage.Add(u)
 		if t := s.Tasks[e.Task]; t != nil {
-			t.Usage.Add(e.Usage)
-			t.AttemptUsage.Add(e.Usage)
+			t.Usage.Add(u)
+			t.AttemptUsage.Add(u)
 		}
 	case muster.EvIntegrating:
 		s.Moving = &Move{Task: e.Task, Commit: e.Commit, From: e.Tip}
