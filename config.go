@@ -106,10 +106,17 @@ type ExecutorSpec struct {
 	Command       []string          `json:"command,omitempty"`
 	Timeout       time.Duration     `json:"timeout,omitempty"`
 	MaxConcurrent int               `json:"max_concurrent,omitempty"`
+	// EnvAllow names variables of muster's environment that look like
+	// credentials but this executor's agents get all the same ([run]
+	// env_allow adds to it).
+	EnvAllow []string `json:"env_allow,omitempty"`
 	// Seed drives the sim kind, so a simulated run is repeatable.
 	Seed int64 `json:"seed,omitempty"`
 	// Speed scales the sim kind's delays (1 = as given; 0 = no delay).
 	Speed float64 `json:"speed,omitempty"`
+	// Fleet marks an executor the fleet's workers serve (muster run
+	// --nats): its clones are theirs, pooled by name.
+	Fleet bool `json:"fleet,omitempty"`
 	// Line is where the table starts in the config file (0 for flags).
 	Line int `json:"-"`
 }
@@ -172,6 +179,9 @@ type RunConfig struct {
 	Reviewers         int           `json:"reviewers,omitempty"` // reviewers per task
 	StallTimeout      time.Duration `json:"stall_timeout,omitempty"`
 	PricesFile        string        `json:"prices_file,omitempty"`
+	// EnvAllow names variables that look like credentials but are none:
+	// every agent and gate gets them, and they are not redacted.
+	EnvAllow []string `json:"env_allow,omitempty"`
 }
 
 // Config is a parsed muster.toml merged with command-line overrides.
@@ -181,6 +191,7 @@ type Config struct {
 	Executors []*ExecutorSpec `json:"executors"`
 	Gates     []GateSpec      `json:"gates,omitempty"`
 	Pool      PoolConfig      `json:"pool,omitzero"`
+	Fleet     FleetConfig     `json:"fleet,omitzero"`
 }
 
 // PoolConfig is the [pool] table: the clones muster keeps in its cache
@@ -191,6 +202,23 @@ type PoolConfig struct {
 	MaxClones int `json:"max_clones,omitempty"`
 }
 
+// FleetConfig is the [fleet] table: where the fleet's NATS server is and
+// how to reach it. It never holds a secret itself: a password is read
+// from the environment variable PasswordEnv names, an nkey from its seed
+// file.
+type FleetConfig struct {
+	NATS         string `json:"nats,omitempty"`           // server URL, without user-info
+	User         string `json:"user,omitempty"`           // NATS user (password in PasswordEnv)
+	PasswordEnv  string `json:"password_env,omitempty"`   // variable holding the password
+	NkeySeedFile string `json:"nkey_seed_file,omitempty"` // an nkey seed, instead of user/password
+	// Nkeys are the public nkeys `fleet serve` admits.
+	Nkeys   []string      `json:"nkeys,omitempty"`
+	TLSCA   string        `json:"tls_ca,omitempty"`   // CA bundle to verify the other side
+	TLSCert string        `json:"tls_cert,omitempty"` // certificate (server: its own; client: for mutual TLS)
+	TLSKey  string        `json:"tls_key,omitempty"`
+	Lease   time.Duration `json:"lease,omitempty"` // a worker's lease on a task (the ack wait)
+}
+
 // Executor returns the executor spec with the given name, or nil.
 func (c *Config) Executor(name string) *ExecutorSpec {
 	for _, e := range c.Executors {
@@ -199,6 +227,20 @@ func (c *Config) Executor(name string) *ExecutorSpec {
 		}
 	}
 	return nil
+}
+
+// EnvAllowOf returns the variables the executor's agents get although
+// they look like credentials: [run] env_allow, the executor's env_allow
+// and its api_key_env.
+func (c *Config) EnvAllowOf(e *ExecutorSpec) []string {
+	out := append([]string(nil), c.Run.EnvAllow...)
+	if e != nil {
+		out = append(out, e.EnvAllow...)
+		if e.APIKeyEnv != "" {
+			out = append(out, e.APIKeyEnv)
+		}
+	}
+	return out
 }
 
 // Grace returns the SIGTERM-to-SIGKILL grace period.

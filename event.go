@@ -42,6 +42,7 @@ const (
 	EvRunInterrupted  EventType = "RunInterrupted"
 	EvAgentStarted    EventType = "AgentStarted"   // Task, Executor, Clone, Role, PID: the agent's process (group) runs
 	EvExecutorPaused  EventType = "ExecutorPaused" // Executor, Until, Reason: a usage limit; no new work there until then
+	EvWorkerAssigned  EventType = "WorkerAssigned" // Task, Executor, Clone, Role, Worker, WorkerClone: a fleet worker took the invocation
 )
 
 // Event is one line of the journal. Fields not used by a type are empty.
@@ -106,6 +107,9 @@ type Event struct {
 	// SessionID is the agent's own session, so a fix round can resume it.
 	SessionID string `json:"session_id,omitempty"`
 	PID       int    `json:"pid,omitempty"`
+	// Worker is the fleet worker (WorkerAssigned) and WorkerClone its clone.
+	Worker      string `json:"worker,omitempty"`
+	WorkerClone int    `json:"worker_clone,omitempty"`
 }
 
 // ReasonPreExisting starts the Reason of a GateRan event whose failure

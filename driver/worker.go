@@ -52,6 +52,11 @@ type worker struct {
 	baselined map[string]bool
 	// planOut is where a delegating task's agent may write new tasks.
 	planOut string
+	// remoteGates holds the gate results of the last coder invocation
+	// when its executor ran them where the agent ran (a fleet worker).
+	remoteGates []muster.GateResult
+	// counts are the attempt's records so far, for the caps.
+	counts counters
 }
 
 type depOutput struct {
@@ -300,6 +305,8 @@ func (w *worker) check(ctx context.Context, m *engine.Attempt, res *muster.ExecR
 			if err := w.d.opts.Workspace.Revert(ctx, w.dir, w.base, viol); err != nil {
 				return "", w.fail("revert out-of-bounds paths: "+err.Error(), false), ""
 			}
+			// Gates that ran elsewhere saw the paths just reverted.
+			w.remoteGates = nil
 			if st.Kind == engine.StepFail {
 				return "", w.step(st), ""
 			}
@@ -408,7 +415,12 @@ func (w *worker) execute(ctx context.Context, exec muster.Executor, round int, f
 	if req.Timeout == 0 {
 		req.Timeout = spec.Timeout
 	}
-	req.Prompt = buildPrompt(w, feedback, round)
+	req.Base = w.base
+	if w.d.opts.Gates != nil {
+		req.Gates, req.GateTimeout = append(append([]muster.GateSpec(nil), w.cfg.Gates...), w.taskGates()...), w.cfg.Run.GateTimeout
+	}
+	w.remoteGates = nil
+	req.Prompt = w.d.red().String(buildPrompt(w, feedback, round))
 	w.log(muster.LogRecord{Kind: muster.LogPrompt, Round: round, Role: w.a.Role, Slot: w.slot(), Text: promptHead(req.Prompt)})
 	w.lastMsg = ""
 	req.Scratch = filepath.Join(w.scratch, fmt.Sprintf("r%d", round))
@@ -427,11 +439,17 @@ func (w *worker) execute(ctx context.Context, exec muster.Executor, round int, f
 	backoff := time.Second
 	for try := 0; ; try++ {
 		res, err := exec.Execute(ctx, req, w.record(spec, w.a.Role, w.a.Clone))
+		if evs := w.overflow(spec, w.a.Role, w.a.Clone); len(evs) > 0 {
+			w.send(evs...)
+		}
 		if res != nil && res.SessionID != "" {
 			w.sessionID = res.SessionID
 		}
 		if res != nil && strings.TrimSpace(res.Tail) != "" {
 			w.log(muster.LogRecord{Kind: muster.LogOutput, Round: round, Role: w.a.Role, Slot: w.slot(), Text: res.Tail})
+		}
+		if err == nil && res != nil && res.Gates != nil {
+			w.remoteGates = res.Gates
 		}
 		var ae *muster.AgentError
 		if err == nil || ctx.Err() != nil || !errors.As(err, &ae) || try >= maxTransient {
@@ -487,37 +505,74 @@ func (w *worker) agentFailure(err error, res *muster.ExecResult) []muster.Event 
 	return w.fail("agent failed: "+reason, retryable && w.a.Attempt <= w.task.Retries)
 }
 
-// record turns an executor's records into events.
+// record turns an executor's records into events: redacted, bounded
+// (the caps of records.go) and, for usage, checked (sane).
 func (w *worker) record(spec *muster.ExecutorSpec, role string, clone int) func(muster.Record) {
 	return func(r muster.Record) {
+		d, c := w.d, &w.counts
+		red := d.red()
+		r.Tool = bound(red.String(r.Tool), maxName)
+		r.Model = bound(red.String(r.Model), maxName)
 		switch r.Type {
 		case muster.RecUsage:
+			warn := w.sane(&r, muster.Slot(spec.Name, clone))
 			u := r.Usage
 			u.Estimated = false
-			if u.CostMicros == 0 && w.d.opts.Price != nil && u.Tokens() > 0 {
-				if c, ok := w.d.opts.Price(r.Model, u); ok {
-					u.CostMicros, u.Estimated = c, true
+			if u.CostMicros == 0 && d.opts.Price != nil && u.Tokens() > 0 {
+				if cost, ok := d.opts.Price(r.Model, u); ok {
+					u.CostMicros, u.Estimated = cost, true
 				}
 			}
-			w.send(muster.Event{Type: muster.EvTokensUsed, Executor: spec.Name, Clone: clone, Role: role, Model: r.Model, Usage: u})
+			if c.usages++; c.usages > maxUsageRecords {
+				if c.extra == nil {
+					c.extra = map[string]muster.Usage{}
+				}
+				if _, ok := c.extra[r.Model]; !ok {
+					c.extraOrder = append(c.extraOrder, r.Model)
+				}
+				sum := c.extra[r.Model]
+				sum.Add(u)
+				c.extra[r.Model] = sum
+				if len(warn) > 0 {
+					w.send(warn...)
+				}
+				return
+			}
+			w.send(append(warn, muster.Event{Type: muster.EvTokensUsed, Executor: spec.Name, Clone: clone, Role: role, Model: r.Model, Usage: u})...)
 		case muster.RecTool:
-			w.send(muster.Event{Type: muster.EvToolUse, Executor: spec.Name, Clone: clone, Tool: r.Tool, Args: bound(r.Args, maxMessage)})
+			if c.tools++; c.tools > maxToolRecords {
+				c.droppedTools++
+				return
+			}
+			w.send(muster.Event{Type: muster.EvToolUse, Executor: spec.Name, Clone: clone, Tool: r.Tool, Args: red.String(bound(r.Args, maxMessage))})
 		case muster.RecMessage:
+			r.Text = red.String(r.Text)
 			if role == w.a.Role {
-				w.lastMsg = r.Text
+				w.lastMsg = bound(r.Text, maxTranscript)
 				w.transcript = tail(w.transcript+r.Text+"\n", maxTranscript)
+			}
+			if c.messages++; c.messages > maxMessageRecords {
+				c.droppedMessages++
+				return
 			}
 			w.send(muster.Event{Type: muster.EvMessage, Executor: spec.Name, Clone: clone, Message: bound(r.Text, maxMessage)})
 		case muster.RecNotes:
-			w.d.notes.add(w.a.Task, r.Text)
-			w.send(muster.Event{Type: muster.EvNote, Executor: spec.Name, Clone: clone, Message: bound(r.Text, maxGateOutput)})
+			if c.notes++; c.notes > maxNoteRecords {
+				c.droppedNotes++
+				return
+			}
+			text := red.String(bound(r.Text, maxNote))
+			d.notes.add(w.a.Task, text)
+			w.send(muster.Event{Type: muster.EvNote, Executor: spec.Name, Clone: clone, Message: text})
 		case muster.RecViolation:
-			w.send(muster.Event{Type: muster.EvViolation, Executor: spec.Name, Clone: clone, Paths: []string{bound(r.Text, maxMessage)},
+			w.send(muster.Event{Type: muster.EvViolation, Executor: spec.Name, Clone: clone, Paths: []string{red.String(bound(r.Text, maxMessage))},
 				Reason: "the agent asked for a path outside its worktree (" + bound(r.Tool, 40) + "); refused"})
 		case muster.RecSession:
 			w.sessionID = r.SessionID
 		case muster.RecPID:
 			w.send(muster.Event{Type: muster.EvAgentStarted, Executor: spec.Name, Clone: clone, Role: role, PID: r.PID})
+		case muster.RecWorker:
+			w.send(muster.Event{Type: muster.EvWorkerAssigned, Executor: spec.Name, Clone: clone, Role: role, Worker: r.Worker, WorkerClone: r.WorkerClone})
 		}
 	}
 }

@@ -31,6 +31,10 @@ type TaskState struct {
 	AttemptUsage muster.Usage
 	Started      time.Time // latest attempt's start
 	Ended        time.Time
+	// Worker is the fleet worker the latest attempt's coder ran on ("":
+	// locally), WorkerClone its clone there.
+	Worker      string
+	WorkerClone int
 
 	// waiting counts dependencies not yet succeeded; dependents lists the
 	// tasks that wait on this one.
@@ -227,6 +231,7 @@ func (s *State) Apply(e *muster.Event) error {
 		t.Executor, t.Clone = e.Executor, e.Clone
 		t.Started = e.Time
 		t.Reason, t.Phase, t.Round = "", "", 0
+		t.Worker, t.WorkerClone = "", 0
 		t.AttemptUsage = muster.Usage{}
 		s.removeReady(t.Task.ID)
 	case muster.EvExecutorPaused:
@@ -237,6 +242,10 @@ func (s *State) Apply(e *muster.Event) error {
 		if e.PID > 0 {
 			s.PIDs[muster.Slot(e.Executor, e.Clone)] = e.PID
 		}
+	case muster.EvWorkerAssigned:
+		if t := s.Tasks[e.Task]; t != nil && e.Role != muster.RoleReviewer {
+			t.Worker, t.WorkerClone = e.Worker, e.WorkerClone
+		}
 	case muster.EvPhase:
 		if t := s.Tasks[e.Task]; t != nil {
 			t.Phase, t.Round = e.Phase, e.Round
@@ -246,10 +255,11 @@ func (s *State) Apply(e *muster.Event) error {
 			t.Round = e.Round
 		}
 	case muster.EvTokensUsed:
-		s.Usage.Add(e.Usage)
+		u := e.Credited()
+		s.Usage.Add(u)
 		if t := s.Tasks[e.Task]; t != nil {
-			t.Usage.Add(e.Usage)
-			t.AttemptUsage.Add(e.Usage)
+			t.Usage.Add(u)
+			t.AttemptUsage.Add(u)
 		}
 	case muster.EvIntegrating:
 		s.Moving = &Move{Task: e.Task, Commit: e.Commit, From: e.Tip}

@@ -66,15 +66,15 @@ func (r *Run) Apply(e *muster.Event) {
 		t.FixRounds++
 		t.Fixes = append(t.Fixes, FixRound{Round: e.Round, Reason: e.Reason, Time: e.Time})
 	case muster.EvTokensUsed:
-		r.Usage.Add(e.Usage)
+		r.Usage.Add(e.Credited())
 		if e.Task != "" {
-			r.Task(e.Task).Usage.Add(e.Usage)
+			r.Task(e.Task).Usage.Add(e.Credited())
 		}
 		if slot := e.Slot(); slot != "" {
 			c := r.Clone(slot)
-			c.Total.Add(e.Usage)
+			c.Total.Add(e.Credited())
 			if c.Task == e.Task {
-				c.Work.Add(e.Usage)
+				c.Work.Add(e.Credited())
 			}
 		}
 	case muster.EvGateRan:
