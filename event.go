@@ -42,6 +42,11 @@ const (
 	EvRunInterrupted  EventType = "RunInterrupted"
 	EvAgentStarted    EventType = "AgentStarted"   // Task, Executor, Clone, Role, PID: the agent's process (group) runs
 	EvExecutorPaused  EventType = "ExecutorPaused" // Executor, Until, Reason: a usage limit; no new work there until then
+	// EvRateLimited (Task, Attempt, Executor, Clone, Reason, Until: the
+	// agent's retry-after, if it named one) paces the executor's
+	// credential (engine/pace.go); the attempt is not charged to the
+	// task's Retries.
+	EvRateLimited EventType = "RateLimited"
 )
 
 // Event is one line of the journal. Fields not used by a type are empty.

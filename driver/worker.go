@@ -145,7 +145,7 @@ func (w *worker) run(ctx context.Context) []muster.Event {
 				return w.stopRun(err)
 			}
 			if err != nil {
-				return w.fail("prepare worktree: "+err.Error(), w.a.Attempt <= w.task.Retries)
+				return w.fail("prepare worktree: "+err.Error(), w.charged() <= w.task.Retries)
 			}
 			w.dir, w.base = dir, base
 		}
@@ -329,7 +329,7 @@ func (w *worker) rounds(ctx context.Context, exec muster.Executor, feedback stri
 			if w.cfg.Run.Noop == muster.NoopComplete {
 				return []muster.Event{{Type: muster.EvTaskSucceeded, Task: w.a.Task, Attempt: w.a.Attempt, Reason: "no change (noop = complete)"}}, ""
 			}
-			return w.fail("no change: the agent changed nothing and did not say the task already holds", w.a.Attempt <= w.task.Retries), ""
+			return w.fail("no change: the agent changed nothing and did not say the task already holds", w.charged() <= w.task.Retries), ""
 		}
 		diff, err := w.d.opts.Workspace.Diff(ctx, w.dir, w.base)
 		if err != nil {
@@ -438,11 +438,6 @@ func (w *worker) execute(ctx context.Context, exec muster.Executor, round int, f
 		}
 		var wait time.Duration
 		switch ae.Class {
-		case muster.FailRateLimit:
-			wait = ae.RetryAfter
-			if wait <= 0 {
-				wait = backoff
-			}
 		case muster.FailTransient, muster.FailStall:
 			wait = backoff
 		default:
@@ -467,6 +462,9 @@ func (w *worker) agentFailure(err error, res *muster.ExecResult) []muster.Event 
 	reason := err.Error()
 	if errors.As(err, &ae) {
 		retryable = ae.Retryable()
+		if ae.Class == muster.FailRateLimit {
+			return w.rateLimited(ae, reason, res)
+		}
 		if ae.Class == muster.FailUsageLimit && !ae.ResetAt.IsZero() {
 			// The executor takes no work until its limit resets (a journal
 			// fact, so a resume knows it too); the task waits for it or
@@ -477,14 +475,38 @@ func (w *worker) agentFailure(err error, res *muster.ExecResult) []muster.Event 
 			if res != nil && res.Tail != "" {
 				reason += ": " + lastLines(res.Tail, 3)
 			}
-			return w.fail("agent failed: "+reason, w.a.Attempt <= w.task.Retries+usageLimitRetries)
+			return w.fail("agent failed: "+reason, w.charged() <= w.task.Retries+usageLimitRetries)
 		}
 	}
 	if res != nil && res.Tail != "" {
 		reason += ": " + lastLines(res.Tail, 3)
 	}
-	return w.fail("agent failed: "+reason, retryable && w.a.Attempt <= w.task.Retries)
+	return w.fail("agent failed: "+reason, retryable && w.charged() <= w.task.Retries)
 }
+
+// rateLimited ends an attempt the agent's provider refused for its rate:
+// the RateLimited event paces the executor's credential (fewer agents at
+// once, a backoff; engine/pace.go) and the task is retried without the
+// attempt counting against its Retries, up to engine.MaxUncharged times.
+func (w *worker) rateLimited(ae *muster.AgentError, reason string, res *muster.ExecResult) []muster.Event {
+	ev := muster.Event{Type: muster.EvRateLimited, Executor: w.a.Executor, Clone: w.a.Clone, Reason: bound(ae.Message, 300)}
+	if ae.RetryAfter > 0 {
+		until := w.d.clock.Now().Add(ae.RetryAfter).UTC()
+		ev.Until = &until
+	}
+	w.send(ev)
+	if res != nil && res.Tail != "" {
+		reason += ": " + lastLines(res.Tail, 3)
+	}
+	if w.a.Uncharged < engine.MaxUncharged {
+		return w.fail("rate limited (not charged): "+reason, true)
+	}
+	return w.fail("agent failed: "+reason, w.charged() <= w.task.Retries)
+}
+
+// charged is the attempt's number among those that count against the
+// task's Retries (rate-limited attempts do not).
+func (w *worker) charged() int { return w.a.Attempt - w.a.Uncharged }
 
 // record turns an executor's records into events.
 func (w *worker) record(spec *muster.ExecutorSpec, role string, clone int) func(muster.Record) {
