@@ -106,6 +106,10 @@ type ExecutorSpec struct {
 	Command       []string          `json:"command,omitempty"`
 	Timeout       time.Duration     `json:"timeout,omitempty"`
 	MaxConcurrent int               `json:"max_concurrent,omitempty"`
+	// EnvAllow names variables of muster's environment that look like
+	// credentials but this executor's agents get all the same ([run]
+	// env_allow adds to it).
+	EnvAllow []string `json:"env_allow,omitempty"`
 	// Seed drives the sim kind, so a simulated run is repeatable.
 	Seed int64 `json:"seed,omitempty"`
 	// Speed scales the sim kind's delays (1 = as given; 0 = no delay).
@@ -195,6 +199,9 @@ type RunConfig struct {
 	Reviewers         int           `json:"reviewers,omitempty"` // reviewers per task
 	StallTimeout      time.Duration `json:"stall_timeout,omitempty"`
 	PricesFile        string        `json:"prices_file,omitempty"`
+	// EnvAllow names variables that look like credentials but are none:
+	// every agent and gate gets them, and they are not redacted.
+	EnvAllow []string `json:"env_allow,omitempty"`
 }
 
 // Config is a parsed muster.toml merged with command-line overrides.
@@ -203,6 +210,15 @@ type Config struct {
 	Run       RunConfig       `json:"run"`
 	Executors []*ExecutorSpec `json:"executors"`
 	Gates     []GateSpec      `json:"gates,omitempty"`
+	Pool      PoolConfig      `json:"pool,omitzero"`
+}
+
+// PoolConfig is the [pool] table: the clones muster keeps in its cache
+// between runs of a repository.
+type PoolConfig struct {
+	// MaxClones bounds the free clones kept (least recently used go
+	// first); 0: the default (16).
+	MaxClones int `json:"max_clones,omitempty"`
 }
 
 // Executor returns the executor spec with the given name, or nil.
@@ -213,6 +229,20 @@ func (c *Config) Executor(name string) *ExecutorSpec {
 		}
 	}
 	return nil
+}
+
+// EnvAllowOf returns the variables the executor's agents get although
+// they look like credentials: [run] env_allow, the executor's env_allow
+// and its api_key_env.
+func (c *Config) EnvAllowOf(e *ExecutorSpec) []string {
+	out := append([]string(nil), c.Run.EnvAllow...)
+	if e != nil {
+		out = append(out, e.EnvAllow...)
+		if e.APIKeyEnv != "" {
+			out = append(out, e.APIKeyEnv)
+		}
+	}
+	return out
 }
 
 // Grace returns the SIGTERM-to-SIGKILL grace period.

@@ -52,6 +52,8 @@ type worker struct {
 	baselined map[string]bool
 	// planOut is where a delegating task's agent may write new tasks.
 	planOut string
+	// counts are the attempt's records so far, for the caps.
+	counts counters
 }
 
 type depOutput struct {
@@ -109,11 +111,8 @@ func (w *worker) fail(reason string, retry bool) []muster.Event {
 }
 
 func (w *worker) cancelled(ctx context.Context) []muster.Event {
-	reason := "interrupted"
-	if c := context.Cause(ctx); c != nil && !errors.Is(c, muster.ErrInterrupted) && !errors.Is(c, context.Canceled) {
-		reason = c.Error()
-	}
-	return []muster.Event{{Type: muster.EvTaskCancelled, Task: w.a.Task, Attempt: w.a.Attempt, Reason: reason}}
+	reason, why := cancelOf(context.Cause(ctx))
+	return []muster.Event{{Type: muster.EvTaskCancelled, Task: w.a.Task, Attempt: w.a.Attempt, Reason: reason, Cause: why}}
 }
 
 func (w *worker) spec() *muster.ExecutorSpec {
@@ -407,7 +406,7 @@ func (w *worker) execute(ctx context.Context, exec muster.Executor, round int, f
 	if req.Timeout == 0 {
 		req.Timeout = spec.Timeout
 	}
-	req.Prompt = buildPrompt(w, feedback, round)
+	req.Prompt = w.d.red().String(buildPrompt(w, feedback, round))
 	w.log(muster.LogRecord{Kind: muster.LogPrompt, Round: round, Role: w.a.Role, Slot: w.slot(), Text: promptHead(req.Prompt)})
 	w.lastMsg = ""
 	req.Scratch = filepath.Join(w.scratch, fmt.Sprintf("r%d", round))
@@ -426,6 +425,9 @@ func (w *worker) execute(ctx context.Context, exec muster.Executor, round int, f
 	backoff := time.Second
 	for try := 0; ; try++ {
 		res, err := exec.Execute(ctx, req, w.record(spec, w.a.Role, w.a.Clone))
+		if evs := w.overflow(spec, w.a.Role, w.a.Clone); len(evs) > 0 {
+			w.send(evs...)
+		}
 		if res != nil && res.SessionID != "" {
 			w.sessionID = res.SessionID
 		}
@@ -489,7 +491,7 @@ func (w *worker) agentFailure(err error, res *muster.ExecResult) []muster.Event 
 // once, a backoff; engine/pace.go) and the task is retried without the
 // attempt counting against its Retries, up to engine.MaxUncharged times.
 func (w *worker) rateLimited(ae *muster.AgentError, reason string, res *muster.ExecResult) []muster.Event {
-	ev := muster.Event{Type: muster.EvRateLimited, Executor: w.a.Executor, Clone: w.a.Clone, Reason: bound(ae.Message, 300)}
+	ev := muster.Event{Type: muster.EvRateLimited, Executor: w.a.Executor, Clone: w.a.Clone, Reason: bound(w.d.red().String(ae.Message), 300)}
 	if ae.RetryAfter > 0 {
 		until := w.d.clock.Now().Add(ae.RetryAfter).UTC()
 		ev.Until = &until
@@ -508,32 +510,67 @@ func (w *worker) rateLimited(ae *muster.AgentError, reason string, res *muster.E
 // task's Retries (rate-limited attempts do not).
 func (w *worker) charged() int { return w.a.Attempt - w.a.Uncharged }
 
-// record turns an executor's records into events.
+// record turns an executor's records into events: redacted, bounded
+// (the caps of records.go) and, for usage, checked (sane).
 func (w *worker) record(spec *muster.ExecutorSpec, role string, clone int) func(muster.Record) {
 	return func(r muster.Record) {
+		d, c := w.d, &w.counts
+		red := d.red()
+		r.Tool = bound(red.String(r.Tool), maxName)
+		r.Model = bound(red.String(r.Model), maxName)
 		switch r.Type {
 		case muster.RecUsage:
+			warn := w.sane(&r, muster.Slot(spec.Name, clone))
 			u := r.Usage
 			u.Estimated = false
-			if u.CostMicros == 0 && w.d.opts.Price != nil && u.Tokens() > 0 {
-				if c, ok := w.d.opts.Price(r.Model, u); ok {
-					u.CostMicros, u.Estimated = c, true
+			if u.CostMicros == 0 && d.opts.Price != nil && u.Tokens() > 0 {
+				if cost, ok := d.opts.Price(r.Model, u); ok {
+					u.CostMicros, u.Estimated = cost, true
 				}
 			}
-			w.send(muster.Event{Type: muster.EvTokensUsed, Executor: spec.Name, Clone: clone, Role: role, Model: r.Model, Usage: u})
+			if c.usages++; c.usages > maxUsageRecords {
+				if c.extra == nil {
+					c.extra = map[string]muster.Usage{}
+				}
+				if _, ok := c.extra[r.Model]; !ok {
+					c.extraOrder = append(c.extraOrder, r.Model)
+				}
+				sum := c.extra[r.Model]
+				sum.Add(u)
+				c.extra[r.Model] = sum
+				if len(warn) > 0 {
+					w.send(warn...)
+				}
+				return
+			}
+			w.send(append(warn, muster.Event{Type: muster.EvTokensUsed, Executor: spec.Name, Clone: clone, Role: role, Model: r.Model, Usage: u})...)
 		case muster.RecTool:
-			w.send(muster.Event{Type: muster.EvToolUse, Executor: spec.Name, Clone: clone, Tool: r.Tool, Args: bound(r.Args, maxMessage)})
+			if c.tools++; c.tools > maxToolRecords {
+				c.droppedTools++
+				return
+			}
+			w.send(muster.Event{Type: muster.EvToolUse, Executor: spec.Name, Clone: clone, Tool: r.Tool, Args: red.String(bound(r.Args, maxMessage))})
 		case muster.RecMessage:
+			r.Text = red.String(r.Text)
 			if role == w.a.Role {
-				w.lastMsg = r.Text
+				w.lastMsg = bound(r.Text, maxTranscript)
 				w.transcript = tail(w.transcript+r.Text+"\n", maxTranscript)
+			}
+			if c.messages++; c.messages > maxMessageRecords {
+				c.droppedMessages++
+				return
 			}
 			w.send(muster.Event{Type: muster.EvMessage, Executor: spec.Name, Clone: clone, Message: bound(r.Text, maxMessage)})
 		case muster.RecNotes:
-			w.d.notes.add(w.a.Task, r.Text)
-			w.send(muster.Event{Type: muster.EvNote, Executor: spec.Name, Clone: clone, Message: bound(r.Text, maxGateOutput)})
+			if c.notes++; c.notes > maxNoteRecords {
+				c.droppedNotes++
+				return
+			}
+			text := red.String(bound(r.Text, maxNote))
+			d.notes.add(w.a.Task, text)
+			w.send(muster.Event{Type: muster.EvNote, Executor: spec.Name, Clone: clone, Message: text})
 		case muster.RecViolation:
-			w.send(muster.Event{Type: muster.EvViolation, Executor: spec.Name, Clone: clone, Paths: []string{bound(r.Text, maxMessage)},
+			w.send(muster.Event{Type: muster.EvViolation, Executor: spec.Name, Clone: clone, Paths: []string{red.String(bound(r.Text, maxMessage))},
 				Reason: "the agent asked for a path outside its worktree (" + bound(r.Tool, 40) + "); refused"})
 		case muster.RecSession:
 			w.sessionID = r.SessionID

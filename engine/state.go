@@ -15,16 +15,18 @@ import (
 // TaskState is where one task stands.
 type TaskState struct {
 	Task     *muster.Task
-	Index    int    // plan order
-	State    string // muster.State*
+	Index    int // plan order
+	State    muster.TaskState
 	Attempts int    // attempts started
 	Executor string // the slot of the latest attempt
 	Clone    int
 	Commit   string // on the run branch, once integrated
 	Reason   string // why it failed, was skipped or cancelled
-	Phase    string
-	Round    int
-	Usage    muster.Usage
+	// Cause is why it was cancelled (a cancelled task only).
+	Cause muster.CancelCause
+	Phase string
+	Round int
+	Usage muster.Usage
 	// AttemptUsage is what the latest attempt has spent.
 	AttemptUsage muster.Usage
 	Started      time.Time // latest attempt's start
@@ -255,10 +257,11 @@ func (s *State) Apply(e *muster.Event) error {
 			t.Round = e.Round
 		}
 	case muster.EvTokensUsed:
-		s.Usage.Add(e.Usage)
+		u := e.Credited()
+		s.Usage.Add(u)
 		if t := s.Tasks[e.Task]; t != nil {
-			t.Usage.Add(e.Usage)
-			t.AttemptUsage.Add(e.Usage)
+			t.Usage.Add(u)
+			t.AttemptUsage.Add(u)
 		}
 	case muster.EvIntegrating:
 		s.Moving = &Move{Task: e.Task, Commit: e.Commit, From: e.Tip}
@@ -319,7 +322,7 @@ func (s *State) Apply(e *muster.Event) error {
 		t.State, t.Reason, t.Ended = muster.StateSkipped, e.Reason, e.Time
 		delete(s.doomed, t.Task.ID)
 		if e.Type == muster.EvTaskCancelled {
-			t.State = muster.StateCancelled
+			t.State, t.Cause = muster.StateCancelled, e.CancelCause()
 		} else {
 			s.doom(t)
 		}
@@ -374,7 +377,7 @@ func (t *TaskState) describe() string {
 	if t.State == muster.StatePending && t.waiting > 0 {
 		return fmt.Sprintf("waiting on %d dependencies", t.waiting)
 	}
-	return t.State
+	return string(t.State)
 }
 
 // addTasks adds planned tasks. A splice (parent set) makes each new task
@@ -525,8 +528,8 @@ func (s *State) removeReady(id muster.TaskID) {
 func (s *State) Ready() []muster.TaskID { return append([]muster.TaskID(nil), s.ready...) }
 
 // Counts returns how many tasks are in each state.
-func (s *State) Counts() map[string]int {
-	c := map[string]int{}
+func (s *State) Counts() map[muster.TaskState]int {
+	c := map[muster.TaskState]int{}
 	for _, t := range s.Tasks {
 		c[t.State]++
 	}

@@ -32,6 +32,11 @@ kind = "command"
 command = ["./planner.sh"]
 roles = ["planner"]
 
+[executors.bad]
+kind = "command"
+command = ["sh", "-c", "printf '## [ ] a: A\\nAfter: zz\\n' > \"$MUSTER_PLAN_OUT\""]
+roles = ["planner"]
+
 [executors.coder]
 kind = "command"
 command = ["./coder.sh"]
@@ -242,8 +247,17 @@ func TestValidateAndPlan(t *testing.T) {
 	mustFail(t, cs, "plan", map[string]any{"goal": "x", "output": "../x.md"}, `".." is not allowed`)
 	mustFail(t, cs, "plan", map[string]any{"goal": "x", "output": ".git/hooks/pre-commit.md"}, ".git are not allowed")
 	mustFail(t, cs, "plan", map[string]any{"goal": "x", "output": "run.sh"}, "ends in .md")
+	mustFail(t, cs, "plan", map[string]any{"goal": "x", "output": "p.yaml"}, "ends in .md")
 	mustFail(t, cs, "plan", map[string]any{"goal": "x", "output": "out/x.md"}, "outside the repository")
 	mustFail(t, cs, "plan", map[string]any{"goal": "x", "executor": "nobody", "output": "n.md"}, "no such executor")
+	res, text, bad := call(t, cs, "plan", map[string]any{"goal": "x", "executor": "bad", "output": "sub/never.md", "tries": 2})
+	if !res.IsError || bad["valid"] != false || bad["tries"] != 2.0 || !strings.Contains(text, "no valid plan after 2 tries") ||
+		!strings.Contains(text, "sub/never.md:2: task a: unknown dependency") {
+		t.Errorf("a planner that never validates: isError %v, %v\n%s", res.IsError, bad, text)
+	}
+	if _, err := os.Stat(filepath.Join(repo, "sub", "never.md")); err == nil {
+		t.Error("an invalid plan was written")
+	}
 	mustFail(t, cs, "plan", map[string]any{"goal": "x", "tries": 99, "output": "n.md"}, "tries")
 	if _, err := os.Stat(filepath.Join(outside, "x.md")); err == nil {
 		t.Error("a plan was written outside the repository")

@@ -194,7 +194,7 @@ func (s *Session) Drive(ctx context.Context) error {
 	// that it never disturbs a run another process drives.
 	var j *journal.Journal
 	var replayed []muster.Event
-	gopts := git.Options{Repo: s.Repo.Top, RunID: s.RunID, Base: s.Base, Resume: s.Resume, Keep: s.Config.Run.Keep}
+	gopts := git.Options{Repo: s.Repo.Top, RunID: s.RunID, Base: s.Base, Resume: s.Resume, Keep: s.Config.Run.Keep, MaxClones: s.Config.Pool.MaxClones}
 	if s.Resume {
 		if j, replayed, err = openJournal(s.Repo, s.RunID); err != nil {
 			return err
@@ -259,7 +259,8 @@ func (s *Session) Drive(ctx context.Context) error {
 	if s.Flags.JSON {
 		jsonOut = newJSONStream(s.IO.Out)
 	}
-	runner := gate.Runner{Grace: s.Config.Grace()}
+	allowEnv(s.Config)
+	runner := gate.Runner{Grace: s.Config.Grace(), Allow: s.Config.Run.EnvAllow}
 	crew, err := agents.Crew(s.Config, runner)
 	if err != nil {
 		return err
@@ -268,7 +269,7 @@ func (s *Session) Drive(ctx context.Context) error {
 		RunID: s.RunID, PlanPath: s.Plan.Source, Plan: s.Plan, PlanCanon: planfile.CanonicalVersion, Config: Journaled(s.Config), Base: s.Base, Branch: ws.Branch(), Ref: s.Ref,
 		Replayed: replayed, Journal: j, Workspace: ws, Executors: crew, Gates: runner, Price: prices.Cost,
 		ScratchDir: filepath.Join(s.Dir, "scratch"),
-		LogDir:     filepath.Join(s.Dir, muster.LogDir), Redact: Redactor(s.Config),
+		LogDir:     filepath.Join(s.Dir, muster.LogDir), Redactor: Redactor(s.Config),
 		KillOrphan: killOrphan, CrashAt: os.Getenv(CrashEnv),
 		Fragment: fragment(s.Config),
 		OnEvent: func(e *muster.Event, st *engine.State) {
