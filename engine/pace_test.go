@@ -24,7 +24,8 @@ func TestPropertyRateLimited(t *testing.T) {
 			Hits: rapid.IntRange(1, 10).Draw(t, "hits")}
 		prev.Until = prev.Hit.Add(time.Duration(rapid.IntRange(0, 300).Draw(t, "wait")) * time.Second)
 		p := muster.RateLimited(prev, active, t0, running, retry, jitter)
-		if p.Limit < 1 || (running > 0 && p.Limit > running) && !(active && t0.Before(prev.Until)) {
+		sameStorm := active && t0.Before(prev.Until)
+		if p.Limit < 1 || (running > 0 && p.Limit > running && !sameStorm) {
 			t.Fatalf("limit %d with %d running (prev %+v)", p.Limit, running, prev)
 		}
 		if retry > 0 && p.Until.Before(t0.Add(min(retry, 10*time.Minute))) {
