@@ -52,6 +52,9 @@ type worker struct {
 	baselined map[string]bool
 	// planOut is where a delegating task's agent may write new tasks.
 	planOut string
+	// remoteGates holds the gate results of the last coder invocation
+	// when its executor ran them where the agent ran (a fleet worker).
+	remoteGates []muster.GateResult
 	// counts are the attempt's records so far, for the caps.
 	counts counters
 }
@@ -290,6 +293,8 @@ func (w *worker) rounds(ctx context.Context, exec muster.Executor, feedback stri
 			if err := w.d.opts.Workspace.Revert(ctx, w.dir, w.base, viol); err != nil {
 				return w.fail("revert out-of-bounds paths: "+err.Error(), false), ""
 			}
+			// Gates that ran elsewhere saw the paths just reverted.
+			w.remoteGates = nil
 			if w.cfg.Run.OnViolation != muster.OnViolationDiscard {
 				return w.fail("boundary violation: "+outside+strings.Join(viol, ", "), false), ""
 			}
@@ -406,6 +411,11 @@ func (w *worker) execute(ctx context.Context, exec muster.Executor, round int, f
 	if req.Timeout == 0 {
 		req.Timeout = spec.Timeout
 	}
+	req.Base = w.base
+	if w.d.opts.Gates != nil {
+		req.Gates, req.GateTimeout = append(append([]muster.GateSpec(nil), w.cfg.Gates...), w.taskGates()...), w.cfg.Run.GateTimeout
+	}
+	w.remoteGates = nil
 	req.Prompt = w.d.red().String(buildPrompt(w, feedback, round))
 	w.log(muster.LogRecord{Kind: muster.LogPrompt, Round: round, Role: w.a.Role, Slot: w.slot(), Text: promptHead(req.Prompt)})
 	w.lastMsg = ""
@@ -433,6 +443,9 @@ func (w *worker) execute(ctx context.Context, exec muster.Executor, round int, f
 		}
 		if res != nil && strings.TrimSpace(res.Tail) != "" {
 			w.log(muster.LogRecord{Kind: muster.LogOutput, Round: round, Role: w.a.Role, Slot: w.slot(), Text: res.Tail})
+		}
+		if err == nil && res != nil && res.Gates != nil {
+			w.remoteGates = res.Gates
 		}
 		var ae *muster.AgentError
 		if err == nil || ctx.Err() != nil || !errors.As(err, &ae) || try >= maxTransient {
@@ -576,6 +589,8 @@ func (w *worker) record(spec *muster.ExecutorSpec, role string, clone int) func(
 			w.sessionID = r.SessionID
 		case muster.RecPID:
 			w.send(muster.Event{Type: muster.EvAgentStarted, Executor: spec.Name, Clone: clone, Role: role, PID: r.PID})
+		case muster.RecWorker:
+			w.send(muster.Event{Type: muster.EvWorkerAssigned, Executor: spec.Name, Clone: clone, Role: role, Worker: r.Worker, WorkerClone: r.WorkerClone})
 		}
 	}
 }

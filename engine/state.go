@@ -34,6 +34,10 @@ type TaskState struct {
 	// Uncharged counts attempts that ended in a rate limit: they do not
 	// count against the task's Retries (up to MaxUncharged).
 	Uncharged int
+	// Worker is the fleet worker the latest attempt's coder ran on ("":
+	// locally), WorkerClone its clone there.
+	Worker      string
+	WorkerClone int
 
 	// waiting counts dependencies not yet succeeded; dependents lists the
 	// tasks that wait on this one.
@@ -234,6 +238,7 @@ func (s *State) Apply(e *muster.Event) error {
 		t.Executor, t.Clone = e.Executor, e.Clone
 		t.Started = e.Time
 		t.Reason, t.Phase, t.Round = "", "", 0
+		t.Worker, t.WorkerClone = "", 0
 		t.AttemptUsage = muster.Usage{}
 		s.removeReady(t.Task.ID)
 	case muster.EvExecutorPaused:
@@ -247,6 +252,10 @@ func (s *State) Apply(e *muster.Event) error {
 	case muster.EvAgentStarted:
 		if e.PID > 0 {
 			s.PIDs[muster.Slot(e.Executor, e.Clone)] = e.PID
+		}
+	case muster.EvWorkerAssigned:
+		if t := s.Tasks[e.Task]; t != nil && e.Role != muster.RoleReviewer {
+			t.Worker, t.WorkerClone = e.Worker, e.WorkerClone
 		}
 	case muster.EvPhase:
 		if t := s.Tasks[e.Task]; t != nil {
