@@ -147,7 +147,7 @@ func (w *worker) run(ctx context.Context) []muster.Event {
 				return w.stopRun(err)
 			}
 			if err != nil {
-				return w.fail("prepare worktree: "+err.Error(), w.a.Attempt <= w.task.Retries)
+				return w.fail("prepare worktree: "+err.Error(), w.charged() <= w.task.Retries)
 			}
 			w.dir, w.base = dir, base
 		}
@@ -321,7 +321,7 @@ func (w *worker) check(ctx context.Context, m *engine.Attempt, res *muster.ExecR
 		st := m.EmptyChange(engine.Empty{
 			Delegated: delegated, ReadOnly: readOnly, Satisfied: res != nil && res.Satisfied,
 			Answer: bound(oneLine(w.lastMsg), 300), NoopComplete: w.cfg.Run.Noop == muster.NoopComplete,
-			Retries: w.a.Attempt <= w.task.Retries})
+			Retries: w.charged() <= w.task.Retries})
 		switch {
 		case st.Kind == engine.StepFix:
 			return emptyChangeQuestion, nil, ""
@@ -457,11 +457,6 @@ func (w *worker) execute(ctx context.Context, exec muster.Executor, round int, f
 		}
 		var wait time.Duration
 		switch ae.Class {
-		case muster.FailRateLimit:
-			wait = ae.RetryAfter
-			if wait <= 0 {
-				wait = backoff
-			}
 		case muster.FailTransient, muster.FailStall:
 			wait = backoff
 		default:
@@ -486,6 +481,9 @@ func (w *worker) agentFailure(err error, res *muster.ExecResult) []muster.Event 
 	reason := err.Error()
 	if errors.As(err, &ae) {
 		retryable = ae.Retryable()
+		if ae.Class == muster.FailRateLimit {
+			return w.rateLimited(ae, reason, res)
+		}
 		if ae.Class == muster.FailUsageLimit && !ae.ResetAt.IsZero() {
 			// The executor takes no work until its limit resets (a journal
 			// fact, so a resume knows it too); the task waits for it or
@@ -496,14 +494,38 @@ func (w *worker) agentFailure(err error, res *muster.ExecResult) []muster.Event 
 			if res != nil && res.Tail != "" {
 				reason += ": " + lastLines(res.Tail, 3)
 			}
-			return w.fail("agent failed: "+reason, w.a.Attempt <= w.task.Retries+usageLimitRetries)
+			return w.fail("agent failed: "+reason, w.charged() <= w.task.Retries+usageLimitRetries)
 		}
 	}
 	if res != nil && res.Tail != "" {
 		reason += ": " + lastLines(res.Tail, 3)
 	}
-	return w.fail("agent failed: "+reason, retryable && w.a.Attempt <= w.task.Retries)
+	return w.fail("agent failed: "+reason, retryable && w.charged() <= w.task.Retries)
 }
+
+// rateLimited ends an attempt the agent's provider refused for its rate:
+// the RateLimited event paces the executor's credential (fewer agents at
+// once, a backoff; engine/pace.go) and the task is retried without the
+// attempt counting against its Retries, up to engine.MaxUncharged times.
+func (w *worker) rateLimited(ae *muster.AgentError, reason string, res *muster.ExecResult) []muster.Event {
+	ev := muster.Event{Type: muster.EvRateLimited, Executor: w.a.Executor, Clone: w.a.Clone, Reason: bound(w.d.red().String(ae.Message), 300)}
+	if ae.RetryAfter > 0 {
+		until := w.d.clock.Now().Add(ae.RetryAfter).UTC()
+		ev.Until = &until
+	}
+	w.send(ev)
+	if res != nil && res.Tail != "" {
+		reason += ": " + lastLines(res.Tail, 3)
+	}
+	if w.a.Uncharged < engine.MaxUncharged {
+		return w.fail("rate limited (not charged): "+reason, true)
+	}
+	return w.fail("agent failed: "+reason, w.charged() <= w.task.Retries)
+}
+
+// charged is the attempt's number among those that count against the
+// task's Retries (rate-limited attempts do not).
+func (w *worker) charged() int { return w.a.Attempt - w.a.Uncharged }
 
 // record turns an executor's records into events: redacted, bounded
 // (the caps of records.go) and, for usage, checked (sane).
