@@ -138,6 +138,29 @@ func (e *ExecutorSpec) HasRole(role string) bool {
 	return false
 }
 
+// Capacity is how many of the executor's clones may work at once: its
+// clones (at least one), capped by max_concurrent.
+func (e *ExecutorSpec) Capacity() int {
+	n := e.Clones
+	if n <= 0 {
+		n = 1
+	}
+	if e.MaxConcurrent > 0 && e.MaxConcurrent < n {
+		n = e.MaxConcurrent
+	}
+	return n
+}
+
+// Credential names the account an executor's agents spend: its
+// api_key_env, else its kind's own account (the default key or login).
+// Rate limits pace every executor of one credential together.
+func (e *ExecutorSpec) Credential() string {
+	if e.APIKeyEnv != "" {
+		return "env:" + e.APIKeyEnv
+	}
+	return "kind:" + e.Kind
+}
+
 // OffersModel reports whether a task asking for model m may run on the
 // executor: m is empty, the executor lists no models, or m is its model
 // or one of its models.
