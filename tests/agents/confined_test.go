@@ -8,7 +8,7 @@ import (
 	"github.com/muster-run/muster/agent/claude"
 	"github.com/muster-run/muster/agent/codex"
 	"github.com/muster-run/muster/confine"
-	"github.com/muster-run/muster/internal/agentkit/agenttest"
+	"github.com/muster-run/muster/internal/agentkit/clitest"
 )
 
 // launcher returns this test binary as muster's confining launcher, or
@@ -30,7 +30,7 @@ func launcher(t *testing.T) string {
 // resumes its session as a reviewer, and still refuses to write with
 // read authority.
 func TestConfinedClaude(t *testing.T) {
-	l := agenttest.StartLive(t, claude.New, agenttest.LiveConfig{Key: "sk-ant-confined-claude-31", Launcher: launcher(t),
+	l := clitest.StartLive(t, claude.New, clitest.LiveConfig{Key: "sk-ant-confined-claude-31", Launcher: launcher(t),
 		Spec: muster.ExecutorSpec{Name: "claude", Kind: muster.ExecClaudeCode, Model: "claude-sonnet-4-5", APIKeyEnv: "MUSTER_IT_CLAUDE_KEY"}})
 	l.Write(t, "claude-write", true)
 	t.Run("review resumes the session", func(t *testing.T) { l.Review(t, false) })
@@ -40,7 +40,7 @@ func TestConfinedClaude(t *testing.T) {
 // TestConfinedCodex: the real Codex CLI, with its own sandbox inside
 // muster's, works under Landlock too.
 func TestConfinedCodex(t *testing.T) {
-	l := agenttest.StartLive(t, codex.New, agenttest.LiveConfig{Key: "sk-codex-confined-32", URLPath: "/v1", Launcher: launcher(t),
+	l := clitest.StartLive(t, codex.New, clitest.LiveConfig{Key: "sk-codex-confined-32", URLPath: "/v1", Launcher: launcher(t),
 		Spec: muster.ExecutorSpec{Name: "codex", Kind: muster.ExecCodex, Model: "gpt-5.5", APIKeyEnv: "MUSTER_IT_CODEX_KEY"}})
 	l.Write(t, "codex-write", false)
 	t.Run("review resumes the thread", func(t *testing.T) { l.Review(t, true) })
