@@ -1,0 +1,20 @@
+//go:build !linux
+
+package proc
+
+import "syscall"
+
+// family falls back to the process group where there is no /proc.
+func (f *family) signal(sig syscall.Signal) bool {
+	return syscall.Kill(-f.leader, sig) == nil
+}
+
+func (f *family) reap() {}
+
+func startOf(int) uint64 { return 0 }
+
+// BecomeSubreaper is a no-op here.
+func BecomeSubreaper() error { return nil }
+
+// KillStale finds nothing without /proc.
+func KillStale(map[string]bool) int { return 0 }
