@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -140,6 +143,17 @@ func TestFleetRefusesForeignResults(t *testing.T) {
 	}
 	if out := e.git("ls-tree", "-r", "--name-only", "muster/refuse"); strings.Contains(out, "evil.txt") || strings.Contains(out, "o.txt") {
 		t.Errorf("the refused change landed:\n%s", out)
+	}
+	// The views say where the task ran: worker/executor#clone.
+	html := filepath.Join(e.dir, "report.html")
+	if code, _, errs := e.run(e.repo, 30*time.Second, "report", "refuse", "--html", html); code != 0 {
+		t.Fatalf("report --html: exit %d\n%s", code, errs)
+	}
+	if b, err := os.ReadFile(html); err != nil || !regexp.MustCompile(`w1/sh#[12]`).Match(b) {
+		t.Errorf("the HTML report does not show w1/sh#N (%v)", err)
+	}
+	if code, out, _ := e.run(e.repo, 30*time.Second, "status", "refuse"); code != 0 || !regexp.MustCompile(`r\s+w1/sh#[12]`).MatchString(out) {
+		t.Errorf("status does not show w1/sh#N for r:\n%s", out)
 	}
 	for _, ev := range e.journal("refuse") {
 		if ev["worker"] == "rogue" {
