@@ -78,7 +78,7 @@ func TestCheckURL(t *testing.T) {
 
 func TestEpochOrder(t *testing.T) {
 	for _, c := range []struct {
-		a, b string
+		a, b  string
 		after bool
 	}{
 		{"w2/7.2", "w1/7.1", true},
