@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -158,6 +160,38 @@ func TestFleetRefusesForeignResults(t *testing.T) {
 	for _, ev := range e.journal("refuse") {
 		if ev["worker"] == "rogue" {
 			t.Errorf("journal took the forger: %v", ev)
+		}
+	}
+}
+
+// TestWorkerHandsBack: a worker stopped with SIGTERM while it runs a
+// task hands the task back at once (no lease to wait out) and exits 0;
+// another worker does it, and the run succeeds.
+func TestWorkerHandsBack(t *testing.T) {
+	e := newEnv(t)
+	e.vars = append(e.vars, "SLOW=h")
+	e.initRepo(map[string]string{"agent.sh": agentScript})
+	plan := e.write("plan.md", "# Plan: handback\n\n## [ ] h: Handed back\nOwns: h.txt\n\n## [ ] i: I\nOwns: i.txt\n")
+	ws := map[string]*exec.Cmd{"w1": e.worker("w1", fmt.Sprintf(workerToml, 1)), "w2": e.worker("w2", fmt.Sprintf(workerToml, 1))}
+	orch := e.start(e.repo, "orch.log", "run", plan, "--nats", e.url, "--plain", "--run-id", "handback")
+	e.waitFor(60*time.Second, func() bool { return e.mark("h") != "" }, "h starts\n"+e.log("orch.log"))
+	holder := e.mark("h")
+	if err := ws[holder].Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := waitExit(t, ws[holder], 30*time.Second); code != 0 {
+		t.Errorf("worker after SIGTERM: exit %d\n%s", code, e.log(holder+".log"))
+	}
+	if !strings.Contains(e.log(holder+".log"), "handed back handback/h") {
+		t.Errorf("no hand-back in the log:\n%s", e.log(holder+".log"))
+	}
+	if code := waitExit(t, orch, 60*time.Second); code != 0 {
+		t.Fatalf("run: exit %d\n%s", code, e.log("orch.log"))
+	}
+	e.checkOnce("handback", []string{"h", "i"}, 1)
+	for _, tk := range e.runStatus().Tasks {
+		if tk.ID == "h" && (tk.Worker == nil || *tk.Worker == holder) {
+			t.Errorf("h ran on %v, not on the other worker", tk.Worker)
 		}
 	}
 }
