@@ -43,6 +43,11 @@ const (
 	EvAgentStarted    EventType = "AgentStarted"   // Task, Executor, Clone, Role, PID: the agent's process (group) runs
 	EvExecutorPaused  EventType = "ExecutorPaused" // Executor, Until, Reason: a usage limit; no new work there until then
 	EvWorkerAssigned  EventType = "WorkerAssigned" // Task, Executor, Clone, Role, Worker, WorkerClone: a fleet worker took the invocation
+	// EvRateLimited (Task, Attempt, Executor, Clone, Reason, Until: the
+	// agent's retry-after, if it named one) paces the executor's
+	// credential (engine/pace.go); the attempt is not charged to the
+	// task's Retries.
+	EvRateLimited EventType = "RateLimited"
 )
 
 // Event is one line of the journal. Fields not used by a type are empty.
