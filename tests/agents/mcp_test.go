@@ -22,8 +22,10 @@ import (
 // Code can start `muster mcp` as its MCP server.
 const beMuster = "MUSTER_AGENTS_TEST_BE_MUSTER"
 
+// The test binary is also muster's confining launcher for the agents
+// muster run starts here (cli.Main takes muster.ConfineCommand first).
 func TestMain(m *testing.M) {
-	if os.Getenv(beMuster) == "1" {
+	if os.Getenv(beMuster) == "1" || len(os.Args) > 1 && os.Args[1] == muster.ConfineCommand {
 		os.Exit(cli.Main())
 	}
 	os.Exit(m.Run())
