@@ -51,7 +51,6 @@ func BenchmarkDispatch(b *testing.B) {
 				}
 			}
 			ctx := context.Background()
-			var execs map[string]muster.Executor
 			if remote {
 				srv, err := fleet.Serve(fleet.ServeOptions{Listen: "127.0.0.1:0", Store: filepath.Join(dir, "js")})
 				if err != nil {
@@ -78,11 +77,6 @@ func BenchmarkDispatch(b *testing.B) {
 					b.Fatal(err)
 				}
 				defer oc.Close()
-				execs = map[string]muster.Executor{}
-				b.Cleanup(func() {})
-				runs := 0
-				execs = nil
-				_ = runs
 				benchRuns(b, repo, dir, n, func(runID, base, runDir string) map[string]muster.Executor {
 					root, err := git.RootCommit(ctx, repo, base)
 					if err != nil {
@@ -100,7 +94,6 @@ func BenchmarkDispatch(b *testing.B) {
 			benchRuns(b, repo, dir, n, func(string, string, string) map[string]muster.Executor {
 				return map[string]muster.Executor{"x": writer()}
 			})
-			_ = execs
 		})
 	}
 }
