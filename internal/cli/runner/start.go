@@ -103,6 +103,9 @@ func (s *Session) finish(ctx context.Context, runErr error) error {
 	if s.Receipt != nil {
 		fmt.Fprintf(s.IO.ErrOut, "  receipt    sealed: %d journal lines, chain %s (muster verify %s)\n", s.Receipt.Journal.Lines, textsafe.Short(s.Receipt.Journal.Hash), s.RunID)
 	}
+	if s.State.RunState == muster.RunFailed && !errors.Is(runErr, muster.ErrInterrupted) {
+		fmt.Fprintf(s.IO.ErrOut, "  next       muster logs %s (why), then muster resume %s (runs what did not succeed again)\n", logsArg(s.RunID), s.RunID)
+	}
 	if s.Flags.Merge && (runErr != nil || s.State.RunState != muster.RunSucceeded) {
 		fmt.Fprintf(s.IO.ErrOut, "not merged: --merge fast-forwards %s only when every task succeeded; the run branch %s is left for you\n", s.refOrRecorded(), s.State.Branch)
 	}
@@ -116,16 +119,25 @@ func (s *Session) finish(ctx context.Context, runErr error) error {
 		return &cmdutil.Silent{Err: &muster.Error{Code: muster.CodeFailed, Message: "the run ended with failed or skipped tasks"}}
 	}
 	if s.Flags.Merge {
-		if s.refOrRecorded() == "" {
-			fmt.Fprintf(s.IO.ErrOut, "not merged: HEAD was detached when the run started, so there is no branch to fast-forward\nthe run branch %s is left for you to merge\n", s.State.Branch)
-		} else if err := git.FastForward(context.WithoutCancel(ctx), s.Repo.Top, s.refOrRecorded(), s.State.Branch); err != nil {
-			fmt.Fprintf(s.IO.ErrOut, "not merged: %v\nthe run branch %s is left for you to merge\n", err, s.State.Branch)
-		} else {
-			fmt.Fprintf(s.IO.ErrOut, "merged: %s fast-forwarded to %s\n", s.refOrRecorded(), textsafe.Short(s.Tip))
+		// An unmerged --merge is a failure (exit 1): `muster run --merge &&
+		// deploy` must not deploy a branch that did not move.
+		notMerged := func(why string) error {
+			fmt.Fprintf(s.IO.ErrOut, "not merged: %s\nthe run branch %s is left for you to merge\n", why, s.State.Branch)
+			return &cmdutil.Silent{Err: &muster.Error{Code: muster.CodeFailed, Message: "not merged: " + why}}
 		}
+		if s.refOrRecorded() == "" {
+			return notMerged("HEAD was detached when the run started, so there is no branch to fast-forward")
+		}
+		if err := git.FastForward(context.WithoutCancel(ctx), s.Repo.Top, s.refOrRecorded(), s.State.Branch); err != nil {
+			return notMerged(err.Error())
+		}
+		fmt.Fprintf(s.IO.ErrOut, "merged: %s fast-forwarded to %s\n", s.refOrRecorded(), textsafe.Short(s.Tip))
 	}
 	return nil
 }
+
+// logsArg is the --run argument of muster logs for a run.
+func logsArg(run string) string { return "--run " + run }
 
 func (s *Session) refOrRecorded() string {
 	if s.Ref != "" {
