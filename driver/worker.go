@@ -52,6 +52,9 @@ type worker struct {
 	baselined map[string]bool
 	// planOut is where a delegating task's agent may write new tasks.
 	planOut string
+	// envFailed is set when a gate could not run at all (exit 127): the
+	// task fails at once, with no fix round.
+	envFailed string
 }
 
 type depOutput struct {
@@ -309,7 +312,7 @@ func (w *worker) rounds(ctx context.Context, exec muster.Executor, feedback stri
 		w.log(muster.LogRecord{Kind: muster.LogDiffStat, Round: round, Text: diffStat(diff)})
 		sum := fmt.Sprintf("%x", sha256.Sum256([]byte(diff)))
 		if round > start && sum == lastDiff {
-			return w.fail("stalemate: fix round "+fmt.Sprint(round)+" changed nothing", false), ""
+			return w.fail("stalemate: fix round "+fmt.Sprint(round)+" changed nothing; still failing: "+why, false), ""
 		}
 		lastDiff = sum
 		// An interrupt during the gates or the review cancels the task:
@@ -317,6 +320,9 @@ func (w *worker) rounds(ctx context.Context, exec muster.Executor, feedback stri
 		fb, failed := w.gates(ctx, round)
 		if ctx.Err() != nil {
 			return w.cancelled(ctx), ""
+		}
+		if w.envFailed != "" {
+			return w.fail(w.envFailed, false), ""
 		}
 		if failed != "" {
 			if round < maxRounds {
@@ -345,7 +351,7 @@ func (w *worker) rounds(ctx context.Context, exec muster.Executor, feedback stri
 		}
 		return nil, commit
 	}
-	return w.fail(fmt.Sprintf("still failing after %d fix rounds", maxRounds), false), ""
+	return w.fail(fmt.Sprintf("still failing after %d fix rounds: %s", maxRounds, why), false), ""
 }
 
 // emptyChangeQuestion is the prompt of the one round a coder that changed

@@ -89,7 +89,7 @@ func TestVerifyNamesAnAmendedCommit(t *testing.T) {
 	cmd := []string{"commit-tree", tree, "-p", parent, "-m", "amended " + msg + "\n"}
 	amended := git(t, repo, cmd...)
 	git(t, repo, "update-ref", "refs/heads/muster/sealed", amended)
-	verifyFails(t, repo, "the run branch has commit "+amended[:12])
+	verifyFails(t, repo, "the run branch has commit "+amended[:10])
 }
 
 func TestVerifyNamesAChangedPlan(t *testing.T) {
