@@ -52,6 +52,9 @@ type worker struct {
 	baselined map[string]bool
 	// planOut is where a delegating task's agent may write new tasks.
 	planOut string
+	// pendingNotes are the notes records of the round under way, shared
+	// when it is accepted (shareFindings).
+	pendingNotes []pendingNote
 	// envFailed is set when a gate could not run at all (exit 127): the
 	// task fails at once, with no fix round.
 	envFailed string
@@ -385,6 +388,9 @@ func (w *worker) execute(ctx context.Context, exec muster.Executor, round int, f
 		req.Timeout = spec.Timeout
 	}
 	req.Prompt = buildPrompt(w, feedback, round)
+	// What the coder says from here on is this round's: notes and
+	// findings of a rejected round are not shared.
+	w.transcript, w.pendingNotes = "", nil
 	w.log(muster.LogRecord{Kind: muster.LogPrompt, Round: round, Role: w.a.Role, Slot: w.slot(), Text: promptHead(req.Prompt)})
 	w.lastMsg = ""
 	req.Scratch = filepath.Join(w.scratch, fmt.Sprintf("r%d", round))
@@ -485,8 +491,12 @@ func (w *worker) record(spec *muster.ExecutorSpec, role string, clone int) func(
 			}
 			w.send(muster.Event{Type: muster.EvMessage, Executor: spec.Name, Clone: clone, Message: bound(r.Text, maxMessage)})
 		case muster.RecNotes:
-			w.d.notes.add(w.a.Task, r.Text)
-			w.send(muster.Event{Type: muster.EvNote, Executor: spec.Name, Clone: clone, Message: bound(r.Text, maxGateOutput)})
+			// Held until the round is accepted: a rejected round's notes
+			// (its gate failed, its review asked for changes) are not
+			// shared.
+			if len(w.pendingNotes) < maxPendingNotes {
+				w.pendingNotes = append(w.pendingNotes, pendingNote{text: r.Text, executor: spec.Name, clone: clone})
+			}
 		case muster.RecViolation:
 			w.send(muster.Event{Type: muster.EvViolation, Executor: spec.Name, Clone: clone, Paths: []string{bound(r.Text, maxMessage)},
 				Reason: "the agent asked for a path outside its worktree (" + bound(r.Tool, 40) + "); refused"})
