@@ -71,7 +71,7 @@ Start with: muster demo`,
 		usage.NewCmd(),
 		watch.NewCmd(resolveJournal),
 		mockllm.NewCmd(),
-		doctor.NewCmd(repoConfig),
+		doctorCmd(),
 	)
 	for _, c := range root.Commands() {
 		c.SilenceUsage = true
@@ -120,6 +120,19 @@ func resolveJournal(run string) (string, error) {
 		return "", err
 	}
 	return repo.JournalPath(id), nil
+}
+
+// doctorCmd is muster doctor, which also checks that relative agent
+// commands are committed (they are resolved in each task's worktree).
+func doctorCmd() *cobra.Command {
+	return doctor.NewCmdOpts(&doctor.Options{LoadConfig: repoConfig,
+		Committed: func(ctx context.Context, cfg *muster.Config) map[string]string {
+			repo, err := cmdutil.OpenRepo(ctx, "")
+			if err != nil {
+				return nil
+			}
+			return runner.CommittedCommands(ctx, repo.Top, cfg)
+		}})
 }
 
 // repoConfig returns the current repository's configuration, or nil

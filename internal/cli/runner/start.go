@@ -49,6 +49,9 @@ func start(ctx context.Context, io *cmdutil.IOStreams, repo *cmdutil.Repo, planP
 	if err := NoCrew(plan, cfg); err != nil {
 		return nil, err
 	}
+	if err := CheckCommands(ctx, repo.Top, cfg); err != nil {
+		return nil, err
+	}
 	probs = append(probs, Unapproved(plan, cfg)...)
 	PrintProblems(io.ErrOut, probs)
 	if len(probs.Errors()) > 0 {
