@@ -108,10 +108,10 @@ func unknownSubcommand(cmd *cobra.Command, args []string) error {
 	return nil
 }
 
-// resolveJournal maps a run ID ("" for the latest) in the current
-// repository to its journal.
-func resolveJournal(run string) (string, error) {
-	repo, err := cmdutil.OpenRepo(context.Background(), "")
+// resolveJournal maps a run ID ("" for the latest) in a repository (""
+// for the current directory's) to its journal.
+func resolveJournal(dir, run string) (string, error) {
+	repo, err := cmdutil.OpenRepo(context.Background(), dir)
 	if err != nil {
 		return "", err
 	}
