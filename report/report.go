@@ -45,7 +45,9 @@ type Figures struct {
 	// EstimatedMicros is the part of CostMicros estimated from the price
 	// table rather than reported by the agent.
 	EstimatedMicros int64 `json:"estimated_micros"`
-	// Estimated says some of the cost is estimated.
+	// Estimated says some of the cost is estimated (EstimatedMicros > 0):
+	// a cost the agent reported, or an estimate of $0 for a model the
+	// price table does not know, is not.
 	Estimated bool `json:"estimated"`
 	// SharePercent is this line's share of all tokens in the report.
 	SharePercent float64 `json:"share_percent"`
@@ -62,7 +64,7 @@ func (f *Figures) add(u muster.Usage, estimated int64) {
 	f.CostMicros += u.CostMicros
 	f.CostUSD = float64(f.CostMicros) / 1e6
 	f.EstimatedMicros += estimated
-	f.Estimated = f.Estimated || u.Estimated
+	f.Estimated = f.EstimatedMicros > 0
 	f.Events++
 }
 

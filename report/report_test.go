@@ -98,6 +98,13 @@ func TestEstimatedVersusReported(t *testing.T) {
 	if len(r.Unpriced) != 1 || r.Unpriced[0] != "mystery-model" {
 		t.Errorf("unpriced = %v", r.Unpriced)
 	}
+	// A model with no price is counted as $0, not starred as estimated
+	// (the report says it has no price).
+	for _, l := range r.ByModel {
+		if l.Key == "mystery-model" && (l.Estimated || l.EstimatedMicros != 0) {
+			t.Errorf("mystery-model = %+v", l.Figures)
+		}
+	}
 	if r.SucceededTasks != 2 || r.CostPerSucceededTaskMicros != 41_000 {
 		t.Errorf("succeeded %d, per task %d", r.SucceededTasks, r.CostPerSucceededTaskMicros)
 	}
