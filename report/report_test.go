@@ -188,3 +188,27 @@ func TestCloneOrderNumeric(t *testing.T) {
 		t.Errorf("order: %v %v %v", r.ByClone[0].Key, r.ByClone[1].Key, r.ByClone[2].Key)
 	}
 }
+
+// The time between a crash and its resume is not the run's: active time
+// and the cost per day leave it out.
+func TestGapBeforeResumeLeftOut(t *testing.T) {
+	t.Parallel()
+	evs := []muster.Event{
+		{Time: at(0), Type: muster.EvRunStarted, Run: "g"},
+		{Time: at(1), Type: muster.EvTokensUsed, Task: "a", Usage: muster.Usage{CostMicros: 60_000}},
+		{Time: at(10), Type: muster.EvMessage, Task: "a"}, // then kill -9
+		{Time: at(70), Type: muster.EvTaskCancelled, Task: "a"},
+		{Time: at(70), Type: muster.EvRunResumed},
+		{Time: at(80), Type: muster.EvRunFinished, State: muster.RunSucceeded},
+	}
+	r := report.Build([][]muster.Event{evs}, report.Options{TZ: time.UTC})
+	run := r.Runs[0]
+	// 80 minutes from start to end, 60 of them with no muster running.
+	if run.ActiveSeconds != 20*60 {
+		t.Errorf("active %v s, want 1200", run.ActiveSeconds)
+	}
+	// $0.06 over 20 active minutes → $4.32 a day.
+	if run.CostPerDayMicros != 4_320_000 {
+		t.Errorf("cost per day %d, want 4320000", run.CostPerDayMicros)
+	}
+}

@@ -158,19 +158,26 @@ func (s *Session) refOrRecorded() string {
 // usage by executor clone.
 func Summary(w io.Writer, s *engine.State, dir, tip string) {
 	c := s.Counts()
-	end := s.LastTime
-	wall := end.Sub(s.Start)
+	// Times leave out the gaps between a crash (or an interrupt) and the
+	// resume: muster was not running then.
+	wall := s.Elapsed()
 	var busy time.Duration
 	for _, t := range s.Tasks {
-		if !t.Started.IsZero() && !t.Ended.IsZero() && t.Ended.After(t.Started) {
-			busy += t.Ended.Sub(t.Started)
-		}
+		busy += s.Active(t.Started, t.Ended)
 	}
 	fmt.Fprintf(w, "\nrun %s: %s\n", s.Run, s.RunState)
 	fmt.Fprintf(w, "  tasks      %d succeeded, %d failed, %d skipped, %d cancelled, %d pending (of %d)\n",
 		c[muster.StateSucceeded], c[muster.StateFailed], c[muster.StateSkipped], c[muster.StateCancelled], c[muster.StatePending], len(s.Tasks))
 	if wall > 0 {
-		fmt.Fprintf(w, "  time       %s wall, %s of task work, parallelism %.2fx\n", wall.Round(100*time.Millisecond), busy.Round(100*time.Millisecond), busy.Seconds()/wall.Seconds())
+		gaps := ""
+		if n := len(s.Gaps); n > 0 {
+			var off time.Duration
+			for _, g := range s.Gaps {
+				off += g.To.Sub(g.From)
+			}
+			gaps = fmt.Sprintf(" (active; %s not running between a stop and %d resume(s) left out)", off.Round(100*time.Millisecond), n)
+		}
+		fmt.Fprintf(w, "  time       %s wall, %s of task work, parallelism %.2fx%s\n", wall.Round(100*time.Millisecond), busy.Round(100*time.Millisecond), busy.Seconds()/wall.Seconds(), gaps)
 	}
 	fmt.Fprintf(w, "  usage      %s tokens, %s\n", fmtInt(s.Usage.Tokens()), muster.FormatUSD(s.Usage.CostMicros))
 	var failed []string
