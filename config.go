@@ -91,11 +91,14 @@ const (
 
 // ExecutorSpec is one [executors.NAME] table of muster.toml, or a --crew flag.
 type ExecutorSpec struct {
-	Name          string            `json:"name"`
-	Kind          string            `json:"kind"`
-	Clones        int               `json:"clones"`
-	Roles         []string          `json:"roles,omitempty"`
-	Model         string            `json:"model,omitempty"`
+	Name   string   `json:"name"`
+	Kind   string   `json:"kind"`
+	Clones int      `json:"clones"`
+	Roles  []string `json:"roles,omitempty"`
+	Model  string   `json:"model,omitempty"`
+	// Models are the models a task may ask for (Model:) on this executor;
+	// empty: any model, passed to the agent as it is.
+	Models        []string          `json:"models,omitempty"`
 	BaseURL       string            `json:"base_url,omitempty"`
 	APIKeyEnv     string            `json:"api_key_env,omitempty"`
 	Env           map[string]string `json:"env,omitempty"`
@@ -103,6 +106,10 @@ type ExecutorSpec struct {
 	Command       []string          `json:"command,omitempty"`
 	Timeout       time.Duration     `json:"timeout,omitempty"`
 	MaxConcurrent int               `json:"max_concurrent,omitempty"`
+	// EnvAllow names variables of muster's environment that look like
+	// credentials but this executor's agents get all the same ([run]
+	// env_allow adds to it).
+	EnvAllow []string `json:"env_allow,omitempty"`
 	// Seed drives the sim kind, so a simulated run is repeatable.
 	Seed int64 `json:"seed,omitempty"`
 	// Speed scales the sim kind's delays (1 = as given; 0 = no delay).
@@ -119,6 +126,21 @@ func (e *ExecutorSpec) HasRole(role string) bool {
 	}
 	for _, r := range e.Roles {
 		if r == role {
+			return true
+		}
+	}
+	return false
+}
+
+// OffersModel reports whether a task asking for model m may run on the
+// executor: m is empty, the executor lists no models, or m is its model
+// or one of its models.
+func (e *ExecutorSpec) OffersModel(m string) bool {
+	if m == "" || len(e.Models) == 0 || m == e.Model {
+		return true
+	}
+	for _, x := range e.Models {
+		if x == m {
 			return true
 		}
 	}
@@ -154,6 +176,9 @@ type RunConfig struct {
 	Reviewers         int           `json:"reviewers,omitempty"` // reviewers per task
 	StallTimeout      time.Duration `json:"stall_timeout,omitempty"`
 	PricesFile        string        `json:"prices_file,omitempty"`
+	// EnvAllow names variables that look like credentials but are none:
+	// every agent and gate gets them, and they are not redacted.
+	EnvAllow []string `json:"env_allow,omitempty"`
 }
 
 // Config is a parsed muster.toml merged with command-line overrides.
@@ -162,6 +187,15 @@ type Config struct {
 	Run       RunConfig       `json:"run"`
 	Executors []*ExecutorSpec `json:"executors"`
 	Gates     []GateSpec      `json:"gates,omitempty"`
+	Pool      PoolConfig      `json:"pool,omitzero"`
+}
+
+// PoolConfig is the [pool] table: the clones muster keeps in its cache
+// between runs of a repository.
+type PoolConfig struct {
+	// MaxClones bounds the free clones kept (least recently used go
+	// first); 0: the default (16).
+	MaxClones int `json:"max_clones,omitempty"`
 }
 
 // Executor returns the executor spec with the given name, or nil.
@@ -172,6 +206,20 @@ func (c *Config) Executor(name string) *ExecutorSpec {
 		}
 	}
 	return nil
+}
+
+// EnvAllowOf returns the variables the executor's agents get although
+// they look like credentials: [run] env_allow, the executor's env_allow
+// and its api_key_env.
+func (c *Config) EnvAllowOf(e *ExecutorSpec) []string {
+	out := append([]string(nil), c.Run.EnvAllow...)
+	if e != nil {
+		out = append(out, e.EnvAllow...)
+		if e.APIKeyEnv != "" {
+			out = append(out, e.APIKeyEnv)
+		}
+	}
+	return out
 }
 
 // Grace returns the SIGTERM-to-SIGKILL grace period.

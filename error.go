@@ -71,6 +71,9 @@ var (
 	ErrInterrupted = errors.New("interrupted")
 	ErrFailFast    = errors.New("stopped after a failure (on_failure = stop)")
 	ErrBudget      = errors.New("budget exhausted")
+	// ErrBranchMoved: the run branch is not where muster last left it
+	// (someone else moved, rewrote or deleted it). The run stops.
+	ErrBranchMoved = errors.New("the run branch was moved outside muster")
 )
 
 // TimeoutError is the cause of an attempt cancelled at its deadline.

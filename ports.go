@@ -34,6 +34,9 @@ type ExecRequest struct {
 	Dir       string // the worktree the agent works in
 	Prompt    string
 	Authority Authority
+	// Model is the model this invocation asks for: the task's Model:, or
+	// "" for the executor's own model.
+	Model string
 	// Scratch is a private directory outside the worktree for this
 	// invocation (prompt file, diff file, plan-out file, agent homes).
 	Scratch string
@@ -66,6 +69,9 @@ type Record struct {
 	// PID (type pid) is the agent's process, which leads its own
 	// process group, so that a resume can kill what survived a crash.
 	PID int
+	// Problem says what of the record was refused when it was read (a
+	// number that is not one); the driver warns with it.
+	Problem string
 }
 
 // Record types.
@@ -250,4 +256,11 @@ type GateResult struct {
 	ExitCode int
 	Output   string // bounded
 	Duration time.Duration
+}
+
+// Redactor removes secrets (known values, key-shaped strings, URL
+// user-info) from text before muster keeps it or passes it on; the
+// command line's is internal/redact's. It is safe for concurrent use.
+type Redactor interface {
+	String(s string) string
 }

@@ -79,7 +79,10 @@ func TestParseProblems(t *testing.T) {
 		{"syntax", "[run]\nmax_parallel = = 3\n", []string{`m.toml:2: bad TOML: unexpected character U+003D '=' at start of value`}},
 		{"duplicate", "[run]\nnoop = \"fail\"\nnoop = \"fail\"\n", []string{`m.toml:3: bad TOML: key noop is already defined`}},
 		{"unknown top", "[rnu]\nx = 1\n", []string{`m.toml:1: unknown key "rnu"; did you mean "run"?`}},
-		{"unknown far", "[zzz]\n", []string{`m.toml:1: unknown key "zzz" (known keys: run, executors, gates)`}},
+		{"unknown far", "[zzz]\n", []string{`m.toml:1: unknown key "zzz" (known keys: run, executors, gates, pool)`}},
+		{"pool", "[pool]\nmax_clones = 0\nmax_clone = 3\n", []string{
+			`m.toml:2: max_clones: want a whole number, 1 or more`,
+			`m.toml:3: unknown key "max_clone" in [pool]; did you mean "max_clones"?`}},
 		{"unknown run key", "[run]\nmax_paralel = 3\n", []string{`m.toml:2: unknown key "max_paralel" in [run]; did you mean "max_parallel"?`}},
 		{"unknown executor key", "[executors.a]\nkind = \"sim\"\nclone = 2\n", []string{`m.toml:3: unknown key "clone" in [executors.a]; did you mean "clones"?`}},
 		{"run not table", "run = 3\n", []string{`m.toml:1: run: want a table`}},
@@ -186,5 +189,15 @@ func TestResolve(t *testing.T) {
 	cfg, err = Resolve(dir, "")
 	if err != nil || len(cfg.Executors) != 1 || cfg.Source != filepath.Join(dir, FileName) {
 		t.Errorf("repo file: %+v %v", cfg, err)
+	}
+}
+
+func TestParsePool(t *testing.T) {
+	cfg, probs := Parse("m.toml", []byte("[pool]\nmax_clones = 5\n"))
+	if len(probs) > 0 || cfg.Pool.MaxClones != 5 {
+		t.Errorf("pool %+v, problems %v", cfg.Pool, probs)
+	}
+	if cfg, _ := Parse("m.toml", nil); cfg.Pool.MaxClones != 0 {
+		t.Errorf("default pool %+v", cfg.Pool)
 	}
 }

@@ -62,20 +62,14 @@ type Options struct {
 	ScratchDir string
 	// LogDir, when set, receives one log file per attempt
 	// (muster.LogRecord): prompts, agents' output, gate commands and exit
-	// statuses, diff stats, each bounded and passed through Redact.
+	// statuses, diff stats, each bounded and passed through Redactor.
 	LogDir string
-	// Redact removes secrets from text written to the attempt logs (nil:
-	// written as is).
-	Redact func(string) string
 	// NotesFile is the run's notes, shared between tasks (default:
 	// notes.md beside ScratchDir, i.e. in the run directory).
 	NotesFile string
 	// OnEvent sees every event after it is durable and applied, on the
 	// loop goroutine: keep it quick.
 	OnEvent func(e *muster.Event, s *engine.State)
-	// Reconcile, when resuming, returns commits already on the run branch
-	// by task (found by their Muster-Task trailer).
-	Reconcile func(ctx context.Context) (map[muster.TaskID]string, error)
 	// KillOrphan stops what survives of a crashed attempt's process: pid
 	// leads its own process group. It returns once the group is gone.
 	KillOrphan func(pid int)
@@ -85,6 +79,10 @@ type Options struct {
 	// when the file is missing or empty. An error fails the delegating
 	// task with its text, before its commit is integrated.
 	Fragment func(parent *muster.Task, path string, existing []*muster.Task) ([]*muster.Task, error)
+	// Redactor removes secrets from every event before it is journaled
+	// or shown, from notes and from prompts (nil: nothing is redacted;
+	// the command line passes internal/redact's).
+	Redactor muster.Redactor
 	// CrashAt is a test-only hook: "POINT[:N]" kills the process with
 	// SIGKILL the N-th time POINT is reached (an event type, right after
 	// its journal write, or CrashCommit, CrashIntegrate).
@@ -113,6 +111,13 @@ type message struct {
 	// splice asks the loop to validate and plan a delegating task's new
 	// tasks; the loop answers on its reply channel.
 	splice *spliceRequest
+	// durable asks the loop to make events durable now; it answers nil
+	// once they are synced, or why they are not.
+	durable chan error
+	// fatal stops the run: an environment error no task can fix (the run
+	// branch moved outside muster, a panic). Every attempt is cancelled,
+	// the run is recorded interrupted, and Run returns fatal.
+	fatal error
 }
 
 type spliceRequest struct {
@@ -142,7 +147,11 @@ type Driver struct {
 	pending []muster.Event // worker events waiting for the next batch
 	// unsynced is set while events are written but not yet durable.
 	unsynced bool
-	crash    *crasher
+	// fatal, once set, stops the run (see message.fatal).
+	fatal error
+	// waiters are workers waiting for the next sync (message.durable).
+	waiters []chan error
+	crash   *crasher
 	// gc caches gate results per (gate, commit); notes is the run's
 	// notes file; handoffs are what finished tasks left (loop only).
 	gc       gateCache
@@ -170,8 +179,8 @@ func Run(ctx context.Context, opts Options) (*engine.State, error) {
 		return nil, err
 	}
 	d.crash = c
-	d.notes = &notes{path: opts.NotesFile}
-	d.logs = &attemptLogs{dir: opts.LogDir, redact: opts.Redact, clock: d.clock}
+	d.notes = &notes{path: opts.NotesFile, red: d.red()}
+	d.logs = &attemptLogs{dir: opts.LogDir, redact: d.red().String, clock: d.clock}
 	if d.notes.path == "" {
 		d.notes.path = filepath.Join(filepath.Dir(filepath.Clean(opts.ScratchDir)), "notes.md")
 	}
@@ -208,10 +217,14 @@ func (d *Driver) run(ctx context.Context) (*engine.State, error) {
 	defer d.wg.Wait()
 	interrupted := false
 	for {
-		if !interrupted && ctx.Err() != nil {
+		if !interrupted && (ctx.Err() != nil || d.fatal != nil) {
 			interrupted = true
+			cause := muster.ErrInterrupted
+			if d.fatal != nil {
+				cause = d.fatal
+			}
 			for _, cancel := range d.cancels {
-				cancel(muster.ErrInterrupted)
+				cancel(cause)
 			}
 		}
 		if interrupted && len(d.cancels) == 0 {
@@ -221,12 +234,19 @@ func (d *Driver) run(ctx context.Context) (*engine.State, error) {
 			if err := d.flush(); err != nil {
 				return d.state, err
 			}
-			err := d.emit(muster.Event{Type: muster.EvRunInterrupted, Reason: causeText(ctx)})
+			reason := causeText(ctx)
+			if d.fatal != nil {
+				reason = d.fatal.Error()
+			}
+			err := d.emit(muster.Event{Type: muster.EvRunInterrupted, Reason: reason})
 			if err == nil {
 				err = d.sync()
 			}
 			if err != nil {
 				return d.state, err
+			}
+			if d.fatal != nil {
+				return d.state, &muster.Error{Code: muster.CodeInternal, Op: "run stopped", Err: d.fatal}
 			}
 			return d.state, muster.ErrInterrupted
 		}
@@ -263,6 +283,7 @@ func causeText(ctx context.Context) string {
 // abort cancels every worker after a journal failure; nothing more can be
 // recorded, so the run is left to resume.
 func (d *Driver) abort() {
+	d.answer(errJournal)
 	for _, cancel := range d.cancels {
 		cancel(muster.ErrInterrupted)
 	}
@@ -286,6 +307,9 @@ func refuse(m message) {
 	}
 	if m.splice != nil {
 		m.splice.reply <- errJournal
+	}
+	if m.durable != nil {
+		m.durable <- errJournal
 	}
 }
 
@@ -332,10 +356,12 @@ func (d *Driver) wait(ctx context.Context, wake time.Time) error {
 	}
 	// Group commit: gather what other workers report within a short
 	// window, so that one fsync covers many events. The window ends early
-	// once every running attempt has reported its end.
+	// once every running attempt has reported its end, and when a worker
+	// waits for a sync (it holds the integration queue: nothing more
+	// comes until it is answered).
 	window := time.NewTimer(groupWindow)
 	defer window.Stop()
-	for n := 0; n < 1024 && len(d.cancels) > 0; n++ {
+	for n := 0; n < 1024 && len(d.cancels) > 0 && len(d.waiters) == 0; n++ {
 		select {
 		case m := <-d.msgs:
 			if err := d.handle(m); err != nil {
@@ -401,6 +427,19 @@ func (d *Driver) handle(m message) error {
 			return err
 		}
 	}
+	if m.durable != nil {
+		// Answered by the next sync, which the loop makes before it
+		// sleeps or starts anything: one fsync covers the request and
+		// whatever else the loop records meanwhile.
+		if err := d.flush(); err != nil {
+			m.durable <- errors.Join(errJournal, err)
+			return err
+		}
+		d.waiters = append(d.waiters, m.durable)
+	}
+	if m.fatal != nil && d.fatal == nil {
+		d.fatal = m.fatal
+	}
 	if m.done {
 		for _, e := range m.events {
 			if e.Type == muster.EvTaskSucceeded || e.Type == muster.EvTaskFailed || e.Type == muster.EvTaskCancelled {
@@ -437,6 +476,7 @@ func (d *Driver) emit(evs ...muster.Event) error {
 		if evs[i].Time.IsZero() {
 			evs[i].Time = now
 		}
+		d.redactEvent(&evs[i])
 		ptrs[i] = &evs[i]
 	}
 	if g, ok := d.opts.Journal.(groupJournal); ok {
@@ -468,16 +508,26 @@ func (d *Driver) emit(evs ...muster.Event) error {
 	return d.budget(ptrs)
 }
 
-// sync makes written events durable.
+// sync makes written events durable, then answers the workers waiting
+// for that (message.durable).
 func (d *Driver) sync() error {
-	if !d.unsynced {
-		return nil
+	if d.unsynced {
+		if err := d.opts.Journal.(groupJournal).Sync(); err != nil {
+			d.answer(errors.Join(errJournal, err))
+			return &muster.Error{Code: muster.CodeInternal, Op: "journal", Err: err}
+		}
+		d.unsynced = false
 	}
-	if err := d.opts.Journal.(groupJournal).Sync(); err != nil {
-		return &muster.Error{Code: muster.CodeInternal, Op: "journal", Err: err}
-	}
-	d.unsynced = false
+	d.answer(nil)
 	return nil
+}
+
+// answer replies to every worker waiting for a sync.
+func (d *Driver) answer(err error) {
+	for _, w := range d.waiters {
+		w <- err
+	}
+	d.waiters = nil
 }
 
 // act carries out the engine's actions. It reports whether the run ended.
@@ -494,8 +544,14 @@ func (d *Driver) act(ctx context.Context, actions []engine.Action) (bool, error)
 		case engine.ActSkip:
 			evs = append(evs, muster.Event{Type: muster.EvTaskSkipped, Task: a.Task, Reason: a.Reason})
 		case engine.ActCancel:
-			evs = append(evs, muster.Event{Type: muster.EvTaskCancelled, Task: a.Task, Reason: a.Reason})
+			evs = append(evs, muster.Event{Type: muster.EvTaskCancelled, Task: a.Task, Reason: a.Reason, Cause: a.Cause})
 		case engine.ActFinish:
+			// The branch must still be where muster left it: an agent
+			// that moved it after the last integration fails the run.
+			if _, err := d.opts.Workspace.Tip(context.WithoutCancel(ctx)); err != nil {
+				d.fatal = err
+				return false, d.emit(evs...)
+			}
 			evs = append(evs, muster.Event{Type: muster.EvRunFinished, State: a.State})
 			if err := d.emit(evs...); err != nil {
 				return false, err

@@ -188,6 +188,7 @@ func TestInterruptCancelsRunningAttempts(t *testing.T) {
 	h2 := newHarness(t, h.opts.Plan, h.opts.Config)
 	h2.j.Events = h.j.Snapshot()
 	h2.opts.Replayed = h.j.Snapshot()
+	h2.ws.SetTip(journalTip(t, h2.opts.Replayed))
 	st, err = driver.Run(context.Background(), h2.opts)
 	if err != nil || st.RunState != muster.RunSucceeded {
 		t.Fatalf("resume: %v %s", err, st.RunState)
@@ -215,34 +216,52 @@ func journalCutAt(t *testing.T, h *harness, release chan struct{}, cut func(e *m
 	return snap
 }
 
+// journalTip returns the run branch's tip as a journal records it.
+func journalTip(t *testing.T, evs []muster.Event) string {
+	t.Helper()
+	st, err := engine.Replay(evs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Tip
+}
+
 // resumeFrom returns a harness for h's plan and crew that resumes from
 // the journal cut.
 func resumeFrom(t *testing.T, h *harness, cut []muster.Event) *harness {
 	h2 := newHarness(t, h.opts.Plan, h.opts.Config)
 	h2.j.Events = append([]muster.Event(nil), cut...)
 	h2.opts.Replayed = cut
+	// The branch is where the journal says muster left it.
+	h2.ws.SetTip(journalTip(t, cut))
 	return h2
 }
 
-func TestResumeAfterCrashReconcilesWithGit(t *testing.T) {
-	// A journal cut while a and b were running; a's commit landed.
+func TestResumeAfterCrashReconcilesWithTheJournal(t *testing.T) {
+	// A journal cut right after a's Integrated event, b still running:
+	// the crash fell between a's integration and its success.
 	h := newHarness(t, plan("a", "b", "c:a,b"), crew(2))
 	gate := make(chan struct{})
 	h.ex.ExecuteFn = func(ctx context.Context, req *muster.ExecRequest, emit func(muster.Record)) (*muster.ExecResult, error) {
-		<-gate
+		if req.Task.ID == "b" {
+			<-gate
+		}
 		return &muster.ExecResult{}, nil
 	}
+	var seq int64
 	cut := journalCutAt(t, h, gate, func(e *muster.Event, s *engine.State) bool {
-		return e.Type == muster.EvTaskStarted && len(s.Running()) == 2
+		if e.Type == muster.EvIntegrated && e.Task == "a" {
+			seq = e.Seq
+			return true
+		}
+		return false
 	})
+	cut = cut[:seq]
 	h2 := resumeFrom(t, h, cut)
-	h2.opts.Reconcile = func(context.Context) (map[muster.TaskID]string, error) {
-		return map[muster.TaskID]string{"a": "landed-a"}, nil
-	}
 	var attempts atomic.Int32
 	h2.ex.ExecuteFn = func(ctx context.Context, req *muster.ExecRequest, emit func(muster.Record)) (*muster.ExecResult, error) {
 		if req.Task.ID == "a" {
-			t.Error("a ran again although its commit is on the run branch")
+			t.Error("a ran again although the journal records its integration")
 		}
 		attempts.Add(1)
 		return &muster.ExecResult{}, nil
@@ -251,7 +270,7 @@ func TestResumeAfterCrashReconcilesWithGit(t *testing.T) {
 	if err != nil || st.RunState != muster.RunSucceeded {
 		t.Fatalf("%v %s", err, st.RunState)
 	}
-	if st.Tasks["a"].Commit != "landed-a" || attempts.Load() != 2 {
+	if st.Tasks["a"].Commit != "c-a" || attempts.Load() != 2 {
 		t.Fatalf("a commit %q, attempts %d", st.Tasks["a"].Commit, attempts.Load())
 	}
 	ty := types(h2.j.Snapshot(), "b")
@@ -309,7 +328,7 @@ func TestEmptyChange(t *testing.T) {
 		name      string
 		satisfied bool
 		noop      string
-		want      string
+		want      muster.TaskState
 	}{
 		{"satisfied", true, "", muster.StateSucceeded},
 		{"nothing", false, "", muster.StateFailed},
@@ -337,7 +356,7 @@ func TestConflictRetriesOnceOnNewTip(t *testing.T) {
 		t.Run(fmt.Sprint(conflicts), func(t *testing.T) {
 			h := newHarness(t, plan("a"), crew(1))
 			n := 0
-			h.ws.IntegrateFn = func(ctx context.Context, commit, base string) (string, []string, error) {
+			h.ws.MergeFn = func(ctx context.Context, commit, base string) (string, []string, error) {
 				n++
 				if n <= conflicts {
 					return "", []string{"x.go"}, nil

@@ -186,9 +186,9 @@ func TestSpliceThatCannotBeMadeDurableStopsTheRun(t *testing.T) {
 		return []*muster.Task{{ID: "n1", Title: "One", Parent: "lead"}}, nil
 	}
 	var integrated atomic.Int32
-	h.ws.IntegrateFn = func(ctx context.Context, commit, base string) (string, []string, error) {
+	h.ws.AdvanceFn = func(ctx context.Context, merged, expectedTip string) error {
 		integrated.Add(1)
-		return commit, nil, nil
+		return nil
 	}
 	_, err := h.run(t)
 	if err == nil || muster.ErrorCode(err) != muster.CodeInternal {

@@ -27,11 +27,13 @@ func (w *worker) verifyIntegration() bool {
 }
 
 // land puts the task commit on the run branch; the caller holds the
-// integration queue. A fast-forward lands at once (the gates ran on that
-// very tree). Otherwise the merge is computed without moving the branch,
-// the plan-wide gates run on the merged tree in the task's worktree, and
-// the branch advances (compare-and-swap) only when none fails where the
-// tip passed: the run branch only ever holds trees that passed.
+// integration queue. The merge is computed without moving the branch; a
+// fast-forward lands at once (the gates ran on that very tree);
+// otherwise the plan-wide gates run on the merged tree in the task's
+// worktree, and the branch advances only when none fails where the tip
+// passed: the run branch only ever holds trees that passed. Every move
+// is a compare-and-swap from the tip muster last left, announced in the
+// journal (Integrating) before it is made.
 //
 // Moves of the branch are not cancelled; gate runs are (an interrupted
 // verification leaves the branch where it was).
@@ -43,45 +45,49 @@ func (w *worker) land(ctx context.Context, commit string) landing {
 	if err != nil {
 		return landing{err: err}
 	}
-	if tip == w.base || !w.verifyIntegration() {
-		merged, conflicts, err := ws.Integrate(ctx, commit, w.base)
-		return landing{merged: merged, tip: tip, conflicts: conflicts, err: err}
-	}
 	merged, conflicts, err := ws.Merge(ctx, commit, w.base)
 	if err != nil || len(conflicts) > 0 {
 		return landing{tip: tip, conflicts: conflicts, err: err}
 	}
-	w.send(muster.Event{Type: muster.EvPhase, Phase: "verifying", Round: w.round})
-	dir, err := ws.Checkout(ctx, w.slot(), merged)
-	if err != nil {
-		return landing{err: fmt.Errorf("check out the merged tree: %w", err)}
-	}
-	var fb []string
-	failed := ""
-	for _, g := range w.cfg.Gates {
-		r := w.d.opts.Gates.Run(gctx, dir, g, w.cfg.Run.GateTimeout)
-		if gctx.Err() != nil {
-			return landing{err: gctx.Err()}
+	if tip != w.base && w.verifyIntegration() {
+		w.send(muster.Event{Type: muster.EvPhase, Phase: "verifying", Round: w.round})
+		dir, err := ws.Checkout(ctx, w.slot(), merged)
+		if err != nil {
+			return landing{err: fmt.Errorf("check out the merged tree: %w", err)}
 		}
-		w.d.gc.put(g, merged, r)
-		ev := muster.Event{Type: muster.EvGateRan, Phase: "integration", Gate: g.Name, Passed: &r.Passed,
-			Output: tail(r.Output, maxGateOutput), Round: w.round, Commit: merged, Tip: tip}
-		if !r.Passed {
-			if charged, newly := w.judge(gctx, g, r, &ev, tip, "the tip"); charged {
-				why := ""
-				if len(newly) > 0 {
-					why = " (newly failing: " + strings.Join(newly, ", ") + ")"
-				}
-				fb = append(fb, fmt.Sprintf("Gate %q (%s) failed on the merged tree%s:\n%s", g.Name, g.Command, why, tail(r.Output, maxFeedback/2)))
-				if failed == "" {
-					failed = "gate " + g.Name + " failed on integration: " + gateSummary(r)
+		var fb []string
+		failed := ""
+		for _, g := range w.cfg.Gates {
+			r := w.d.opts.Gates.Run(gctx, dir, g, w.cfg.Run.GateTimeout)
+			if gctx.Err() != nil {
+				return landing{err: gctx.Err()}
+			}
+			w.d.gc.put(g, merged, r)
+			ev := muster.Event{Type: muster.EvGateRan, Phase: "integration", Gate: g.Name, Passed: &r.Passed,
+				Output: tail(r.Output, maxGateOutput), Round: w.round, Commit: merged, Tip: tip}
+			if !r.Passed {
+				if charged, newly := w.judge(gctx, g, r, &ev, tip, "the tip"); charged {
+					why := ""
+					if len(newly) > 0 {
+						why = " (newly failing: " + strings.Join(newly, ", ") + ")"
+					}
+					fb = append(fb, fmt.Sprintf("Gate %q (%s) failed on the merged tree%s:\n%s", g.Name, g.Command, why, tail(r.Output, maxFeedback/2)))
+					if failed == "" {
+						failed = "gate " + g.Name + " failed on integration: " + gateSummary(r)
+					}
 				}
 			}
+			w.send(ev)
 		}
-		w.send(ev)
+		if failed != "" {
+			return landing{merged: merged, tip: tip, failed: failed, feedback: strings.Join(fb, "\n\n")}
+		}
 	}
-	if failed != "" {
-		return landing{merged: merged, tip: tip, failed: failed, feedback: strings.Join(fb, "\n\n")}
+	// The move is announced, durably, before it is made: a resume then
+	// knows a branch found at merged is muster's own move, and trusts
+	// nothing else.
+	if err := w.durable(muster.Event{Type: muster.EvIntegrating, Commit: merged, Tip: tip, Round: w.round}); err != nil {
+		return landing{err: err}
 	}
 	if err := ws.Advance(ctx, merged, tip); err != nil {
 		return landing{err: err}

@@ -10,16 +10,37 @@ import (
 
 // recover reconciles a replayed run with git and the world, then marks it
 // resumed: attempts that were running are cancelled as interrupted,
-// leases released, and tasks whose commit is on the run branch succeed.
+// leases released, and tasks whose integration the journal records
+// succeed. Only the journal says which commits muster made: a commit on
+// the run branch that it does not record (whatever its trailers claim)
+// is never taken for a task's work. The branch must be at the journal's
+// tip, or at the one move the journal announced (Integrating) and did
+// not record as done; that move is then recorded.
 func (d *Driver) recover(ctx context.Context) error {
 	var evs []muster.Event
-	commits := map[muster.TaskID]string{}
-	if d.opts.Reconcile != nil {
-		c, err := d.opts.Reconcile(ctx)
-		if err != nil {
-			return fmt.Errorf("reconcile with git: %w", err)
+	tip, err := d.opts.Workspace.Tip(ctx)
+	if err != nil {
+		return &muster.Error{Code: muster.CodeInternal, Op: "resume", Err: err}
+	}
+	landed := map[muster.TaskID]string{} // integrated, success not yet recorded
+	for _, id := range d.state.Order {
+		if t := d.state.Tasks[id]; t.Commit != "" && t.State != muster.StateSucceeded {
+			landed[id] = t.Commit
 		}
-		commits = c
+	}
+	switch m := d.state.Moving; {
+	case tip == d.state.Tip:
+	case m != nil && tip == m.Commit && m.From == d.state.Tip:
+		// The move went through; its Integrated event did not reach
+		// the journal.
+		evs = append(evs, muster.Event{Type: muster.EvIntegrated, Task: m.Task, Commit: m.Commit, Tip: m.Commit,
+			Reason: "the run branch was found at the move muster announced"})
+		if t := d.state.Tasks[m.Task]; t != nil && t.State != muster.StateSucceeded {
+			landed[m.Task] = m.Commit
+		}
+	default:
+		return &muster.Error{Code: muster.CodeInternal, Op: "resume",
+			Err: fmt.Errorf("%w: muster last left it at %s, it is at %s", muster.ErrBranchMoved, d.state.Tip, tip)}
 	}
 	released := map[string]bool{}
 	orphans := engine.Orphans(d.state)
@@ -35,11 +56,12 @@ func (d *Driver) recover(ctx context.Context) error {
 	for _, o := range orphans {
 		t := d.state.Tasks[o.Lease.Task]
 		if o.Running && t != nil {
-			if c, ok := commits[t.Task.ID]; ok {
+			if c, ok := landed[t.Task.ID]; ok {
 				evs = append(evs, muster.Event{Type: muster.EvTaskSucceeded, Task: t.Task.ID, Attempt: t.Attempts, Commit: c,
-					Reason: "commit found on the run branch"})
+					Reason: "integrated before the interruption"})
+				delete(landed, t.Task.ID)
 			} else {
-				evs = append(evs, muster.Event{Type: muster.EvTaskCancelled, Task: t.Task.ID, Attempt: t.Attempts, Reason: "interrupted"})
+				evs = append(evs, muster.Event{Type: muster.EvTaskCancelled, Task: t.Task.ID, Attempt: t.Attempts, Reason: "interrupted", Cause: muster.CauseInterrupted})
 			}
 		}
 		slot := muster.Slot(o.Lease.Executor, o.Lease.Clone)
@@ -48,12 +70,12 @@ func (d *Driver) recover(ctx context.Context) error {
 			evs = append(evs, muster.Event{Type: muster.EvExecutorRelease, Task: o.Lease.Task, Executor: o.Lease.Executor, Clone: o.Lease.Clone, Role: o.Lease.Role})
 		}
 	}
-	// A task whose commit landed but whose success never reached the
-	// journal (a crash between the two) is done.
+	// A task whose integration is recorded but whose success never
+	// reached the journal (a crash between the two) is done.
 	for _, id := range d.state.Order {
 		t := d.state.Tasks[id]
-		if c, ok := commits[id]; ok && t.State != muster.StateSucceeded && t.State != muster.StateRunning {
-			evs = append(evs, muster.Event{Type: muster.EvTaskSucceeded, Task: id, Attempt: t.Attempts, Commit: c, Reason: "commit found on the run branch"})
+		if c, ok := landed[id]; ok && t.State != muster.StateRunning {
+			evs = append(evs, muster.Event{Type: muster.EvTaskSucceeded, Task: id, Attempt: t.Attempts, Commit: c, Reason: "integrated before the interruption"})
 		}
 	}
 	resumed := muster.Event{Type: muster.EvRunResumed, Config: d.opts.ResumeConfig}

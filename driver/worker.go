@@ -58,6 +58,8 @@ type worker struct {
 	// envFailed is set when a gate could not run at all (exit 127): the
 	// task fails at once, with no fix round.
 	envFailed string
+	// counts are the attempt's records so far, for the caps.
+	counts counters
 }
 
 type depOutput struct {
@@ -86,16 +88,37 @@ func (w *worker) send(evs ...muster.Event) {
 	w.d.msgs <- message{events: evs}
 }
 
+// stopRun ends the attempt, and the run, on an environment error no task
+// can fix: the attempt is cancelled (a resume runs it again) and the loop
+// stops the run with err.
+func (w *worker) stopRun(err error) []muster.Event {
+	w.d.msgs <- message{fatal: err}
+	return []muster.Event{{Type: muster.EvTaskCancelled, Task: w.a.Task, Attempt: w.a.Attempt, Reason: bound("the run stopped: "+err.Error(), 600)}}
+}
+
+// durable hands events to the loop and waits until they are in the
+// journal and synced.
+func (w *worker) durable(evs ...muster.Event) error {
+	for i := range evs {
+		if evs[i].Task == "" {
+			evs[i].Task = w.a.Task
+		}
+		if evs[i].Attempt == 0 {
+			evs[i].Attempt = w.a.Attempt
+		}
+	}
+	reply := make(chan error, 1)
+	w.d.msgs <- message{events: evs, durable: reply}
+	return <-reply
+}
+
 func (w *worker) fail(reason string, retry bool) []muster.Event {
 	return []muster.Event{{Type: muster.EvTaskFailed, Task: w.a.Task, Attempt: w.a.Attempt, Reason: reason, Retry: retry}}
 }
 
 func (w *worker) cancelled(ctx context.Context) []muster.Event {
-	reason := "interrupted"
-	if c := context.Cause(ctx); c != nil && !errors.Is(c, muster.ErrInterrupted) && !errors.Is(c, context.Canceled) {
-		reason = c.Error()
-	}
-	return []muster.Event{{Type: muster.EvTaskCancelled, Task: w.a.Task, Attempt: w.a.Attempt, Reason: reason}}
+	reason, why := cancelOf(context.Cause(ctx))
+	return []muster.Event{{Type: muster.EvTaskCancelled, Task: w.a.Task, Attempt: w.a.Attempt, Reason: reason, Cause: why}}
 }
 
 func (w *worker) spec() *muster.ExecutorSpec {
@@ -122,6 +145,9 @@ func (w *worker) run(ctx context.Context) []muster.Event {
 			dir, base, err := w.d.opts.Workspace.Prepare(ctx, w.slot())
 			if ctx.Err() != nil {
 				return w.cancelled(ctx)
+			}
+			if errors.Is(err, muster.ErrBranchMoved) {
+				return w.stopRun(err)
 			}
 			if err != nil {
 				return w.fail("prepare worktree: "+err.Error(), w.a.Attempt <= w.task.Retries)
@@ -165,6 +191,8 @@ func (w *worker) run(ctx context.Context) []muster.Event {
 			return w.cancelled(ctx)
 		}
 		switch {
+		case errors.Is(l.err, muster.ErrBranchMoved):
+			return w.stopRun(l.err)
 		case l.err != nil:
 			return w.fail("integrate: "+l.err.Error(), false)
 		case len(l.conflicts) > 0:
@@ -381,13 +409,13 @@ func (w *worker) execute(ctx context.Context, exec muster.Executor, round int, f
 	spec := w.spec()
 	req := &muster.ExecRequest{
 		Run: w.runID, Task: w.task, Role: w.a.Role, Spec: spec, Clone: w.a.Clone, Attempt: w.a.Attempt, Round: round,
-		Dir: w.dir, Authority: w.task.EffectiveAuthority(), SessionID: w.sessionID,
+		Dir: w.dir, Authority: w.task.EffectiveAuthority(), Model: w.task.Model, SessionID: w.sessionID,
 		Timeout: w.task.Timeout, Grace: w.cfg.Grace(), Stall: w.cfg.Run.StallTimeout,
 	}
 	if req.Timeout == 0 {
 		req.Timeout = spec.Timeout
 	}
-	req.Prompt = buildPrompt(w, feedback, round)
+	req.Prompt = w.d.red().String(buildPrompt(w, feedback, round))
 	// What the coder says from here on is this round's: notes and
 	// findings of a rejected round are not shared.
 	w.transcript, w.pendingNotes = "", nil
@@ -409,6 +437,9 @@ func (w *worker) execute(ctx context.Context, exec muster.Executor, round int, f
 	backoff := time.Second
 	for try := 0; ; try++ {
 		res, err := exec.Execute(ctx, req, w.record(spec, w.a.Role, w.a.Clone))
+		if evs := w.overflow(spec, w.a.Role, w.a.Clone); len(evs) > 0 {
+			w.send(evs...)
+		}
 		if res != nil && res.SessionID != "" {
 			w.sessionID = res.SessionID
 		}
@@ -469,36 +500,70 @@ func (w *worker) agentFailure(err error, res *muster.ExecResult) []muster.Event 
 	return w.fail("agent failed: "+reason, retryable && w.a.Attempt <= w.task.Retries)
 }
 
-// record turns an executor's records into events.
+// record turns an executor's records into events: redacted, bounded
+// (the caps of records.go) and, for usage, checked (sane).
 func (w *worker) record(spec *muster.ExecutorSpec, role string, clone int) func(muster.Record) {
 	return func(r muster.Record) {
+		d, c := w.d, &w.counts
+		red := d.red()
+		r.Tool = bound(red.String(r.Tool), maxName)
+		r.Model = bound(red.String(r.Model), maxName)
 		switch r.Type {
 		case muster.RecUsage:
+			warn := w.sane(&r, muster.Slot(spec.Name, clone))
 			u := r.Usage
 			u.Estimated = false
-			if u.CostMicros == 0 && w.d.opts.Price != nil && u.Tokens() > 0 {
-				if c, ok := w.d.opts.Price(r.Model, u); ok {
-					u.CostMicros, u.Estimated = c, true
+			if u.CostMicros == 0 && d.opts.Price != nil && u.Tokens() > 0 {
+				if cost, ok := d.opts.Price(r.Model, u); ok {
+					u.CostMicros, u.Estimated = cost, true
 				}
 			}
-			w.send(muster.Event{Type: muster.EvTokensUsed, Executor: spec.Name, Clone: clone, Role: role, Model: r.Model, Usage: u})
+			if c.usages++; c.usages > maxUsageRecords {
+				if c.extra == nil {
+					c.extra = map[string]muster.Usage{}
+				}
+				if _, ok := c.extra[r.Model]; !ok {
+					c.extraOrder = append(c.extraOrder, r.Model)
+				}
+				sum := c.extra[r.Model]
+				sum.Add(u)
+				c.extra[r.Model] = sum
+				if len(warn) > 0 {
+					w.send(warn...)
+				}
+				return
+			}
+			w.send(append(warn, muster.Event{Type: muster.EvTokensUsed, Executor: spec.Name, Clone: clone, Role: role, Model: r.Model, Usage: u})...)
 		case muster.RecTool:
-			w.send(muster.Event{Type: muster.EvToolUse, Executor: spec.Name, Clone: clone, Tool: r.Tool, Args: bound(r.Args, maxMessage)})
+			if c.tools++; c.tools > maxToolRecords {
+				c.droppedTools++
+				return
+			}
+			w.send(muster.Event{Type: muster.EvToolUse, Executor: spec.Name, Clone: clone, Tool: r.Tool, Args: red.String(bound(r.Args, maxMessage))})
 		case muster.RecMessage:
+			r.Text = red.String(r.Text)
 			if role == w.a.Role {
-				w.lastMsg = r.Text
+				w.lastMsg = bound(r.Text, maxTranscript)
 				w.transcript = tail(w.transcript+r.Text+"\n", maxTranscript)
+			}
+			if c.messages++; c.messages > maxMessageRecords {
+				c.droppedMessages++
+				return
 			}
 			w.send(muster.Event{Type: muster.EvMessage, Executor: spec.Name, Clone: clone, Message: bound(r.Text, maxMessage)})
 		case muster.RecNotes:
+			if c.notes++; c.notes > maxNoteRecords {
+				c.droppedNotes++
+				return
+			}
 			// Held until the round is accepted: a rejected round's notes
 			// (its gate failed, its review asked for changes) are not
 			// shared.
 			if len(w.pendingNotes) < maxPendingNotes {
-				w.pendingNotes = append(w.pendingNotes, pendingNote{text: r.Text, executor: spec.Name, clone: clone})
+				w.pendingNotes = append(w.pendingNotes, pendingNote{text: red.String(bound(r.Text, maxNote)), executor: spec.Name, clone: clone})
 			}
 		case muster.RecViolation:
-			w.send(muster.Event{Type: muster.EvViolation, Executor: spec.Name, Clone: clone, Paths: []string{bound(r.Text, maxMessage)},
+			w.send(muster.Event{Type: muster.EvViolation, Executor: spec.Name, Clone: clone, Paths: []string{red.String(bound(r.Text, maxMessage))},
 				Reason: "the agent asked for a path outside its worktree (" + bound(r.Tool, 40) + "); refused"})
 		case muster.RecSession:
 			w.sessionID = r.SessionID

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/muster-run/muster"
@@ -38,6 +37,8 @@ type Action struct {
 	Attempt  int
 	// Reason is why ActSkip or ActCancel ends the task.
 	Reason string
+	// Cause is why ActCancel cancels the task.
+	Cause muster.CancelCause
 	// State is ActFinish's run state (muster.RunSucceeded or RunFailed).
 	State string
 }
@@ -115,7 +116,7 @@ func Decide(s *State, in Input) Decision {
 		// (a resume with a raised budget runs them).
 		for _, id := range s.Order {
 			if t := s.Tasks[id]; !t.Terminal() {
-				d.Actions = append(d.Actions, Action{Kind: ActCancel, Task: id, Reason: broke})
+				d.Actions = append(d.Actions, Action{Kind: ActCancel, Task: id, Reason: broke, Cause: muster.CauseBudget})
 			}
 		}
 		return d
@@ -151,9 +152,10 @@ func (s *State) stuck() []Action {
 		if dep == "" {
 			continue
 		}
-		if dt := s.Tasks[dep]; dt.State == muster.StateCancelled && strings.HasPrefix(dt.Reason, "budget:") {
+		if dt := s.Tasks[dep]; dt.State == muster.StateCancelled && dt.Cause == muster.CauseBudget {
 			// Work stopped by the budget: cancelled too, for resume.
-			acts = append(acts, Action{Kind: ActCancel, Task: id, Reason: "budget: not started: dependency " + string(dep) + " was stopped by the budget"})
+			acts = append(acts, Action{Kind: ActCancel, Task: id, Cause: muster.CauseBudget,
+				Reason: "budget: not started: dependency " + string(dep) + " was stopped by the budget"})
 			continue
 		}
 		acts = append(acts, Action{Kind: ActSkip, Task: id, Reason: fmt.Sprintf("dependency %s %s", dep, why)})
@@ -189,10 +191,14 @@ func (s *State) needs(t *muster.Task) string {
 	if t.EffectiveKind() == muster.KindCode {
 		return "code"
 	}
+	need := "role " + t.EffectiveRole()
 	if t.Executor != "" {
-		return "executor " + t.Executor
+		need = "executor " + t.Executor
 	}
-	return "role " + t.EffectiveRole()
+	if t.Model != "" {
+		need += ", model " + t.Model
+	}
+	return need
 }
 
 // capacity returns how many clones of an executor may work at once.
@@ -285,6 +291,9 @@ func (s *State) starts(now time.Time) ([]Action, time.Time, string) {
 					continue
 				}
 				if t.Task.Executor == "" && !e.HasRole(role) {
+					continue
+				}
+				if !e.OffersModel(t.Task.Model) {
 					continue
 				}
 				if until, ok := s.BlockedUntil[e.Name]; ok && now.Before(until) {

@@ -15,16 +15,18 @@ import (
 // TaskState is where one task stands.
 type TaskState struct {
 	Task     *muster.Task
-	Index    int    // plan order
-	State    string // muster.State*
+	Index    int // plan order
+	State    muster.TaskState
 	Attempts int    // attempts started
 	Executor string // the slot of the latest attempt
 	Clone    int
 	Commit   string // on the run branch, once integrated
 	Reason   string // why it failed, was skipped or cancelled
-	Phase    string
-	Round    int
-	Usage    muster.Usage
+	// Cause is why it was cancelled (a cancelled task only).
+	Cause muster.CancelCause
+	Phase string
+	Round int
+	Usage muster.Usage
 	// AttemptUsage is what the latest attempt has spent.
 	AttemptUsage muster.Usage
 	Started      time.Time // latest attempt's start
@@ -44,6 +46,13 @@ func (t *TaskState) Terminal() bool {
 		return true
 	}
 	return false
+}
+
+// Move is a move of the run branch to Commit, for Task, from From.
+type Move struct {
+	Task   muster.TaskID
+	Commit string
+	From   string
 }
 
 // Lease is a clone at work on a task.
@@ -80,6 +89,15 @@ type State struct {
 	Stopped string
 	// BlockedUntil holds executors paused by a usage limit.
 	BlockedUntil map[string]time.Time
+	// Tip is the run branch as muster last moved it: the latest
+	// Integrated commit, or Base. Only muster moves the branch, and only
+	// from Tip.
+	Tip string
+	// Moving is the move of the run branch muster announced last
+	// (Integrating) and has not yet recorded as done (Integrated), or
+	// nil. After a crash the branch is at Tip or, if the move went
+	// through, at Moving.Commit.
+	Moving *Move
 	// PIDs maps a leased slot to the process its agent runs as (the
 	// latest AgentStarted), until the lease is released.
 	PIDs map[string]int
@@ -148,6 +166,7 @@ func (s *State) Apply(e *muster.Event) error {
 	switch e.Type {
 	case muster.EvRunStarted:
 		s.Run, s.Plan, s.Base, s.Branch, s.Config = e.Run, e.Plan, e.Base, e.Branch, e.Config
+		s.Tip = e.Base
 		s.Start = e.Time
 		s.RunState = muster.RunRunning
 	case muster.EvRunResumed:
@@ -233,15 +252,20 @@ func (s *State) Apply(e *muster.Event) error {
 			t.Round = e.Round
 		}
 	case muster.EvTokensUsed:
-		s.Usage.Add(e.Usage)
+		u := e.Credited()
+		s.Usage.Add(u)
 		if t := s.Tasks[e.Task]; t != nil {
-			t.Usage.Add(e.Usage)
-			t.AttemptUsage.Add(e.Usage)
+			t.Usage.Add(u)
+			t.AttemptUsage.Add(u)
 		}
+	case muster.EvIntegrating:
+		s.Moving = &Move{Task: e.Task, Commit: e.Commit, From: e.Tip}
 	case muster.EvIntegrated:
 		if t := s.Tasks[e.Task]; t != nil {
 			t.Commit = e.Commit
 		}
+		s.Tip = e.Commit
+		s.Moving = nil
 	case muster.EvTaskSucceeded:
 		t, err := s.task(e)
 		if err != nil {
@@ -293,7 +317,7 @@ func (s *State) Apply(e *muster.Event) error {
 		t.State, t.Reason, t.Ended = muster.StateSkipped, e.Reason, e.Time
 		delete(s.doomed, t.Task.ID)
 		if e.Type == muster.EvTaskCancelled {
-			t.State = muster.StateCancelled
+			t.State, t.Cause = muster.StateCancelled, e.CancelCause()
 		} else {
 			s.doom(t)
 		}
@@ -348,7 +372,7 @@ func (t *TaskState) describe() string {
 	if t.State == muster.StatePending && t.waiting > 0 {
 		return fmt.Sprintf("waiting on %d dependencies", t.waiting)
 	}
-	return t.State
+	return string(t.State)
 }
 
 // addTasks adds planned tasks. A splice (parent set) makes each new task
@@ -506,8 +530,8 @@ func (s *State) Elapsed() time.Duration { return muster.Active(s.Gaps, s.Start, 
 func (s *State) Active(from, to time.Time) time.Duration { return muster.Active(s.Gaps, from, to) }
 
 // Counts returns how many tasks are in each state.
-func (s *State) Counts() map[string]int {
-	c := map[string]int{}
+func (s *State) Counts() map[muster.TaskState]int {
+	c := map[muster.TaskState]int{}
 	for _, t := range s.Tasks {
 		c[t.State]++
 	}

@@ -80,7 +80,8 @@ func (w *Workspace) Commit(ctx context.Context, dir, base string, info muster.Co
 // commitTree makes a commit of tree with one parent, without signing it
 // (a run is unattended).
 func (w *Workspace) commitTree(ctx context.Context, tree, parent, msg string, env []string) (string, error) {
-	c := cmd{dir: w.top, env: env, stdin: []byte(msg), args: []string{"commit-tree", "--no-gpg-sign", "-p", parent, "-F", "-", tree}}
+	c := w.ig("commit-tree", "--no-gpg-sign", "-p", parent, "-F", "-", tree)
+	c.env, c.stdin = append(c.env, env...), []byte(msg)
 	id, err := line(ctx, c)
 	if err != nil {
 		return "", fmt.Errorf("commit-tree: %w", err)
@@ -108,12 +109,7 @@ func mergeTreeArgs(explicitBase bool, base, tip, commit string) []string {
 func (w *Workspace) Integrate(ctx context.Context, commit, base string) (tip string, conflicts []string, err error) {
 	w.integrateMu.Lock()
 	defer w.integrateMu.Unlock()
-	tip, conflicts, err = w.integrate(ctx, commit, base)
-	if err != nil {
-		// The branch may have moved under us: read it again next time.
-		w.tip = ""
-	}
-	return tip, conflicts, err
+	return w.integrate(ctx, commit, base)
 }
 
 func (w *Workspace) integrate(ctx context.Context, commit, base string) (tip string, conflicts []string, err error) {
@@ -151,19 +147,41 @@ func (w *Workspace) Merge(ctx context.Context, commit, base string) (merged stri
 
 // Advance moves the run branch to merged when it is still at expectedTip
 // (update-ref with the expected old value); otherwise nothing moves.
+// expectedTip must be the tip muster last left: a branch found anywhere
+// else is a *BranchMovedError.
 func (w *Workspace) Advance(ctx context.Context, merged, expectedTip string) error {
 	w.integrateMu.Lock()
 	defer w.integrateMu.Unlock()
-	if err := w.advance(ctx, merged, expectedTip); err != nil {
-		w.tip = ""
-		return err
-	}
-	return nil
+	return w.advance(ctx, merged, expectedTip)
 }
 
+// advance is the compare-and-swap of the run branch from old, the tip
+// muster last left, to merged. When update-ref fails the branch is read
+// again: at merged, the move was muster's own and took effect; at old,
+// the failure was git's (returned as is); anywhere else, someone moved
+// the branch (*BranchMovedError), and nothing is built on it.
 func (w *Workspace) advance(ctx context.Context, merged, old string) error {
-	if _, err := run(ctx, cmd{dir: w.top, args: []string{"update-ref", "-m", "muster: task", w.ref, merged, old}}); err != nil {
-		return fmt.Errorf("advance the run branch to %s: %w", merged, err)
+	if old != w.tip {
+		return fmt.Errorf("advance the run branch to %s: expected tip %s is not the tip muster last left, %s", merged, old, w.tip)
+	}
+	// update-ref checks the old value of what the ref resolves to: a
+	// symbolic ref an agent made would pass when its target is at old.
+	if err := w.checkTip(ctx, old); err != nil {
+		return err
+	}
+	_, err := run(ctx, cmd{dir: w.top, args: []string{"update-ref", "--no-deref", "-m", "muster: task", w.ref, merged, old}})
+	if err != nil {
+		id, symref, rerr := w.refValue(ctx)
+		switch {
+		case rerr != nil:
+			return fmt.Errorf("advance the run branch to %s: %w", merged, err)
+		case id == merged && symref == "":
+			// muster's own move went through.
+		case id == old && symref == "":
+			return fmt.Errorf("advance the run branch to %s: %w", merged, err)
+		default:
+			return &BranchMovedError{Branch: w.branch, Want: old, Got: id, Symref: symref}
+		}
 	}
 	w.setTip(merged)
 	return nil
@@ -187,7 +205,7 @@ func (w *Workspace) merge(ctx context.Context, old, commit, base string) (merged
 			return "", nil, fmt.Errorf("integrate %s: base %s is not on the run branch", commit, base)
 		}
 	}
-	out, err := run(ctx, cmd{dir: w.top, args: mergeTreeArgs(w.mergeBase, base, old, commit)})
+	out, err := run(ctx, w.ig(mergeTreeArgs(w.mergeBase, base, old, commit)...))
 	f := splitZ(out)
 	if err != nil {
 		if exitCode(err) == 1 && len(f) > 0 {
@@ -225,7 +243,9 @@ type commitMeta struct {
 
 // readMeta reads a commit's commitMeta.
 func (w *Workspace) readMeta(ctx context.Context, commit string) (commitMeta, error) {
-	out, err := run(ctx, cmd{dir: w.top, readOnly: true, args: []string{"log", "-1", "--no-show-signature", "--format=%an%x00%ae%x00%ad%x00%B", "--date=raw", commit}})
+	c := w.ig("log", "-1", "--no-show-signature", "--no-mailmap", "--format=%an%x00%ae%x00%ad%x00%B", "--date=raw", commit)
+	c.readOnly = true
+	out, err := run(ctx, c)
 	if err != nil {
 		return commitMeta{}, fmt.Errorf("read commit %s: %w", commit, err)
 	}
@@ -242,8 +262,14 @@ func (w *Workspace) readMeta(ctx context.Context, commit string) (commitMeta, er
 // their Muster-Task trailer (the newest when a task has several). Resume
 // uses it to find tasks whose commit landed before a crash.
 func (w *Workspace) TaskCommits(ctx context.Context) (map[muster.TaskID]string, error) {
-	out, err := run(ctx, cmd{dir: w.top, readOnly: true, args: []string{"log", "--first-parent", "--no-show-signature",
-		"--format=%H%x00%(trailers:key=" + TrailerTask + ",valueonly,separator=%x01)%x00", w.base + ".." + w.ref}})
+	tip, err := revParse(ctx, w.top, w.ref)
+	if err != nil {
+		return nil, fmt.Errorf("list task commits: run branch %s: %w", w.branch, err)
+	}
+	c := w.ig("log", "--first-parent", "--no-show-signature", "--no-mailmap",
+		"--format=%H%x00%(trailers:key="+TrailerTask+",valueonly,separator=%x01)%x00", w.base+".."+tip)
+	c.readOnly = true
+	out, err := run(ctx, c)
 	if err != nil {
 		return nil, fmt.Errorf("list task commits: %w", err)
 	}

@@ -23,6 +23,7 @@ type Workspace struct {
 	MergeFn      func(ctx context.Context, commit, base string) (string, []string, error)
 	AdvanceFn    func(ctx context.Context, merged, expectedTip string) error
 	CheckoutFn   func(ctx context.Context, slot, commit string) (string, error)
+	TipFn        func(ctx context.Context) (string, error)
 
 	mu  sync.Mutex
 	tip string
@@ -140,8 +141,18 @@ func (w *Workspace) Checkout(ctx context.Context, slot, commit string) (string, 
 	return "/co/" + slot + "@" + commit, nil
 }
 
-// Tip returns the fake tip.
+// SetTip sets the fake tip (where a resumed run finds the branch).
+func (w *Workspace) SetTip(tip string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.tip = tip
+}
+
+// Tip returns the fake tip by default.
 func (w *Workspace) Tip(ctx context.Context) (string, error) {
+	if w.TipFn != nil {
+		return w.TipFn(ctx)
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.tip, nil

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/muster-run/muster"
 )
 
 const journal = `{"seq":1,"type":"RunStarted","run":"r1","base":"b0","branch":"muster/r1"}
@@ -56,8 +54,7 @@ func TestVerify(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	good := Branch{Tip: "c1"}
-	good.Commits = map[muster.TaskID]string{"a": "c1"}
+	good := Branch{Tip: "c1", Commits: []Commit{{ID: "c1", Task: "a"}}}
 	if got := Verify(r, []byte(journal), "p", good); len(got) != 0 {
 		t.Fatalf("untouched: %v", got)
 	}
@@ -77,7 +74,11 @@ func TestVerify(t *testing.T) {
 		{"plan", journal, "q", good, "plan: its hash is q"},
 		{"moved", journal, "p", Branch{Tip: "c2", Commits: good.Commits}, "at c2, the receipt sealed c1"},
 		{"missing commit", journal, "p", Branch{Tip: "c1"}, "task a: its commit c1 is not on the run branch"},
-		{"other commit", journal, "p", Branch{Tip: "c1", Commits: map[muster.TaskID]string{"a": "c9"}}, "the run branch has commit c9"},
+		{"no trailer", journal, "p", Branch{Tip: "c1", Commits: []Commit{{ID: "c1"}}}, "task a: its commit c1 is on the run branch but has no Muster-Task trailer"},
+		// A commit on the branch that the journal does not record is
+		// foreign, whatever its trailer claims.
+		{"foreign commit", journal, "p", Branch{Tip: "c1", Commits: []Commit{{ID: "c9", Task: "b"}, {ID: "c1", Task: "a"}}},
+			"commit c9 on the run branch (its trailer claims task b) was not made by muster: no journal event records it"},
 		{"gone", journal, "p", Branch{}, "missing"},
 	}
 	for _, c := range cases {
@@ -90,6 +91,21 @@ func TestVerify(t *testing.T) {
 	r.Tasks[1].State = "succeeded"
 	if got := strings.Join(Verify(r, []byte(journal), "p", good), "\n"); !strings.Contains(got, "task b: the receipt says succeeded") {
 		t.Errorf("edited receipt: %q", got)
+	}
+}
+
+// A journal and receipt forged to give task a the commit of another task
+// (b): the commit is on the run branch, and verify says whose it is
+// rather than that it is missing.
+func TestVerifyNamesAnotherTasksCommit(t *testing.T) {
+	forged := strings.ReplaceAll(journal, `"commit":"c1"`, `"commit":"c2"`)
+	r, err := Seal([]byte(forged), Input{PlanHash: "p", Final: "c2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(Verify(r, []byte(forged), "p", Branch{Tip: "c2", Commits: []Commit{{ID: "c2", Task: "b"}}}), "\n")
+	if want := "task a: its commit c2 is on the run branch but is task b's commit (Muster-Task: b)"; got != want {
+		t.Errorf("got %q, want %q", got, want)
 	}
 }
 

@@ -2,7 +2,6 @@ package receipt
 
 import (
 	"fmt"
-	"sort"
 
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/internal/textsafe"
@@ -15,9 +14,16 @@ const maxLineReports = 10
 type Branch struct {
 	// Tip is the branch's commit; empty when the branch is gone.
 	Tip string
-	// Commits maps a task to its commit on the branch, found by its
-	// Muster-Task trailer.
-	Commits map[muster.TaskID]string
+	// Commits lists every commit on the branch since the base.
+	Commits []Commit
+}
+
+// Commit is one commit on the run branch with the task its Muster-Task
+// trailer names (empty: no trailer). The trailer is what the commit
+// claims; the journal says which commits muster made.
+type Commit struct {
+	ID   string
+	Task muster.TaskID
 }
 
 // Verify checks a receipt against the journal's bytes, the hash of the
@@ -37,7 +43,8 @@ func Verify(r *Receipt, journal []byte, planHash string, b Branch) []string {
 		add("plan: its hash is %s, the receipt sealed %s (the plan was changed)", textsafe.Short(planHash), textsafe.Short(r.PlanHash))
 	}
 	out = append(out, verifyJournal(r, journal)...)
-	out = append(out, verifyBranch(r, b)...)
+	events, _ := decode(journal)
+	out = append(out, verifyBranch(r, b, events)...)
 	return out
 }
 
@@ -169,7 +176,12 @@ func span(a, b int) string {
 	return fmt.Sprintf("lines %d to %d were", a, b)
 }
 
-func verifyBranch(r *Receipt, b Branch) []string {
+// verifyBranch checks the run branch against the receipt and the
+// journal: its tip is the sealed one, each task's sealed commit is on it
+// and is that task's, and every commit on it is one a journal event
+// records as muster's (Integrated): a commit nothing accounts for is
+// foreign, whatever its trailer says.
+func verifyBranch(r *Receipt, b Branch, events []muster.Event) []string {
 	var out []string
 	add := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
 	if b.Tip == "" {
@@ -179,32 +191,49 @@ func verifyBranch(r *Receipt, b Branch) []string {
 	if b.Tip != r.Final {
 		add("branch %s: at %s, the receipt sealed %s (the branch was moved or rewritten)", r.Branch, textsafe.Short(b.Tip), textsafe.Short(r.Final))
 	}
-	sealed := map[muster.TaskID]bool{}
+	on := map[string]muster.TaskID{}
+	for _, c := range b.Commits {
+		on[c.ID] = c.Task
+	}
 	for _, t := range r.Tasks {
 		if t.Commit == "" {
 			continue
 		}
-		sealed[t.ID] = true
-		c, ok := b.Commits[t.ID]
+		claim, ok := on[t.Commit]
 		switch {
 		case !ok:
 			add("task %s: its commit %s is not on the run branch", t.ID, textsafe.Short(t.Commit))
-		case c != t.Commit:
-			add("task %s: the run branch has commit %s, the receipt sealed %s", t.ID, textsafe.Short(c), textsafe.Short(t.Commit))
+		case claim == "":
+			add("task %s: its commit %s is on the run branch but has no Muster-Task trailer", t.ID, textsafe.Short(t.Commit))
+		case claim != t.ID:
+			add("task %s: its commit %s is on the run branch but is task %s's commit (Muster-Task: %s)", t.ID, textsafe.Short(t.Commit), claim, claim)
 		}
 	}
-	var extra []string
-	for id, c := range b.Commits {
-		if !sealed[id] {
-			extra = append(extra, fmt.Sprintf("commit %s on the run branch (task %s) is not in the receipt", textsafe.Short(c), id))
+	made := map[string]bool{}
+	for _, e := range events {
+		if e.Type == muster.EvIntegrated && e.Commit != "" {
+			made[e.Commit] = true
 		}
 	}
-	sort.Strings(extra)
-	return append(out, extra...)
+	if events == nil {
+		return out
+	}
+	for i := len(b.Commits) - 1; i >= 0; i-- { // oldest first
+		c := b.Commits[i]
+		if made[c.ID] {
+			continue
+		}
+		claim := "no Muster-Task trailer"
+		if c.Task != "" {
+			claim = "its trailer claims task " + string(c.Task)
+		}
+		add("commit %s on the run branch (%s) was not made by muster: no journal event records it", textsafe.Short(c.ID), claim)
+	}
+	return out
 }
 
 func describe(t Task) string {
-	s := t.State
+	s := string(t.State)
 	if t.Commit != "" {
 		s += " at " + textsafe.Short(t.Commit)
 	}

@@ -56,14 +56,20 @@ type Figures struct {
 }
 
 func (f *Figures) add(u muster.Usage, estimated int64) {
-	f.InputTokens += u.InputTokens
-	f.OutputTokens += u.OutputTokens
-	f.CacheWriteTokens += u.CacheWriteTokens
-	f.CacheReadTokens += u.CacheReadTokens
-	f.TotalTokens += u.Tokens()
-	f.CostMicros += u.CostMicros
+	// Sums saturate (muster.SatAdd) and take no count below zero: a
+	// journal with absurd records never wraps a total nor credits one.
+	u = u.Credited()
+	if estimated < 0 {
+		estimated = 0
+	}
+	f.InputTokens = muster.SatAdd(f.InputTokens, u.InputTokens)
+	f.OutputTokens = muster.SatAdd(f.OutputTokens, u.OutputTokens)
+	f.CacheWriteTokens = muster.SatAdd(f.CacheWriteTokens, u.CacheWriteTokens)
+	f.CacheReadTokens = muster.SatAdd(f.CacheReadTokens, u.CacheReadTokens)
+	f.TotalTokens = muster.SatAdd(f.TotalTokens, u.Tokens())
+	f.CostMicros = muster.SatAdd(f.CostMicros, u.CostMicros)
 	f.CostUSD = float64(f.CostMicros) / 1e6
-	f.EstimatedMicros += estimated
+	f.EstimatedMicros = muster.SatAdd(f.EstimatedMicros, estimated)
 	f.Estimated = f.EstimatedMicros > 0
 	f.Events++
 }
@@ -154,7 +160,7 @@ func Build(runs [][]muster.Event, opts Options) *Report {
 	succeeded := map[string]bool{}
 	for _, events := range runs {
 		run := Run{State: muster.RunRunning}
-		taskState := map[muster.TaskID]string{}
+		taskState := map[muster.TaskID]muster.TaskState{}
 		for i := range events {
 			e := &events[i]
 			if run.Started.IsZero() || e.Time.Before(run.Started) {

@@ -66,15 +66,15 @@ func (r *Run) Apply(e *muster.Event) {
 		t.FixRounds++
 		t.Fixes = append(t.Fixes, FixRound{Round: e.Round, Reason: e.Reason, Time: e.Time})
 	case muster.EvTokensUsed:
-		r.Usage.Add(e.Usage)
+		r.Usage.Add(e.Credited())
 		if e.Task != "" {
-			r.Task(e.Task).Usage.Add(e.Usage)
+			r.Task(e.Task).Usage.Add(e.Credited())
 		}
 		if slot := e.Slot(); slot != "" {
 			c := r.Clone(slot)
-			c.Total.Add(e.Usage)
+			c.Total.Add(e.Credited())
 			if c.Task == e.Task {
-				c.Work.Add(e.Usage)
+				c.Work.Add(e.Credited())
 			}
 		}
 	case muster.EvGateRan:
@@ -113,7 +113,7 @@ func (r *Run) Apply(e *muster.Event) {
 // EndState returns the state a task-ending event leaves the task in: a
 // failure that will be retried leaves it pending. It returns "" for
 // other events.
-func EndState(e *muster.Event) string {
+func EndState(e *muster.Event) muster.TaskState {
 	switch e.Type {
 	case muster.EvTaskSucceeded:
 		return muster.StateSucceeded
@@ -131,7 +131,7 @@ func EndState(e *muster.Event) string {
 }
 
 // end records a task's end and frees the clones working on it.
-func (r *Run) end(e *muster.Event, state string) {
+func (r *Run) end(e *muster.Event, state muster.TaskState) {
 	t := r.Task(e.Task)
 	t.State, t.End, t.Reason, t.Phase = state, e.Time, e.Reason, ""
 	for _, c := range r.Clones {

@@ -19,7 +19,7 @@ type Task struct {
 	ID    muster.TaskID
 	Title string // untrusted
 	After []muster.TaskID
-	State string // muster.State*
+	State muster.TaskState
 	// Attempt is the latest attempt's number.
 	Attempt int
 	// Slot is the coder clone of the latest attempt.

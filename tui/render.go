@@ -26,7 +26,7 @@ var (
 )
 
 // stateMark is the one-character sign of a task state.
-var stateMark = map[string]string{
+var stateMark = map[muster.TaskState]string{
 	muster.StatePending:   "·",
 	muster.StateRunning:   "▶",
 	muster.StateSucceeded: "✓",
@@ -35,7 +35,7 @@ var stateMark = map[string]string{
 	muster.StateCancelled: "⊘",
 }
 
-func stateStyle(s string) lipgloss.Style {
+func stateStyle(s muster.TaskState) lipgloss.Style {
 	switch s {
 	case muster.StateSucceeded:
 		return stOK

@@ -94,7 +94,7 @@ func (s *Sim) Run() (time.Duration, error) {
 					return 0, err
 				}
 			case engine.ActCancel:
-				if err := s.Emit(muster.Event{Type: muster.EvTaskCancelled, Task: a.Task, Reason: a.Reason}); err != nil {
+				if err := s.Emit(muster.Event{Type: muster.EvTaskCancelled, Task: a.Task, Reason: a.Reason, Cause: a.Cause}); err != nil {
 					return 0, err
 				}
 			case engine.ActFinish:

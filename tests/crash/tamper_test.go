@@ -86,10 +86,14 @@ func TestVerifyNamesAnAmendedCommit(t *testing.T) {
 	tree := git(t, repo, "rev-parse", "muster/sealed^{tree}")
 	parent := git(t, repo, "rev-parse", "muster/sealed~1")
 	msg := git(t, repo, "log", "-1", "--format=%B", "muster/sealed")
+	task := strings.TrimSpace(git(t, repo, "log", "-1", "--format=%(trailers:key=Muster-Task,valueonly)", "muster/sealed"))
 	cmd := []string{"commit-tree", tree, "-p", parent, "-m", "amended " + msg + "\n"}
 	amended := git(t, repo, cmd...)
 	git(t, repo, "update-ref", "refs/heads/muster/sealed", amended)
-	verifyFails(t, repo, "the run branch has commit "+amended[:10])
+	// The rewritten commit claims the task by its trailer; the journal
+	// does not record it, so it is named as foreign.
+	verifyFails(t, repo, "its commit ", "is not on the run branch",
+		"commit "+amended[:10]+" on the run branch (its trailer claims task "+task+") was not made by muster")
 }
 
 func TestVerifyNamesAChangedPlan(t *testing.T) {

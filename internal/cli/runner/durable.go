@@ -189,7 +189,7 @@ func (s *Session) sealFinished(ctx context.Context, st *engine.State) error {
 		return err
 	}
 	defer j.Close()
-	ws, err := git.Open(ctx, git.Options{Repo: s.Repo.Top, RunID: s.RunID, Base: st.Base, Resume: true})
+	ws, err := git.Open(ctx, git.Options{Repo: s.Repo.Top, RunID: s.RunID, Base: st.Base, Resume: true, Tip: st.Tip})
 	if err != nil {
 		return classifyGit(err)
 	}

@@ -194,19 +194,29 @@ func (s *Session) Drive(ctx context.Context) error {
 	// that it never disturbs a run another process drives.
 	var j *journal.Journal
 	var replayed []muster.Event
+	gopts := git.Options{Repo: s.Repo.Top, RunID: s.RunID, Base: s.Base, Resume: s.Resume, Keep: s.Config.Run.Keep, MaxClones: s.Config.Pool.MaxClones}
 	if s.Resume {
 		if j, replayed, err = openJournal(s.Repo, s.RunID); err != nil {
 			return err
 		}
 		defer j.Close()
+		st, err := engine.Replay(replayed)
+		if err != nil {
+			return cmdutil.Env("journal of run %s does not replay: %v", s.RunID, err)
+		}
 		// The run may have ended while this process waited for its lock.
-		if st, err := engine.Replay(replayed); err == nil && allSucceeded(st) {
+		if allSucceeded(st) {
 			s.State = st
 			return errEndedMeanwhile
 		}
+		// The run branch must be where the journal says muster left it.
+		gopts.Tip = st.Tip
+		if st.Moving != nil && st.Moving.From == st.Tip {
+			gopts.Moving = st.Moving.Commit
+		}
 	}
 	pruneStale(ctx, s.Repo, s.RunID)
-	ws, err := git.Open(ctx, git.Options{Repo: s.Repo.Top, RunID: s.RunID, Base: s.Base, Resume: s.Resume, Keep: s.Config.Run.Keep})
+	ws, err := git.Open(ctx, gopts)
 	if err != nil {
 		return classifyGit(err)
 	}
@@ -249,7 +259,8 @@ func (s *Session) Drive(ctx context.Context) error {
 	if s.Flags.JSON {
 		jsonOut = newJSONStream(s.IO.Out)
 	}
-	runner := gate.Runner{Grace: s.Config.Grace()}
+	allowEnv(s.Config)
+	runner := gate.Runner{Grace: s.Config.Grace(), Allow: s.Config.Run.EnvAllow}
 	crew, err := agents.Crew(s.Config, runner)
 	if err != nil {
 		return err
@@ -258,8 +269,8 @@ func (s *Session) Drive(ctx context.Context) error {
 		RunID: s.RunID, PlanPath: s.Plan.Source, Plan: s.Plan, PlanCanon: planfile.CanonicalVersion, Config: Journaled(s.Config), Base: s.Base, Branch: ws.Branch(), Ref: s.Ref,
 		Replayed: replayed, Journal: j, Workspace: ws, Executors: crew, Gates: runner, Price: prices.Cost,
 		ScratchDir: filepath.Join(s.Dir, "scratch"),
-		LogDir:     filepath.Join(s.Dir, muster.LogDir), Redact: Redactor(s.Config),
-		Reconcile: ws.TaskCommits, KillOrphan: killOrphan, CrashAt: os.Getenv(CrashEnv),
+		LogDir:     filepath.Join(s.Dir, muster.LogDir), Redactor: Redactor(s.Config),
+		KillOrphan: killOrphan, CrashAt: os.Getenv(CrashEnv),
 		Fragment: fragment(s.Config),
 		OnEvent: func(e *muster.Event, st *engine.State) {
 			if live != nil && live.Active() {
@@ -285,6 +296,10 @@ func (s *Session) Drive(ctx context.Context) error {
 	}
 	if tip, err := ws.Tip(context.WithoutCancel(ctx)); err == nil {
 		s.Tip = tip
+	} else if st != nil {
+		// The branch moved: the receipt seals muster's own last tip, and
+		// verify names the difference.
+		s.Tip = st.Tip
 	}
 	if st != nil && st.Run != "" {
 		s.seal(s.Tip)

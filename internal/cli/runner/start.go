@@ -202,7 +202,7 @@ func ByClone(events []muster.Event) ([]string, map[string]muster.Usage) {
 	for _, e := range events {
 		if e.Type == muster.EvTokensUsed {
 			u := m[e.Slot()]
-			u.Add(e.Usage)
+			u.Add(e.Credited())
 			m[e.Slot()] = u
 		}
 	}

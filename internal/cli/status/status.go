@@ -17,13 +17,13 @@ import (
 
 // Task is one task in status --json (DESIGN.md §6).
 type Task struct {
-	ID       string  `json:"id"`
-	Title    string  `json:"title"`
-	State    string  `json:"state"`
-	Attempts int     `json:"attempts"`
-	Executor *string `json:"executor"`
-	Commit   *string `json:"commit"`
-	Reason   *string `json:"reason"`
+	ID       string           `json:"id"`
+	Title    string           `json:"title"`
+	State    muster.TaskState `json:"state"`
+	Attempts int              `json:"attempts"`
+	Executor *string          `json:"executor"`
+	Commit   *string          `json:"commit"`
+	Reason   *string          `json:"reason"`
 	// Round and Phase are for the text form only: the JSON object has
 	// exactly the keys of DESIGN.md §6.
 	Round int    `json:"-"`

@@ -29,7 +29,9 @@ func NewCmd(io *cmdutil.IOStreams) *cobra.Command {
 		Long: `Check the receipt a run sealed (receipt.json in its run directory) against
 the journal (hash chain over its lines: an edited, cut or extended journal is
 named line by line), the run's copy of the plan (canonical hash) and the run
-branch (its tip and each task's commit, found by its Muster-Task trailer).
+branch (its tip, each task's commit, and that every commit on it is one the
+journal records as muster's: a commit no journal event accounts for is named,
+whatever its trailer claims).
 Exit 0 when everything matches; 1, listing each difference, when not.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -89,29 +91,29 @@ func Check(ctx context.Context, repo *cmdutil.Repo, id string) (problems []strin
 	if err != nil {
 		return nil, "", cmdutil.Env("read journal: %w", err)
 	}
-	if problems = receipt.Verify(r, data, runner.PlanHash(dir, r.Canon()), branch(ctx, repo, id, r)); len(problems) > 0 {
+	b, err := branch(ctx, repo, id, r)
+	if err != nil {
+		return nil, "", err
+	}
+	if problems = receipt.Verify(r, data, runner.PlanHash(dir, r.Canon()), b); len(problems) > 0 {
 		return problems, "", nil
 	}
 	return nil, fmt.Sprintf("%d journal lines (chain %s), plan %s, branch %s at %s, %d tasks",
 		r.Journal.Lines, textsafe.Short(r.Journal.Hash), textsafe.Short(r.PlanHash), r.Branch, textsafe.Short(r.Final), len(r.Tasks)), nil
 }
 
-// branch reads the run branch: its tip and task commits. A branch that is
-// gone, or no longer descends from the base, has no tip.
-func branch(ctx context.Context, repo *cmdutil.Repo, id string, r *receipt.Receipt) receipt.Branch {
-	ws, err := git.Open(ctx, git.Options{Repo: repo.Top, RunID: id, Base: r.Base, Resume: true})
+// branch reads the run branch: its tip and every commit on it since the
+// base. A branch that is gone has no tip.
+func branch(ctx context.Context, repo *cmdutil.Repo, id string, r *receipt.Receipt) (receipt.Branch, error) {
+	tip, commits, err := git.ReadBranch(ctx, repo.Top, id, r.Base)
 	if err != nil {
-		return receipt.Branch{}
+		return receipt.Branch{}, cmdutil.Env("read the run branch: %v", err)
 	}
-	tip, err := ws.Tip(ctx)
-	if err != nil {
-		return receipt.Branch{}
+	b := receipt.Branch{Tip: tip}
+	for _, c := range commits {
+		b.Commits = append(b.Commits, receipt.Commit{ID: c.ID, Task: muster.TaskID(c.Task)})
 	}
-	commits, err := ws.TaskCommits(ctx)
-	if err != nil {
-		return receipt.Branch{Tip: tip}
-	}
-	return receipt.Branch{Tip: tip, Commits: commits}
+	return b, nil
 }
 
 func failed(io *cmdutil.IOStreams, id string, problems []string) error {
