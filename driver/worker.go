@@ -58,6 +58,9 @@ type worker struct {
 	// envFailed is set when a gate could not run at all (exit 127): the
 	// task fails at once, with no fix round.
 	envFailed string
+	// remoteGates holds the gate results of the last coder invocation
+	// when its executor ran them where the agent ran (a fleet worker).
+	remoteGates []muster.GateResult
 	// counts are the attempt's records so far, for the caps.
 	counts counters
 }
@@ -150,7 +153,7 @@ func (w *worker) run(ctx context.Context) []muster.Event {
 				return w.stopRun(err)
 			}
 			if err != nil {
-				return w.fail("prepare worktree: "+err.Error(), w.a.Attempt <= w.task.Retries)
+				return w.fail("prepare worktree: "+err.Error(), w.charged() <= w.task.Retries)
 			}
 			w.dir, w.base = dir, base
 		}
@@ -296,6 +299,8 @@ func (w *worker) rounds(ctx context.Context, exec muster.Executor, feedback stri
 			if err := w.d.opts.Workspace.Revert(ctx, w.dir, w.base, viol); err != nil {
 				return w.fail("revert out-of-bounds paths: "+err.Error(), false), ""
 			}
+			// Gates that ran elsewhere saw the paths just reverted.
+			w.remoteGates = nil
 			if w.cfg.Run.OnViolation != muster.OnViolationDiscard {
 				return w.fail("boundary violation: "+outside+strings.Join(viol, ", "), false), ""
 			}
@@ -334,7 +339,7 @@ func (w *worker) rounds(ctx context.Context, exec muster.Executor, feedback stri
 			if w.cfg.Run.Noop == muster.NoopComplete {
 				return []muster.Event{{Type: muster.EvTaskSucceeded, Task: w.a.Task, Attempt: w.a.Attempt, Reason: "no change (noop = complete)"}}, ""
 			}
-			return w.fail("no change: the agent changed nothing and did not say the task already holds", w.a.Attempt <= w.task.Retries), ""
+			return w.fail("no change: the agent changed nothing and did not say the task already holds", w.charged() <= w.task.Retries), ""
 		}
 		diff, err := w.d.opts.Workspace.Diff(ctx, w.dir, w.base)
 		if err != nil {
@@ -415,6 +420,11 @@ func (w *worker) execute(ctx context.Context, exec muster.Executor, round int, f
 	if req.Timeout == 0 {
 		req.Timeout = spec.Timeout
 	}
+	req.Base = w.base
+	if w.d.opts.Gates != nil {
+		req.Gates, req.GateTimeout = append(append([]muster.GateSpec(nil), w.cfg.Gates...), w.taskGates()...), w.cfg.Run.GateTimeout
+	}
+	w.remoteGates = nil
 	req.Prompt = w.d.red().String(buildPrompt(w, feedback, round))
 	// What the coder says from here on is this round's: notes and
 	// findings of a rejected round are not shared.
@@ -446,17 +456,15 @@ func (w *worker) execute(ctx context.Context, exec muster.Executor, round int, f
 		if res != nil && strings.TrimSpace(res.Tail) != "" {
 			w.log(muster.LogRecord{Kind: muster.LogOutput, Round: round, Role: w.a.Role, Slot: w.slot(), Text: res.Tail})
 		}
+		if err == nil && res != nil && res.Gates != nil {
+			w.remoteGates = res.Gates
+		}
 		var ae *muster.AgentError
 		if err == nil || ctx.Err() != nil || !errors.As(err, &ae) || try >= maxTransient {
 			return res, err
 		}
 		var wait time.Duration
 		switch ae.Class {
-		case muster.FailRateLimit:
-			wait = ae.RetryAfter
-			if wait <= 0 {
-				wait = backoff
-			}
 		case muster.FailTransient, muster.FailStall:
 			wait = backoff
 		default:
@@ -481,6 +489,9 @@ func (w *worker) agentFailure(err error, res *muster.ExecResult) []muster.Event 
 	reason := err.Error()
 	if errors.As(err, &ae) {
 		retryable = ae.Retryable()
+		if ae.Class == muster.FailRateLimit {
+			return w.rateLimited(ae, reason, res)
+		}
 		if ae.Class == muster.FailUsageLimit && !ae.ResetAt.IsZero() {
 			// The executor takes no work until its limit resets (a journal
 			// fact, so a resume knows it too); the task waits for it or
@@ -491,14 +502,38 @@ func (w *worker) agentFailure(err error, res *muster.ExecResult) []muster.Event 
 			if res != nil && res.Tail != "" {
 				reason += ": " + lastLines(res.Tail, 3)
 			}
-			return w.fail("agent failed: "+reason, w.a.Attempt <= w.task.Retries+usageLimitRetries)
+			return w.fail("agent failed: "+reason, w.charged() <= w.task.Retries+usageLimitRetries)
 		}
 	}
 	if res != nil && res.Tail != "" {
 		reason += ": " + lastLines(res.Tail, 3)
 	}
-	return w.fail("agent failed: "+reason, retryable && w.a.Attempt <= w.task.Retries)
+	return w.fail("agent failed: "+reason, retryable && w.charged() <= w.task.Retries)
 }
+
+// rateLimited ends an attempt the agent's provider refused for its rate:
+// the RateLimited event paces the executor's credential (fewer agents at
+// once, a backoff; engine/pace.go) and the task is retried without the
+// attempt counting against its Retries, up to engine.MaxUncharged times.
+func (w *worker) rateLimited(ae *muster.AgentError, reason string, res *muster.ExecResult) []muster.Event {
+	ev := muster.Event{Type: muster.EvRateLimited, Executor: w.a.Executor, Clone: w.a.Clone, Reason: bound(w.d.red().String(ae.Message), 300)}
+	if ae.RetryAfter > 0 {
+		until := w.d.clock.Now().Add(ae.RetryAfter).UTC()
+		ev.Until = &until
+	}
+	w.send(ev)
+	if res != nil && res.Tail != "" {
+		reason += ": " + lastLines(res.Tail, 3)
+	}
+	if w.a.Uncharged < engine.MaxUncharged {
+		return w.fail("rate limited (not charged): "+reason, true)
+	}
+	return w.fail("agent failed: "+reason, w.charged() <= w.task.Retries)
+}
+
+// charged is the attempt's number among those that count against the
+// task's Retries (rate-limited attempts do not).
+func (w *worker) charged() int { return w.a.Attempt - w.a.Uncharged }
 
 // record turns an executor's records into events: redacted, bounded
 // (the caps of records.go) and, for usage, checked (sane).
@@ -569,6 +604,8 @@ func (w *worker) record(spec *muster.ExecutorSpec, role string, clone int) func(
 			w.sessionID = r.SessionID
 		case muster.RecPID:
 			w.send(muster.Event{Type: muster.EvAgentStarted, Executor: spec.Name, Clone: clone, Role: role, PID: r.PID})
+		case muster.RecWorker:
+			w.send(muster.Event{Type: muster.EvWorkerAssigned, Executor: spec.Name, Clone: clone, Role: role, Worker: r.Worker, WorkerClone: r.WorkerClone})
 		}
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/muster-run/muster/internal/cli/cmdutil"
 	"github.com/muster-run/muster/internal/cli/demo"
 	"github.com/muster-run/muster/internal/cli/doctor"
+	clifleet "github.com/muster-run/muster/internal/cli/fleet"
 	"github.com/muster-run/muster/internal/cli/initcmd"
 	"github.com/muster-run/muster/internal/cli/logs"
 	"github.com/muster-run/muster/internal/cli/mcp"
@@ -34,6 +35,7 @@ import (
 	"github.com/muster-run/muster/internal/cli/validate"
 	"github.com/muster-run/muster/internal/cli/verify"
 	"github.com/muster-run/muster/internal/cli/watch"
+	"github.com/muster-run/muster/internal/cli/worker"
 	"github.com/muster-run/muster/internal/redact"
 )
 
@@ -77,6 +79,8 @@ Start with: muster demo`,
 		mockllm.NewCmd(),
 		doctorCmd(),
 		clean.NewCmd(io),
+		clifleet.NewCmd(io),
+		worker.NewCmd(io, buildVersion()),
 	)
 	for _, c := range root.Commands() {
 		c.SilenceUsage = true
