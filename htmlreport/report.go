@@ -159,7 +159,7 @@ func Write(w io.Writer, events []muster.Event, opts Options) error {
 }
 
 func makeRow(t *runview.Task, gaps []muster.Gap) row {
-	rw := row{ID: string(t.ID), Title: t.Title, State: string(t.State), Slot: t.Slot, Attempts: t.Attempt,
+	rw := row{ID: string(t.ID), Title: t.Title, State: string(t.State), Slot: t.Where(), Attempts: t.Attempt,
 		Rounds: t.FixRounds, Commit: t.Commit, Paths: t.Paths, Reason: t.Reason,
 		Tokens: runview.Tokens(t.Usage.Tokens()), Cost: muster.FormatUSD(t.Usage.CostMicros)}
 	if d := muster.Active(gaps, t.Start, t.End); d > 0 {
