@@ -31,6 +31,9 @@ func (w *worker) gates(ctx context.Context, round int) (feedback, failed string)
 	w.send(muster.Event{Type: muster.EvPhase, Phase: "gates", Round: round})
 	var fb []string
 	charge := func(g muster.GateSpec, r muster.GateResult, why string) {
+		if msg := unrunnable(g, r); msg != "" && w.unrunnable == "" {
+			w.unrunnable = msg
+		}
 		fb = append(fb, fmt.Sprintf("Gate %q (%s) failed%s:\n%s", g.Name, g.Command, why, tail(r.Output, maxFeedback/2)))
 		if failed == "" {
 			failed = "gate " + g.Name + " failed: " + gateSummary(r)
@@ -46,6 +49,10 @@ func (w *worker) gates(ctx context.Context, round int) (feedback, failed string)
 		}
 		charged, newly := w.judge(ctx, g, r, &ev, w.base, "the base commit")
 		w.send(ev)
+		if msg := unrunnable(g, r); msg != "" && w.unrunnable == "" {
+			// Not charged or not: a gate that cannot run checks nothing.
+			w.unrunnable = msg
+		}
 		switch {
 		case !charged:
 		case len(newly) > 0:
@@ -107,6 +114,24 @@ func (w *worker) judge(ctx context.Context, g muster.GateSpec, r muster.GateResu
 		ev.Reason = "newly failing: " + strings.Join(newly, ", ")
 	}
 	return charged, newly
+}
+
+// unrunnable returns why a gate could not run at all (sh's exit 127, no
+// such program, or 126, not executable), as a sentence for the task's
+// reason; "" when it ran. No fix round can mend that: the run's
+// environment or the gate command must change.
+func unrunnable(g muster.GateSpec, r muster.GateResult) string {
+	var what string
+	switch r.ExitCode {
+	case 127:
+		what = "its program was not found"
+	case 126:
+		what = "its program is not executable"
+	default:
+		return ""
+	}
+	return fmt.Sprintf("gate %s could not run: %s (%s, exit %d). This is the environment's problem, not the task's: install the program or fix the gate command, then muster resume",
+		g.Name, what, bound(oneLine(g.Command), 120), r.ExitCode)
 }
 
 // gateSummary is a failing gate's last line of output, or its exit code.

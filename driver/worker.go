@@ -54,6 +54,8 @@ type worker struct {
 	planOut string
 	// counts are the attempt's records so far, for the caps.
 	counts counters
+	// unrunnable says why a gate could not run at all (unrunnable).
+	unrunnable string
 }
 
 type depOutput struct {
@@ -144,7 +146,7 @@ func (w *worker) run(ctx context.Context) []muster.Event {
 				return w.stopRun(err)
 			}
 			if err != nil {
-				return w.fail("prepare worktree: "+err.Error(), w.a.Attempt <= w.task.Retries)
+				return w.opFailed("prepare the clone's worktree", err, w.a.Attempt <= w.task.Retries)
 			}
 			w.dir, w.base = dir, base
 		}
@@ -188,7 +190,7 @@ func (w *worker) run(ctx context.Context) []muster.Event {
 		case errors.Is(l.err, muster.ErrBranchMoved):
 			return w.stopRun(l.err)
 		case l.err != nil:
-			return w.fail("integrate: "+l.err.Error(), false)
+			return w.opFailed("integrate the change onto the run branch", l.err, false)
 		case len(l.conflicts) > 0:
 			if conflictRetried {
 				return w.fail("conflict on integration: "+strings.Join(l.conflicts, ", "), false)
@@ -210,7 +212,7 @@ func (w *worker) run(ctx context.Context) []muster.Event {
 				return w.cancelled(ctx)
 			}
 			if err != nil {
-				return w.fail("check out the merged tree: "+err.Error(), false)
+				return w.opFailed("check out the merged tree in the clone's worktree", err, false)
 			}
 			w.dir, w.base, prepared = dir, l.tip, true
 			feedback = l.failed + "\n\nYour change passed its checks alone, but merged with work that landed meanwhile it breaks a check. " +
@@ -264,7 +266,7 @@ func (w *worker) rounds(ctx context.Context, exec muster.Executor, feedback stri
 		}
 		change, err := w.d.opts.Workspace.Change(ctx, w.dir, w.base)
 		if err != nil {
-			return w.fail("compute change: "+err.Error(), false), ""
+			return w.opFailed("compute the change in the clone's worktree", err, false), ""
 		}
 		readOnly := w.task.EffectiveAuthority() == muster.AuthorityRead
 		viol := w.d.opts.Workspace.Violations(ctx, w.dir, change, w.task.Owns)
@@ -272,30 +274,33 @@ func (w *worker) rounds(ctx context.Context, exec muster.Executor, feedback stri
 			viol = changedPaths(change)
 		}
 		if len(viol) > 0 {
-			outside, ev := "changed paths outside Owns: ", muster.Event{Type: muster.EvViolation, Paths: viol, Round: round}
+			what, ev := strings.Join(explainViolations(w.dir, viol), "; "), muster.Event{Type: muster.EvViolation, Paths: viol, Round: round}
 			if readOnly {
-				outside, ev.Reason = "changed paths with read authority: ", "read authority"
+				what, ev.Reason = "changed paths with read authority: "+strings.Join(viol, ", "), "read authority"
 			}
 			w.send(ev)
 			if !violatedBefore && round < maxRounds {
 				violatedBefore = true
-				feedback = "You changed files outside the paths this task owns. Revert these, keep to your paths:\n  " +
-					strings.Join(viol, "\n  ") + "\nYou own:\n  " + strings.Join(w.task.Owns, "\n  ")
+				feedback = "You changed files this task may not change (" + what + "). Revert these, keep to your paths:\n  " +
+					strings.Join(viol, "\n  ")
+				if len(w.task.Owns) > 0 {
+					feedback += "\nYou own:\n  " + strings.Join(w.task.Owns, "\n  ")
+				}
 				if readOnly {
 					feedback = "This task has read authority: it may not change files. Revert these:\n  " + strings.Join(viol, "\n  ")
 				}
-				why = outside + strings.Join(viol, ", ")
+				why = what
 				continue
 			}
 			if err := w.d.opts.Workspace.Revert(ctx, w.dir, w.base, viol); err != nil {
-				return w.fail("revert out-of-bounds paths: "+err.Error(), false), ""
+				return w.opFailed("revert the paths the task may not change", err, false), ""
 			}
 			if w.cfg.Run.OnViolation != muster.OnViolationDiscard {
-				return w.fail("boundary violation: "+outside+strings.Join(viol, ", "), false), ""
+				return w.fail("boundary violation: "+what, false), ""
 			}
 			w.send(muster.Event{Type: muster.EvWarning, Message: "discarded out-of-bounds paths: " + strings.Join(viol, ", ")})
 			if change, err = w.d.opts.Workspace.Change(ctx, w.dir, w.base); err != nil {
-				return w.fail("compute change: "+err.Error(), false), ""
+				return w.opFailed("compute the change in the clone's worktree", err, false), ""
 			}
 		}
 		if change.Empty() {
@@ -332,7 +337,7 @@ func (w *worker) rounds(ctx context.Context, exec muster.Executor, feedback stri
 		}
 		diff, err := w.d.opts.Workspace.Diff(ctx, w.dir, w.base)
 		if err != nil {
-			return w.fail("diff: "+err.Error(), false), ""
+			return w.opFailed("diff the change", err, false), ""
 		}
 		w.log(muster.LogRecord{Kind: muster.LogDiffStat, Round: round, Text: diffStat(diff)})
 		sum := fmt.Sprintf("%x", sha256.Sum256([]byte(diff)))
@@ -345,6 +350,9 @@ func (w *worker) rounds(ctx context.Context, exec muster.Executor, feedback stri
 		fb, failed := w.gates(ctx, round)
 		if ctx.Err() != nil {
 			return w.cancelled(ctx), ""
+		}
+		if w.unrunnable != "" {
+			return w.stopRun(errors.New(w.unrunnable)), ""
 		}
 		if failed != "" {
 			if round < maxRounds {
@@ -369,7 +377,7 @@ func (w *worker) rounds(ctx context.Context, exec muster.Executor, feedback stri
 			if ctx.Err() != nil {
 				return w.cancelled(ctx), ""
 			}
-			return w.fail("commit: "+err.Error(), false), ""
+			return w.opFailed("commit the change", err, false), ""
 		}
 		return nil, commit
 	}
@@ -464,6 +472,15 @@ func (w *worker) execute(ctx context.Context, exec muster.Executor, round int, f
 }
 
 func (w *worker) agentFailure(err error, res *muster.ExecResult) []muster.Event {
+	// An agent that failed because the disk is full is not the task's
+	// failure: the run stops, and a resume runs it again.
+	detail := err
+	if res != nil && res.Tail != "" {
+		detail = fmt.Errorf("%w: %s", err, lastLines(res.Tail, 3))
+	}
+	if env := diskFull(detail); env != nil {
+		return w.stopRun(env)
+	}
 	var ae *muster.AgentError
 	retryable := true
 	reason := err.Error()
