@@ -52,10 +52,13 @@ type worker struct {
 	baselined map[string]bool
 	// planOut is where a delegating task's agent may write new tasks.
 	planOut string
-	// counts are the attempt's records so far, for the caps.
-	counts counters
+	// remoteGates holds the gate results of the last coder invocation
+	// when its executor ran them where the agent ran (a fleet worker).
+	remoteGates []muster.GateResult
 	// unrunnable says why a gate could not run at all (unrunnable).
 	unrunnable string
+	// counts are the attempt's records so far, for the caps.
+	counts counters
 }
 
 type depOutput struct {
@@ -146,7 +149,7 @@ func (w *worker) run(ctx context.Context) []muster.Event {
 				return w.stopRun(err)
 			}
 			if err != nil {
-				return w.opFailed("prepare the clone's worktree", err, w.a.Attempt <= w.task.Retries)
+				return w.opFailed("prepare the clone's worktree", err, w.charged() <= w.task.Retries)
 			}
 			w.dir, w.base = dir, base
 		}
@@ -246,15 +249,16 @@ func changedPaths(c *muster.Change) []string {
 // either the final events of a failed or finished attempt, or the task
 // commit to integrate.
 func (w *worker) rounds(ctx context.Context, exec muster.Executor, feedback string, start int) ([]muster.Event, string) {
-	maxRounds := w.cfg.MaxRounds()
-	violatedBefore := false
-	askedEmpty := false
-	lastDiff := ""
-	why := firstLine(feedback)
-	for round := start; round <= maxRounds; round++ {
+	m := engine.NewAttempt(start, w.cfg.MaxRounds())
+	first := firstLine(feedback)
+	for {
+		round, ok := m.Next(first)
+		if !ok {
+			return w.step(m.Exhausted()), ""
+		}
 		w.round = round
 		if round > 0 {
-			w.send(muster.Event{Type: muster.EvFixRound, Round: round, Reason: why})
+			w.send(muster.Event{Type: muster.EvFixRound, Round: round, Reason: m.Why()})
 		}
 		w.send(muster.Event{Type: muster.EvPhase, Phase: "agent", Round: round})
 		res, err := w.execute(ctx, exec, round, feedback)
@@ -264,124 +268,131 @@ func (w *worker) rounds(ctx context.Context, exec muster.Executor, feedback stri
 		if err != nil {
 			return w.agentFailure(err, res), ""
 		}
-		change, err := w.d.opts.Workspace.Change(ctx, w.dir, w.base)
-		if err != nil {
-			return w.opFailed("compute the change in the clone's worktree", err, false), ""
+		var final []muster.Event
+		var commit string
+		feedback, final, commit = w.check(ctx, m, res, round)
+		if final != nil || commit != "" {
+			return final, commit
 		}
-		readOnly := w.task.EffectiveAuthority() == muster.AuthorityRead
-		viol := w.d.opts.Workspace.Violations(ctx, w.dir, change, w.task.Owns)
+	}
+}
+
+// check runs a round's checks on what the agent left, in order, and asks
+// the attempt's machine what each finding means: the feedback of the next
+// round, or the attempt's final events, or the commit to integrate.
+func (w *worker) check(ctx context.Context, m *engine.Attempt, res *muster.ExecResult, round int) (feedback string, final []muster.Event, commit string) {
+	change, err := w.d.opts.Workspace.Change(ctx, w.dir, w.base)
+	if err != nil {
+		return "", w.opFailed("compute the change in the clone's worktree", err, false), ""
+	}
+	readOnly := w.task.EffectiveAuthority() == muster.AuthorityRead
+	viol := w.d.opts.Workspace.Violations(ctx, w.dir, change, w.task.Owns)
+	if readOnly {
+		viol = changedPaths(change)
+	}
+	if len(viol) > 0 {
+		// Named for what they are: reserved files, symlinks leaving the
+		// worktree, paths outside the repository or outside Owns.
+		what, ev := strings.Join(explainViolations(w.dir, viol), "; "), muster.Event{Type: muster.EvViolation, Paths: viol, Round: round}
 		if readOnly {
-			viol = changedPaths(change)
+			what, ev.Reason = "changed paths with read authority: "+strings.Join(viol, ", "), "read authority"
 		}
-		if len(viol) > 0 {
-			what, ev := strings.Join(explainViolations(w.dir, viol), "; "), muster.Event{Type: muster.EvViolation, Paths: viol, Round: round}
+		w.send(ev)
+		switch st := m.Violation(what, w.cfg.Run.OnViolation == muster.OnViolationDiscard); st.Kind {
+		case engine.StepFix:
 			if readOnly {
-				what, ev.Reason = "changed paths with read authority: "+strings.Join(viol, ", "), "read authority"
+				return "This task has read authority: it may not change files. Revert these:\n  " + strings.Join(viol, "\n  "), nil, ""
 			}
-			w.send(ev)
-			if !violatedBefore && round < maxRounds {
-				violatedBefore = true
-				feedback = "You changed files this task may not change (" + what + "). Revert these, keep to your paths:\n  " +
-					strings.Join(viol, "\n  ")
-				if len(w.task.Owns) > 0 {
-					feedback += "\nYou own:\n  " + strings.Join(w.task.Owns, "\n  ")
-				}
-				if readOnly {
-					feedback = "This task has read authority: it may not change files. Revert these:\n  " + strings.Join(viol, "\n  ")
-				}
-				why = what
-				continue
+			fb := "You changed files this task may not change (" + what + "). Revert these, keep to your paths:\n  " + strings.Join(viol, "\n  ")
+			if len(w.task.Owns) > 0 {
+				fb += "\nYou own:\n  " + strings.Join(w.task.Owns, "\n  ")
 			}
+			return fb, nil, ""
+		default:
 			if err := w.d.opts.Workspace.Revert(ctx, w.dir, w.base, viol); err != nil {
-				return w.opFailed("revert the paths the task may not change", err, false), ""
+				return "", w.opFailed("revert the paths the task may not change", err, false), ""
 			}
-			if w.cfg.Run.OnViolation != muster.OnViolationDiscard {
-				return w.fail("boundary violation: "+what, false), ""
+			// Gates that ran elsewhere saw the paths just reverted.
+			w.remoteGates = nil
+			if st.Kind == engine.StepFail {
+				return "", w.step(st), ""
 			}
 			w.send(muster.Event{Type: muster.EvWarning, Message: "discarded out-of-bounds paths: " + strings.Join(viol, ", ")})
 			if change, err = w.d.opts.Workspace.Change(ctx, w.dir, w.base); err != nil {
-				return w.opFailed("compute the change in the clone's worktree", err, false), ""
+				return "", w.opFailed("compute the change in the clone's worktree", err, false), ""
 			}
 		}
-		if change.Empty() {
-			if w.task.Delegates && nonEmpty(w.planOut) {
-				return []muster.Event{{Type: muster.EvTaskSucceeded, Task: w.a.Task, Attempt: w.a.Attempt, Reason: "delegated: planned new tasks, no change of its own"}}, ""
-			}
-			if readOnly {
-				// A read task's product is what it reports, never a change.
-				w.shareFindings()
-				return []muster.Event{{Type: muster.EvTaskSucceeded, Task: w.a.Task, Attempt: w.a.Attempt, Reason: "read authority: no change, as expected"}}, ""
-			}
-			if res != nil && res.Satisfied {
-				w.shareFindings()
-				reason := "satisfied: no change needed"
-				if askedEmpty {
-					reason = "satisfied when asked: " + bound(oneLine(w.lastMsg), 300)
-				}
-				return []muster.Event{{Type: muster.EvTaskSucceeded, Task: w.a.Task, Attempt: w.a.Attempt, Reason: reason}}, ""
-			}
-			if !askedEmpty && round < maxRounds {
-				// Ask once whether the task already holds.
-				askedEmpty = true
-				feedback = emptyChangeQuestion
-				why = "empty change: asked whether the task already holds"
-				continue
-			}
-			if askedEmpty {
-				w.send(muster.Event{Type: muster.EvWarning, Message: "asked whether the task already holds, the agent answered: " + bound(oneLine(w.lastMsg), 300)})
-			}
-			if w.cfg.Run.Noop == muster.NoopComplete {
-				return []muster.Event{{Type: muster.EvTaskSucceeded, Task: w.a.Task, Attempt: w.a.Attempt, Reason: "no change (noop = complete)"}}, ""
-			}
-			return w.fail("no change: the agent changed nothing and did not say the task already holds", w.a.Attempt <= w.task.Retries), ""
-		}
-		diff, err := w.d.opts.Workspace.Diff(ctx, w.dir, w.base)
-		if err != nil {
-			return w.opFailed("diff the change", err, false), ""
-		}
-		w.log(muster.LogRecord{Kind: muster.LogDiffStat, Round: round, Text: diffStat(diff)})
-		sum := fmt.Sprintf("%x", sha256.Sum256([]byte(diff)))
-		if round > start && sum == lastDiff {
-			return w.fail("stalemate: fix round "+fmt.Sprint(round)+" changed nothing", false), ""
-		}
-		lastDiff = sum
-		// An interrupt during the gates or the review cancels the task:
-		// a gate or reviewer stopped by it is no verdict.
-		fb, failed := w.gates(ctx, round)
-		if ctx.Err() != nil {
-			return w.cancelled(ctx), ""
-		}
-		if w.unrunnable != "" {
-			return w.stopRun(errors.New(w.unrunnable)), ""
-		}
-		if failed != "" {
-			if round < maxRounds {
-				feedback, why = fb, failed
-				continue
-			}
-			return w.fail(failed, false), ""
-		}
-		fb, failed, stop := w.review(ctx, round, diff)
-		if ctx.Err() != nil {
-			return w.cancelled(ctx), ""
-		}
-		if failed != "" {
-			if round < maxRounds && !stop {
-				feedback, why = fb, failed
-				continue
-			}
-			return w.fail(failed, false), ""
-		}
-		commit, err := w.commit(ctx, change)
-		if err != nil {
-			if ctx.Err() != nil {
-				return w.cancelled(ctx), ""
-			}
-			return w.opFailed("commit the change", err, false), ""
-		}
-		return nil, commit
 	}
-	return w.fail(fmt.Sprintf("still failing after %d fix rounds", maxRounds), false), ""
+	if change.Empty() {
+		delegated := w.task.Delegates && nonEmpty(w.planOut)
+		st := m.EmptyChange(engine.Empty{
+			Delegated: delegated, ReadOnly: readOnly, Satisfied: res != nil && res.Satisfied,
+			Answer: bound(oneLine(w.lastMsg), 300), NoopComplete: w.cfg.Run.Noop == muster.NoopComplete,
+			Retries: w.charged() <= w.task.Retries})
+		switch {
+		case st.Kind == engine.StepFix:
+			return emptyChangeQuestion, nil, ""
+		case delegated:
+		case st.Kind == engine.StepSucceed && (readOnly || res != nil && res.Satisfied):
+			// What a read task or a satisfied coder found goes to later tasks.
+			w.shareFindings()
+		case m.AskedEmpty():
+			w.send(muster.Event{Type: muster.EvWarning, Message: "asked whether the task already holds, the agent answered: " + bound(oneLine(w.lastMsg), 300)})
+		}
+		return "", w.step(st), ""
+	}
+	diff, err := w.d.opts.Workspace.Diff(ctx, w.dir, w.base)
+	if err != nil {
+		return "", w.opFailed("diff the change", err, false), ""
+	}
+	w.log(muster.LogRecord{Kind: muster.LogDiffStat, Round: round, Text: diffStat(diff)})
+	if st := m.Diff(fmt.Sprintf("%x", sha256.Sum256([]byte(diff)))); st.Kind != engine.StepGo {
+		return "", w.step(st), ""
+	}
+	// An interrupt during the gates or the review cancels the task: a
+	// gate or reviewer stopped by it is no verdict.
+	fb, failed := w.gates(ctx, round)
+	if ctx.Err() != nil {
+		return "", w.cancelled(ctx), ""
+	}
+	if w.unrunnable != "" {
+		return "", w.stopRun(errors.New(w.unrunnable)), ""
+	}
+	if st := m.Gates(failed); st.Kind != engine.StepGo {
+		return fb, w.stepUnlessFix(st), ""
+	}
+	fb, failed, stop := w.review(ctx, round, diff)
+	if ctx.Err() != nil {
+		return "", w.cancelled(ctx), ""
+	}
+	if st := m.Review(failed, stop); st.Kind != engine.StepGo {
+		return fb, w.stepUnlessFix(st), ""
+	}
+	commit, err = w.commit(ctx, change)
+	if err != nil {
+		if ctx.Err() != nil {
+			return "", w.cancelled(ctx), ""
+		}
+		return "", w.opFailed("commit the change", err, false), ""
+	}
+	return "", nil, commit
+}
+
+// step turns the machine's final step into the attempt's final events.
+func (w *worker) step(st engine.Step) []muster.Event {
+	if st.Kind == engine.StepSucceed {
+		return []muster.Event{{Type: muster.EvTaskSucceeded, Task: w.a.Task, Attempt: w.a.Attempt, Reason: st.Reason}}
+	}
+	return w.fail(st.Reason, st.Retry)
+}
+
+// stepUnlessFix is step for a final step, and nil (another round) for a
+// fix round.
+func (w *worker) stepUnlessFix(st engine.Step) []muster.Event {
+	if st.Kind == engine.StepFix {
+		return nil
+	}
+	return w.step(st)
 }
 
 // emptyChangeQuestion is the prompt of the one round a coder that changed
@@ -414,6 +425,11 @@ func (w *worker) execute(ctx context.Context, exec muster.Executor, round int, f
 	if req.Timeout == 0 {
 		req.Timeout = spec.Timeout
 	}
+	req.Base = w.base
+	if w.d.opts.Gates != nil {
+		req.Gates, req.GateTimeout = append(append([]muster.GateSpec(nil), w.cfg.Gates...), w.taskGates()...), w.cfg.Run.GateTimeout
+	}
+	w.remoteGates = nil
 	req.Prompt = w.d.red().String(buildPrompt(w, feedback, round))
 	w.log(muster.LogRecord{Kind: muster.LogPrompt, Round: round, Role: w.a.Role, Slot: w.slot(), Text: promptHead(req.Prompt)})
 	w.lastMsg = ""
@@ -422,7 +438,11 @@ func (w *worker) execute(ctx context.Context, exec muster.Executor, round int, f
 		if err := os.MkdirAll(req.Scratch, 0o755); err != nil {
 			return nil, err
 		}
+		if err := w.tmpdir(req); err != nil {
+			return nil, err
+		}
 	}
+	req.Confine = w.confinement(spec, req.Authority)
 	if w.task.Delegates {
 		w.planOut = filepath.Join(w.scratch, "plan-out.md")
 		req.PlanOut = w.planOut
@@ -442,17 +462,15 @@ func (w *worker) execute(ctx context.Context, exec muster.Executor, round int, f
 		if res != nil && strings.TrimSpace(res.Tail) != "" {
 			w.log(muster.LogRecord{Kind: muster.LogOutput, Round: round, Role: w.a.Role, Slot: w.slot(), Text: res.Tail})
 		}
+		if err == nil && res != nil && res.Gates != nil {
+			w.remoteGates = res.Gates
+		}
 		var ae *muster.AgentError
 		if err == nil || ctx.Err() != nil || !errors.As(err, &ae) || try >= maxTransient {
 			return res, err
 		}
 		var wait time.Duration
 		switch ae.Class {
-		case muster.FailRateLimit:
-			wait = ae.RetryAfter
-			if wait <= 0 {
-				wait = backoff
-			}
 		case muster.FailTransient, muster.FailStall:
 			wait = backoff
 		default:
@@ -486,6 +504,9 @@ func (w *worker) agentFailure(err error, res *muster.ExecResult) []muster.Event 
 	reason := err.Error()
 	if errors.As(err, &ae) {
 		retryable = ae.Retryable()
+		if ae.Class == muster.FailRateLimit {
+			return w.rateLimited(ae, reason, res)
+		}
 		if ae.Class == muster.FailUsageLimit && !ae.ResetAt.IsZero() {
 			// The executor takes no work until its limit resets (a journal
 			// fact, so a resume knows it too); the task waits for it or
@@ -496,14 +517,38 @@ func (w *worker) agentFailure(err error, res *muster.ExecResult) []muster.Event 
 			if res != nil && res.Tail != "" {
 				reason += ": " + lastLines(res.Tail, 3)
 			}
-			return w.fail("agent failed: "+reason, w.a.Attempt <= w.task.Retries+usageLimitRetries)
+			return w.fail("agent failed: "+reason, w.charged() <= w.task.Retries+usageLimitRetries)
 		}
 	}
 	if res != nil && res.Tail != "" {
 		reason += ": " + lastLines(res.Tail, 3)
 	}
-	return w.fail("agent failed: "+reason, retryable && w.a.Attempt <= w.task.Retries)
+	return w.fail("agent failed: "+reason, retryable && w.charged() <= w.task.Retries)
 }
+
+// rateLimited ends an attempt the agent's provider refused for its rate:
+// the RateLimited event paces the executor's credential (fewer agents at
+// once, a backoff; engine/pace.go) and the task is retried without the
+// attempt counting against its Retries, up to engine.MaxUncharged times.
+func (w *worker) rateLimited(ae *muster.AgentError, reason string, res *muster.ExecResult) []muster.Event {
+	ev := muster.Event{Type: muster.EvRateLimited, Executor: w.a.Executor, Clone: w.a.Clone, Reason: bound(w.d.red().String(ae.Message), 300)}
+	if ae.RetryAfter > 0 {
+		until := w.d.clock.Now().Add(ae.RetryAfter).UTC()
+		ev.Until = &until
+	}
+	w.send(ev)
+	if res != nil && res.Tail != "" {
+		reason += ": " + lastLines(res.Tail, 3)
+	}
+	if w.a.Uncharged < engine.MaxUncharged {
+		return w.fail("rate limited (not charged): "+reason, true)
+	}
+	return w.fail("agent failed: "+reason, w.charged() <= w.task.Retries)
+}
+
+// charged is the attempt's number among those that count against the
+// task's Retries (rate-limited attempts do not).
+func (w *worker) charged() int { return w.a.Attempt - w.a.Uncharged }
 
 // record turns an executor's records into events: redacted, bounded
 // (the caps of records.go) and, for usage, checked (sane).
@@ -571,6 +616,8 @@ func (w *worker) record(spec *muster.ExecutorSpec, role string, clone int) func(
 			w.sessionID = r.SessionID
 		case muster.RecPID:
 			w.send(muster.Event{Type: muster.EvAgentStarted, Executor: spec.Name, Clone: clone, Role: role, PID: r.PID})
+		case muster.RecWorker:
+			w.send(muster.Event{Type: muster.EvWorkerAssigned, Executor: spec.Name, Clone: clone, Role: role, Worker: r.Worker, WorkerClone: r.WorkerClone})
 		}
 	}
 }

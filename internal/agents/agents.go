@@ -57,6 +57,9 @@ func New(spec *muster.ExecutorSpec) (muster.Executor, error) {
 func Crew(cfg *muster.Config, runner gate.Runner) (map[string]muster.Executor, error) {
 	out := map[string]muster.Executor{engine.CodeExecutor: gate.CodeExecutor{Runner: runner}}
 	for _, spec := range cfg.Executors {
+		if spec.Fleet {
+			continue // the fleet's workers run it (wired by the caller)
+		}
 		e, err := New(spec)
 		if err != nil {
 			return nil, &muster.Error{Code: muster.CodeInvalid, Message: err.Error()}

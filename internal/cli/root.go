@@ -15,10 +15,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/confine"
 	"github.com/muster-run/muster/internal/cli/clean"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
 	"github.com/muster-run/muster/internal/cli/demo"
 	"github.com/muster-run/muster/internal/cli/doctor"
+	clifleet "github.com/muster-run/muster/internal/cli/fleet"
 	"github.com/muster-run/muster/internal/cli/initcmd"
 	"github.com/muster-run/muster/internal/cli/logs"
 	"github.com/muster-run/muster/internal/cli/mcp"
@@ -34,6 +36,7 @@ import (
 	"github.com/muster-run/muster/internal/cli/validate"
 	"github.com/muster-run/muster/internal/cli/verify"
 	"github.com/muster-run/muster/internal/cli/watch"
+	"github.com/muster-run/muster/internal/cli/worker"
 	"github.com/muster-run/muster/internal/redact"
 )
 
@@ -77,6 +80,8 @@ Start with: muster demo`,
 		mockllm.NewCmd(),
 		doctor.NewCmd(repoConfig),
 		clean.NewCmd(io),
+		clifleet.NewCmd(io),
+		worker.NewCmd(io, buildVersion()),
 	)
 	for _, c := range root.Commands() {
 		c.SilenceUsage = true
@@ -141,6 +146,11 @@ func repoConfig() (*muster.Config, error) {
 // status. The first SIGINT or SIGTERM cancels the run (agents get SIGTERM,
 // then SIGKILL after the grace period); a second one exits at once.
 func Main() int {
+	// muster's own re-exec that confines an agent or a gate and becomes
+	// it: before anything else, so it costs next to nothing.
+	if len(os.Args) > 1 && os.Args[1] == muster.ConfineCommand {
+		return confine.Main(os.Args[2:], os.Stderr)
+	}
 	io := cmdutil.System()
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)

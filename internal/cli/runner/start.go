@@ -41,6 +41,10 @@ func StartWith(ctx context.Context, io *cmdutil.IOStreams, planPath string, f *F
 
 // start validates the plan and drives it as a new run in repo.
 func start(ctx context.Context, io *cmdutil.IOStreams, repo *cmdutil.Repo, planPath string, f *Flags, cfg *muster.Config, onEvent func(*muster.Event, *engine.State)) (*Session, error) {
+	fc, err := joinFleet(ctx, io, cfg, f)
+	if err != nil {
+		return nil, err
+	}
 	runID := f.RunID
 	if runID == "" {
 		runID = cmdutil.NewRunID(time.Now())
@@ -60,7 +64,7 @@ func start(ctx context.Context, io *cmdutil.IOStreams, repo *cmdutil.Repo, planP
 	if err != nil && !errors.Is(err, git.ErrDetached) {
 		return nil, classifyGit(err)
 	}
-	s := &Session{IO: io, Repo: repo, Flags: f, Config: cfg, Plan: plan, RunID: runID, Ref: ref, OnEvent: onEvent}
+	s := &Session{IO: io, Repo: repo, Flags: f, Config: cfg, Plan: plan, RunID: runID, Ref: ref, OnEvent: onEvent, fleet: fc}
 	err = s.Drive(ctx)
 	return s, s.finish(ctx, err)
 }
