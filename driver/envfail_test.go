@@ -55,7 +55,7 @@ func TestVanishedWorktreeAndHeldLockStopTheRun(t *testing.T) {
 		want string
 	}{
 		"vanished": {filepath.Join(t.TempDir(), "gone"), errors.New("git diff: chdir: no such file or directory"), "vanished (removed by something outside muster)"},
-		"lock":     {t.TempDir(), errors.New("fatal: Unable to create '/x/index.lock': File exists."), "a git lock is held by another process"},
+		"lock":     {t.TempDir(), fmt.Errorf("git: %s", "fatal: Unable to create '/x/index.lock': File exists."), "a git lock is held by another process"},
 	} {
 		h := newHarness(t, plan("a"), crew(1))
 		dir := tc.dir
