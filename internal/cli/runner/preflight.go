@@ -3,6 +3,7 @@ package runner
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"math"
 	"os"
@@ -18,12 +19,13 @@ import (
 // Preflight is the one check validate and run share, so that validate
 // passes nothing run would refuse: the plan against the config
 // (planfile.Check) with muster's paths and the config file in use
-// reserved, a crew for agent tasks (NoCrew), the authorities approved
+// reserved, a crew for agent tasks (NoCrew) whose commands are the
+// user's (CheckCommands), the authorities approved
 // (Unapproved), the price table, and every gate's program (a warning when
 // it is neither in the repository nor on PATH). It returns the plan and
 // every problem, each FILE:LINE; err is a plan that cannot be read or a
 // missing crew.
-func Preflight(repo *cmdutil.Repo, planPath string, cfg *muster.Config, strict bool) (*muster.Plan, muster.Problems, error) {
+func Preflight(ctx context.Context, repo *cmdutil.Repo, planPath string, cfg *muster.Config, strict bool) (*muster.Plan, muster.Problems, error) {
 	crew := cfg
 	if len(cfg.Executors) == 0 {
 		crew = nil // no crew configured: executors and roles are not checked (NoCrew says so)
@@ -35,6 +37,13 @@ func Preflight(repo *cmdutil.Repo, planPath string, cfg *muster.Config, strict b
 	}
 	if plan != nil && len(probs.Errors()) == 0 {
 		if err := NoCrew(plan, cfg); err != nil {
+			return plan, probs, err
+		}
+		top := "."
+		if repo != nil {
+			top = repo.Top
+		}
+		if err := CheckCommands(ctx, top, cfg); err != nil {
 			return plan, probs, err
 		}
 	}

@@ -36,7 +36,7 @@ overlapping Owns between tasks that may run at once) alone exit 0, unless
 			if err != nil {
 				return err
 			}
-			_, probs, err := runner.Preflight(repo, args[0], cfg, f.Strict)
+			_, probs, err := runner.Preflight(cmd.Context(), repo, args[0], cfg, f.Strict)
 			if err != nil {
 				return err
 			}
