@@ -247,15 +247,16 @@ func changedPaths(c *muster.Change) []string {
 // either the final events of a failed or finished attempt, or the task
 // commit to integrate.
 func (w *worker) rounds(ctx context.Context, exec muster.Executor, feedback string, start int) ([]muster.Event, string) {
-	maxRounds := w.cfg.MaxRounds()
-	violatedBefore := false
-	askedEmpty := false
-	lastDiff := ""
-	why := firstLine(feedback)
-	for round := start; round <= maxRounds; round++ {
+	m := engine.NewAttempt(start, w.cfg.MaxRounds())
+	first := firstLine(feedback)
+	for {
+		round, ok := m.Next(first)
+		if !ok {
+			return w.step(m.Exhausted()), ""
+		}
 		w.round = round
 		if round > 0 {
-			w.send(muster.Event{Type: muster.EvFixRound, Round: round, Reason: why})
+			w.send(muster.Event{Type: muster.EvFixRound, Round: round, Reason: m.Why()})
 		}
 		w.send(muster.Event{Type: muster.EvPhase, Phase: "agent", Round: round})
 		res, err := w.execute(ctx, exec, round, feedback)
@@ -265,120 +266,123 @@ func (w *worker) rounds(ctx context.Context, exec muster.Executor, feedback stri
 		if err != nil {
 			return w.agentFailure(err, res), ""
 		}
-		change, err := w.d.opts.Workspace.Change(ctx, w.dir, w.base)
-		if err != nil {
-			return w.fail("compute change: "+err.Error(), false), ""
+		var final []muster.Event
+		var commit string
+		feedback, final, commit = w.check(ctx, m, res, round)
+		if final != nil || commit != "" {
+			return final, commit
 		}
-		readOnly := w.task.EffectiveAuthority() == muster.AuthorityRead
-		viol := w.d.opts.Workspace.Violations(ctx, w.dir, change, w.task.Owns)
+	}
+}
+
+// check runs a round's checks on what the agent left, in order, and asks
+// the attempt's machine what each finding means: the feedback of the next
+// round, or the attempt's final events, or the commit to integrate.
+func (w *worker) check(ctx context.Context, m *engine.Attempt, res *muster.ExecResult, round int) (feedback string, final []muster.Event, commit string) {
+	change, err := w.d.opts.Workspace.Change(ctx, w.dir, w.base)
+	if err != nil {
+		return "", w.fail("compute change: "+err.Error(), false), ""
+	}
+	readOnly := w.task.EffectiveAuthority() == muster.AuthorityRead
+	viol := w.d.opts.Workspace.Violations(ctx, w.dir, change, w.task.Owns)
+	if readOnly {
+		viol = changedPaths(change)
+	}
+	if len(viol) > 0 {
+		outside, ev := "changed paths outside Owns: ", muster.Event{Type: muster.EvViolation, Paths: viol, Round: round}
 		if readOnly {
-			viol = changedPaths(change)
+			outside, ev.Reason = "changed paths with read authority: ", "read authority"
 		}
-		if len(viol) > 0 {
-			outside, ev := "changed paths outside Owns: ", muster.Event{Type: muster.EvViolation, Paths: viol, Round: round}
+		w.send(ev)
+		switch st := m.Violation(outside+strings.Join(viol, ", "), w.cfg.Run.OnViolation == muster.OnViolationDiscard); st.Kind {
+		case engine.StepFix:
 			if readOnly {
-				outside, ev.Reason = "changed paths with read authority: ", "read authority"
+				return "This task has read authority: it may not change files. Revert these:\n  " + strings.Join(viol, "\n  "), nil, ""
 			}
-			w.send(ev)
-			if !violatedBefore && round < maxRounds {
-				violatedBefore = true
-				feedback = "You changed files outside the paths this task owns. Revert these, keep to your paths:\n  " +
-					strings.Join(viol, "\n  ") + "\nYou own:\n  " + strings.Join(w.task.Owns, "\n  ")
-				if readOnly {
-					feedback = "This task has read authority: it may not change files. Revert these:\n  " + strings.Join(viol, "\n  ")
-				}
-				why = outside + strings.Join(viol, ", ")
-				continue
-			}
+			return "You changed files outside the paths this task owns. Revert these, keep to your paths:\n  " +
+				strings.Join(viol, "\n  ") + "\nYou own:\n  " + strings.Join(w.task.Owns, "\n  "), nil, ""
+		default:
 			if err := w.d.opts.Workspace.Revert(ctx, w.dir, w.base, viol); err != nil {
-				return w.fail("revert out-of-bounds paths: "+err.Error(), false), ""
+				return "", w.fail("revert out-of-bounds paths: "+err.Error(), false), ""
 			}
 			// Gates that ran elsewhere saw the paths just reverted.
 			w.remoteGates = nil
-			if w.cfg.Run.OnViolation != muster.OnViolationDiscard {
-				return w.fail("boundary violation: "+outside+strings.Join(viol, ", "), false), ""
+			if st.Kind == engine.StepFail {
+				return "", w.step(st), ""
 			}
 			w.send(muster.Event{Type: muster.EvWarning, Message: "discarded out-of-bounds paths: " + strings.Join(viol, ", ")})
 			if change, err = w.d.opts.Workspace.Change(ctx, w.dir, w.base); err != nil {
-				return w.fail("compute change: "+err.Error(), false), ""
+				return "", w.fail("compute change: "+err.Error(), false), ""
 			}
 		}
-		if change.Empty() {
-			if w.task.Delegates && nonEmpty(w.planOut) {
-				return []muster.Event{{Type: muster.EvTaskSucceeded, Task: w.a.Task, Attempt: w.a.Attempt, Reason: "delegated: planned new tasks, no change of its own"}}, ""
-			}
-			if readOnly {
-				// A read task's product is what it reports, never a change.
-				w.shareFindings()
-				return []muster.Event{{Type: muster.EvTaskSucceeded, Task: w.a.Task, Attempt: w.a.Attempt, Reason: "read authority: no change, as expected"}}, ""
-			}
-			if res != nil && res.Satisfied {
-				w.shareFindings()
-				reason := "satisfied: no change needed"
-				if askedEmpty {
-					reason = "satisfied when asked: " + bound(oneLine(w.lastMsg), 300)
-				}
-				return []muster.Event{{Type: muster.EvTaskSucceeded, Task: w.a.Task, Attempt: w.a.Attempt, Reason: reason}}, ""
-			}
-			if !askedEmpty && round < maxRounds {
-				// Ask once whether the task already holds.
-				askedEmpty = true
-				feedback = emptyChangeQuestion
-				why = "empty change: asked whether the task already holds"
-				continue
-			}
-			if askedEmpty {
-				w.send(muster.Event{Type: muster.EvWarning, Message: "asked whether the task already holds, the agent answered: " + bound(oneLine(w.lastMsg), 300)})
-			}
-			if w.cfg.Run.Noop == muster.NoopComplete {
-				return []muster.Event{{Type: muster.EvTaskSucceeded, Task: w.a.Task, Attempt: w.a.Attempt, Reason: "no change (noop = complete)"}}, ""
-			}
-			return w.fail("no change: the agent changed nothing and did not say the task already holds", w.charged() <= w.task.Retries), ""
-		}
-		diff, err := w.d.opts.Workspace.Diff(ctx, w.dir, w.base)
-		if err != nil {
-			return w.fail("diff: "+err.Error(), false), ""
-		}
-		w.log(muster.LogRecord{Kind: muster.LogDiffStat, Round: round, Text: diffStat(diff)})
-		sum := fmt.Sprintf("%x", sha256.Sum256([]byte(diff)))
-		if round > start && sum == lastDiff {
-			return w.fail("stalemate: fix round "+fmt.Sprint(round)+" changed nothing", false), ""
-		}
-		lastDiff = sum
-		// An interrupt during the gates or the review cancels the task:
-		// a gate or reviewer stopped by it is no verdict.
-		fb, failed := w.gates(ctx, round)
-		if ctx.Err() != nil {
-			return w.cancelled(ctx), ""
-		}
-		if failed != "" {
-			if round < maxRounds {
-				feedback, why = fb, failed
-				continue
-			}
-			return w.fail(failed, false), ""
-		}
-		fb, failed, stop := w.review(ctx, round, diff)
-		if ctx.Err() != nil {
-			return w.cancelled(ctx), ""
-		}
-		if failed != "" {
-			if round < maxRounds && !stop {
-				feedback, why = fb, failed
-				continue
-			}
-			return w.fail(failed, false), ""
-		}
-		commit, err := w.commit(ctx, change)
-		if err != nil {
-			if ctx.Err() != nil {
-				return w.cancelled(ctx), ""
-			}
-			return w.fail("commit: "+err.Error(), false), ""
-		}
-		return nil, commit
 	}
-	return w.fail(fmt.Sprintf("still failing after %d fix rounds", maxRounds), false), ""
+	if change.Empty() {
+		delegated := w.task.Delegates && nonEmpty(w.planOut)
+		st := m.EmptyChange(engine.Empty{
+			Delegated: delegated, ReadOnly: readOnly, Satisfied: res != nil && res.Satisfied,
+			Answer: bound(oneLine(w.lastMsg), 300), NoopComplete: w.cfg.Run.Noop == muster.NoopComplete,
+			Retries: w.charged() <= w.task.Retries})
+		switch {
+		case st.Kind == engine.StepFix:
+			return emptyChangeQuestion, nil, ""
+		case delegated:
+		case st.Kind == engine.StepSucceed && (readOnly || res != nil && res.Satisfied):
+			// What a read task or a satisfied coder found goes to later tasks.
+			w.shareFindings()
+		case m.AskedEmpty():
+			w.send(muster.Event{Type: muster.EvWarning, Message: "asked whether the task already holds, the agent answered: " + bound(oneLine(w.lastMsg), 300)})
+		}
+		return "", w.step(st), ""
+	}
+	diff, err := w.d.opts.Workspace.Diff(ctx, w.dir, w.base)
+	if err != nil {
+		return "", w.fail("diff: "+err.Error(), false), ""
+	}
+	w.log(muster.LogRecord{Kind: muster.LogDiffStat, Round: round, Text: diffStat(diff)})
+	if st := m.Diff(fmt.Sprintf("%x", sha256.Sum256([]byte(diff)))); st.Kind != engine.StepGo {
+		return "", w.step(st), ""
+	}
+	// An interrupt during the gates or the review cancels the task: a
+	// gate or reviewer stopped by it is no verdict.
+	fb, failed := w.gates(ctx, round)
+	if ctx.Err() != nil {
+		return "", w.cancelled(ctx), ""
+	}
+	if st := m.Gates(failed); st.Kind != engine.StepGo {
+		return fb, w.stepUnlessFix(st), ""
+	}
+	fb, failed, stop := w.review(ctx, round, diff)
+	if ctx.Err() != nil {
+		return "", w.cancelled(ctx), ""
+	}
+	if st := m.Review(failed, stop); st.Kind != engine.StepGo {
+		return fb, w.stepUnlessFix(st), ""
+	}
+	commit, err = w.commit(ctx, change)
+	if err != nil {
+		if ctx.Err() != nil {
+			return "", w.cancelled(ctx), ""
+		}
+		return "", w.fail("commit: "+err.Error(), false), ""
+	}
+	return "", nil, commit
+}
+
+// step turns the machine's final step into the attempt's final events.
+func (w *worker) step(st engine.Step) []muster.Event {
+	if st.Kind == engine.StepSucceed {
+		return []muster.Event{{Type: muster.EvTaskSucceeded, Task: w.a.Task, Attempt: w.a.Attempt, Reason: st.Reason}}
+	}
+	return w.fail(st.Reason, st.Retry)
+}
+
+// stepUnlessFix is step for a final step, and nil (another round) for a
+// fix round.
+func (w *worker) stepUnlessFix(st engine.Step) []muster.Event {
+	if st.Kind == engine.StepFix {
+		return nil
+	}
+	return w.step(st)
 }
 
 // emptyChangeQuestion is the prompt of the one round a coder that changed
@@ -424,7 +428,11 @@ func (w *worker) execute(ctx context.Context, exec muster.Executor, round int, f
 		if err := os.MkdirAll(req.Scratch, 0o755); err != nil {
 			return nil, err
 		}
+		if err := w.tmpdir(req); err != nil {
+			return nil, err
+		}
 	}
+	req.Confine = w.confinement(spec, req.Authority)
 	if w.task.Delegates {
 		w.planOut = filepath.Join(w.scratch, "plan-out.md")
 		req.PlanOut = w.planOut

@@ -301,8 +301,3 @@ func firstLines(s string, n int) string {
 	}
 	return strings.Join(lines, "\n")
 }
-
-// Serve runs the server on stdin and stdout until the client goes.
-func Serve(ctx context.Context, b Backend, version string) error {
-	return New(b, version).Run(ctx, &mcp.StdioTransport{})
-}
