@@ -18,6 +18,8 @@ type span struct {
 	Start   time.Time
 	End     time.Time
 	Outcome string // a task state, "retried" or "review"
+	// Worker is the fleet worker's "worker/executor#clone" ("": local).
+	Worker string
 }
 
 // costPoint is the run's cumulative cost after one TokensUsed.
@@ -37,6 +39,9 @@ type run struct {
 	models  []string
 	cost    []costPoint
 	leased  bool // the journal records leases (else spans are attempts)
+	// gaps are the stretches no muster ran the run (crash or interrupt
+	// until the resume): left out of durations, marked on the timeline.
+	gaps []muster.Gap
 }
 
 func fold(events []muster.Event) *run {
@@ -44,6 +49,7 @@ func fold(events []muster.Event) *run {
 	for i := range events {
 		r.apply(&events[i])
 	}
+	r.gaps = muster.Gaps(events)
 	end := r.End
 	if end.IsZero() {
 		end = r.last(events)
@@ -109,6 +115,10 @@ func (r *run) apply(e *muster.Event) {
 				s.Outcome = outcome(t.State)
 			}
 			delete(r.open, e.Slot())
+		}
+	case muster.EvWorkerAssigned:
+		if s := r.open[e.Slot()]; s != nil && s.Task == e.Task {
+			s.Worker = e.Worker + "/" + muster.Slot(e.Executor, e.WorkerClone)
 		}
 	case muster.EvTaskStarted:
 		r.openSpan(e, e.Role)

@@ -128,7 +128,7 @@ func layoutGraph(r *run) graph {
 		pos[id] = [2]float64{x, y}
 		detail := string(t.State)
 		if t.Slot != "" {
-			detail += " · " + t.Slot
+			detail += " · " + t.Where()
 		}
 		g.Nodes = append(g.Nodes, node{X: x, Y: y, ID: string(id), Label: clipText(string(id), 20),
 			State: t.State, Title: t.Title, Detail: clipText(detail, 24)})
@@ -184,6 +184,9 @@ type gantt struct {
 	Bars  []bar
 	Ticks []tick
 	Grid  []float64 // y of row separators
+	// Gaps shade the stretches no muster ran the run (a crash or an
+	// interrupt, until the resume).
+	Gaps []mark
 }
 
 func layoutGantt(r *run) gantt {
@@ -207,6 +210,12 @@ func layoutGantt(r *run) gantt {
 		g.Grid = append(g.Grid, y+ganttRow)
 	}
 	g.H = ganttTop + float64(len(r.Clones))*ganttRow + 8
+	for _, gp := range r.gaps {
+		x1, x2 := xAt(gp.From), xAt(gp.To)
+		g.Gaps = append(g.Gaps, mark{X: x1, Y: ganttTop, W: math.Max(x2-x1, 2), H: g.H - ganttTop, Class: "gap",
+			Tip: fmt.Sprintf("muster not running from %s to %s (%s, until the resume): left out of the times",
+				gp.From.UTC().Format(time.TimeOnly), gp.To.UTC().Format(time.TimeOnly), runview.Duration(gp.To.Sub(gp.From)))})
+	}
 	for _, s := range r.spans {
 		y := ganttTop + float64(rowOf[s.Slot])*ganttRow + 4
 		x1, x2 := xAt(s.Start), xAt(s.End)
@@ -214,7 +223,11 @@ func layoutGantt(r *run) gantt {
 		if b.W > 8*float64(len(s.Task))+6 {
 			b.Label = string(s.Task)
 		}
-		b.Tip = fmt.Sprintf("%s on %s (%s): %s–%s, %s", s.Task, s.Slot, s.Role,
+		where := s.Slot
+		if s.Worker != "" {
+			where = s.Worker
+		}
+		b.Tip = fmt.Sprintf("%s on %s (%s): %s–%s, %s", s.Task, where, s.Role,
 			s.Start.UTC().Format(time.TimeOnly), s.End.UTC().Format(time.TimeOnly), s.Outcome)
 		if t := r.Tasks[s.Task]; t != nil && s.Role != muster.RoleReviewer {
 			in := func(at time.Time) bool { return !at.Before(s.Start) && !at.After(s.End) }

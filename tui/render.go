@@ -57,7 +57,11 @@ func (m Model) render() string {
 	out = append(out, stHeader.Render(clip(m.header(), w)))
 
 	lanes := m.laneLines(w)
-	footer := stDim.Render(clip("↑/↓ j/k select task · q leave view (run continues) · ctrl+c stop run", w))
+	keys := "↑/↓ j/k select task · q or ctrl+c leave view (the run goes on)"
+	if m.stopsRun {
+		keys = "↑/↓ j/k select task · q leave view (run continues) · ctrl+c stop run"
+	}
+	footer := stDim.Render(clip(keys, w))
 	// Budget the rows: header, lanes title + lanes, tasks title + rows,
 	// events title + at least 3 lines, footer.
 	rest := h - 1 - 1 - (1 + len(lanes)) - 1
@@ -132,11 +136,11 @@ func (m Model) elapsed() time.Duration {
 func (m Model) laneLines(w int) []string {
 	sw := 8
 	for _, l := range m.st.Clones {
-		sw = max(sw, lipgloss.Width(textsafe.Sanitize(l.Slot)))
+		sw = max(sw, lipgloss.Width(textsafe.Sanitize(l.Name())))
 	}
 	var lines []string
 	for _, l := range m.st.Clones {
-		slot := pad(textsafe.Sanitize(l.Slot), sw)
+		slot := pad(textsafe.Sanitize(l.Name()), sw)
 		total := fmt.Sprintf("Σ %s tok %s", runview.Tokens(l.Total.Tokens()), muster.FormatUSD(l.Total.CostMicros))
 		if l.Task == "" {
 			state, detail := "idle", ""
@@ -249,7 +253,7 @@ func (m Model) detail(w, n int) []string {
 	lines := []string{stHeader.Render(clip(textsafe.Sanitize(string(t.ID))+": "+textsafe.Sanitize(t.Title), w))}
 	info := fmt.Sprintf("%s  attempt %d", t.State, t.Attempt)
 	if t.Slot != "" {
-		info += "  on " + textsafe.Sanitize(t.Slot)
+		info += "  on " + textsafe.Sanitize(t.Where())
 	}
 	if t.State == muster.StateRunning {
 		info += "  " + phaseText(t)

@@ -96,8 +96,8 @@ func ApplyFlags(cfg *muster.Config, f *Flags) error {
 	default:
 		return cmdutil.FlagErrorf("--on-failure must be stop or continue, not %q", f.OnFailure)
 	}
-	if f.BudgetUSD < 0 {
-		return cmdutil.FlagErrorf("--budget-usd must not be negative")
+	if err := CheckBudget(f.BudgetUSD); err != nil {
+		return err
 	}
 	if f.BudgetUSD > 0 {
 		cfg.Run.BudgetUSDMicros = muster.MicrosFromUSD(f.BudgetUSD)
@@ -196,13 +196,7 @@ func (s *Session) Drive(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// Agents must never write the user's repository, muster's run
-	// directory in it, or the pool of other clones in the cache.
-	protect := []string{s.Repo.Top, s.Repo.GitDir}
-	if cache, err := git.CacheRoot(); err == nil {
-		protect = append(protect, cache)
-	}
-	confinement, warnings, err := Confinement(s.Config, protect...)
+	confinement, warnings, err := RepoConfinement(s.Repo, s.Config)
 	if err != nil {
 		return err
 	}
