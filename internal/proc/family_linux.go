@@ -228,3 +228,16 @@ func KillStale(owners map[string]bool) int {
 	}
 	return n
 }
+
+// waitExited returns once the process pid (a child) has exited, without
+// reaping it (exec.Cmd.Wait does that afterwards); false when it could
+// not wait so.
+func waitExited(pid int) bool {
+	for {
+		var si unix.Siginfo
+		err := unix.Waitid(unix.P_PID, pid, &si, unix.WEXITED|unix.WNOWAIT, nil)
+		if err != syscall.EINTR {
+			return err == nil
+		}
+	}
+}

@@ -18,3 +18,6 @@ func BecomeSubreaper() error { return nil }
 
 // KillStale finds nothing without /proc.
 func KillStale(map[string]bool) int { return 0 }
+
+// waitExited cannot wait without reaping here: Cmd.Wait does both.
+func waitExited(int) bool { return false }

@@ -144,11 +144,13 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	stopped := make(chan struct{}) // muster stops the invocation
 	var res Result
 	var stopOnce sync.Once
+	var stopping sync.WaitGroup // fam.stop, done before the leader is reaped
 	stop := func(why string) {
 		stopOnce.Do(func() {
 			res.Stopped = why
 			close(stopped)
-			go fam.stop(s.Grace, exited)
+			stopping.Add(1)
+			go func() { defer stopping.Done(); fam.stop(s.Grace, exited) }()
 		})
 	}
 	// The watcher lives until the process has been waited for.
@@ -194,11 +196,15 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 			}
 		}
 	}()
-	err = cmd.Wait()
-	close(exited)
-	if errors.Is(err, exec.ErrWaitDelay) {
-		err = nil // exited 0; only a leftover child held stdin
+	// Wait for the leader to exit but leave it unreaped (a zombie) until
+	// its family is stopped: its pid, which is also its session's and its
+	// group's id, cannot be given to another process meanwhile, so what
+	// is found by those ids is the family's.
+	unreaped := waitExited(pid)
+	if !unreaped {
+		err = cmd.Wait()
 	}
+	close(exited)
 	// The process has exited: the invocation is over. What it left
 	// behind (a server, a watcher, a daemon) gets SIGTERM, then SIGKILL
 	// after the grace period unless the output closes first; a timeout
@@ -231,6 +237,13 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	t.Stop()
 	close(waitDone)
 	<-watcherDone
+	stopping.Wait()
+	if unreaped {
+		err = cmd.Wait()
+	}
+	if errors.Is(err, exec.ErrWaitDelay) {
+		err = nil // exited 0; only a leftover child held stdin
+	}
 	res.Duration = time.Since(start)
 	res.ExitCode = exitCode(err)
 	return res, nil
