@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 )
 
@@ -35,6 +36,13 @@ func markOwner(m string) (string, bool) {
 	return m[:i], true
 }
 
+// info is one process as /proc/PID/stat tells it.
+type info struct {
+	pid, ppid, pgid, sid int
+	start                uint64 // clock ticks after boot: with pid, the process's identity
+	zombie               bool
+}
+
 // family is the processes of one invocation: its leader (which leads
 // its own session and process group) and everything descended from it
 // or marked with its mark.
@@ -42,6 +50,9 @@ type family struct {
 	leader int
 	start  uint64 // the leader's start time
 	mark   string
+
+	mu   sync.Mutex
+	seen map[int]info // members signalled so far, for reap
 }
 
 // withEnv returns env (nil: this process's) with name set to value.

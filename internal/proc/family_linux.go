@@ -11,13 +11,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// info is one process as /proc/PID/stat tells it.
-type info struct {
-	pid, ppid, pgid, sid int
-	start                uint64 // clock ticks after boot: with pid, the process's identity
-	zombie               bool
-}
-
 // readStat reads /proc/PID/stat; ok is false when the process is gone.
 func readStat(pid int) (info, bool) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
@@ -129,6 +122,14 @@ func (f *family) members() []info {
 // scan is never signalled.
 func (f *family) signal(sig syscall.Signal) bool {
 	ms := f.members()
+	f.mu.Lock()
+	if f.seen == nil {
+		f.seen = map[int]info{}
+	}
+	for _, p := range ms {
+		f.seen[p.pid] = p
+	}
+	f.mu.Unlock()
 	for _, p := range ms {
 		signalIdentified(p, sig)
 	}
@@ -149,20 +150,27 @@ func signalIdentified(p info, sig syscall.Signal) {
 	_ = unix.PidfdSendSignal(fd, sig, nil, 0)
 }
 
-// reap waits for the family's orphans that became muster's children (it
-// is their subreaper), so that none stays a zombie: every child of
-// muster's that is not a process exec waits for (their sessions differ
-// from muster's) and carries the mark or lies in the leader's session.
-// It gives up after about a second.
+// reap waits for the members signalled so far that became muster's
+// children (it is their subreaper), so that none stays a zombie. Only
+// those: a zombie no longer shows its environment, and any other child
+// may be a process an exec.Cmd waits for. It gives up after about a
+// second.
 func (f *family) reap() {
+	f.mu.Lock()
+	seen := make([]info, 0, len(f.seen))
+	for _, m := range f.seen {
+		seen = append(seen, m)
+	}
+	f.mu.Unlock()
 	for i := 0; i < 50; i++ {
 		left := false
-		for _, p := range scan() {
-			if p.ppid != self.pid || p.pid == f.leader || p.start < f.start || p.sid == self.sid {
+		for _, m := range seen {
+			if m.pid == f.leader {
 				continue
 			}
-			if p.sid != f.leader && p.pgid != f.leader && markOf(p.pid) != f.mark && !p.zombie {
-				continue
+			p, ok := readStat(m.pid)
+			if !ok || p.start != m.start || p.ppid != self.pid {
+				continue // gone, or not ours to reap
 			}
 			if !p.zombie {
 				left = true
