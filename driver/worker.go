@@ -462,6 +462,10 @@ func (w *worker) execute(ctx context.Context, exec muster.Executor, round int, f
 }
 
 func (w *worker) agentFailure(err error, res *muster.ExecResult) []muster.Event {
+	var pe *muster.PanicError
+	if errors.As(err, &pe) {
+		return w.stopRun(pe)
+	}
 	var ae *muster.AgentError
 	retryable := true
 	reason := err.Error()
@@ -516,7 +520,11 @@ func (w *worker) record(spec *muster.ExecutorSpec, role string, clone int) func(
 		case muster.RecSession:
 			w.sessionID = r.SessionID
 		case muster.RecPID:
-			w.send(muster.Event{Type: muster.EvAgentStarted, Executor: spec.Name, Clone: clone, Role: role, PID: r.PID})
+			p := muster.Process{PID: r.PID}
+			if w.d.opts.Identify != nil && r.PID > 0 {
+				p = w.d.opts.Identify(r.PID) // now, while the process runs (or is a zombie)
+			}
+			w.send(muster.Event{Type: muster.EvAgentStarted, Executor: spec.Name, Clone: clone, Role: role, PID: r.PID, PIDStart: p.Start, BootID: p.Boot})
 		}
 	}
 }
