@@ -91,11 +91,14 @@ const (
 
 // ExecutorSpec is one [executors.NAME] table of muster.toml, or a --crew flag.
 type ExecutorSpec struct {
-	Name          string            `json:"name"`
-	Kind          string            `json:"kind"`
-	Clones        int               `json:"clones"`
-	Roles         []string          `json:"roles,omitempty"`
-	Model         string            `json:"model,omitempty"`
+	Name   string   `json:"name"`
+	Kind   string   `json:"kind"`
+	Clones int      `json:"clones"`
+	Roles  []string `json:"roles,omitempty"`
+	Model  string   `json:"model,omitempty"`
+	// Models are the models a task may ask for (Model:) on this executor;
+	// empty: any model, passed to the agent as it is.
+	Models        []string          `json:"models,omitempty"`
 	BaseURL       string            `json:"base_url,omitempty"`
 	APIKeyEnv     string            `json:"api_key_env,omitempty"`
 	Env           map[string]string `json:"env,omitempty"`
@@ -103,10 +106,17 @@ type ExecutorSpec struct {
 	Command       []string          `json:"command,omitempty"`
 	Timeout       time.Duration     `json:"timeout,omitempty"`
 	MaxConcurrent int               `json:"max_concurrent,omitempty"`
+	// EnvAllow names variables of muster's environment that look like
+	// credentials but this executor's agents get all the same ([run]
+	// env_allow adds to it).
+	EnvAllow []string `json:"env_allow,omitempty"`
 	// Seed drives the sim kind, so a simulated run is repeatable.
 	Seed int64 `json:"seed,omitempty"`
 	// Speed scales the sim kind's delays (1 = as given; 0 = no delay).
 	Speed float64 `json:"speed,omitempty"`
+	// Fleet marks an executor the fleet's workers serve (muster run
+	// --nats): its clones are theirs, pooled by name.
+	Fleet bool `json:"fleet,omitempty"`
 	// Line is where the table starts in the config file (0 for flags).
 	Line int `json:"-"`
 }
@@ -119,6 +129,44 @@ func (e *ExecutorSpec) HasRole(role string) bool {
 	}
 	for _, r := range e.Roles {
 		if r == role {
+			return true
+		}
+	}
+	return false
+}
+
+// Capacity is how many of the executor's clones may work at once: its
+// clones (at least one), capped by max_concurrent.
+func (e *ExecutorSpec) Capacity() int {
+	n := e.Clones
+	if n <= 0 {
+		n = 1
+	}
+	if e.MaxConcurrent > 0 && e.MaxConcurrent < n {
+		n = e.MaxConcurrent
+	}
+	return n
+}
+
+// Credential names the account an executor's agents spend: its
+// api_key_env, else its kind's own account (the default key or login).
+// Rate limits pace every executor of one credential together.
+func (e *ExecutorSpec) Credential() string {
+	if e.APIKeyEnv != "" {
+		return "env:" + e.APIKeyEnv
+	}
+	return "kind:" + e.Kind
+}
+
+// OffersModel reports whether a task asking for model m may run on the
+// executor: m is empty, the executor lists no models, or m is its model
+// or one of its models.
+func (e *ExecutorSpec) OffersModel(m string) bool {
+	if m == "" || len(e.Models) == 0 || m == e.Model {
+		return true
+	}
+	for _, x := range e.Models {
+		if x == m {
 			return true
 		}
 	}
@@ -154,6 +202,9 @@ type RunConfig struct {
 	Reviewers         int           `json:"reviewers,omitempty"` // reviewers per task
 	StallTimeout      time.Duration `json:"stall_timeout,omitempty"`
 	PricesFile        string        `json:"prices_file,omitempty"`
+	// EnvAllow names variables that look like credentials but are none:
+	// every agent and gate gets them, and they are not redacted.
+	EnvAllow []string `json:"env_allow,omitempty"`
 }
 
 // Config is a parsed muster.toml merged with command-line overrides.
@@ -162,6 +213,33 @@ type Config struct {
 	Run       RunConfig       `json:"run"`
 	Executors []*ExecutorSpec `json:"executors"`
 	Gates     []GateSpec      `json:"gates,omitempty"`
+	Pool      PoolConfig      `json:"pool,omitzero"`
+	Fleet     FleetConfig     `json:"fleet,omitzero"`
+}
+
+// PoolConfig is the [pool] table: the clones muster keeps in its cache
+// between runs of a repository.
+type PoolConfig struct {
+	// MaxClones bounds the free clones kept (least recently used go
+	// first); 0: the default (16).
+	MaxClones int `json:"max_clones,omitempty"`
+}
+
+// FleetConfig is the [fleet] table: where the fleet's NATS server is and
+// how to reach it. It never holds a secret itself: a password is read
+// from the environment variable PasswordEnv names, an nkey from its seed
+// file.
+type FleetConfig struct {
+	NATS         string `json:"nats,omitempty"`           // server URL, without user-info
+	User         string `json:"user,omitempty"`           // NATS user (password in PasswordEnv)
+	PasswordEnv  string `json:"password_env,omitempty"`   // variable holding the password
+	NkeySeedFile string `json:"nkey_seed_file,omitempty"` // an nkey seed, instead of user/password
+	// Nkeys are the public nkeys `fleet serve` admits.
+	Nkeys   []string      `json:"nkeys,omitempty"`
+	TLSCA   string        `json:"tls_ca,omitempty"`   // CA bundle to verify the other side
+	TLSCert string        `json:"tls_cert,omitempty"` // certificate (server: its own; client: for mutual TLS)
+	TLSKey  string        `json:"tls_key,omitempty"`
+	Lease   time.Duration `json:"lease,omitempty"` // a worker's lease on a task (the ack wait)
 }
 
 // Executor returns the executor spec with the given name, or nil.
@@ -172,6 +250,20 @@ func (c *Config) Executor(name string) *ExecutorSpec {
 		}
 	}
 	return nil
+}
+
+// EnvAllowOf returns the variables the executor's agents get although
+// they look like credentials: [run] env_allow, the executor's env_allow
+// and its api_key_env.
+func (c *Config) EnvAllowOf(e *ExecutorSpec) []string {
+	out := append([]string(nil), c.Run.EnvAllow...)
+	if e != nil {
+		out = append(out, e.EnvAllow...)
+		if e.APIKeyEnv != "" {
+			out = append(out, e.APIKeyEnv)
+		}
+	}
+	return out
 }
 
 // Grace returns the SIGTERM-to-SIGKILL grace period.

@@ -33,7 +33,7 @@ const (
 	EvTaskSucceeded   EventType = "TaskSucceeded" // Task, Attempt, Commit (or empty), Reason ("satisfied", "no change")
 	EvTaskFailed      EventType = "TaskFailed"    // Task, Attempt, Reason, Retry (true: will be retried)
 	EvTaskSkipped     EventType = "TaskSkipped"   // Task, Reason
-	EvTaskCancelled   EventType = "TaskCancelled" // Task, Attempt, Reason (interrupted, budget, stopped)
+	EvTaskCancelled   EventType = "TaskCancelled" // Task, Attempt, Reason, Cause (interrupted, budget, stopped)
 	EvNote            EventType = "Note"          // Task, Message: a finding shared with later tasks
 	EvLoopAttempt     EventType = "LoopAttempt"   // Task, Round (0: before any repair), Gate, Passed, Output: one check of a Loop
 	EvLoopEnded       EventType = "LoopEnded"     // Task, State (resolved, exhausted, failed), Round, Reason
@@ -42,6 +42,12 @@ const (
 	EvRunInterrupted  EventType = "RunInterrupted"
 	EvAgentStarted    EventType = "AgentStarted"   // Task, Executor, Clone, Role, PID, PIDStart, BootID: the agent's process (group) runs
 	EvExecutorPaused  EventType = "ExecutorPaused" // Executor, Until, Reason: a usage limit; no new work there until then
+	EvWorkerAssigned  EventType = "WorkerAssigned" // Task, Executor, Clone, Role, Worker, WorkerClone: a fleet worker took the invocation
+	// EvRateLimited (Task, Attempt, Executor, Clone, Reason, Until: the
+	// agent's retry-after, if it named one) paces the executor's
+	// credential (engine/pace.go); the attempt is not charged to the
+	// task's Retries.
+	EvRateLimited EventType = "RateLimited"
 )
 
 // Event is one line of the journal. Fields not used by a type are empty.
@@ -94,10 +100,13 @@ type Event struct {
 	Commit string `json:"commit,omitempty"`
 	Tip    string `json:"tip,omitempty"`
 
-	Reason  string `json:"reason,omitempty"`
-	Retry   bool   `json:"retry,omitempty"`
-	Message string `json:"message,omitempty"`
-	State   string `json:"state,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	// Cause (TaskCancelled) is why the task was cancelled, for code to
+	// test; Reason is the sentence for people.
+	Cause   CancelCause `json:"cause,omitempty"`
+	Retry   bool        `json:"retry,omitempty"`
+	Message string      `json:"message,omitempty"`
+	State   string      `json:"state,omitempty"`
 	// Until is when a paused executor takes work again (ExecutorPaused).
 	Until *time.Time `json:"until,omitempty"`
 	// SessionID is the agent's own session, so a fix round can resume it.
@@ -108,6 +117,9 @@ type Event struct {
 	// after boot, and the boot it started in.
 	PIDStart uint64 `json:"pid_start,omitempty"`
 	BootID   string `json:"boot_id,omitempty"`
+	// Worker is the fleet worker (WorkerAssigned) and WorkerClone its clone.
+	Worker      string `json:"worker,omitempty"`
+	WorkerClone int    `json:"worker_clone,omitempty"`
 }
 
 // ReasonPreExisting starts the Reason of a GateRan event whose failure
@@ -140,14 +152,42 @@ type Finding struct {
 // Blocking reports whether the finding earns a fix round.
 func (f Finding) Blocking() bool { return f.Severity == "critical" || f.Severity == "major" }
 
-// Task states, as status --json prints them.
+// CancelCause is why a task was cancelled.
+type CancelCause string
+
+// Cancel causes.
 const (
-	StatePending   = "pending"
-	StateRunning   = "running"
-	StateSucceeded = "succeeded"
-	StateFailed    = "failed"
-	StateSkipped   = "skipped"
-	StateCancelled = "cancelled"
+	CauseInterrupted CancelCause = "interrupted" // a signal, or the run was stopped from outside
+	CauseBudget      CancelCause = "budget"      // the run's or the task's budget
+	CauseStopped     CancelCause = "stopped"     // the run stopped for another reason (on_failure stop, an environment error)
+)
+
+// CancelCause returns why a TaskCancelled event cancelled its task. Journals
+// written before the Cause field say it only in the reason ("budget: ...",
+// "interrupted"); it is read from there once, here.
+func (e *Event) CancelCause() CancelCause {
+	switch {
+	case e.Cause != "":
+		return e.Cause
+	case strings.HasPrefix(e.Reason, "budget:"):
+		return CauseBudget
+	case e.Reason == "interrupted":
+		return CauseInterrupted
+	}
+	return CauseStopped
+}
+
+// TaskState is where a task stands, as status --json prints it.
+type TaskState string
+
+// Task states.
+const (
+	StatePending   TaskState = "pending"
+	StateRunning   TaskState = "running"
+	StateSucceeded TaskState = "succeeded"
+	StateFailed    TaskState = "failed"
+	StateSkipped   TaskState = "skipped"
+	StateCancelled TaskState = "cancelled"
 )
 
 // RunKindPlan marks the journal of a plan session: a planner agent

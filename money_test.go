@@ -35,3 +35,20 @@ func TestFormatUSDPrecise(t *testing.T) {
 		}
 	}
 }
+
+func TestCancelCauseOfOldJournals(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		e    Event
+		want CancelCause
+	}{
+		{Event{Reason: "budget: the run spent $1.00 of $1.00"}, CauseBudget},
+		{Event{Reason: "interrupted"}, CauseInterrupted},
+		{Event{Reason: "run stopped: task a failed"}, CauseStopped},
+		{Event{Reason: "budget: looks like one", Cause: CauseStopped}, CauseStopped},
+	} {
+		if got := c.e.CancelCause(); got != c.want {
+			t.Errorf("%+v: cause %q, want %q", c.e, got, c.want)
+		}
+	}
+}

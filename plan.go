@@ -68,6 +68,7 @@ type Task struct {
 	Reads     []string      `json:"reads,omitempty"`
 	Gates     []string      `json:"gates,omitempty"`
 	Executor  string        `json:"executor,omitempty"`
+	Model     string        `json:"model,omitempty"`
 	Role      string        `json:"role,omitempty"`
 	Kind      string        `json:"kind,omitempty"`
 	Run       string        `json:"run,omitempty"`

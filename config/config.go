@@ -22,9 +22,11 @@ const FileName = "muster.toml"
 
 // Known keys, in the order of the documentation.
 var (
-	topKeys      = []string{"run", "executors", "gates"}
-	runKeys      = []string{"max_parallel", "on_failure", "budget_usd", "budget_tokens", "writers", "on_violation", "noop", "max_rounds", "verify_integration", "approve", "require_approval", "keep", "grace", "gate_timeout", "reviewers", "stall_timeout", "prices_file"}
-	executorKeys = []string{"kind", "clones", "roles", "model", "base_url", "api_key_env", "env", "args", "command", "timeout", "max_concurrent", "seed", "speed"}
+	topKeys      = []string{"run", "executors", "gates", "pool", "fleet"}
+	fleetKeys    = []string{"nats", "user", "password_env", "nkey_seed_file", "nkeys", "tls_ca", "tls_cert", "tls_key", "lease"}
+	poolKeys     = []string{"max_clones"}
+	runKeys      = []string{"max_parallel", "on_failure", "budget_usd", "budget_tokens", "writers", "on_violation", "noop", "max_rounds", "verify_integration", "approve", "require_approval", "keep", "grace", "gate_timeout", "reviewers", "stall_timeout", "prices_file", "env_allow"}
+	executorKeys = []string{"kind", "clones", "roles", "model", "models", "base_url", "api_key_env", "env", "args", "command", "timeout", "max_concurrent", "env_allow", "seed", "speed"}
 )
 
 // namePattern is the shape of an executor or gate name; "#" would break
@@ -108,12 +110,33 @@ func Parse(name string, data []byte) (cfg *muster.Config, probs muster.Problems)
 			if t, ok := r.table(v, k); ok {
 				cfg.Gates = r.gates(t)
 			}
+		case "fleet":
+			if t, ok := r.table(v, k); ok {
+				r.fleet(&cfg.Fleet, t)
+			}
+		case "pool":
+			if t, ok := r.table(v, k); ok {
+				r.pool(&cfg.Pool, t)
+			}
 		default:
 			r.unknown(topKeys, k)
 		}
 	}
 	sort.SliceStable(r.list, func(i, j int) bool { return r.list[i].Line < r.list[j].Line })
 	return cfg, r.list
+}
+
+// pool reads the [pool] table.
+func (r *reader) pool(pc *muster.PoolConfig, t map[string]any) {
+	for _, k := range r.sortedKeys(t, "pool") {
+		v, p := t[k], []string{"pool", k}
+		switch k {
+		case "max_clones":
+			pc.MaxClones = r.count(v, 1, p)
+		default:
+			r.unknown(poolKeys, p...)
+		}
+	}
 }
 
 // reader collects problems while it walks the decoded document.
@@ -215,8 +238,46 @@ func (r *reader) run(rc *muster.RunConfig, t map[string]any) {
 			rc.StallTimeout = r.duration(v, p)
 		case "prices_file":
 			rc.PricesFile = r.str(v, p)
+		case "env_allow":
+			rc.EnvAllow = r.envNames(v, p)
 		default:
 			r.unknown(runKeys, p...)
+		}
+	}
+}
+
+// fleet reads the [fleet] table. A URL with user-info is refused: a
+// password belongs in the environment (password_env), not in a file
+// that is shared or printed.
+func (r *reader) fleet(fc *muster.FleetConfig, t map[string]any) {
+	for _, k := range r.sortedKeys(t, "fleet") {
+		v, p := t[k], []string{"fleet", k}
+		switch k {
+		case "nats":
+			fc.NATS = r.str(v, p)
+			if strings.Contains(fc.NATS, "@") {
+				r.at(p, "nats: no credentials in the URL: set user and password_env (or nkey_seed_file), or MUSTER_NATS_USER and MUSTER_NATS_PASSWORD")
+			}
+		case "user":
+			fc.User = r.str(v, p)
+		case "password_env":
+			if fc.PasswordEnv = r.str(v, p); fc.PasswordEnv != "" && !envNamePattern.MatchString(fc.PasswordEnv) {
+				r.at(p, "password_env: %q is not an environment variable name", fc.PasswordEnv)
+			}
+		case "nkey_seed_file":
+			fc.NkeySeedFile = r.str(v, p)
+		case "nkeys":
+			fc.Nkeys = r.strings(v, p)
+		case "tls_ca":
+			fc.TLSCA = r.str(v, p)
+		case "tls_cert":
+			fc.TLSCert = r.str(v, p)
+		case "tls_key":
+			fc.TLSKey = r.str(v, p)
+		case "lease":
+			fc.Lease = r.duration(v, p)
+		default:
+			r.unknown(fleetKeys, p...)
 		}
 	}
 }
@@ -277,6 +338,8 @@ func (r *reader) executor(e *muster.ExecutorSpec, t map[string]any, path []strin
 			}
 		case "model":
 			e.Model = r.str(v, p)
+		case "models":
+			e.Models = r.strings(v, p)
 		case "base_url":
 			e.BaseURL = r.str(v, p)
 		case "api_key_env":
@@ -297,6 +360,8 @@ func (r *reader) executor(e *muster.ExecutorSpec, t map[string]any, path []strin
 			e.Timeout = r.duration(v, p)
 		case "max_concurrent":
 			e.MaxConcurrent = r.count(v, 0, p)
+		case "env_allow":
+			e.EnvAllow = r.envNames(v, p)
 		case "seed":
 			if n, ok := v.(int64); ok {
 				e.Seed = n
@@ -346,6 +411,19 @@ func (r *reader) env(v any, p []string, exec string) map[string]string {
 		out[k] = s
 	}
 	return out
+}
+
+// envNames reads a list of environment variable names.
+func (r *reader) envNames(v any, p []string) []string {
+	names := r.strings(v, p)
+	for _, n := range names {
+		if !envNamePattern.MatchString(n) {
+			// Never echo the entry: it may be a secret put in the wrong place.
+			r.at(p, `%s: want names of environment variables, such as ["SSH_AUTH_SOCK"]`, p[len(p)-1])
+			return nil
+		}
+	}
+	return names
 }
 
 func (r *reader) gates(t map[string]any) []muster.GateSpec {

@@ -79,7 +79,10 @@ func TestParseProblems(t *testing.T) {
 		{"syntax", "[run]\nmax_parallel = = 3\n", []string{`m.toml:2: bad TOML: unexpected character U+003D '=' at start of value`}},
 		{"duplicate", "[run]\nnoop = \"fail\"\nnoop = \"fail\"\n", []string{`m.toml:3: bad TOML: key noop is already defined`}},
 		{"unknown top", "[rnu]\nx = 1\n", []string{`m.toml:1: unknown key "rnu"; did you mean "run"?`}},
-		{"unknown far", "[zzz]\n", []string{`m.toml:1: unknown key "zzz" (known keys: run, executors, gates)`}},
+		{"unknown far", "[zzz]\n", []string{`m.toml:1: unknown key "zzz" (known keys: run, executors, gates, pool, fleet)`}},
+		{"pool", "[pool]\nmax_clones = 0\nmax_clone = 3\n", []string{
+			`m.toml:2: max_clones: want a whole number, 1 or more`,
+			`m.toml:3: unknown key "max_clone" in [pool]; did you mean "max_clones"?`}},
 		{"unknown run key", "[run]\nmax_paralel = 3\n", []string{`m.toml:2: unknown key "max_paralel" in [run]; did you mean "max_parallel"?`}},
 		{"unknown executor key", "[executors.a]\nkind = \"sim\"\nclone = 2\n", []string{`m.toml:3: unknown key "clone" in [executors.a]; did you mean "clones"?`}},
 		{"run not table", "run = 3\n", []string{`m.toml:1: run: want a table`}},
@@ -130,6 +133,11 @@ func TestParseProblems(t *testing.T) {
 		{"dotted keys", "run.max_parallel = 2\nrun.nope = 1\nexecutors.x.kind = \"sim\"\nexecutors.x.colnes = 3\n", []string{
 			`m.toml:2: unknown key "nope" in [run] (known keys: ` + strings.Join(runKeys, ", ") + `)`,
 			`m.toml:4: unknown key "colnes" in [executors.x]; did you mean "clones"?`}},
+		{"fleet", "[fleet]\nnats = \"nats://u:pw@h:4222\"\npassword_env = \"not a name\"\nlease = \"soon\"\nnkyes = []\n", []string{
+			`m.toml:2: nats: no credentials in the URL: set user and password_env (or nkey_seed_file), or MUSTER_NATS_USER and MUSTER_NATS_PASSWORD`,
+			`m.toml:3: password_env: "not a name" is not an environment variable name`,
+			`m.toml:4: lease: want a duration such as "20m" or "1h30m"`,
+			`m.toml:5: unknown key "nkyes" in [fleet]; did you mean "nkeys"?`}},
 	} {
 		_, probs := Parse("m.toml", []byte(tc.src))
 		var got []string
@@ -186,5 +194,26 @@ func TestResolve(t *testing.T) {
 	cfg, err = Resolve(dir, "")
 	if err != nil || len(cfg.Executors) != 1 || cfg.Source != filepath.Join(dir, FileName) {
 		t.Errorf("repo file: %+v %v", cfg, err)
+	}
+}
+
+func TestParseFleet(t *testing.T) {
+	cfg, probs := Parse("m.toml", []byte("[fleet]\nnats = \"tls://fleet.example:4222\"\nuser = \"muster\"\npassword_env = \"FLEET_PW\"\nnkeys = [\"UABC\"]\ntls_ca = \"ca.pem\"\nlease = \"20s\"\n"))
+	if len(probs) > 0 {
+		t.Fatal(probs)
+	}
+	f := cfg.Fleet
+	if f.NATS != "tls://fleet.example:4222" || f.User != "muster" || f.PasswordEnv != "FLEET_PW" || len(f.Nkeys) != 1 || f.TLSCA != "ca.pem" || f.Lease != 20*time.Second {
+		t.Fatalf("fleet: %+v", f)
+	}
+}
+
+func TestParsePool(t *testing.T) {
+	cfg, probs := Parse("m.toml", []byte("[pool]\nmax_clones = 5\n"))
+	if len(probs) > 0 || cfg.Pool.MaxClones != 5 {
+		t.Errorf("pool %+v, problems %v", cfg.Pool, probs)
+	}
+	if cfg, _ := Parse("m.toml", nil); cfg.Pool.MaxClones != 0 {
+		t.Errorf("default pool %+v", cfg.Pool)
 	}
 }

@@ -58,14 +58,23 @@ func stopped(ctx context.Context, final []muster.Event) []muster.Event {
 	if cause == nil || errors.Is(cause, context.Canceled) {
 		return final
 	}
-	reason := cause.Error()
-	if errors.Is(cause, muster.ErrInterrupted) {
-		reason = "interrupted"
-	}
+	reason, why := cancelOf(cause)
 	for i, e := range final {
 		if e.Type == muster.EvTaskFailed {
-			final[i] = muster.Event{Type: muster.EvTaskCancelled, Task: e.Task, Attempt: e.Attempt, Reason: reason}
+			final[i] = muster.Event{Type: muster.EvTaskCancelled, Task: e.Task, Attempt: e.Attempt, Reason: reason, Cause: why}
 		}
 	}
 	return final
+}
+
+// cancelOf gives the reason and cause of a cancellation from the cause of
+// the context that was cancelled.
+func cancelOf(cause error) (string, muster.CancelCause) {
+	switch {
+	case cause == nil || errors.Is(cause, muster.ErrInterrupted) || errors.Is(cause, context.Canceled):
+		return "interrupted", muster.CauseInterrupted
+	case errors.Is(cause, muster.ErrBudget):
+		return cause.Error(), muster.CauseBudget
+	}
+	return cause.Error(), muster.CauseStopped
 }

@@ -63,11 +63,8 @@ type Options struct {
 	ScratchDir string
 	// LogDir, when set, receives one log file per attempt
 	// (muster.LogRecord): prompts, agents' output, gate commands and exit
-	// statuses, diff stats, each bounded and passed through Redact.
+	// statuses, diff stats, each bounded and passed through Redactor.
 	LogDir string
-	// Redact removes secrets from text written to the attempt logs (nil:
-	// written as is).
-	Redact func(string) string
 	// NotesFile is the run's notes, shared between tasks (default:
 	// notes.md beside ScratchDir, i.e. in the run directory).
 	NotesFile string
@@ -94,6 +91,10 @@ type Options struct {
 	// when the file is missing or empty. An error fails the delegating
 	// task with its text, before its commit is integrated.
 	Fragment func(parent *muster.Task, path string, existing []*muster.Task) ([]*muster.Task, error)
+	// Redactor removes secrets from every event before it is journaled
+	// or shown, from notes and from prompts (nil: nothing is redacted;
+	// the command line passes internal/redact's).
+	Redactor muster.Redactor
 	// CrashAt is a test-only hook: "POINT[:N]" kills the process with
 	// SIGKILL the N-th time POINT is reached (an event type, right after
 	// its journal write, or CrashCommit, CrashIntegrate); "panic:POINT[:N]"
@@ -194,8 +195,8 @@ func Run(ctx context.Context, opts Options) (*engine.State, error) {
 		return nil, err
 	}
 	d.crash = c
-	d.notes = &notes{path: opts.NotesFile}
-	d.logs = &attemptLogs{dir: opts.LogDir, redact: opts.Redact, clock: d.clock}
+	d.notes = &notes{path: opts.NotesFile, red: d.red()}
+	d.logs = &attemptLogs{dir: opts.LogDir, redact: d.red().String, clock: d.clock}
 	if d.notes.path == "" {
 		d.notes.path = filepath.Join(filepath.Dir(filepath.Clean(opts.ScratchDir)), "notes.md")
 	}
@@ -536,6 +537,7 @@ func (d *Driver) emit(evs ...muster.Event) error {
 		if evs[i].Time.IsZero() {
 			evs[i].Time = now
 		}
+		d.redactEvent(&evs[i])
 		ptrs[i] = &evs[i]
 	}
 	if g, ok := d.opts.Journal.(groupJournal); ok {
@@ -615,7 +617,7 @@ func (d *Driver) act(ctx context.Context, actions []engine.Action) (bool, error)
 		case engine.ActSkip:
 			evs = append(evs, muster.Event{Type: muster.EvTaskSkipped, Task: a.Task, Reason: a.Reason})
 		case engine.ActCancel:
-			evs = append(evs, muster.Event{Type: muster.EvTaskCancelled, Task: a.Task, Reason: a.Reason})
+			evs = append(evs, muster.Event{Type: muster.EvTaskCancelled, Task: a.Task, Reason: a.Reason, Cause: a.Cause})
 		case engine.ActFinish:
 			// The branch must still be where muster left it: an agent
 			// that moved it after the last integration fails the run.

@@ -328,7 +328,7 @@ func TestEmptyChange(t *testing.T) {
 		name      string
 		satisfied bool
 		noop      string
-		want      string
+		want      muster.TaskState
 	}{
 		{"satisfied", true, "", muster.StateSucceeded},
 		{"nothing", false, "", muster.StateFailed},

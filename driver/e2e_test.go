@@ -45,6 +45,7 @@ func newE2E(t testing.TB, p *muster.Plan, files map[string]string, coder, review
 	}
 	t.Setenv("GIT_CONFIG_GLOBAL", os.DevNull)
 	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
 	repo := t.TempDir()
 	sh(t, repo, "git", "init", "-q", "-b", "main")
 	sh(t, repo, "git", "config", "user.name", "Test")

@@ -65,7 +65,7 @@ func (d *Driver) recover(ctx context.Context) error {
 					Reason: "integrated before the interruption"})
 				delete(landed, t.Task.ID)
 			} else {
-				evs = append(evs, muster.Event{Type: muster.EvTaskCancelled, Task: t.Task.ID, Attempt: t.Attempts, Reason: "interrupted"})
+				evs = append(evs, muster.Event{Type: muster.EvTaskCancelled, Task: t.Task.ID, Attempt: t.Attempts, Reason: "interrupted", Cause: muster.CauseInterrupted})
 			}
 		}
 		slot := muster.Slot(o.Lease.Executor, o.Lease.Clone)

@@ -149,7 +149,7 @@ func TestBranchMovedMidRunStopsTheRun(t *testing.T) {
 	if st.RunState != muster.RunInterrupted {
 		t.Errorf("run state %s, want interrupted", st.RunState)
 	}
-	for id, want := range map[muster.TaskID]string{"a": muster.StateCancelled, "b": muster.StateCancelled, "c": muster.StatePending} {
+	for id, want := range map[muster.TaskID]muster.TaskState{"a": muster.StateCancelled, "b": muster.StateCancelled, "c": muster.StatePending} {
 		if got := st.Tasks[id].State; got != want {
 			t.Errorf("task %s: %s (%s), want %s", id, got, st.Tasks[id].Reason, want)
 		}

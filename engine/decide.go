@@ -2,7 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/muster-run/muster"
@@ -36,8 +35,13 @@ type Action struct {
 	Clone    int
 	Role     string
 	Attempt  int
+	// Uncharged (ActStart) is how many of the task's earlier attempts
+	// ended in a rate limit and do not count against its Retries.
+	Uncharged int
 	// Reason is why ActSkip or ActCancel ends the task.
 	Reason string
+	// Cause is why ActCancel cancels the task.
+	Cause muster.CancelCause
 	// State is ActFinish's run state (muster.RunSucceeded or RunFailed).
 	State string
 }
@@ -115,7 +119,7 @@ func Decide(s *State, in Input) Decision {
 		// (a resume with a raised budget runs them).
 		for _, id := range s.Order {
 			if t := s.Tasks[id]; !t.Terminal() {
-				d.Actions = append(d.Actions, Action{Kind: ActCancel, Task: id, Reason: broke})
+				d.Actions = append(d.Actions, Action{Kind: ActCancel, Task: id, Reason: broke, Cause: muster.CauseBudget})
 			}
 		}
 		return d
@@ -151,9 +155,10 @@ func (s *State) stuck() []Action {
 		if dep == "" {
 			continue
 		}
-		if dt := s.Tasks[dep]; dt.State == muster.StateCancelled && strings.HasPrefix(dt.Reason, "budget:") {
+		if dt := s.Tasks[dep]; dt.State == muster.StateCancelled && dt.Cause == muster.CauseBudget {
 			// Work stopped by the budget: cancelled too, for resume.
-			acts = append(acts, Action{Kind: ActCancel, Task: id, Reason: "budget: not started: dependency " + string(dep) + " was stopped by the budget"})
+			acts = append(acts, Action{Kind: ActCancel, Task: id, Cause: muster.CauseBudget,
+				Reason: "budget: not started: dependency " + string(dep) + " was stopped by the budget"})
 			continue
 		}
 		acts = append(acts, Action{Kind: ActSkip, Task: id, Reason: fmt.Sprintf("dependency %s %s", dep, why)})
@@ -189,23 +194,18 @@ func (s *State) needs(t *muster.Task) string {
 	if t.EffectiveKind() == muster.KindCode {
 		return "code"
 	}
+	need := "role " + t.EffectiveRole()
 	if t.Executor != "" {
-		return "executor " + t.Executor
+		need = "executor " + t.Executor
 	}
-	return "role " + t.EffectiveRole()
+	if t.Model != "" {
+		need += ", model " + t.Model
+	}
+	return need
 }
 
 // capacity returns how many clones of an executor may work at once.
-func capacity(e *muster.ExecutorSpec) int {
-	n := e.Clones
-	if n <= 0 {
-		n = 1
-	}
-	if e.MaxConcurrent > 0 && e.MaxConcurrent < n {
-		n = e.MaxConcurrent
-	}
-	return n
-}
+func capacity(e *muster.ExecutorSpec) int { return e.Capacity() }
 
 // CodeClones is how many Kind: code tasks may run at once.
 func CodeClones(c *muster.Config) int {
@@ -229,6 +229,7 @@ func (s *State) starts(now time.Time) ([]Action, time.Time, string) {
 	}
 	coders, writers := s.coders, s.writers
 	taken := map[string]bool{}
+	credTaken := map[string]int{} // starts of this decision, by credential
 	busy := func(exec string, clone int) bool {
 		slot := muster.Slot(exec, clone)
 		_, leased := s.Leases[slot]
@@ -287,9 +288,18 @@ func (s *State) starts(now time.Time) ([]Action, time.Time, string) {
 				if t.Task.Executor == "" && !e.HasRole(role) {
 					continue
 				}
+				if !e.OffersModel(t.Task.Model) {
+					continue
+				}
 				if until, ok := s.BlockedUntil[e.Name]; ok && now.Before(until) {
 					if wake.IsZero() || until.Before(wake) {
 						wake = until
+					}
+					continue
+				}
+				if held, at := s.paced(e.Credential(), now, credTaken[e.Credential()]); held {
+					if wake.IsZero() || at.Before(wake) {
+						wake = at
 					}
 					continue
 				}
@@ -306,6 +316,7 @@ func (s *State) starts(now time.Time) ([]Action, time.Time, string) {
 			codeSpare--
 		} else {
 			spare--
+			credTaken[cfg.Executor(pick).Credential()]++
 		}
 		coders++
 		if writes {
@@ -314,7 +325,7 @@ func (s *State) starts(now time.Time) ([]Action, time.Time, string) {
 		m, k := s.Expected(t.Task)
 		resM, resK = resM+m, resK+k
 		acts = append(acts, Action{Kind: ActStart, Task: id, Executor: pick, Clone: pickClone,
-			Role: t.Task.EffectiveRole(), Attempt: t.Attempts + 1})
+			Role: t.Task.EffectiveRole(), Attempt: t.Attempts + 1, Uncharged: min(t.Uncharged, MaxUncharged)})
 	}
 	return acts, wake, broke
 }
@@ -349,6 +360,9 @@ func FreeSlot(s *State, role, avoid string, now time.Time) (exec string, clone i
 			continue
 		}
 		if until, blocked := s.BlockedUntil[e.Name]; blocked && now.Before(until) {
+			continue
+		}
+		if p, ok := s.Paces[e.Credential()]; ok && now.Before(p.Until) {
 			continue
 		}
 		for c := 1; c <= capacity(e); c++ {

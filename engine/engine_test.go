@@ -158,6 +158,30 @@ func TestNamedExecutorAndRoles(t *testing.T) {
 	}
 }
 
+func TestModelPicksTheExecutorsThatListIt(t *testing.T) {
+	p := plan("a", "b", "c")
+	p.Task("a").Model = "big"
+	p.Task("c").Model = "none-lists-it"
+	cfg := enginetest.Crew(2, 2)
+	cfg.Executors[0].Models = []string{"small"}
+	cfg.Executors[1].Models = []string{"small", "big"}
+	sim, _ := enginetest.New(p, cfg, t0)
+	d := engine.Decide(sim.State, engine.Input{Now: t0})
+	got := map[muster.TaskID]string{}
+	for _, a := range d.Actions {
+		got[a.Task] = a.Executor
+	}
+	if got["a"] != "e2" || got["b"] == "" || got["c"] != "" {
+		t.Fatalf("got %v", got)
+	}
+	if _, err := sim.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if r := sim.State.Tasks["c"].Reason; !strings.Contains(r, "model none-lists-it") {
+		t.Fatalf("reason %q", r)
+	}
+}
+
 func TestUnrunnableTaskIsSkippedNotHung(t *testing.T) {
 	p := plan("a")
 	p.Task("a").Executor = "ghost"

@@ -48,7 +48,7 @@ func genConfig(t *rapid.T) *muster.Config {
 }
 
 type summary struct {
-	States   map[muster.TaskID]string
+	States   map[muster.TaskID]muster.TaskState
 	Attempts map[muster.TaskID]int
 	Leases   map[string]engine.Lease
 	Ready    []muster.TaskID
@@ -57,7 +57,7 @@ type summary struct {
 }
 
 func summarize(s *engine.State) summary {
-	sm := summary{States: map[muster.TaskID]string{}, Attempts: map[muster.TaskID]int{}, Leases: map[string]engine.Lease{}, Run: s.RunState, Stopped: s.Stopped, Ready: s.Ready()}
+	sm := summary{States: map[muster.TaskID]muster.TaskState{}, Attempts: map[muster.TaskID]int{}, Leases: map[string]engine.Lease{}, Run: s.RunState, Stopped: s.Stopped, Ready: s.Ready()}
 	for id, t := range s.Tasks {
 		sm.States[id], sm.Attempts[id] = t.State, t.Attempts
 	}

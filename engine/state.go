@@ -15,20 +15,29 @@ import (
 // TaskState is where one task stands.
 type TaskState struct {
 	Task     *muster.Task
-	Index    int    // plan order
-	State    string // muster.State*
+	Index    int // plan order
+	State    muster.TaskState
 	Attempts int    // attempts started
 	Executor string // the slot of the latest attempt
 	Clone    int
 	Commit   string // on the run branch, once integrated
 	Reason   string // why it failed, was skipped or cancelled
-	Phase    string
-	Round    int
-	Usage    muster.Usage
+	// Cause is why it was cancelled (a cancelled task only).
+	Cause muster.CancelCause
+	Phase string
+	Round int
+	Usage muster.Usage
 	// AttemptUsage is what the latest attempt has spent.
 	AttemptUsage muster.Usage
 	Started      time.Time // latest attempt's start
 	Ended        time.Time
+	// Uncharged counts attempts that ended in a rate limit: they do not
+	// count against the task's Retries (up to MaxUncharged).
+	Uncharged int
+	// Worker is the fleet worker the latest attempt's coder ran on ("":
+	// locally), WorkerClone its clone there.
+	Worker      string
+	WorkerClone int
 
 	// waiting counts dependencies not yet succeeded; dependents lists the
 	// tasks that wait on this one.
@@ -83,6 +92,9 @@ type State struct {
 	Stopped string
 	// BlockedUntil holds executors paused by a usage limit.
 	BlockedUntil map[string]time.Time
+	// Paces holds the adaptive limits of rate-limited credentials
+	// (muster.ExecutorSpec.Credential), from RateLimited events.
+	Paces map[string]muster.Pace
 	// Tip is the run branch as muster last moved it: the latest
 	// Integrated commit, or Base. Only muster moves the branch, and only
 	// from Tip.
@@ -118,6 +130,7 @@ func NewState() *State {
 		Leases:       map[string]Lease{},
 		BlockedUntil: map[string]time.Time{},
 		Procs:        map[string]muster.Process{},
+		Paces:        map[string]muster.Pace{},
 		doomed:       map[muster.TaskID]bool{},
 		RunState:     muster.RunRunning,
 	}
@@ -225,15 +238,24 @@ func (s *State) Apply(e *muster.Event) error {
 		t.Executor, t.Clone = e.Executor, e.Clone
 		t.Started = e.Time
 		t.Reason, t.Phase, t.Round = "", "", 0
+		t.Worker, t.WorkerClone = "", 0
 		t.AttemptUsage = muster.Usage{}
 		s.removeReady(t.Task.ID)
 	case muster.EvExecutorPaused:
 		if e.Until != nil {
 			s.BlockedUntil[e.Executor] = *e.Until
 		}
+	case muster.EvRateLimited:
+		if s.Config != nil {
+			s.applyRateLimited(e)
+		}
 	case muster.EvAgentStarted:
 		if e.PID > 0 {
 			s.Procs[muster.Slot(e.Executor, e.Clone)] = muster.Process{PID: e.PID, Start: e.PIDStart, Boot: e.BootID}
+		}
+	case muster.EvWorkerAssigned:
+		if t := s.Tasks[e.Task]; t != nil && e.Role != muster.RoleReviewer {
+			t.Worker, t.WorkerClone = e.Worker, e.WorkerClone
 		}
 	case muster.EvPhase:
 		if t := s.Tasks[e.Task]; t != nil {
@@ -244,10 +266,11 @@ func (s *State) Apply(e *muster.Event) error {
 			t.Round = e.Round
 		}
 	case muster.EvTokensUsed:
-		s.Usage.Add(e.Usage)
+		u := e.Credited()
+		s.Usage.Add(u)
 		if t := s.Tasks[e.Task]; t != nil {
-			t.Usage.Add(e.Usage)
-			t.AttemptUsage.Add(e.Usage)
+			t.Usage.Add(u)
+			t.AttemptUsage.Add(u)
 		}
 	case muster.EvIntegrating:
 		s.Moving = &Move{Task: e.Task, Commit: e.Commit, From: e.Tip}
@@ -308,7 +331,7 @@ func (s *State) Apply(e *muster.Event) error {
 		t.State, t.Reason, t.Ended = muster.StateSkipped, e.Reason, e.Time
 		delete(s.doomed, t.Task.ID)
 		if e.Type == muster.EvTaskCancelled {
-			t.State = muster.StateCancelled
+			t.State, t.Cause = muster.StateCancelled, e.CancelCause()
 		} else {
 			s.doom(t)
 		}
@@ -363,7 +386,7 @@ func (t *TaskState) describe() string {
 	if t.State == muster.StatePending && t.waiting > 0 {
 		return fmt.Sprintf("waiting on %d dependencies", t.waiting)
 	}
-	return t.State
+	return string(t.State)
 }
 
 // addTasks adds planned tasks. A splice (parent set) makes each new task
@@ -514,8 +537,8 @@ func (s *State) removeReady(id muster.TaskID) {
 func (s *State) Ready() []muster.TaskID { return append([]muster.TaskID(nil), s.ready...) }
 
 // Counts returns how many tasks are in each state.
-func (s *State) Counts() map[string]int {
-	c := map[string]int{}
+func (s *State) Counts() map[muster.TaskState]int {
+	c := map[muster.TaskState]int{}
 	for _, t := range s.Tasks {
 		c[t.State]++
 	}

@@ -25,6 +25,9 @@ const DefaultTimeout = 10 * time.Minute
 type Runner struct {
 	// Grace is the SIGTERM-to-SIGKILL grace period (default 5 s).
 	Grace time.Duration
+	// Allow names variables that look like credentials but gates get
+	// ([run] env_allow).
+	Allow []string
 }
 
 // Run runs one gate in dir.
@@ -40,7 +43,7 @@ func (r Runner) Run(ctx context.Context, dir string, g muster.GateSpec, timeout 
 	res, err := proc.Run(ctx, proc.Spec{
 		Argv:     []string{"sh", "-c", g.Command},
 		Dir:      dir,
-		Env:      proc.Environ(),
+		Env:      proc.Environ(r.Allow...),
 		Timeout:  timeout,
 		Grace:    grace,
 		OnLine:   out.line,

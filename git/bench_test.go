@@ -247,7 +247,7 @@ func BenchmarkGitOverhead(b *testing.B) {
 		wg.Wait()
 		create := time.Since(t1)
 		pooled, pooledCPU := runTasks(b, w, ntasks, clones, pooledTask(nfiles))
-		size, alloc := dirBytes(poolDir(w.common, w.run), filepath.Join(w.common, "worktrees"))
+		size, alloc := dirBytes(filepath.Join(w.pool.dir, "clones"))
 		b.Logf("resets: %d with the watcher's record, %d full; stagings: %d with the record, %d full",
 			w.fastResets.Load(), w.fullResets.Load(), w.fastStages.Load(), w.fullStages.Load())
 		if err := w.Close(ctx); err != nil {

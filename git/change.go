@@ -2,29 +2,31 @@ package git
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	muster "github.com/muster-run/muster"
 	"github.com/muster-run/muster/internal/owns"
 )
 
-// wtGit runs git in one worktree with its git directory named
-// explicitly, so that an agent that removed or rewrote the worktree's
-// .git file cannot redirect muster's calls.
+// wtGit runs git in one clone with muster's private git directory and
+// the user's object store named explicitly: the clone's own .git (which
+// the agent may have rewritten) is never read.
 type wtGit struct {
 	dir, gitDir string
 	index       string // GIT_INDEX_FILE when set
 	split       bool   // the index is muster's private one: split index
+	objects     string // GIT_OBJECT_DIRECTORY
+	carry       []string
 }
 
 func (g wtGit) c(args ...string) cmd {
-	env := []string{"GIT_DIR=" + g.gitDir, "GIT_WORK_TREE=" + g.dir}
+	env := []string{"GIT_DIR=" + g.gitDir, "GIT_WORK_TREE=" + g.dir, "GIT_OBJECT_DIRECTORY=" + g.objects}
 	if g.index != "" {
 		env = append(env, "GIT_INDEX_FILE="+g.index)
 	}
@@ -36,39 +38,27 @@ func (g wtGit) c(args ...string) cmd {
 	if g.split {
 		// The private index is a split index: a rewrite writes only the
 		// entries changed since the shared part (sharedindex.<hash>, in
-		// the worktree's git directory) was written.
+		// the private git directory) was written.
 		a = append(a, "-c", "core.splitIndex=true")
 	}
-	return cmd{dir: g.dir, env: env, args: append(a, args...)}
+	return cmd{dir: g.dir, env: env, own: true, pre: g.carry, args: append(a, args...)}
 }
 
-// private returns git in the worktree of s with muster's private index.
-func (s *slot) private() wtGit {
-	return wtGit{dir: s.dir, gitDir: s.gitDir, index: filepath.Join(s.gitDir, indexName), split: true}
+// private returns git in the clone of s with muster's private index.
+func (w *Workspace) private(s *slot) wtGit {
+	return wtGit{dir: s.dir, gitDir: s.gitDir, index: filepath.Join(s.gitDir, indexName), split: true, objects: w.objects, carry: w.carry}
 }
 
-func (w *Workspace) in(s *slot) wtGit { return wtGit{dir: s.dir, gitDir: s.gitDir} }
-
-// lookup returns the pooled worktree at dir, locked, or describes a
-// worktree muster did not prepare in this process (after a resume, say).
-// The caller unlocks it.
+// lookup returns the clone at dir, locked; only clones this workspace
+// prepared count. The caller unlocks it.
 func (w *Workspace) lookup(ctx context.Context, dir string) (*slot, error) {
 	dir = filepath.Clean(dir)
 	w.mu.Lock()
 	s := w.byDir[dir]
 	w.mu.Unlock()
-	if s != nil {
-		s.mu.Lock()
-		if s.gitDir != "" {
-			return s, nil
-		}
-		s.mu.Unlock()
+	if s == nil {
+		return nil, fmt.Errorf("%s is not a clone of this run: Prepare or Checkout it first", dir)
 	}
-	gd, err := line(ctx, cmd{dir: dir, readOnly: true, args: []string{"rev-parse", "--path-format=absolute", "--git-dir"}})
-	if err != nil {
-		return nil, fmt.Errorf("worktree %s: %w", dir, err)
-	}
-	s = &slot{dir: dir, gitDir: gd}
 	s.mu.Lock()
 	return s, nil
 }
@@ -79,12 +69,9 @@ func (w *Workspace) lookup(ctx context.Context, dir string) (*slot, error) {
 // branches. It starts from the index Prepare left, whose stat data
 // spares hashing unchanged files, and returns the tree written.
 func (w *Workspace) stage(ctx context.Context, s *slot, base string) (wtGit, string, error) {
-	g := s.private()
+	g := w.private(s)
 	if _, err := os.Stat(g.index); err != nil {
 		s.staged = ""
-		if err := copyIndex(filepath.Join(s.gitDir, "index"), g.index); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return g, "", err
-		}
 	}
 	if s.staged != base {
 		// read-tree -m keeps the stat data of entries whose content
@@ -131,26 +118,37 @@ func (w *Workspace) stage(ctx context.Context, s *slot, base string) (wtGit, str
 // as `git add --all` would for those paths: files and symlinks are added
 // unless untracked and ignored, vanished paths are removed. It reports
 // false, having changed nothing, when only a full `add --all` is right: a
-// .gitignore changed (it may reveal files nobody touched) or a nested
-// repository appeared.
+// .gitignore changed (it may reveal files nobody touched), a nested
+// repository appeared, or a hard link may have been used (see
+// hardLinked).
 func (w *Workspace) stageTouched(ctx context.Context, s *slot, g wtGit) (bool, error) {
 	s.added = nil
+	delete(s.touched, ".git") // the clone's own git directory: never part of a change
 	if len(s.touched) == 0 {
 		return true, nil
 	}
 	if needsFullScan(s.touched) {
 		return false, nil
 	}
-	var add, remove []string
+	var add, remove, gone []string
 	for p := range s.touched {
 		fi, err := os.Lstat(filepath.Join(s.dir, filepath.FromSlash(p)))
 		switch {
-		case err != nil, fi.IsDir():
-			remove = append(remove, p) // gone, or a file replaced by a directory
+		case err != nil:
+			remove, gone = append(remove, p), append(gone, p)
+		case fi.IsDir():
+			remove = append(remove, p) // a file replaced by a directory
+		case fi.Mode().IsRegular() && hardLinked(fi):
+			return false, nil
 		case fi.Mode().IsRegular(), fi.Mode()&os.ModeSymlink != 0:
 			add = append(add, p)
 		default:
 			remove = append(remove, p) // fifo, socket...: git ignores them
+		}
+	}
+	if len(gone) > 0 {
+		if ok, err := w.goneWereTracked(ctx, g, gone); !ok || err != nil {
+			return false, err
 		}
 	}
 	if len(add) > 0 {
@@ -193,12 +191,47 @@ func (w *Workspace) stageTouched(ctx context.Context, s *slot, g wtGit) (bool, e
 	return true, nil
 }
 
+// hardLinked reports whether a file has more than one name. A write
+// through another name (a hard link made in an ignored directory, or
+// outside the clone) reaches the file without an event on its own path,
+// so the record cannot be trusted: the caller reads every file's stat
+// data instead, which such a write changes.
+func hardLinked(fi os.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && st.Nlink > 1
+}
+
+// goneWereTracked reports whether every vanished touched path is in the
+// private index (a tracked file deleted). A path that is not appeared and
+// vanished since the last reset: it may have been a hard link to another
+// file, written through and removed, so the record cannot be trusted.
+func (w *Workspace) goneWereTracked(ctx context.Context, g wtGit, gone []string) (bool, error) {
+	if len(gone) > 1000 {
+		return false, nil
+	}
+	slices.Sort(gone)
+	c := g.c(append([]string{"ls-files", "-z", "--"}, gone...)...)
+	c.readOnly, c.paths = true, true
+	out, err := run(ctx, c)
+	if err != nil {
+		return false, err
+	}
+	tracked := splitZ(out) // sorted, as the index is
+	for _, p := range gone {
+		i, found := slices.BinarySearch(tracked, p)
+		if !found && (i >= len(tracked) || !strings.HasPrefix(tracked[i], p+"/")) {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
 // needsFullScan reports whether touched paths make the record unusable:
 // a .gitignore changed (it may reveal or hide files nobody touched) or a
 // nested repository appeared.
 func needsFullScan(touched map[string]bool) bool {
 	for p := range touched {
-		if path.Base(p) == ".gitignore" || p == ".git" || strings.HasPrefix(p, ".git/") ||
+		if path.Base(p) == ".gitignore" || strings.HasPrefix(p, ".git/") ||
 			strings.Contains(p, "/.git/") || strings.HasSuffix(p, "/.git") {
 			return true
 		}
@@ -238,8 +271,9 @@ func (w *Workspace) change(ctx context.Context, s *slot, base string) (*snapshot
 	if err != nil {
 		return nil, err
 	}
-	out, err := run(ctx, cmd{dir: w.top, readOnly: true,
-		args: []string{"diff-tree", "-r", "-M", "--name-status", "-z", "--no-ext-diff", base, tree}})
+	c := w.ig("diff-tree", "-r", "-M", "--name-status", "-z", "--no-ext-diff", "--no-textconv", base, tree)
+	c.readOnly = true
+	out, err := run(ctx, c)
 	if err != nil {
 		return nil, fmt.Errorf("compute the change in %s: %w", s.dir, err)
 	}
@@ -304,8 +338,9 @@ func (w *Workspace) Diff(ctx context.Context, dir, base string) (string, error) 
 	if err != nil {
 		return "", err
 	}
-	out, err := run(ctx, cmd{dir: w.top, readOnly: true,
-		args: []string{"diff", "-M", "--no-color", "--no-ext-diff", "--no-textconv", base, snap.tree, "--"}})
+	c := w.ig("diff", "-M", "--no-color", "--no-ext-diff", "--no-textconv", base, snap.tree, "--")
+	c.readOnly = true
+	out, err := run(ctx, c)
 	if err != nil {
 		return "", fmt.Errorf("diff in %s: %w", dir, err)
 	}
@@ -415,7 +450,8 @@ func (w *Workspace) Revert(ctx context.Context, dir, base string, paths []string
 			return fmt.Errorf("revert: refusing path %q: a parent directory is a symlink", p)
 		}
 	}
-	g := wtGit{dir: s.dir, gitDir: s.gitDir}
+	g := w.private(s)
+	g.index, g.split = "", false
 	c := g.c(append([]string{"ls-tree", "-z", "--name-only", "--full-tree", base, "--"}, paths...)...)
 	c.readOnly, c.paths = true, true
 	out, err := run(ctx, c)

@@ -80,7 +80,8 @@ func (w *Workspace) Commit(ctx context.Context, dir, base string, info muster.Co
 // commitTree makes a commit of tree with one parent, without signing it
 // (a run is unattended).
 func (w *Workspace) commitTree(ctx context.Context, tree, parent, msg string, env []string) (string, error) {
-	c := cmd{dir: w.top, env: env, stdin: []byte(msg), args: []string{"commit-tree", "--no-gpg-sign", "-p", parent, "-F", "-", tree}}
+	c := w.ig("commit-tree", "--no-gpg-sign", "-p", parent, "-F", "-", tree)
+	c.env, c.stdin = append(c.env, env...), []byte(msg)
 	id, err := line(ctx, c)
 	if err != nil {
 		return "", fmt.Errorf("commit-tree: %w", err)
@@ -204,7 +205,7 @@ func (w *Workspace) merge(ctx context.Context, old, commit, base string) (merged
 			return "", nil, fmt.Errorf("integrate %s: base %s is not on the run branch", commit, base)
 		}
 	}
-	out, err := run(ctx, cmd{dir: w.top, args: mergeTreeArgs(w.mergeBase, base, old, commit)})
+	out, err := run(ctx, w.ig(mergeTreeArgs(w.mergeBase, base, old, commit)...))
 	f := splitZ(out)
 	if err != nil {
 		if exitCode(err) == 1 && len(f) > 0 {
@@ -242,7 +243,9 @@ type commitMeta struct {
 
 // readMeta reads a commit's commitMeta.
 func (w *Workspace) readMeta(ctx context.Context, commit string) (commitMeta, error) {
-	out, err := run(ctx, cmd{dir: w.top, readOnly: true, args: []string{"log", "-1", "--no-show-signature", "--format=%an%x00%ae%x00%ad%x00%B", "--date=raw", commit}})
+	c := w.ig("log", "-1", "--no-show-signature", "--no-mailmap", "--format=%an%x00%ae%x00%ad%x00%B", "--date=raw", commit)
+	c.readOnly = true
+	out, err := run(ctx, c)
 	if err != nil {
 		return commitMeta{}, fmt.Errorf("read commit %s: %w", commit, err)
 	}
@@ -259,8 +262,14 @@ func (w *Workspace) readMeta(ctx context.Context, commit string) (commitMeta, er
 // their Muster-Task trailer (the newest when a task has several). Resume
 // uses it to find tasks whose commit landed before a crash.
 func (w *Workspace) TaskCommits(ctx context.Context) (map[muster.TaskID]string, error) {
-	out, err := run(ctx, cmd{dir: w.top, readOnly: true, args: []string{"log", "--first-parent", "--no-show-signature",
-		"--format=%H%x00%(trailers:key=" + TrailerTask + ",valueonly,separator=%x01)%x00", w.base + ".." + w.ref}})
+	tip, err := revParse(ctx, w.top, w.ref)
+	if err != nil {
+		return nil, fmt.Errorf("list task commits: run branch %s: %w", w.branch, err)
+	}
+	c := w.ig("log", "--first-parent", "--no-show-signature", "--no-mailmap",
+		"--format=%H%x00%(trailers:key="+TrailerTask+",valueonly,separator=%x01)%x00", w.base+".."+tip)
+	c.readOnly = true
+	out, err := run(ctx, c)
 	if err != nil {
 		return nil, fmt.Errorf("list task commits: %w", err)
 	}

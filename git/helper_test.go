@@ -21,13 +21,25 @@ func TestMain(m *testing.M) {
 		os.Stdout.WriteString("git not found: skipping\n")
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	// Clones go to a cache of the tests' own, never the user's.
+	cache, err := os.MkdirTemp("", "muster-git-test-cache-")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("XDG_CACHE_HOME", cache)
+	code := m.Run()
+	removeAll(cache)
+	os.Exit(code)
 }
 
 // g runs git in dir and returns its trimmed output, failing the test on
 // error.
 func g(t testing.TB, dir string, args ...string) string {
 	t.Helper()
+	if dir == "" {
+		// Never the package's own directory (this repository).
+		t.Fatalf("git %s: no directory", strings.Join(args, " "))
+	}
 	out, err := gitOut(dir, args...)
 	if err != nil {
 		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
@@ -36,6 +48,9 @@ func g(t testing.TB, dir string, args ...string) string {
 }
 
 func gitOut(dir string, args ...string) (string, error) {
+	if dir == "" {
+		return "", os.ErrInvalid
+	}
 	c := exec.Command("git", args...)
 	c.Dir = dir
 	c.Env = append(os.Environ(), "LC_ALL=C")
@@ -111,3 +126,15 @@ func render(ch *muster.Change) string {
 func sleepMs(n int) { time.Sleep(time.Duration(n) * time.Millisecond) }
 
 var execCommand = exec.Command
+
+// crash drops the workspace's leases on its clones as the kernel does
+// for a process that died, without closing anything else.
+func crash(w *Workspace) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, s := range w.slots {
+		if s.cl != nil && s.cl.lease != nil {
+			s.cl.lease.Close()
+		}
+	}
+}

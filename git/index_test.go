@@ -35,8 +35,9 @@ func TestAgentIndexAfterPrepare(t *testing.T) {
 			t.Fatalf("index differs from the tip:\n%s", staged)
 		}
 		gitDir := g(t, dir, "rev-parse", "--path-format=absolute", "--git-dir")
-		for _, name := range []string{"index", indexName} {
-			b, err := os.ReadFile(filepath.Join(gitDir, name))
+		priv := w.slots["coder#1"].gitDir
+		for _, name := range []string{filepath.Join(gitDir, "index"), filepath.Join(priv, indexName)} {
+			b, err := os.ReadFile(name)
 			if err != nil {
 				t.Fatal(err)
 			}

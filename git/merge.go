@@ -79,7 +79,7 @@ func FastForward(ctx context.Context, repo, branch, target string) error {
 	if err != nil {
 		return err
 	}
-	out, err := run(ctx, cmd{dir: repo, readOnly: true, args: []string{"diff", "--no-renames", "--name-only", "-z", old, tgt}})
+	out, err := run(ctx, cmd{dir: repo, readOnly: true, args: []string{"diff", "--no-renames", "--no-ext-diff", "--no-textconv", "--name-only", "-z", old, tgt}})
 	if err != nil {
 		return err
 	}

@@ -131,8 +131,10 @@ func TestArgs(t *testing.T) {
 		{"clean", cleanArgs([]string{"node_modules/", ".venv/"}), "clean -ffdxq -e node_modules/ -e .venv/"},
 		{"merge-tree 2.39", mergeTreeArgs(false, "B", "T", "C"), "merge-tree --write-tree -z --name-only --no-messages T C"},
 		{"merge-tree 2.40", mergeTreeArgs(true, "B", "T", "C"), "merge-tree --write-tree -z --name-only --no-messages --merge-base=B T C"},
-		{"read-only", (&cmd{readOnly: true, args: []string{"status"}}).gitArgs(), "-c gc.auto=0 -c maintenance.auto=false -c core.hooksPath=/dev/null --no-optional-locks status"},
-		{"user hooks", (&cmd{hooks: true, paths: true, args: []string{"merge"}}).gitArgs(), "-c gc.auto=0 -c maintenance.auto=false --literal-pathspecs merge"},
+		{"read-only", (&cmd{readOnly: true, args: []string{"status"}}).gitArgs(), "-c gc.auto=0 -c maintenance.auto=false -c core.fsmonitor=false -c core.hooksPath=/dev/null --no-optional-locks status"},
+		{"user hooks", (&cmd{hooks: true, paths: true, args: []string{"merge"}}).gitArgs(), "-c gc.auto=0 -c maintenance.auto=false -c core.fsmonitor=false --literal-pathspecs merge"},
+		{"own", (&cmd{own: true, pre: []string{"-c", "core.filemode=false"}, args: []string{"add"}}).gitArgs(), "-c gc.auto=0 -c maintenance.auto=false -c core.fsmonitor=false -c core.hooksPath=/dev/null " +
+			"-c core.attributesFile=/dev/null -c merge.renormalize=false -c protocol.allow=never -c submodule.recurse=false -c core.useReplaceRefs=false -c core.filemode=false add"},
 	}
 	for _, tc := range cases {
 		if got := strings.Join(tc.got, " "); got != tc.want {

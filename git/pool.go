@@ -7,27 +7,61 @@ import (
 	"path/filepath"
 )
 
-// Close removes the run's worktrees and their administrative files. The
-// run branch and run directory stay.
+// Close gives the run's clones back to the pool, where the next run of
+// the repository reuses them, and removes the least recently used free
+// clones beyond the pool's bound. The run branch and run directory stay.
 func (w *Workspace) Close(ctx context.Context) error {
-	w.createMu.Lock()
-	defer w.createMu.Unlock()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, s := range w.slots {
 		s.mu.Lock()
 		s.wt.close()
 		s.wt = nil
+		s.cl.release()
+		s.cl = nil
 		s.mu.Unlock()
 	}
-	err := removePool(ctx, w.top, w.common, w.run)
 	w.slots, w.byDir = map[string]*slot{}, map[string]*slot{}
+	_, err := w.pool.evict(w.pool.max)
 	return err
 }
 
-// removePool removes every worktree under a run's pool directory.
-func removePool(ctx context.Context, top, common, runID string) error {
-	pool := poolDir(common, runID)
+// PruneStale removes what older versions of muster left in the
+// repository: linked worktrees under .git/muster/wt of every run for
+// which live returns false, and git's records of them. It also removes a
+// lock a dead process left on a run branch. Clones now live in muster's
+// cache, outside the repository; run branches and run directories stay.
+func PruneStale(ctx context.Context, repo string, live func(runID string) bool) error {
+	top, common, err := Root(ctx, repo)
+	if err != nil {
+		return err
+	}
+	ents, err := os.ReadDir(filepath.Join(common, "muster", "wt"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, e := range ents {
+		if e.IsDir() && !live(e.Name()) {
+			errs = append(errs, removeLegacyPool(ctx, top, common, e.Name()), removeRefLock(common, e.Name()))
+		}
+	}
+	if left, _ := os.ReadDir(filepath.Join(common, "muster", "wt")); len(left) == 0 {
+		_ = os.Remove(filepath.Join(common, "muster", "wt"))
+	}
+	if _, err := run(ctx, cmd{dir: top, args: []string{"worktree", "prune"}}); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// removeLegacyPool removes every linked worktree under a run's old pool
+// directory, .git/muster/wt/<run-id>.
+func removeLegacyPool(ctx context.Context, top, common, runID string) error {
+	pool := filepath.Join(common, "muster", "wt", runID)
 	ents, err := os.ReadDir(pool)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
@@ -42,34 +76,6 @@ func removePool(ctx context.Context, top, common, runID string) error {
 		}
 	}
 	if err := os.RemoveAll(pool); err != nil {
-		errs = append(errs, err)
-	}
-	if _, err := run(ctx, cmd{dir: top, args: []string{"worktree", "prune"}}); err != nil {
-		errs = append(errs, err)
-	}
-	return errors.Join(errs...)
-}
-
-// PruneStale removes the worktrees of every run for which live returns
-// false (a run no process is working on) and a lock a dead process left
-// on its branch, then prunes git's records of worktrees whose
-// directories are gone. Run branches and run directories stay.
-func PruneStale(ctx context.Context, repo string, live func(runID string) bool) error {
-	top, common, err := Root(ctx, repo)
-	if err != nil {
-		return err
-	}
-	ents, err := os.ReadDir(filepath.Join(common, "muster", "wt"))
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	var errs []error
-	for _, e := range ents {
-		if e.IsDir() && !live(e.Name()) {
-			errs = append(errs, removePool(ctx, top, common, e.Name()), removeRefLock(common, e.Name()))
-		}
-	}
-	if _, err := run(ctx, cmd{dir: top, args: []string{"worktree", "prune"}}); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)

@@ -62,6 +62,13 @@ var envDrop = map[string]bool{
 	"GIT_NOGLOB_PATHSPECS": true, "GIT_ICASE_PATHSPECS": true,
 	"GIT_QUARANTINE_PATH": true, "GIT_REFLOG_ACTION": true,
 	"LC_ALL": true, "LANG": true, "LANGUAGE": true,
+	// Config, attributes and programs that do not come from the
+	// repository's own files: muster sets what it needs itself.
+	"GIT_CONFIG": true, "GIT_CONFIG_PARAMETERS": true, "GIT_CONFIG_COUNT": true,
+	"GIT_EXTERNAL_DIFF": true, "GIT_DIFF_OPTS": true, "GIT_ATTR_SOURCE": true,
+	"GIT_INDEX_VERSION": true, "GIT_TEMPLATE_DIR": true, "GIT_DEFAULT_HASH": true,
+	"GIT_OPTIONAL_LOCKS": true, "GIT_SHALLOW_FILE": true, "GIT_REPLACE_REF_BASE": true,
+	"GIT_GRAFT_FILE": true, "GIT_NO_REPLACE_OBJECTS": true, "GIT_PAGER": true,
 }
 
 // baseEnv is the environment every git call starts from, read once at
@@ -70,7 +77,7 @@ var baseEnv = sync.OnceValue(func() []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
-		if envDrop[k] {
+		if envDrop[k] || strings.HasPrefix(k, "GIT_CONFIG_KEY_") || strings.HasPrefix(k, "GIT_CONFIG_VALUE_") {
 			continue
 		}
 		env = append(env, kv)
@@ -79,8 +86,29 @@ var baseEnv = sync.OnceValue(func() []string {
 		"GIT_TERMINAL_PROMPT=0", // never ask for credentials
 		"GIT_EDITOR=true",       // never open an editor
 		"LC_ALL=C",              // stable messages to match
+		"GIT_PAGER=cat",
+		// Replace refs would let a ref in the user's repository change
+		// what muster reads as a commit.
+		"GIT_NO_REPLACE_OBJECTS=1",
 	)
 })
+
+// ownEnv is added to calls in muster's own git directories (the clones'
+// private ones and the integration one, in the cache): only muster's
+// config file counts there, no system or global config and no system
+// attributes, so no filter, merge or diff driver, fsmonitor or hook that
+// a config names can run.
+var ownEnv = []string{"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=" + os.DevNull, "GIT_ATTR_NOSYSTEM=1"}
+
+// ownArgs are the config overrides of calls in muster's own git
+// directories, on top of those of every call.
+var ownArgs = []string{
+	"-c", "core.attributesFile=" + os.DevNull,
+	"-c", "merge.renormalize=false",
+	"-c", "protocol.allow=never",
+	"-c", "submodule.recurse=false",
+	"-c", "core.useReplaceRefs=false",
+}
 
 // cmd is one git invocation.
 type cmd struct {
@@ -91,13 +119,24 @@ type cmd struct {
 	readOnly bool // adds --no-optional-locks
 	paths    bool // adds --literal-pathspecs
 	hooks    bool // keeps the user's hooks (only for calls in the user's work tree)
+	// own: the call runs in one of muster's own git directories (ownEnv,
+	// ownArgs); pre are more -c pairs of muster's (carried settings).
+	own bool
+	pre []string
 }
 
 // gitArgs returns the full argument list after "git".
 func (c *cmd) gitArgs() []string {
-	a := []string{"-c", "gc.auto=0", "-c", "maintenance.auto=false"}
+	// Never a program or daemon the repository's config names: no hooks
+	// (but for --merge in the user's own tree), no fsmonitor, no
+	// automatic gc or maintenance.
+	a := []string{"-c", "gc.auto=0", "-c", "maintenance.auto=false", "-c", "core.fsmonitor=false"}
 	if !c.hooks {
-		a = append(a, "-c", "core.hooksPath=/dev/null")
+		a = append(a, "-c", "core.hooksPath="+os.DevNull)
+	}
+	if c.own {
+		a = append(a, ownArgs...)
+		a = append(a, c.pre...)
 	}
 	if c.readOnly {
 		a = append(a, "--no-optional-locks")
@@ -138,7 +177,11 @@ func runOnce(ctx context.Context, c cmd) ([]byte, error) {
 	args := c.gitArgs()
 	x := exec.CommandContext(ctx, "git", args...)
 	x.Dir = c.dir
-	x.Env = append(append([]string(nil), baseEnv()...), c.env...)
+	x.Env = append([]string(nil), baseEnv()...)
+	if c.own {
+		x.Env = append(x.Env, ownEnv...)
+	}
+	x.Env = append(x.Env, c.env...)
 	x.Cancel = func() error { return x.Process.Signal(syscall.SIGTERM) }
 	x.WaitDelay = 3 * time.Second
 	if c.stdin != nil {

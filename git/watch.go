@@ -17,10 +17,11 @@ func (w *Workspace) fastReset(ctx context.Context, s *slot, tip string) bool {
 	if s.wt == nil || !s.exact || s.staged == "" || !s.wt.drain(s.touched) || needsFullScan(s.touched) {
 		return false
 	}
-	g := s.private()
+	g := w.private(s)
 	if _, err := os.Stat(g.index); err != nil {
 		return false
 	}
+	delete(s.touched, ".git") // the clone's own git directory, made afresh below
 	var cur string
 	if s.snap != nil && s.snap.base == s.staged && s.stagedAt == s.wt.events {
 		cur = s.snap.tree // nothing changed since Change staged it
@@ -35,9 +36,6 @@ func (w *Workspace) fastReset(ctx context.Context, s *slot, tip string) bool {
 	}
 	if err := w.switchTo(ctx, g, cur, tip); err != nil {
 		s.exact = false // the worktree may be half updated: reset fully
-		return false
-	}
-	if _, err := run(ctx, w.in(s).c("update-ref", "--no-deref", "HEAD", tip)); err != nil {
 		return false
 	}
 	// Untracked and ignored files can only be among the touched paths
@@ -66,9 +64,9 @@ func (w *Workspace) fastReset(ctx context.Context, s *slot, tip string) bool {
 			return false
 		}
 	}
-	// The worktree's index becomes a copy of the private one, split
-	// index included (it shares the same sharedindex.<hash> file).
-	return copyIndex(g.index, filepath.Join(s.gitDir, "index")) == nil
+	// The clone's own git directory is made afresh, HEAD at tip, its
+	// index a copy of the private one.
+	return w.agentGit(s, tip) == nil
 }
 
 // switchTo moves the worktree and the private index, which describes it
@@ -79,7 +77,9 @@ func (w *Workspace) switchTo(ctx context.Context, g wtGit, cur, tip string) erro
 	if cur == tip {
 		return nil
 	}
-	out, err := run(ctx, cmd{dir: w.top, readOnly: true, args: []string{"diff-tree", "-r", "-z", "--no-renames", "--name-only", cur, tip}})
+	c := w.ig("diff-tree", "-r", "-z", "--no-renames", "--name-only", cur, tip)
+	c.readOnly = true
+	out, err := run(ctx, c)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package git
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -41,14 +42,22 @@ type Options struct {
 	// NoWatch turns off the inotify record of touched files (Linux):
 	// every Prepare and Change then reads the metadata of every file.
 	NoWatch bool
+	// CacheDir is muster's cache directory, where the clones live
+	// (default: CacheRoot()).
+	CacheDir string
+	// MaxClones bounds the clones the repository's pool keeps between
+	// runs ([pool] max_clones; default DefaultMaxClones).
+	MaxClones int
 }
 
-// Workspace is muster.Workspace over git: the run branch and a pool of
-// worktrees, one per executor clone. Its methods are safe for concurrent
-// use; calls on one worktree must not overlap.
+// Workspace is muster.Workspace over git: the run branch and one clone
+// per executor clone, leased from the repository's pool in muster's
+// cache. Its methods are safe for concurrent use; calls on one clone
+// must not overlap.
 type Workspace struct {
 	top       string // the user's work tree
 	common    string // the common git directory
+	objects   string // the user's object store, where muster writes its objects
 	run       string
 	branch    string // muster/<run>
 	ref       string // refs/heads/muster/<run>
@@ -59,7 +68,12 @@ type Workspace struct {
 	ident     []string
 	fallback  bool
 
-	createMu sync.Mutex // serialises git worktree add/remove
+	pool     *pool
+	integDir string   // muster's git directory for integration (bare, in the cache)
+	carry    []string // -c pairs carried from the user's config into muster's own calls
+	format   string   // object format: sha1 or sha256
+	excludes []byte   // the user's info/exclude, given to every clone
+	agentCfg []byte   // the config of a clone's own git directory
 
 	// Counts of resets and stagings done with the watcher's record
 	// (fast) or with a pass over every file (full), for tests and
@@ -73,15 +87,18 @@ type Workspace struct {
 
 	mu    sync.Mutex
 	slots map[string]*slot // by slot name
-	byDir map[string]*slot // by worktree directory
+	byDir map[string]*slot // by clone directory
 }
 
-// slot is one pooled worktree.
+// slot is one executor clone's leased clone.
 type slot struct {
-	mu     sync.Mutex
-	name   string
-	dir    string
-	gitDir string // the worktree's private git directory
+	mu   sync.Mutex
+	name string
+	cl   *clone // nil until the first Prepare or Checkout
+	dir  string // the clone's work tree
+	// gitDir is muster's private git directory of the clone (beside
+	// it, never inside): muster's index and its split parts.
+	gitDir string
 	// staged is the base muster's private index was last read from.
 	staged string
 	// snap is the change the last Change computed, reused by Diff and
@@ -121,8 +138,8 @@ const (
 
 // Open opens the run's workspace: it resolves the base, creates the run
 // branch muster/<RunID> there (or, with Resume, checks that it exists and
-// descends from Base), and creates the run directory. Worktrees are made
-// on demand by Prepare.
+// descends from Base), and creates the run directory. Clones are leased
+// from the repository's pool on demand by Prepare.
 func Open(ctx context.Context, opts Options) (*Workspace, error) {
 	if !runIDPattern.MatchString(opts.RunID) || strings.Contains(opts.RunID, "..") || strings.HasSuffix(opts.RunID, ".lock") {
 		return nil, fmt.Errorf("run id %q: use letters, digits, '.', '_' and '-' (no \"..\", no \".lock\" suffix)", opts.RunID)
@@ -139,13 +156,16 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 		return nil, err
 	}
 	w := &Workspace{
-		top: top, common: common, run: opts.RunID,
+		top: top, common: common, objects: filepath.Join(common, "objects"), run: opts.RunID,
 		branch: "muster/" + opts.RunID, ref: "refs/heads/muster/" + opts.RunID,
 		keep:      opts.Keep,
 		watch:     !opts.NoWatch,
 		mergeBase: major > 2 || minor >= 40,
 		slots:     map[string]*slot{}, byDir: map[string]*slot{},
 		onBranch: map[string]bool{}, meta: map[string]commitMeta{},
+	}
+	if err := w.openCache(ctx, opts); err != nil {
+		return nil, err
 	}
 	if err := w.openBranch(ctx, opts); err != nil {
 		return nil, err
@@ -156,6 +176,7 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 	if err := w.identity(ctx); err != nil {
 		return nil, err
 	}
+	w.agentCfg = w.cloneConfig()
 	return w, nil
 }
 
@@ -273,32 +294,13 @@ func (w *Workspace) setTip(tip string) {
 	w.onBranch[tip] = true
 }
 
-// poolDir returns <git-common-dir>/muster/wt/<run-id>.
-func poolDir(common, run string) string { return filepath.Join(common, "muster", "wt", run) }
-
-// slotDirName turns "claude#2" into "claude-2".
-func slotDirName(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if r < 128 && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
-			b.WriteRune(r)
-		} else {
-			b.WriteByte('-')
-		}
-	}
-	n := strings.TrimLeft(b.String(), ".")
-	if n == "" {
-		n = "slot"
-	}
-	return n
-}
-
-// Prepare returns the slot's worktree reset to the run branch tip: it is
-// created on first use (detached, serialised), and on reuse any rebase,
-// merge, cherry-pick or revert the agent left is dropped, HEAD is
-// detached again if the agent switched branches (the branch itself is not
-// moved), tracked files are reset and untracked and ignored files are
-// removed except the Keep patterns.
+// Prepare returns the slot's clone reset to the run branch tip. The
+// clone is leased from the pool on first use (a clone no other run
+// holds, made if need be); then whatever the agent left is dropped: its
+// git directory (HEAD, refs, config, hooks, info, index, objects) is
+// made afresh from muster's template with HEAD detached at the tip,
+// tracked files are reset and untracked and ignored files are removed
+// except the Keep patterns.
 func (w *Workspace) Prepare(ctx context.Context, slotName string) (dir, base string, err error) {
 	s := w.slot(slotName)
 	s.mu.Lock()
@@ -307,32 +309,41 @@ func (w *Workspace) Prepare(ctx context.Context, slotName string) (dir, base str
 	if err != nil {
 		return "", "", err
 	}
-	if err := w.reset(ctx, s, tip); err != nil {
-		if ctx.Err() != nil {
-			return "", "", fmt.Errorf("prepare worktree for %s: %w", slotName, err)
-		}
-		// The worktree may be missing or damaged (its .git file removed,
-		// say): build it again once.
-		if err := w.rebuild(ctx, s, tip); err != nil {
-			return "", "", fmt.Errorf("prepare worktree for %s: %w", slotName, err)
-		}
+	if err := w.resetOrRebuild(ctx, s, tip); err != nil {
+		return "", "", fmt.Errorf("prepare the clone for %s: %w", slotName, err)
 	}
 	return s.dir, tip, nil
 }
 
-// Checkout returns the slot's worktree reset to commit, cleaned as
-// Prepare does (made on first use). Baseline and integration gates run
-// there.
+// Checkout returns the slot's clone reset to commit, cleaned as Prepare
+// does (leased on first use). Baseline and integration gates run there.
 func (w *Workspace) Checkout(ctx context.Context, slotName, commit string) (string, error) {
 	s := w.slot(slotName)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := w.reset(ctx, s, commit); err != nil {
-		if err := w.rebuild(ctx, s, commit); err != nil {
-			return "", fmt.Errorf("check out %s for %s: %w", commit, slotName, err)
-		}
+	if err := w.resetOrRebuild(ctx, s, commit); err != nil {
+		return "", fmt.Errorf("check out %s for %s: %w", commit, slotName, err)
 	}
 	return s.dir, nil
+}
+
+func (w *Workspace) resetOrRebuild(ctx context.Context, s *slot, tip string) error {
+	if s.cl == nil {
+		cl, err := w.pool.lease(w.run)
+		if err != nil {
+			return err
+		}
+		w.mu.Lock()
+		s.cl, s.dir, s.gitDir = cl, cl.dir, cl.priv
+		w.byDir[s.dir] = s
+		w.mu.Unlock()
+	}
+	err := w.reset(ctx, s, tip)
+	if err == nil || ctx.Err() != nil {
+		return err
+	}
+	// The clone may be missing or damaged: build it again once.
+	return w.rebuild(ctx, s, tip)
 }
 
 func (w *Workspace) slot(name string) *slot {
@@ -341,54 +352,25 @@ func (w *Workspace) slot(name string) *slot {
 	if s := w.slots[name]; s != nil {
 		return s
 	}
-	s := &slot{name: name, dir: filepath.Join(poolDir(w.common, w.run), slotDirName(name))}
-	// Two names may map to one directory ("a#1", "a-1"): keep them apart.
-	for i := 2; w.byDir[s.dir] != nil; i++ {
-		s.dir = filepath.Join(poolDir(w.common, w.run), fmt.Sprintf("%s-%d", slotDirName(name), i))
-	}
-	w.slots[name], w.byDir[s.dir] = s, s
+	s := &slot{name: name}
+	w.slots[name] = s
 	return s
 }
 
-// reset brings an existing worktree back to tip; it fails when the
-// worktree does not exist or is not usable.
+// reset brings an existing clone back to tip; it fails when the clone
+// does not exist or is not usable.
 func (w *Workspace) reset(ctx context.Context, s *slot, tip string) error {
-	// The agent may have removed or rewritten the worktree's .git file.
-	gd, err := linkedGitDir(s.dir)
-	if err != nil {
+	if err := checkCloneDirs(s.cl); err != nil {
 		return err
 	}
-	if s.gitDir == "" {
-		s.gitDir = gd
-	}
-	if !samePath(gd, s.gitDir) || !samePath(filepath.Dir(gd), filepath.Join(w.common, "worktrees")) {
-		return fmt.Errorf("worktree %s points to %s, not to its own git directory", s.dir, gd)
-	}
-	// Leftovers of an agent: operations in progress and stale locks (the
-	// agent has exited; nothing else uses this worktree).
-	for _, f := range []string{"rebase-merge", "rebase-apply", "MERGE_HEAD", "MERGE_MSG", "MERGE_MODE",
-		"CHERRY_PICK_HEAD", "REVERT_HEAD", "sequencer", "AUTO_MERGE", "BISECT_LOG", "BISECT_START",
-		"BISECT_TERMS", "BISECT_NAMES", "BISECT_EXPECTED_REV", "BISECT_ANCESTORS_OK",
-		"index.lock", "HEAD.lock", indexName + ".lock"} {
-		if err := os.RemoveAll(filepath.Join(s.gitDir, f)); err != nil {
-			return err
-		}
+	if err := w.ownGitDir(s.gitDir, w.excludes); err != nil {
+		return err
 	}
 	if w.fastReset(ctx, s, tip) {
 		w.fastResets.Add(1)
 	} else {
 		w.fullResets.Add(1)
-		g := w.in(s)
-		// checkout -f --detach resets the index and every tracked file
-		// to tip, detaches HEAD and never moves a branch the agent
-		// checked out.
-		if _, err := run(ctx, g.c("checkout", "--force", "--detach", "--quiet", "--no-recurse-submodules", tip)); err != nil {
-			return err
-		}
-		if _, err := run(ctx, g.c(cleanArgs(w.keep)...)); err != nil {
-			return err
-		}
-		if err := copyIndex(filepath.Join(s.gitDir, "index"), filepath.Join(s.gitDir, indexName)); err != nil {
+		if err := w.fullReset(ctx, s, tip); err != nil {
 			return err
 		}
 	}
@@ -400,7 +382,7 @@ func (w *Workspace) reset(ctx context.Context, s *slot, tip string) error {
 	if len(w.keep) > 0 && s.touched != nil {
 		// Kept files that are not ignored belong to every change, as a
 		// full scan would find them: the record must include them.
-		g := s.private()
+		g := w.private(s)
 		c := g.c("ls-files", "-z", "--others", "--exclude-standard")
 		c.readOnly = true
 		out, err := run(ctx, c)
@@ -414,41 +396,47 @@ func (w *Workspace) reset(ctx context.Context, s *slot, tip string) error {
 	return nil
 }
 
-// linkedGitDir reads a linked worktree's .git file and checks that the
-// git directory it names points back to it.
-func linkedGitDir(dir string) (string, error) {
-	dotGit := filepath.Join(dir, ".git")
-	b, err := os.ReadFile(dotGit)
-	if err != nil {
-		return "", err
+// fullReset resets the clone to tip reading every file's metadata:
+// untracked and ignored files go (clean), then every tracked file whose
+// stat data differs from muster's private index, or that is missing,
+// is written from tip and files tip does not have are removed
+// (read-tree --reset -u, as reset --hard does). A write through a hard
+// link changes the file's stat data, so nothing an agent did escapes it.
+func (w *Workspace) fullReset(ctx context.Context, s *slot, tip string) error {
+	g := w.private(s)
+	if _, err := run(ctx, g.c(cleanArgs(w.keep)...)); err != nil {
+		return err
 	}
-	gd, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir: ")
-	if !ok {
-		return "", fmt.Errorf("%s is not a worktree link", dotGit)
+	if _, err := run(ctx, g.c("read-tree", "--reset", "-u", tip)); err != nil {
+		// A broken private index: start it afresh.
+		os.Remove(g.index)
+		if _, err := run(ctx, g.c(cleanArgs(w.keep)...)); err != nil {
+			return err
+		}
+		if _, err := run(ctx, g.c("read-tree", "--reset", "-u", tip)); err != nil {
+			return err
+		}
 	}
-	if !filepath.IsAbs(gd) {
-		gd = filepath.Join(dir, gd)
-	}
-	gd = filepath.Clean(gd)
-	back, err := os.ReadFile(filepath.Join(gd, "gitdir"))
-	if err != nil {
-		return "", err
-	}
-	if !samePath(strings.TrimSpace(string(back)), dotGit) {
-		return "", fmt.Errorf("%s does not belong to %s", gd, dir)
-	}
-	return gd, nil
+	return w.agentGit(s, tip)
 }
 
-// samePath reports whether two paths name the same file, symlinks
-// resolved.
-func samePath(a, b string) bool {
-	if filepath.Clean(a) == filepath.Clean(b) {
-		return true
+// checkCloneDirs checks that the clone's work tree and muster's private
+// git directory are directories of their own, not symlinks an agent put
+// there to turn muster's resets onto other files.
+func checkCloneDirs(c *clone) error {
+	for _, d := range []string{filepath.Dir(c.dir), c.dir, c.priv} {
+		fi, err := os.Lstat(d)
+		if err != nil {
+			if d == c.priv && errors.Is(err, os.ErrNotExist) {
+				continue // made by ownGitDir
+			}
+			return err
+		}
+		if !fi.IsDir() {
+			return fmt.Errorf("%s is not a directory", d)
+		}
 	}
-	ra, err1 := filepath.EvalSymlinks(a)
-	rb, err2 := filepath.EvalSymlinks(b)
-	return err1 == nil && err2 == nil && ra == rb
+	return nil
 }
 
 // cleanArgs removes untracked and ignored files, nested repositories
@@ -461,41 +449,29 @@ func cleanArgs(keep []string) []string {
 	return a
 }
 
-// rebuild removes whatever is at the slot's directory and adds the
-// worktree afresh. Only the bookkeeping (worktree add --no-checkout) is
-// serialised; the files are checked out by reset, in parallel with other
-// slots.
+// rebuild removes whatever is at the clone's directories and makes the
+// clone afresh: an empty work tree, muster's private git directory, then
+// a full reset writes every file.
 func (w *Workspace) rebuild(ctx context.Context, s *slot, tip string) error {
 	s.wt.close()
 	s.wt, s.touched, s.exact, s.staged = nil, nil, false, ""
-	if err := w.addWorktree(ctx, s, tip); err != nil {
+	for _, d := range []string{s.dir, s.gitDir} {
+		if fi, err := os.Lstat(d); err == nil && !fi.IsDir() {
+			if err := os.Remove(d); err != nil {
+				return err
+			}
+		} else if err := removeAll(d); err != nil {
+			return err
+		}
+	}
+	if err := os.MkdirAll(s.dir, 0o755); err != nil {
 		return err
 	}
-	s.gitDir = ""
 	return w.reset(ctx, s, tip)
 }
 
-func (w *Workspace) addWorktree(ctx context.Context, s *slot, tip string) error {
-	w.createMu.Lock()
-	defer w.createMu.Unlock()
-	if _, err := os.Lstat(s.dir); err == nil {
-		if _, err := run(ctx, cmd{dir: w.top, args: []string{"worktree", "remove", "--force", "--force", s.dir}}); err != nil {
-			if err := os.RemoveAll(s.dir); err != nil {
-				return err
-			}
-		}
-	}
-	if _, err := run(ctx, cmd{dir: w.top, args: []string{"worktree", "prune"}}); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(s.dir), 0o755); err != nil {
-		return err
-	}
-	_, err := run(ctx, cmd{dir: w.top, args: []string{"worktree", "add", "--detach", "--no-checkout", "--quiet", s.dir, tip}})
-	return err
-}
-
-// indexName is muster's private index inside a worktree's git directory.
+// indexName is muster's private index inside a clone's private git
+// directory.
 const indexName = "muster-index"
 
 // copyIndex copies an index file keeping its modification time, which

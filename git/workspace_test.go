@@ -188,7 +188,7 @@ func TestPrepareRebuildsDamagedWorktree(t *testing.T) {
 	repo := newRepo(t, baseFiles())
 	w := open(t, repo, "r1")
 	dir, _, _ := w.Prepare(ctx, "a#1")
-	os.Remove(filepath.Join(dir, ".git"))
+	os.RemoveAll(filepath.Join(dir, ".git"))
 	write(t, dir, "junk", "x")
 	dir2, base, err := w.Prepare(ctx, "a#1")
 	if err != nil || dir2 != dir {
@@ -201,12 +201,16 @@ func TestPrepareRebuildsDamagedWorktree(t *testing.T) {
 	}
 	// An agent that points the worktree at the user's repository.
 	before := userSnapshot(t, repo)
+	os.RemoveAll(filepath.Join(dir, ".git"))
 	write(t, dir, ".git", "gitdir: "+filepath.Join(repo, ".git")+"\n")
 	if _, _, err := w.Prepare(ctx, "a#1"); err != nil {
 		t.Fatal(err)
 	}
-	if got := g(t, dir, "rev-parse", "--git-dir"); !strings.Contains(got, filepath.Join(".git", "worktrees")) {
-		t.Errorf("worktree git dir %s", got)
+	if got := g(t, dir, "rev-parse", "--path-format=absolute", "--git-dir"); got != filepath.Join(dir, ".git") {
+		t.Errorf("clone git dir %s", got)
+	}
+	if fi, err := os.Lstat(filepath.Join(dir, ".git")); err != nil || !fi.IsDir() {
+		t.Errorf("clone .git is not a directory: %v", err)
 	}
 	if after := userSnapshot(t, repo); after != before {
 		t.Errorf("user's repository changed:\n%s\n%s", before, after)
@@ -335,7 +339,7 @@ func TestUserTreeUntouched(t *testing.T) {
 	}
 }
 
-func TestCloseLeavesNothing(t *testing.T) {
+func TestCloseKeepsClonesForTheNextRun(t *testing.T) {
 	repo := newRepo(t, baseFiles())
 	w, err := Open(ctx, Options{Repo: repo, RunID: "r1"})
 	if err != nil {
@@ -343,18 +347,36 @@ func TestCloseLeavesNothing(t *testing.T) {
 	}
 	task(t, w, "a#1", "t1", map[string]string{"x": "1"}, nil)
 	task(t, w, "b#1", "t2", map[string]string{"y": "1"}, nil)
+	d1, d2 := w.slots["a#1"].dir, w.slots["b#1"].dir
 	if err := w.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if got := g(t, repo, "worktree", "list", "--porcelain"); strings.Count(got, "worktree ") != 1 {
-		t.Errorf("worktrees left:\n%s", got)
+		t.Errorf("worktrees in the user's repository:\n%s", got)
 	}
-	if _, err := os.Stat(filepath.Join(repo, ".git", "muster", "wt", "r1")); err == nil {
-		t.Error("pool directory left")
+	for _, d := range []string{d1, d2} {
+		if strings.HasPrefix(d, repo) {
+			t.Errorf("clone %s inside the repository", d)
+		}
+		if _, err := os.Stat(filepath.Join(d, ".git", "objects", "info", "alternates")); err != nil {
+			t.Errorf("clone %s gone after Close: %v", d, err)
+		}
 	}
 	checkNoLocks(t, repo)
 	if g(t, repo, "rev-parse", "muster/r1") == w.Base() {
 		t.Error("run branch lost its commits")
+	}
+	// The next run takes the same clones again, at its own base.
+	w2 := open(t, repo, "r2")
+	d, base, err := w2.Prepare(ctx, "c#1")
+	if err != nil || (d != d1 && d != d2) {
+		t.Fatalf("second run's clone %s (had %s, %s): %v", d, d1, d2, err)
+	}
+	if head := g(t, d, "rev-parse", "HEAD"); head != base {
+		t.Errorf("HEAD %s, want %s", head, base)
+	}
+	if st := g(t, d, "status", "--porcelain", "--untracked-files=all"); st != "" {
+		t.Errorf("reused clone not clean:\n%s", st)
 	}
 }
 
@@ -368,17 +390,19 @@ func checkNoLocks(t *testing.T, repo string) {
 	})
 }
 
-func TestPruneStale(t *testing.T) {
+func TestPruneStaleRemovesLegacyWorktrees(t *testing.T) {
 	repo := newRepo(t, baseFiles())
-	dead, err := Open(ctx, Options{Repo: repo, RunID: "dead"})
-	if err != nil {
-		t.Fatal(err)
+	// Worktrees where older versions of muster kept them.
+	legacy := func(run, name string) string {
+		d := filepath.Join(repo, ".git", "muster", "wt", run, name)
+		g(t, repo, "worktree", "add", "--detach", "-q", d)
+		return d
 	}
-	dead.Prepare(ctx, "a#1")
-	dead.Prepare(ctx, "a#2")
-	// The process "crashed": no Close. A live run beside it.
-	live := open(t, repo, "live")
-	ldir, _, _ := live.Prepare(ctx, "a#1")
+	legacy("dead", "a-1")
+	legacy("dead", "a-2")
+	ldir := legacy("live", "a-1")
+	os.MkdirAll(filepath.Join(repo, ".git", "refs", "heads", "muster"), 0o755)
+	os.WriteFile(filepath.Join(repo, ".git", "refs", "heads", "muster", "dead.lock"), nil, 0o644)
 	if err := PruneStale(ctx, repo, func(id string) bool { return id == "live" }); err != nil {
 		t.Fatal(err)
 	}
@@ -390,6 +414,10 @@ func TestPruneStale(t *testing.T) {
 		t.Error("live worktree removed")
 	}
 	checkNoLocks(t, repo)
+	// Without legacy worktrees it does nothing (no git worktree prune).
+	if err := PruneStale(ctx, newRepo(t, nil), func(string) bool { return false }); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func TestIntegrateKeepsForeignAuthor(t *testing.T) {
@@ -456,9 +484,11 @@ func TestResumeAfterCrash(t *testing.T) {
 	tip1, _ := task(t, w, "a#1", "t1", map[string]string{"one.txt": "1"}, nil)
 	dir, _, _ := w.Prepare(ctx, "a#1")
 	write(t, dir, "half-done.txt", "the agent was killed")
-	// The process dies: locks left behind, no Close.
+	// The process dies: locks left behind, no Close (the kernel drops
+	// its leases on the clones).
 	os.WriteFile(filepath.Join(repo, ".git", "refs", "heads", "muster", "r1.lock"), nil, 0o644)
 	os.WriteFile(filepath.Join(dir, g(t, dir, "rev-parse", "--git-dir"), "index.lock"), nil, 0o644)
+	crash(w)
 
 	w2, err := Open(ctx, Options{Repo: repo, RunID: "r1", Resume: true, Base: w.Base(), Tip: tip1})
 	if err != nil {

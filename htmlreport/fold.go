@@ -52,7 +52,7 @@ func fold(events []muster.Event) *run {
 		if s := r.open[c.Slot]; s != nil {
 			s.End = end
 			if t := r.Tasks[s.Task]; t != nil && s.Role != muster.RoleReviewer {
-				s.Outcome = t.State
+				s.Outcome = string(t.State)
 			}
 		}
 	}
@@ -88,7 +88,7 @@ func (r *run) openSpan(e *muster.Event, role string) {
 	if role == "" {
 		role = muster.RoleCoder
 	}
-	s := &span{Slot: slot, Task: e.Task, Role: role, Attempt: e.Attempt, Start: e.Time, Outcome: muster.StateRunning}
+	s := &span{Slot: slot, Task: e.Task, Role: role, Attempt: e.Attempt, Start: e.Time, Outcome: string(muster.StateRunning)}
 	if role == muster.RoleReviewer {
 		s.Outcome = "review"
 	}
@@ -124,7 +124,7 @@ func (r *run) apply(e *muster.Event) {
 			r.byModel[model] = &muster.Usage{}
 			r.models = append(r.models, model)
 		}
-		r.byModel[model].Add(e.Usage)
+		r.byModel[model].Add(e.Credited())
 		r.cost = append(r.cost, costPoint{Time: e.Time, Micros: r.Usage.CostMicros})
 	case muster.EvTaskSucceeded, muster.EvTaskFailed, muster.EvTaskSkipped, muster.EvTaskCancelled:
 		r.end(e, runview.EndState(e))
@@ -133,7 +133,7 @@ func (r *run) apply(e *muster.Event) {
 
 // end closes the spans of a task's end. Leases are closed by their
 // release; when the journal has none, the attempt's span closes here.
-func (r *run) end(e *muster.Event, state string) {
+func (r *run) end(e *muster.Event, state muster.TaskState) {
 	for slot, s := range r.open {
 		if s.Task == e.Task && s.Role != muster.RoleReviewer {
 			s.Outcome = outcome(state)
@@ -147,11 +147,11 @@ func (r *run) end(e *muster.Event, state string) {
 
 // outcome is a coder's span's outcome when its task is in state: a task
 // pending again was retried.
-func outcome(state string) string {
+func outcome(state muster.TaskState) string {
 	if state == muster.StatePending {
 		return "retried"
 	}
-	return state
+	return string(state)
 }
 
 // sortedModels returns the models by cost, highest first.

@@ -32,7 +32,7 @@ type node struct {
 	X, Y   float64
 	ID     string
 	Label  string // ID, clipped
-	State  string
+	State  muster.TaskState
 	Title  string // full title, for the tooltip
 	Detail string // second line: state and clone
 }
@@ -126,7 +126,7 @@ func layoutGraph(r *run) graph {
 		x := graphPad + float64(l)*(nodeW+colGap)
 		y := graphPad + float64(row)*(nodeH+rowGap)
 		pos[id] = [2]float64{x, y}
-		detail := t.State
+		detail := string(t.State)
 		if t.Slot != "" {
 			detail += " · " + t.Slot
 		}

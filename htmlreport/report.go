@@ -142,7 +142,7 @@ func Write(w io.Writer, events []muster.Event, opts Options) error {
 	})
 	p.Over = layoutCost(r)
 	p.BarX = barLabel
-	p.Legend = []string{muster.StateSucceeded, muster.StateFailed, "retried", muster.StateCancelled, muster.StateRunning, "review"}
+	p.Legend = []string{string(muster.StateSucceeded), string(muster.StateFailed), "retried", string(muster.StateCancelled), string(muster.StateRunning), "review"}
 	for _, id := range r.Order {
 		p.Rows = append(p.Rows, makeRow(r.Tasks[id]))
 	}
@@ -155,7 +155,7 @@ func Write(w io.Writer, events []muster.Event, opts Options) error {
 }
 
 func makeRow(t *runview.Task) row {
-	rw := row{ID: string(t.ID), Title: t.Title, State: t.State, Slot: t.Slot, Attempts: t.Attempt,
+	rw := row{ID: string(t.ID), Title: t.Title, State: string(t.State), Slot: t.Slot, Attempts: t.Attempt,
 		Rounds: t.FixRounds, Commit: t.Commit, Paths: t.Paths, Reason: t.Reason,
 		Tokens: runview.Tokens(t.Usage.Tokens()), Cost: muster.FormatUSD(t.Usage.CostMicros)}
 	if !t.Start.IsZero() && !t.End.IsZero() && t.End.After(t.Start) {

@@ -36,6 +36,7 @@ var KeySpecs = []KeySpec{
 	{Name: "Reads", List: true},
 	{Name: "Gate", List: true, Command: true},
 	{Name: "Executor"},
+	{Name: "Model"},
 	{Name: "Role"},
 	{Name: "Kind"},
 	{Name: "Run", Command: true},
@@ -147,6 +148,8 @@ func (ps *problems) setField(t *muster.Task, name, value string, line int) {
 		t.Gates = append(t.Gates, value)
 	case "executor":
 		t.Executor = value
+	case "model":
+		t.Model = value
 	case "role":
 		t.Role = value
 	case "run":

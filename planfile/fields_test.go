@@ -9,7 +9,7 @@ import (
 // KeySpecs can be exercised; a new key without one fails
 // TestEveryKeyParses.
 var sampleValue = map[string]string{
-	"After": "-", "Owns": "out/x/", "Reads": "README.md", "Gate": "true", "Executor": "", "Role": "coder",
+	"After": "-", "Owns": "out/x/", "Reads": "README.md", "Gate": "true", "Executor": "", "Model": "m-1", "Role": "coder",
 	"Kind": "agent", "Run": "true", "Satisfies": "1", "Timeout": "5m", "Retries": "1", "Review": "none",
 	"Authority": "write", "Budget": "$1", "Delegates": "no", "Loop": "true",
 }

@@ -71,6 +71,7 @@ type canonTask struct {
 	Reads     []string         `json:"reads,omitempty"`
 	Gates     []string         `json:"gates,omitempty"`
 	Executor  string           `json:"executor,omitempty"`
+	Model     string           `json:"model,omitempty"`
 	Role      string           `json:"role,omitempty"`
 	Kind      string           `json:"kind,omitempty"`
 	Run       string           `json:"run,omitempty"`
@@ -122,7 +123,7 @@ func CanonicalAt(p *muster.Plan, v int) ([]byte, error) {
 				ct := canonOf(t)
 				tasks = append(tasks, canonTask{
 					ID: ct.ID, Title: ct.Title, Done: ct.Done, After: ct.After, Owns: ct.Owns, Reads: ct.Reads,
-					Gates: ct.Gates, Executor: ct.Executor, Role: ct.Role, Kind: ct.Kind, Run: ct.Run,
+					Gates: ct.Gates, Executor: ct.Executor, Model: strings.TrimSpace(t.Model), Role: ct.Role, Kind: ct.Kind, Run: ct.Run,
 					Satisfies: ct.Satisfies, Timeout: ct.Timeout, Retries: ct.Retries, Review: ct.Review,
 					Authority: ct.Authority, Budget: nonZeroBudget(t.Budget), Delegates: ct.Delegates,
 					Loop: ct.Loop, Prompt: ct.Prompt, Parent: ct.Parent,

@@ -58,6 +58,9 @@ func TestHashVersionsArePinned(t *testing.T) {
 	p := mustParse(t, "p.md", pinnedPlan)
 	for v, want := range map[int]string{
 		1: "d02d4163ecbf1dc5e6cf0fb5dda437df5dc68c152390e174d5da2e43f1f16d48", // sealed by muster 0.1
+		// Version 2 before the Model key: a plan without Model: hashes as
+		// it did, so receipts sealed before the key still verify.
+		2: "98061bd3f37fdd9acecb7a53d8e1f897c3756c86d5e75d1d8f353ba6aa6017ef",
 	} {
 		got, err := HashAt(p, v)
 		if err != nil || got != want {
@@ -105,5 +108,20 @@ func TestCanonicalCoversTask(t *testing.T) {
 		if n := tt.Field(i).Name; !have[n] && !notContent[n] {
 			t.Errorf("muster.Task.%s is not in the canonical form (planfile/hash.go canonTask)", n)
 		}
+	}
+}
+
+// TestModelChangesTheHash: the Model key is content (a plan that asks for
+// another model is another plan), and only where it is used.
+func TestModelChangesTheHash(t *testing.T) {
+	t.Parallel()
+	base := mustParse(t, "p.md", pinnedPlan)
+	withModel := mustParse(t, "p.md", pinnedPlan)
+	withModel.Tasks[0].Model = "claude-opus-4-5"
+	if Hash(base) == Hash(withModel) {
+		t.Error("a Model: did not change the hash")
+	}
+	if !strings.Contains(string(Canonical(withModel)), `"model":"claude-opus-4-5"`) {
+		t.Errorf("canonical form without the model: %s", Canonical(withModel))
 	}
 }

@@ -2,6 +2,7 @@ package planfile
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -342,6 +343,7 @@ func (ps *problems) checkTasks(tasks []*muster.Task, cfg *muster.Config) [][]str
 		if cfg == nil {
 			continue
 		}
+		ps.checkModel(t, cfg)
 		role := t.EffectiveRole()
 		if t.Executor != "" {
 			ex := cfg.Executor(t.Executor)
@@ -372,6 +374,44 @@ func (ps *problems) checkTasks(tasks []*muster.Task, cfg *muster.Config) [][]str
 		}
 	}
 	return norm
+}
+
+// checkModel reports a task's Model: that its executor does not list, or,
+// without an Executor:, that no executor of its role lists.
+func (ps *problems) checkModel(t *muster.Task, cfg *muster.Config) {
+	if t.Model == "" || t.EffectiveKind() == muster.KindCode {
+		return
+	}
+	line := t.LineOf("model")
+	if t.Executor != "" {
+		if ex := cfg.Executor(t.Executor); ex != nil && !ex.OffersModel(t.Model) {
+			ps.addf(line, "task %s: executor %s does not list model %q (its models: %s)", t.ID, ex.Name, t.Model, modelList(ex))
+		}
+		return
+	}
+	role := t.EffectiveRole()
+	var lists []string
+	for _, e := range cfg.Executors {
+		if !e.HasRole(role) {
+			continue
+		}
+		if e.OffersModel(t.Model) {
+			return
+		}
+		lists = append(lists, e.Name+": "+modelList(e))
+	}
+	if len(lists) > 0 {
+		ps.addf(line, "task %s: no executor with role %s lists model %q (%s)", t.ID, role, t.Model, strings.Join(lists, "; "))
+	}
+}
+
+// modelList names the models an executor lists.
+func modelList(e *muster.ExecutorSpec) string {
+	ms := e.Models
+	if e.Model != "" && !slices.Contains(ms, e.Model) {
+		ms = append([]string{e.Model}, ms...)
+	}
+	return strings.Join(ms, ", ")
 }
 
 func crewList(names []string) string {

@@ -11,8 +11,8 @@ import (
 
 func crew() *muster.Config {
 	return &muster.Config{Executors: []*muster.ExecutorSpec{
-		{Name: "claude", Kind: muster.ExecClaudeCode, Clones: 2, Roles: []string{"coder", "reviewer"}},
-		{Name: "codex", Kind: muster.ExecCodex, Clones: 1},
+		{Name: "claude", Kind: muster.ExecClaudeCode, Clones: 2, Roles: []string{"coder", "reviewer"}, Models: []string{"sonnet", "opus"}},
+		{Name: "codex", Kind: muster.ExecCodex, Clones: 1, Model: "gpt-5.5", Models: []string{"gpt-5.5-mini"}},
 	}}
 }
 
@@ -59,6 +59,11 @@ func TestValidate(t *testing.T) {
 			[]string{`p.md:2: task a: no executor in the crew has role "tester"`}},
 		{"role executor lacks", "## [ ] a: A\nExecutor: codex\nRole: reviewer\n", false,
 			[]string{`p.md:3: task a: executor "codex" has no role "reviewer"`}},
+		{"model listed", "## [ ] a: A\nExecutor: codex\nModel: gpt-5.5-mini\n\n## [ ] b: B\nModel: gpt-5.5\n\n## [ ] c: C\nModel: opus\nExecutor: claude\n", false, nil},
+		{"model not listed", "## [ ] a: A\nExecutor: codex\nModel: gpt-4\n", false,
+			[]string{`p.md:3: task a: executor codex does not list model "gpt-4" (its models: gpt-5.5, gpt-5.5-mini)`}},
+		{"model no reviewer lists", "## [ ] a: A\nRole: reviewer\nModel: gpt-5.5\n", false,
+			[]string{`p.md:3: task a: no executor with role reviewer lists model "gpt-5.5" (claude: sonnet, opus)`}},
 		{"code without run", "## [ ] a: A\nKind: code\n", false,
 			[]string{`p.md:2: task a: Kind code needs a Run command`}},
 		{"overlap warning", "## [ ] a: A\nOwns: internal/http/\n\n## [ ] b: B\nOwns: x.go, internal/http/router.go\n", false,

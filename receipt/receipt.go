@@ -62,14 +62,14 @@ func (r *Receipt) Canon() int {
 
 // Task is one task's outcome.
 type Task struct {
-	ID       muster.TaskID `json:"id"`
-	Parent   muster.TaskID `json:"parent,omitempty"`
-	State    string        `json:"state"`
-	Reason   string        `json:"reason,omitempty"`
-	Commit   string        `json:"commit,omitempty"`
-	Attempts int           `json:"attempts"`
-	Gates    []Gate        `json:"gates,omitempty"`
-	Usage    muster.Usage  `json:"usage"`
+	ID       muster.TaskID    `json:"id"`
+	Parent   muster.TaskID    `json:"parent,omitempty"`
+	State    muster.TaskState `json:"state"`
+	Reason   string           `json:"reason,omitempty"`
+	Commit   string           `json:"commit,omitempty"`
+	Attempts int              `json:"attempts"`
+	Gates    []Gate           `json:"gates,omitempty"`
+	Usage    muster.Usage     `json:"usage"`
 }
 
 // Gate is one gate run of a task.
@@ -212,9 +212,9 @@ func Fold(events []muster.Event) *Receipt {
 					Phase: e.Phase, NotCharged: e.NotCharged()})
 			}
 		case muster.EvTokensUsed:
-			r.Usage.Add(e.Usage)
+			r.Usage.Add(e.Credited())
 			if t := task(e.Task); t != nil {
-				t.Usage.Add(e.Usage)
+				t.Usage.Add(e.Credited())
 			}
 		case muster.EvIntegrated:
 			if t := task(e.Task); t != nil {

@@ -233,7 +233,7 @@ func verifyBranch(r *Receipt, b Branch, events []muster.Event) []string {
 }
 
 func describe(t Task) string {
-	s := t.State
+	s := string(t.State)
 	if t.Commit != "" {
 		s += " at " + textsafe.Short(t.Commit)
 	}

@@ -163,7 +163,7 @@ func (m *merger) event(e *muster.Event) {
 		m.add(Entry{Time: e.Time, Round: e.Round, Kind: KindCheck, State: e.State, Text: e.Reason})
 	case muster.EvTaskSucceeded, muster.EvTaskFailed, muster.EvTaskCancelled:
 		m.flush(func(muster.LogRecord) bool { return true })
-		state := map[muster.EventType]string{muster.EvTaskSucceeded: muster.StateSucceeded, muster.EvTaskFailed: muster.StateFailed, muster.EvTaskCancelled: muster.StateCancelled}[e.Type]
+		state := string(map[muster.EventType]muster.TaskState{muster.EvTaskSucceeded: muster.StateSucceeded, muster.EvTaskFailed: muster.StateFailed, muster.EvTaskCancelled: muster.StateCancelled}[e.Type])
 		if e.Type == muster.EvTaskFailed && e.Retry {
 			state = "retrying"
 		}

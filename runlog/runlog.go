@@ -151,7 +151,7 @@ type task struct {
 	id         muster.TaskID
 	index      int
 	title      string
-	state      string
+	state      muster.TaskState
 	reason     string
 	skipReason string
 	attempts   int
@@ -252,7 +252,7 @@ func (t *task) unstarted() Entry {
 	if t.state == muster.StatePending && text == "" {
 		text = "not started yet"
 	}
-	return Entry{Time: t.time, Task: string(t.id), Kind: KindResult, State: t.state, Text: text, Seq: t.seq, Key: fmt.Sprintf("%s-end-%d", t.id, t.seq)}
+	return Entry{Time: t.time, Task: string(t.id), Kind: KindResult, State: string(t.state), Text: text, Seq: t.seq, Key: fmt.Sprintf("%s-end-%d", t.id, t.seq)}
 }
 
 // readLog reads an attempt's log file; a missing or unreadable file, or

@@ -60,7 +60,7 @@ func TestBuildJournalOnly(t *testing.T) {
 	if k := kinds(got); k != want {
 		t.Errorf("kinds:\n got %s\nwant %s", k, want)
 	}
-	if got[1].State != muster.StateFailed || got[1].Attempt != 2 || got[1].Text != "agent failed again" {
+	if got[1].State != string(muster.StateFailed) || got[1].Attempt != 2 || got[1].Text != "agent failed again" {
 		t.Errorf("b's result: %+v", got[1])
 	}
 	all, _ := Build(events(), "", Query{Task: "b", Attempt: -1})

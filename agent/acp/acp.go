@@ -65,7 +65,7 @@ func (e *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit fu
 	if err != nil {
 		return nil, err
 	}
-	spec := e.base.Spec
+	spec := e.base.SpecFor(req)
 	root, err := filepath.EvalSymlinks(req.Dir)
 	if err != nil {
 		return nil, agentkit.StartFailure(fmt.Errorf("worktree: %w", err))

@@ -39,7 +39,7 @@ func (e *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit fu
 	if err != nil {
 		return nil, err
 	}
-	spec := e.base.Spec
+	spec := e.base.SpecFor(req)
 	resume := resumable(s.Home, req.Dir, req.SessionID)
 	inv := s.Invocation(req, buildArgs(spec, req, resume), kindEnv(spec, req, s.Home, s.Key, os.Geteuid() == 0), parseLine)
 	return agentkit.RunResuming(ctx, req, inv, emit, resume, func(inv *agentkit.Invocation) {

@@ -40,7 +40,7 @@ func (e *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit fu
 	if err != nil {
 		return nil, err
 	}
-	spec := e.base.Spec
+	spec := e.base.SpecFor(req)
 	codexHome := filepath.Join(s.Home, ".codex")
 	if err := agentkit.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(configTOML(spec, s.KeyName))); err != nil {
 		return nil, agentkit.StartFailure(fmt.Errorf("codex config: %w", err))

@@ -39,7 +39,7 @@ func (e *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit fu
 	if err != nil {
 		return nil, err
 	}
-	spec := e.base.Spec
+	spec := e.base.SpecFor(req)
 	if err := agentkit.WriteFile(filepath.Join(s.Home, ".gemini", "settings.json"), settings(s.Key != "")); err != nil {
 		return nil, agentkit.StartFailure(fmt.Errorf("gemini settings: %w", err))
 	}

@@ -156,14 +156,14 @@ func (e *Executor) keyEnv() string {
 	return "OPENAI_API_KEY"
 }
 
-func (e *Executor) newWire(system, prompt string, tools []toolSpec) wire {
+func (e *Executor) newWire(model, system, prompt string, tools []toolSpec) wire {
 	switch e.api {
 	case "responses":
-		return newResponses(e.model, system, prompt, tools, e.maxTokens)
+		return newResponses(model, system, prompt, tools, e.maxTokens)
 	case "messages":
-		return newMessages(e.model, system, prompt, tools, e.maxTokens)
+		return newMessages(model, system, prompt, tools, e.maxTokens)
 	}
-	return newChat(e.model, system, prompt, tools, e.maxTokens)
+	return newChat(model, system, prompt, tools, e.maxTokens)
 }
 
 // Execute runs the tool loop until the model answers without a tool call,
@@ -190,7 +190,11 @@ func (e *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit fu
 	if err != nil {
 		return nil, &muster.AgentError{Class: muster.FailStart, Message: err.Error()}
 	}
-	w := e.newWire(systemPrompt(req, tb), userPrompt(req), append(tb.specs(), reportSpecs(req.Role)...))
+	asked := e.model
+	if req.Model != "" {
+		asked = req.Model // the task's Model:
+	}
+	w := e.newWire(asked, systemPrompt(req, tb), userPrompt(req), append(tb.specs(), reportSpecs(req.Role)...))
 	res := &muster.ExecResult{}
 	var tail tailBuf
 	fail := func(err error) (*muster.ExecResult, error) {
@@ -216,7 +220,7 @@ func (e *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit fu
 		}
 		model := tr.model
 		if model == "" {
-			model = e.model
+			model = asked
 		}
 		if !tr.usage.IsZero() {
 			emit(muster.Record{Type: muster.RecUsage, Model: model, Usage: tr.usage})

@@ -38,7 +38,7 @@ func (e *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit fu
 	if err != nil {
 		return nil, err
 	}
-	spec := e.base.Spec
+	spec := e.base.SpecFor(req)
 	cfg, model := config(spec, req.Authority, s.KeyName, s.Key != "")
 	cfgPath := filepath.Join(s.Home, "opencode.json")
 	if err := agentkit.WriteFile(cfgPath, cfg); err != nil {

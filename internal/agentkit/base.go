@@ -30,6 +30,23 @@ func NewBase(spec *muster.ExecutorSpec, kind string) (*Base, error) {
 	return b, nil
 }
 
+// SpecFor is the executor's spec for req: a copy whose Model is the one
+// the request asks for (a task's Model:), else the executor's own.
+func (b *Base) SpecFor(req *muster.ExecRequest) *muster.ExecutorSpec {
+	return WithModel(b.Spec, req)
+}
+
+// WithModel returns spec, or a copy of it with req's model when the
+// request asks for one.
+func WithModel(spec *muster.ExecutorSpec, req *muster.ExecRequest) *muster.ExecutorSpec {
+	if req == nil || req.Model == "" || spec == nil || req.Model == spec.Model {
+		return spec
+	}
+	c := *spec
+	c.Model = req.Model
+	return &c
+}
+
 // Setup is what one invocation starts from: the binary, the clone's home
 // and the API key (empty when the seeded login is used).
 type Setup struct {
@@ -57,7 +74,7 @@ func (b *Base) Prepare(req *muster.ExecRequest) (*Setup, error) {
 		return nil, StartFailure(err)
 	}
 	s := &Setup{Kind: b.Kind, Bin: bin, Home: home}
-	s.KeyName, s.Key = APIKey(b.Spec, b.Kind)
+	s.KeyName, s.Key = APIKey(b.SpecFor(req), b.Kind)
 	if s.Key == "" {
 		if err := SeedLogin(b.Kind, home); err != nil {
 			return nil, StartFailure(err)

@@ -36,6 +36,11 @@ func TestScripts(t *testing.T) {
 			}
 			env.Setenv("GIT_CONFIG_GLOBAL", gitconfig)
 			env.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+			// muster's clones go to a cache of the script's own, beside
+			// its work directory (not inside: scripts use $WORK as a repository).
+			cache := env.WorkDir + ".cache"
+			env.Setenv("XDG_CACHE_HOME", cache)
+			env.Defer(func() { forceRemove(cache) })
 			env.Setenv("NO_COLOR", "1")
 			env.Setenv("CI", "true")
 			return nil
@@ -150,4 +155,15 @@ func cmdWaitFile(ts *testscript.TestScript, neg bool, args []string) {
 		}
 	}
 	ts.Fatalf("%s did not appear", args[0])
+}
+
+// forceRemove removes a directory tree, read-only directories included.
+func forceRemove(dir string) {
+	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			_ = os.Chmod(p, 0o755)
+		}
+		return nil
+	})
+	_ = os.RemoveAll(dir)
 }

@@ -15,11 +15,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/internal/cli/clean"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
 	"github.com/muster-run/muster/internal/cli/demo"
 	"github.com/muster-run/muster/internal/cli/doctor"
+	clifleet "github.com/muster-run/muster/internal/cli/fleet"
 	"github.com/muster-run/muster/internal/cli/initcmd"
 	"github.com/muster-run/muster/internal/cli/logs"
+	"github.com/muster-run/muster/internal/cli/mcp"
 	"github.com/muster-run/muster/internal/cli/mockllm"
 	"github.com/muster-run/muster/internal/cli/plan"
 	"github.com/muster-run/muster/internal/cli/report"
@@ -32,6 +35,8 @@ import (
 	"github.com/muster-run/muster/internal/cli/validate"
 	"github.com/muster-run/muster/internal/cli/verify"
 	"github.com/muster-run/muster/internal/cli/watch"
+	"github.com/muster-run/muster/internal/cli/worker"
+	"github.com/muster-run/muster/internal/redact"
 )
 
 // NewRoot returns the root command.
@@ -40,8 +45,8 @@ func NewRoot(io *cmdutil.IOStreams) *cobra.Command {
 		Use:   "muster",
 		Short: "Run a plan of coding tasks across a crew of AI coding agents",
 		Long: `muster runs a plan of coding tasks across a crew of AI coding agents (Claude
-Code, Codex CLI, Gemini CLI, opencode, HTTP models, any command) in parallel git
-worktrees, inside declared file boundaries, through gates and reviews. It leaves
+Code, Codex CLI, Gemini CLI, opencode, HTTP models, any command) in parallel
+clones of a git repository, inside declared file boundaries, through gates and reviews. It leaves
 one commit per task on a run branch, a journal that survives kill -9, and a
 cost report down to each agent clone.
 
@@ -60,6 +65,7 @@ Start with: muster demo`,
 		demo.NewCmd(io),
 		validate.NewCmd(io),
 		plan.NewCmd(io),
+		mcp.NewCmd(io),
 		verify.NewCmd(io),
 		run.NewCmd(io),
 		resume.NewCmd(io),
@@ -72,6 +78,9 @@ Start with: muster demo`,
 		watch.NewCmd(resolveJournal),
 		mockllm.NewCmd(),
 		doctor.NewCmd(repoConfig),
+		clean.NewCmd(io),
+		clifleet.NewCmd(io),
+		worker.NewCmd(io, buildVersion()),
 	)
 	for _, c := range root.Commands() {
 		c.SilenceUsage = true
@@ -183,16 +192,23 @@ func execute(ctx context.Context, io *cmdutil.IOStreams, root *cobra.Command, ar
 		// A signal that came while the command was still setting up (a git
 		// command it cut short, say) is an interruption, not a broken
 		// environment: 130.
-		fmt.Fprintln(io.ErrOut, "muster: interrupted before the run started: "+err.Error())
+		fmt.Fprintln(io.ErrOut, "muster: interrupted before the run started: "+errText(err))
 		return cmdutil.ExitInterrupted
 	}
 	var silent *cmdutil.Silent
 	if !errors.As(err, &silent) {
-		fmt.Fprintln(io.ErrOut, "muster: "+err.Error())
+		fmt.Fprintln(io.ErrOut, "muster: "+errText(err))
 	}
 	if strings.HasPrefix(err.Error(), "unknown command ") {
 		// cobra's own check of the root's arguments: bad input.
 		return cmdutil.ExitInvalid
 	}
 	return cmdutil.ExitCode(err)
+}
+
+// errText is an error as a person reads it: redacted (internal/redact) of
+// the secrets of muster's environment, key-shaped strings and URL
+// user-info, wherever in muster or git the error came from.
+func errText(err error) string {
+	return redact.New(redact.Environ(os.Environ())...).String(err.Error())
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/internal/redact"
 )
 
 // Spec describes a process to run.
@@ -301,14 +302,14 @@ func readLines(r io.Reader, fn func(string), poke func()) {
 	}
 }
 
-// Environ returns os.Environ() without credentials: variables whose names
-// end in _KEY, _TOKEN or _SECRET, or contain PASSWORD (any case), unless
-// listed in allow.
+// Environ returns os.Environ() without credentials (redact.IsSecret: names
+// like *_KEY, *_TOKEN, *_SECRET, *_PAT, *_DSN, *PASSWORD*, *PASSWD*,
+// *APIKEY*, and values that are URLs with user-info), unless listed in allow.
 func Environ(allow ...string) []string {
 	var out []string
 	for _, kv := range os.Environ() {
-		name, _, _ := strings.Cut(kv, "=")
-		if IsSecretName(name) && !contains(allow, name) {
+		name, value, _ := strings.Cut(kv, "=")
+		if redact.IsSecret(name, value) && !contains(allow, name) {
 			continue
 		}
 		out = append(out, kv)
@@ -317,14 +318,8 @@ func Environ(allow ...string) []string {
 }
 
 // IsSecretName reports whether an environment variable name looks like it
-// holds a credential.
-func IsSecretName(name string) bool {
-	u := strings.ToUpper(name)
-	return strings.HasSuffix(u, "_KEY") || strings.HasSuffix(u, "_TOKEN") ||
-		strings.HasSuffix(u, "_SECRET") || strings.Contains(u, "PASSWORD") ||
-		u == "KEY" || u == "TOKEN" || u == "SECRET" || strings.HasSuffix(u, "_API_KEY") ||
-		strings.HasSuffix(u, "_CREDENTIALS")
-}
+// holds a credential (redact.IsSecretName).
+func IsSecretName(name string) bool { return redact.IsSecretName(name) }
 
 func contains(list []string, s string) bool {
 	for _, x := range list {

@@ -85,6 +85,7 @@ func TestPlanWithRealClaudeAndCodex(t *testing.T) {
 	}
 	t.Setenv("GIT_CONFIG_GLOBAL", gitconfig)
 	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
 
 	repo := agenttest.GitRepo(t)
 	toml := `[run]

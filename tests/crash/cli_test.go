@@ -259,23 +259,41 @@ func TestKilledAfterTheEndResumeSealsAndCleansUp(t *testing.T) {
 	}
 }
 
-func TestStaleWorktreesOfDeadRunsArePruned(t *testing.T) {
+func TestClonesOfDeadRunsAreReused(t *testing.T) {
 	repo, plan, cfg, _ := setup(t, 4)
 	r := runMuster(t, repo, []string{"MUSTER_CRASH_AT=TaskSucceeded:1"}, 0, "run", plan, "--config", cfg, "--run-id", "dead", "--plain")
 	if !r.killed {
 		t.Fatalf("exit %d, want killed\n%s", r.code, r.stderr)
 	}
-	if wts := strings.Count(git(t, repo, "worktree", "list", "--porcelain"), "worktree "); wts < 2 {
-		t.Fatalf("the killed run left no worktree (%d): nothing to test", wts)
+	if wts := strings.Count(git(t, repo, "worktree", "list", "--porcelain"), "worktree "); wts != 1 {
+		t.Errorf("%d worktrees in the repository: clones belong in muster's cache", wts)
+	}
+	clones := cachedClones(t, repo)
+	if len(clones) == 0 {
+		t.Fatal("the killed run left no clone in the cache: nothing to test")
 	}
 	if r := runMuster(t, repo, nil, 0, "run", plan, "--config", cfg, "--run-id", "next", "--plain"); r.code != 0 {
 		t.Fatalf("next run: exit %d\n%s", r.code, r.stderr)
 	}
-	if wts := strings.Count(git(t, repo, "worktree", "list", "--porcelain"), "worktree "); wts != 1 {
-		t.Errorf("%d worktrees after the next run, want the dead run's pruned:\n%s", wts, git(t, repo, "worktree", "list"))
+	if after := cachedClones(t, repo); len(after) != len(clones) {
+		t.Errorf("clones after the next run %v, want the dead run's %v reused", after, clones)
 	}
 	// The dead run itself stays resumable.
 	if r := runMuster(t, repo, nil, 0, "resume", "dead", "--plain"); r.code != 0 {
-		t.Errorf("resume of the pruned run: exit %d\n%s", r.code, r.stderr)
+		t.Errorf("resume of the dead run: exit %d\n%s", r.code, r.stderr)
 	}
+}
+
+// cachedClones lists the clones of repo in muster's cache.
+func cachedClones(t *testing.T, repo string) []string {
+	t.Helper()
+	common := git(t, repo, "rev-parse", "--path-format=absolute", "--git-common-dir")
+	keys, _ := filepath.Glob(filepath.Join(os.Getenv("XDG_CACHE_HOME"), "muster", "repos", "*", "repo"))
+	for _, k := range keys {
+		if b, err := os.ReadFile(k); err == nil && strings.TrimSpace(string(b)) == strings.TrimSpace(common) {
+			locks, _ := filepath.Glob(filepath.Join(filepath.Dir(k), "clones", "*.lock"))
+			return locks
+		}
+	}
+	return nil
 }

@@ -29,6 +29,8 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	bin = filepath.Join(dir, "muster")
+	// muster's clones go to a cache of the tests' own.
+	os.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache"))
 	_, here, _, _ := runtime.Caller(0)
 	root := filepath.Join(filepath.Dir(here), "..", "..")
 	build := exec.Command("go", "build", "-o", bin, "./cmd/muster")

@@ -1,0 +1,87 @@
+package mcpserver
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Inside resolves a path an agent gave, relative to the repository's top
+// root (or absolute), and returns it absolute. It refuses a path with a
+// ".." element, an absolute path outside root, any path into a .git
+// directory, and a path whose existing part goes through a symlink that
+// leads out of root. Neither the path nor its parent need exist.
+func Inside(root, p string) (string, error) {
+	if strings.TrimSpace(p) == "" {
+		return "", errors.New("empty path")
+	}
+	if strings.ContainsRune(p, 0) {
+		return "", errors.New("path holds a NUL byte")
+	}
+	for _, part := range strings.Split(filepath.ToSlash(p), "/") {
+		switch part {
+		case "..":
+			return "", fmt.Errorf("%s: \"..\" is not allowed; give a path inside the repository", p)
+		case ".git":
+			return "", fmt.Errorf("%s: paths into .git are not allowed", p)
+		}
+	}
+	realRoot, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return "", fmt.Errorf("repository %s: %w", root, err)
+	}
+	abs := p
+	if !filepath.IsAbs(abs) {
+		abs = filepath.Join(root, abs)
+	}
+	abs = filepath.Clean(abs)
+	if !within(root, abs) && !within(realRoot, abs) {
+		return "", fmt.Errorf("%s is outside the repository %s", p, root)
+	}
+	// The nearest existing ancestor, symlinks resolved, must lie inside
+	// the repository; so must the path itself when it is a symlink.
+	parent, err := existingAncestor(filepath.Dir(abs))
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", p, err)
+	}
+	if !within(realRoot, parent) {
+		return "", fmt.Errorf("%s leads outside the repository (through a symlink)", p)
+	}
+	if st, err := os.Lstat(abs); err == nil && st.Mode()&os.ModeSymlink != 0 {
+		target, err := filepath.EvalSymlinks(abs)
+		if err != nil || !within(realRoot, target) {
+			return "", fmt.Errorf("%s is a symlink that leads outside the repository", p)
+		}
+	}
+	return abs, nil
+}
+
+// existingAncestor resolves the symlinks of dir's nearest existing
+// ancestor (dir itself when it exists).
+func existingAncestor(dir string) (string, error) {
+	for {
+		resolved, err := filepath.EvalSymlinks(dir)
+		if err == nil {
+			return resolved, nil
+		}
+		if !errors.Is(err, os.ErrNotExist) {
+			return "", err
+		}
+		if _, lerr := os.Lstat(dir); lerr == nil {
+			return "", fmt.Errorf("%s is a symlink to nothing", dir)
+		}
+		up := filepath.Dir(dir)
+		if up == dir {
+			return "", err
+		}
+		dir = up
+	}
+}
+
+// within reports whether p is dir or lies under it (both clean).
+func within(dir, p string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
+}

@@ -1,0 +1,58 @@
+package mcpserver
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestInside(t *testing.T) {
+	root := t.TempDir()
+	outside := t.TempDir()
+	for _, d := range []string{"sub", "sub/deep"} {
+		if err := os.Mkdir(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, target := range map[string]string{
+		"out":      outside,
+		"dangling": filepath.Join(outside, "nothing"),
+		"in.md":    filepath.Join(root, "sub"),
+		"rel":      "sub",
+	} {
+		if err := os.Symlink(target, filepath.Join(root, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct{ path, err string }{
+		{"plan.md", ""},
+		{"sub/deep/plan.md", ""},
+		{"new/dir/plan.md", ""},
+		{filepath.Join(root, "sub", "p.md"), ""},
+		{"rel/p.md", ""},
+		{"in.md", ""},
+		{"", "empty"},
+		{"a\x00b", "NUL"},
+		{"../x.md", `".."`},
+		{"sub/../../x.md", `".."`},
+		{filepath.Join(outside, "x.md"), "outside the repository"},
+		{"/etc/passwd", "outside the repository"},
+		{"out/x.md", "outside the repository"},
+		{"out", "symlink that leads outside"},
+		{"dangling", "symlink that leads outside"},
+		{"dangling/x.md", "symlink to nothing"},
+		{".git/hooks/pre-commit", ".git"},
+		{"sub/.git/config", ".git"},
+	} {
+		got, err := Inside(root, c.path)
+		switch {
+		case c.err == "" && err != nil:
+			t.Errorf("%q: %v", c.path, err)
+		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
+			t.Errorf("%q: got %q, %v; want an error with %q", c.path, got, err, c.err)
+		case err == nil && !filepath.IsAbs(got):
+			t.Errorf("%q: %q is not absolute", c.path, got)
+		}
+	}
+}
