@@ -260,6 +260,10 @@ func (d *Driver) run(ctx context.Context) (*engine.State, error) {
 	} else if err := d.recover(ctx); err != nil {
 		return d.state, err
 	}
+	// The run's start (or resumption) is durable, and shown, at once.
+	if err := d.sync(); err != nil {
+		return d.state, err
+	}
 
 	// Each worker goroutine lives for one attempt; the loop below waits
 	// for all of them before it returns. On a panic they are cancelled
