@@ -106,6 +106,9 @@ type ExecutorSpec struct {
 	Command       []string          `json:"command,omitempty"`
 	Timeout       time.Duration     `json:"timeout,omitempty"`
 	MaxConcurrent int               `json:"max_concurrent,omitempty"`
+	// Writable lists paths this executor's agents may write under
+	// confinement, besides what every agent may ([run] writable).
+	Writable []string `json:"writable,omitempty"`
 	// EnvAllow names variables of muster's environment that look like
 	// credentials but this executor's agents get all the same ([run]
 	// env_allow adds to it).
@@ -202,6 +205,11 @@ type RunConfig struct {
 	Reviewers         int           `json:"reviewers,omitempty"` // reviewers per task
 	StallTimeout      time.Duration `json:"stall_timeout,omitempty"`
 	PricesFile        string        `json:"prices_file,omitempty"`
+	// Confine is ConfineAuto (""), ConfineRequired or ConfineOff.
+	Confine string `json:"confine,omitempty"`
+	// Writable lists absolute paths every agent and gate may write under
+	// confinement, besides its clone, its home, its temp dir and /tmp.
+	Writable []string `json:"writable,omitempty"`
 	// EnvAllow names variables that look like credentials but are none:
 	// every agent and gate gets them, and they are not redacted.
 	EnvAllow []string `json:"env_allow,omitempty"`

@@ -60,6 +60,9 @@ type ExecRequest struct {
 	Stall time.Duration
 	// Env holds extra variables for the agent (already allowed by config).
 	Env map[string]string
+	// Confine, when set, is what the agent's processes may write: the
+	// executor starts its program under it (nil: unconfined).
+	Confine *Confinement
 	// Base is the commit Dir was prepared at (coders); at Round 0 Dir
 	// holds exactly Base.
 	Base string

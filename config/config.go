@@ -25,8 +25,8 @@ var (
 	topKeys      = []string{"run", "executors", "gates", "pool", "fleet"}
 	fleetKeys    = []string{"nats", "user", "password_env", "nkey_seed_file", "nkeys", "tls_ca", "tls_cert", "tls_key", "lease"}
 	poolKeys     = []string{"max_clones"}
-	runKeys      = []string{"max_parallel", "on_failure", "budget_usd", "budget_tokens", "writers", "on_violation", "noop", "max_rounds", "verify_integration", "approve", "require_approval", "keep", "grace", "gate_timeout", "reviewers", "stall_timeout", "prices_file", "env_allow"}
-	executorKeys = []string{"kind", "clones", "roles", "model", "models", "base_url", "api_key_env", "env", "args", "command", "timeout", "max_concurrent", "env_allow", "seed", "speed"}
+	runKeys      = []string{"max_parallel", "on_failure", "budget_usd", "budget_tokens", "writers", "on_violation", "noop", "max_rounds", "verify_integration", "approve", "require_approval", "keep", "grace", "gate_timeout", "reviewers", "stall_timeout", "prices_file", "env_allow", "confine", "writable"}
+	executorKeys = []string{"kind", "clones", "roles", "model", "models", "base_url", "api_key_env", "env", "args", "command", "timeout", "max_concurrent", "env_allow", "writable", "seed", "speed"}
 )
 
 // namePattern is the shape of an executor or gate name; "#" would break
@@ -240,6 +240,10 @@ func (r *reader) run(rc *muster.RunConfig, t map[string]any) {
 			rc.PricesFile = r.str(v, p)
 		case "env_allow":
 			rc.EnvAllow = r.envNames(v, p)
+		case "confine":
+			rc.Confine = r.oneOf(v, p, muster.ConfineAuto, muster.ConfineRequired, muster.ConfineOff)
+		case "writable":
+			rc.Writable = r.paths(v, p)
 		default:
 			r.unknown(runKeys, p...)
 		}
@@ -362,6 +366,8 @@ func (r *reader) executor(e *muster.ExecutorSpec, t map[string]any, path []strin
 			e.MaxConcurrent = r.count(v, 0, p)
 		case "env_allow":
 			e.EnvAllow = r.envNames(v, p)
+		case "writable":
+			e.Writable = r.paths(v, p)
 		case "seed":
 			if n, ok := v.(int64); ok {
 				e.Seed = n
@@ -491,6 +497,28 @@ func (r *reader) strings(v any, p []string) []string {
 			return nil
 		}
 		out = append(out, s)
+	}
+	return out
+}
+
+// paths reads a list of absolute paths; "~/" at the start of one is the
+// user's home directory.
+func (r *reader) paths(v any, p []string) []string {
+	var out []string
+	for _, s := range r.strings(v, p) {
+		if rest, ok := strings.CutPrefix(s, "~/"); ok || s == "~" {
+			home, err := os.UserHomeDir()
+			if err != nil {
+				r.at(p, "%s: %q: cannot tell the home directory: %v", p[len(p)-1], s, err)
+				continue
+			}
+			s = filepath.Join(home, rest)
+		}
+		if !filepath.IsAbs(s) {
+			r.at(p, `%s: %q: want an absolute path (or one starting with "~/")`, p[len(p)-1], s)
+			continue
+		}
+		out = append(out, filepath.Clean(s))
 	}
 	return out
 }

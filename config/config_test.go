@@ -130,6 +130,10 @@ func TestParseProblems(t *testing.T) {
 		{"gate", "[gates]\ntest = \"\"\nlint = [\"x\"]\n", []string{
 			`m.toml:2: gate test: want a command string, such as test = "go test ./..."`,
 			`m.toml:3: gate lint: want a command string, such as lint = "go test ./..."`}},
+		{"confine", "[run]\nconfine = \"strict\"\nwritable = [\"rel/cache\", 3]\n[executors.a]\nkind = \"sim\"\nwritable = [\"/ok\", \"./no\"]\n", []string{
+			`m.toml:2: confine: want "auto", "required" or "off"`,
+			`m.toml:3: writable: want a list of strings, such as ["a", "b"]`,
+			`m.toml:6: writable: "./no": want an absolute path (or one starting with "~/")`}},
 		{"dotted keys", "run.max_parallel = 2\nrun.nope = 1\nexecutors.x.kind = \"sim\"\nexecutors.x.colnes = 3\n", []string{
 			`m.toml:2: unknown key "nope" in [run] (known keys: ` + strings.Join(runKeys, ", ") + `)`,
 			`m.toml:4: unknown key "colnes" in [executors.x]; did you mean "clones"?`}},
@@ -147,6 +151,26 @@ func TestParseProblems(t *testing.T) {
 		if !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%s:\n got %q\nwant %q", tc.name, got, tc.want)
 		}
+	}
+}
+
+func TestConfineKeys(t *testing.T) {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		t.Skip(err)
+	}
+	cfg, probs := Parse("m.toml", []byte("[run]\nconfine = \"required\"\nwritable = [\"~/.cache/go-build\", \"/var/cache//x/\"]\n[executors.a]\nkind = \"sim\"\nwritable = [\"/opt/a\"]\n"))
+	if len(probs) > 0 {
+		t.Fatal(probs)
+	}
+	if cfg.Run.Confine != muster.ConfineRequired {
+		t.Errorf("confine %q", cfg.Run.Confine)
+	}
+	if want := []string{filepath.Join(home, ".cache/go-build"), "/var/cache/x"}; !reflect.DeepEqual(cfg.Run.Writable, want) {
+		t.Errorf("run writable %q, want %q", cfg.Run.Writable, want)
+	}
+	if want := []string{"/opt/a"}; !reflect.DeepEqual(cfg.Executors[0].Writable, want) {
+		t.Errorf("executor writable %q, want %q", cfg.Executors[0].Writable, want)
 	}
 }
 

@@ -61,6 +61,16 @@ type Options struct {
 	Clock muster.Clock
 	// ScratchDir holds per-invocation files outside any worktree.
 	ScratchDir string
+	// Confine, when set, confines every agent invocation: it may write
+	// the paths Confine lists and its clone, its attempt's scratch
+	// directory (home, TMPDIR, prompt), the executor's own writable
+	// paths and what the workspace says its own git commands need
+	// (nil: agents run unconfined).
+	Confine *muster.Confinement
+	// Warnings are said once at the start of the run (and of each
+	// resume), as Warning events: what the user should know of this
+	// run's setting, such as agents running unconfined.
+	Warnings []string
 	// LogDir, when set, receives one log file per attempt
 	// (muster.LogRecord): prompts, agents' output, gate commands and exit
 	// statuses, diff stats, each bounded and passed through Redactor.
@@ -259,6 +269,11 @@ func (d *Driver) run(ctx context.Context) (*engine.State, error) {
 		}
 	} else if err := d.recover(ctx); err != nil {
 		return d.state, err
+	}
+	for _, w := range d.opts.Warnings {
+		if err := d.emit(muster.Event{Type: muster.EvWarning, Message: w}); err != nil {
+			return d.state, err
+		}
 	}
 	// The run's start (or resumption) is durable, and shown, at once.
 	if err := d.sync(); err != nil {

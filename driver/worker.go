@@ -428,7 +428,11 @@ func (w *worker) execute(ctx context.Context, exec muster.Executor, round int, f
 		if err := os.MkdirAll(req.Scratch, 0o755); err != nil {
 			return nil, err
 		}
+		if err := w.tmpdir(req); err != nil {
+			return nil, err
+		}
 	}
+	req.Confine = w.confinement(spec, req.Authority)
 	if w.task.Delegates {
 		w.planOut = filepath.Join(w.scratch, "plan-out.md")
 		req.PlanOut = w.planOut

@@ -28,6 +28,9 @@ type Runner struct {
 	// Allow names variables that look like credentials but gates get
 	// ([run] env_allow).
 	Allow []string
+	// Confine, when set, confines every gate: it may write its clone and
+	// the paths Confine lists (nil: unconfined).
+	Confine *muster.Confinement
 }
 
 // Run runs one gate in dir.
@@ -44,6 +47,7 @@ func (r Runner) Run(ctx context.Context, dir string, g muster.GateSpec, timeout 
 		Argv:     []string{"sh", "-c", g.Command},
 		Dir:      dir,
 		Env:      proc.Environ(r.Allow...),
+		Launcher: r.Confine.With(dir).Prefix(),
 		Timeout:  timeout,
 		Grace:    grace,
 		OnLine:   out.line,

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/confine"
 	"github.com/muster-run/muster/internal/cli/clean"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
 	"github.com/muster-run/muster/internal/cli/demo"
@@ -145,6 +146,11 @@ func repoConfig() (*muster.Config, error) {
 // status. The first SIGINT or SIGTERM cancels the run (agents get SIGTERM,
 // then SIGKILL after the grace period); a second one exits at once.
 func Main() int {
+	// muster's own re-exec that confines an agent or a gate and becomes
+	// it: before anything else, so it costs next to nothing.
+	if len(os.Args) > 1 && os.Args[1] == muster.ConfineCommand {
+		return confine.Main(os.Args[2:], os.Stderr)
+	}
 	io := cmdutil.System()
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)

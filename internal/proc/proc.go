@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -40,6 +41,11 @@ type Spec struct {
 	OnStderr func(line string)
 	// OnStart is called with the pid once the process runs.
 	OnStart func(pid int)
+	// Launcher, when set, is a command line that runs the program in its
+	// own place (muster __confine ... --): the process is started as
+	// Launcher followed by Argv, with Argv[0] resolved first, as exec
+	// would, so that a missing program is still a start error.
+	Launcher []string
 }
 
 // MaxLine bounds one output line kept in memory.
@@ -63,7 +69,15 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	if len(s.Argv) == 0 {
 		return Result{}, errors.New("empty command")
 	}
-	cmd := exec.Command(s.Argv[0], s.Argv[1:]...)
+	argv := s.Argv
+	if len(s.Launcher) > 0 {
+		prog, err := resolve(argv[0], s.Dir)
+		if err != nil {
+			return Result{}, fmt.Errorf("start %s: %w", s.Argv[0], err)
+		}
+		argv = append(append(append([]string(nil), s.Launcher...), prog), argv[1:]...)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = s.Dir
 	cmd.Env = s.Env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -229,6 +243,30 @@ func guard(where string, fn func()) (perr *muster.PanicError) {
 	}()
 	fn()
 	return nil
+}
+
+// resolve returns the absolute path of the program name runs in dir: a
+// name with a slash is a path (relative to dir), any other is looked up
+// on PATH.
+func resolve(name, dir string) (string, error) {
+	if !strings.Contains(name, "/") {
+		p, err := exec.LookPath(name)
+		if err != nil {
+			return "", err
+		}
+		return filepath.Abs(p)
+	}
+	if !filepath.IsAbs(name) && dir != "" {
+		name = filepath.Join(dir, name)
+	}
+	if _, err := exec.LookPath(name); err != nil {
+		var ee *exec.Error
+		if errors.As(err, &ee) {
+			return "", ee.Err
+		}
+		return "", err
+	}
+	return filepath.Abs(name)
 }
 
 func exitCode(err error) int {

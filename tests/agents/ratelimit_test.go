@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/muster-run/muster"
-	"github.com/muster-run/muster/internal/agentkit/agenttest"
+	"github.com/muster-run/muster/internal/agentkit/clitest"
 	"github.com/muster-run/muster/internal/cli"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
 	"github.com/muster-run/muster/mockllm"
@@ -48,7 +48,7 @@ func TestRateLimitStormPacesTheCrew(t *testing.T) {
 	t.Setenv("GIT_CONFIG_GLOBAL", gitconfig)
 	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
-	repo := agenttest.GitRepo(t)
+	repo := clitest.GitRepo(t)
 	toml := `[executors.api]
 kind = "openai"
 clones = 4

@@ -196,6 +196,10 @@ func (s *Session) Drive(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	confinement, warnings, err := RepoConfinement(s.Repo, s.Config)
+	if err != nil {
+		return err
+	}
 	// A resume takes the run's lock before it touches any worktree, so
 	// that it never disturbs a run another process drives.
 	var j *journal.Journal
@@ -266,7 +270,7 @@ func (s *Session) Drive(ctx context.Context) error {
 		jsonOut = newJSONStream(s.IO.Out)
 	}
 	allowEnv(s.Config)
-	runner := gate.Runner{Grace: s.Config.Grace(), Allow: s.Config.Run.EnvAllow}
+	runner := gate.Runner{Grace: s.Config.Grace(), Allow: s.Config.Run.EnvAllow, Confine: confinement}
 	crew, err := agents.Crew(s.Config, runner)
 	if err != nil {
 		return err
@@ -285,8 +289,8 @@ func (s *Session) Drive(ctx context.Context) error {
 	opts := driver.Options{
 		RunID: s.RunID, PlanPath: s.Plan.Source, Plan: s.Plan, PlanCanon: planfile.CanonicalVersion, Config: Journaled(s.Config), Base: s.Base, Branch: ws.Branch(), Ref: s.Ref,
 		Replayed: replayed, Journal: j, Workspace: ws, Executors: crew, Gates: runner, Price: prices.Cost,
-		ScratchDir: filepath.Join(s.Dir, "scratch"),
-		LogDir:     filepath.Join(s.Dir, muster.LogDir), Redactor: Redactor(s.Config),
+		ScratchDir: filepath.Join(s.Dir, "scratch"), Confine: confinement, Warnings: warnings,
+		LogDir: filepath.Join(s.Dir, muster.LogDir), Redactor: Redactor(s.Config),
 		KillOrphan: killOrphan, Identify: procid.Of, CrashAt: os.Getenv(CrashEnv),
 		Fragment: fragment(s.Config),
 		OnEvent: func(e *muster.Event, st *engine.State) {
