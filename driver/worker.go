@@ -52,6 +52,12 @@ type worker struct {
 	baselined map[string]bool
 	// planOut is where a delegating task's agent may write new tasks.
 	planOut string
+	// pendingNotes are the notes records of the round under way, shared
+	// when it is accepted (shareFindings).
+	pendingNotes []pendingNote
+	// envFailed is set when a gate could not run at all (exit 127): the
+	// task fails at once, with no fix round.
+	envFailed string
 	// remoteGates holds the gate results of the last coder invocation
 	// when its executor ran them where the agent ran (a fleet worker).
 	remoteGates []muster.GateResult
@@ -348,6 +354,10 @@ func (w *worker) check(ctx context.Context, m *engine.Attempt, res *muster.ExecR
 	if ctx.Err() != nil {
 		return "", w.cancelled(ctx), ""
 	}
+	if w.envFailed != "" {
+		// A gate that cannot start: no fix round can install it.
+		return "", w.fail(w.envFailed, false), ""
+	}
 	if st := m.Gates(failed); st.Kind != engine.StepGo {
 		return fb, w.stepUnlessFix(st), ""
 	}
@@ -421,6 +431,9 @@ func (w *worker) execute(ctx context.Context, exec muster.Executor, round int, f
 	}
 	w.remoteGates = nil
 	req.Prompt = w.d.red().String(buildPrompt(w, feedback, round))
+	// What the coder says from here on is this round's: notes and
+	// findings of a rejected round are not shared.
+	w.transcript, w.pendingNotes = "", nil
 	w.log(muster.LogRecord{Kind: muster.LogPrompt, Round: round, Role: w.a.Role, Slot: w.slot(), Text: promptHead(req.Prompt)})
 	w.lastMsg = ""
 	req.Scratch = filepath.Join(w.scratch, fmt.Sprintf("r%d", round))
@@ -587,9 +600,12 @@ func (w *worker) record(spec *muster.ExecutorSpec, role muster.Role, clone int) 
 				c.droppedNotes++
 				return
 			}
-			text := red.String(bound(r.Text, maxNote))
-			d.notes.add(w.a.Task, text)
-			w.send(muster.Event{Type: muster.EvNote, Executor: spec.Name, Clone: clone, Message: text})
+			// Held until the round is accepted: a rejected round's notes
+			// (its gate failed, its review asked for changes) are not
+			// shared.
+			if len(w.pendingNotes) < maxPendingNotes {
+				w.pendingNotes = append(w.pendingNotes, pendingNote{text: red.String(bound(r.Text, maxNote)), executor: spec.Name, clone: clone})
+			}
 		case muster.RecViolation:
 			w.send(muster.Event{Type: muster.EvViolation, Executor: spec.Name, Clone: clone, Paths: []string{red.String(bound(r.Text, maxMessage))},
 				Reason: "the agent asked for a path outside its worktree (" + bound(r.Tool, 40) + "); refused"})

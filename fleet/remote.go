@@ -54,6 +54,9 @@ type Dispatcher struct {
 	// stored names the large bundles already in the object store.
 	stored map[string]bool
 
+	// base is Open's context without its cancellation: bundle requests
+	// run under it (with their own deadline).
+	base     context.Context
 	bundleMu sync.Mutex // serialises bundle creation
 	sub      *nats.Subscription
 	cc       jetstream.ConsumeContext
@@ -89,7 +92,7 @@ func Open(ctx context.Context, c *Conn, o DispatchOptions) (*Dispatcher, error) 
 	if o.Lease <= 0 {
 		o.Lease = DefaultLease
 	}
-	d := &Dispatcher{conn: c, run: o.Run, runTok: token(o.Run), repo: o.Repo, local: o.Local, scratch: o.Scratch, lease: o.Lease, jobs: map[string]*pending{}, stored: map[string]bool{}}
+	d := &Dispatcher{conn: c, run: o.Run, runTok: token(o.Run), repo: o.Repo, local: o.Local, scratch: o.Scratch, lease: o.Lease, jobs: map[string]*pending{}, stored: map[string]bool{}, base: context.WithoutCancel(ctx)}
 	if err := os.MkdirAll(o.Scratch, 0o700); err != nil {
 		return nil, err
 	}
@@ -164,7 +167,7 @@ func (d *Dispatcher) onBundleRequest(m *nats.Msg) {
 		sort.Strings(have)
 		h := sha256.Sum256([]byte(strings.Join(have, ",")))
 		name := fmt.Sprintf("%s/b/%s-%s", d.run, req.Want, hex.EncodeToString(h[:8]))
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		ctx, cancel := context.WithTimeout(d.base, 5*time.Minute)
 		defer cancel()
 		d.bundleMu.Lock()
 		defer d.bundleMu.Unlock()

@@ -39,6 +39,9 @@ type run struct {
 	models  []string
 	cost    []costPoint
 	leased  bool // the journal records leases (else spans are attempts)
+	// gaps are the stretches no muster ran the run (crash or interrupt
+	// until the resume): left out of durations, marked on the timeline.
+	gaps []muster.Gap
 }
 
 func fold(events []muster.Event) *run {
@@ -46,6 +49,7 @@ func fold(events []muster.Event) *run {
 	for i := range events {
 		r.apply(&events[i])
 	}
+	r.gaps = muster.Gaps(events)
 	end := r.End
 	if end.IsZero() {
 		end = r.last(events)

@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -51,6 +53,7 @@ func BenchmarkDispatch(b *testing.B) {
 				}
 			}
 			ctx := context.Background()
+			var cpu atomic.Int64 // git's CPU time, both sides
 			if remote {
 				srv, err := fleet.Serve(fleet.ServeOptions{Listen: "127.0.0.1:0", Store: filepath.Join(dir, "js")})
 				if err != nil {
@@ -68,7 +71,7 @@ func BenchmarkDispatch(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				wctx, stop := context.WithCancel(ctx)
+				wctx, stop := context.WithCancel(git.WithCPUCounter(ctx, &cpu))
 				done := make(chan struct{})
 				go func() { _ = w.Run(wctx); close(done) }()
 				defer func() { stop(); <-done }()
@@ -77,12 +80,12 @@ func BenchmarkDispatch(b *testing.B) {
 					b.Fatal(err)
 				}
 				defer oc.Close()
-				benchRuns(b, repo, dir, n, func(runID, base, runDir string) map[string]muster.Executor {
+				benchRuns(b, repo, dir, n, &cpu, func(runID, base, runDir string) map[string]muster.Executor {
 					root, err := git.RootCommit(ctx, repo, base)
 					if err != nil {
 						b.Fatal(err)
 					}
-					d, err := fleet.Open(ctx, oc, fleet.DispatchOptions{Run: runID, Repo: root, Local: localGit{}, Scratch: filepath.Join(runDir, "fleet")})
+					d, err := fleet.Open(git.WithCPUCounter(ctx, &cpu), oc, fleet.DispatchOptions{Run: runID, Repo: root, Local: localGit{}, Scratch: filepath.Join(runDir, "fleet")})
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -91,7 +94,7 @@ func BenchmarkDispatch(b *testing.B) {
 				})
 				return
 			}
-			benchRuns(b, repo, dir, n, func(string, string, string) map[string]muster.Executor {
+			benchRuns(b, repo, dir, n, &cpu, func(string, string, string) map[string]muster.Executor {
 				return map[string]muster.Executor{"x": writer()}
 			})
 		})
@@ -100,14 +103,15 @@ func BenchmarkDispatch(b *testing.B) {
 
 // benchRuns runs b.N runs of n zero-work tasks on one clone and reports
 // the time per task.
-func benchRuns(b *testing.B, repo, dir string, n int, crew func(runID, base, runDir string) map[string]muster.Executor) {
+func benchRuns(b *testing.B, repo, dir string, n int, cpu *atomic.Int64, crew func(runID, base, runDir string) map[string]muster.Executor) {
 	p := &muster.Plan{}
 	for i := range n {
 		p.Tasks = append(p.Tasks, &muster.Task{ID: muster.TaskID(fmt.Sprintf("t%03d", i)), Title: "x", Owns: []string{fmt.Sprintf("t%03d.txt", i)}})
 	}
 	cfg := &muster.Config{Executors: []*muster.ExecutorSpec{{Name: "x", Kind: "command", Clones: 1}}}
-	ctx := context.Background()
+	ctx := git.WithCPUCounter(context.Background(), cpu)
 	b.ResetTimer()
+	cpu.Store(0)
 	var total time.Duration
 	for i := 0; i < b.N; i++ {
 		runID := fmt.Sprintf("bench-%d-%d", time.Now().UnixNano(), i)
@@ -136,6 +140,13 @@ func benchRuns(b *testing.B, repo, dir string, n int, crew func(runID, base, run
 		}
 	}
 	b.ReportMetric(float64(total.Milliseconds())/float64(b.N*n), "ms/task")
+	b.ReportMetric(float64(cpu.Load())/1e6/float64(b.N*n), "git-cpu-ms/task")
+	b.Logf("load average %s", loadavg())
+}
+
+func loadavg() string {
+	b, _ := os.ReadFile("/proc/loadavg")
+	return strings.TrimSpace(string(b))
 }
 
 // localGit is fleet.Local over package git (as the runner wires it).

@@ -49,6 +49,9 @@ overlapping Owns between tasks that may run at once) alone exit 0, unless
 				if err := runner.NoCrew(plan, cfg); err != nil {
 					return err
 				}
+				if err := runner.CheckCommands(cmd.Context(), repo.Top, cfg); err != nil {
+					return err
+				}
 			}
 			probs = append(probs, runner.Unapproved(plan, cfg)...)
 			runner.PrintProblems(io.ErrOut, probs)
