@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/muster-run/muster/internal/cli"
+	"github.com/muster-run/muster/internal/cli/cmdutil"
 )
 
 // The test binary is muster when this variable is set: the MCP server
@@ -436,6 +437,39 @@ func TestCancel(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustFail(t, cs, "cancel", map[string]any{"run": id}, "not running")
+}
+
+// A run started through MCP goes on after the session (and the server)
+// ends, and finishes.
+func TestRunOutlivesSession(t *testing.T) {
+	goFile := filepath.Join(t.TempDir(), "go")
+	repo, cs := setup(t, "WAIT_FOR="+goFile)
+	write(t, repo, map[string]string{"good.md": valid})
+	_, obj := mustOK(t, cs, "run", map[string]any{"plan": "good.md"})
+	id, _ := obj["run"].(string)
+	pid := int(obj["pid"].(float64))
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	waitState(t, cs, id, "running")
+	if err := cs.Close(); err != nil { // the server exits with its stdin
+		t.Logf("close: %v", err)
+	}
+	if err := os.WriteFile(goFile, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var state string
+	for i := 0; i < 1200 && state != "succeeded"; i++ {
+		var out, errOut strings.Builder
+		io := &cmdutil.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}
+		if cli.Execute(context.Background(), io, []string{"status", id, "--json", "--repo", repo}) == 0 {
+			var st map[string]any
+			_ = json.Unmarshal([]byte(out.String()), &st)
+			state, _ = st["state"].(string)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if state != "succeeded" {
+		t.Fatalf("the run after the session: %s", state)
+	}
 }
 
 // waitState polls status until the run is in state (bounded).
