@@ -54,6 +54,12 @@ type Options struct {
 	Base      string
 	// Config is the crew the plan is for: executors, roles, gates.
 	Config *muster.Config
+	// Journaled is Config as the journal keeps it, its secrets taken out
+	// (default: Config).
+	Journaled *muster.Config
+	// Redactor removes secrets from what the planner says (events) and
+	// writes (the plan) before muster keeps or shows it (nil: none).
+	Redactor muster.Redactor
 	// Journal records the session; Append makes each event durable.
 	Journal muster.Journal
 	// Check validates a plan's text as `muster validate` would, naming
@@ -122,9 +128,13 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	task := &muster.Task{ID: TaskID, Title: title(opts.Goal), Role: muster.RolePlanner,
 		Authority: muster.AuthorityRead, Executor: opts.Spec.Name, Prompt: opts.Goal, Review: "none"}
+	journaled := opts.Journaled
+	if journaled == nil {
+		journaled = opts.Config
+	}
 	if err := s.emit(
 		muster.Event{Type: muster.EvRunStarted, Schema: muster.SchemaVersion, Kind: muster.RunKindPlan, Run: opts.RunID,
-			Plan: opts.Output, Base: opts.Base, Config: opts.Config},
+			Plan: opts.Output, Base: opts.Base, Config: journaled},
 		muster.Event{Type: muster.EvTasksPlanned, Tasks: []*muster.Task{task}},
 	); err != nil {
 		return nil, err
@@ -246,6 +256,9 @@ func (s *session) ask(ctx context.Context, task *muster.Task, try int, dir, prom
 	if len(text) == 0 && res != nil {
 		text = Extract(res.Final)
 	}
+	if len(text) > 0 {
+		text = []byte(s.red(string(text)))
+	}
 	if len(text) == 0 {
 		return nil, "the planner gave no plan: nothing in the file named by MUSTER_PLAN_OUT, and no Markdown plan (a \"# Plan:\" title or a \"## [ ] ID: Title\" task) in its final message", nil
 	}
@@ -341,6 +354,14 @@ func (s *session) finish(state string) error {
 	return s.emit(muster.Event{Type: muster.EvRunFinished, State: state})
 }
 
+// red removes secrets from text an agent produced.
+func (s *session) red(text string) string {
+	if s.opts.Redactor == nil {
+		return text
+	}
+	return s.opts.Redactor.String(text)
+}
+
 func (s *session) emit(evs ...muster.Event) error {
 	now := s.clock.Now().UTC()
 	for i := range evs {
@@ -348,6 +369,9 @@ func (s *session) emit(evs ...muster.Event) error {
 		if e.Time.IsZero() {
 			e.Time = now
 		}
+		// What an agent or an error said may hold a secret.
+		e.Tool, e.Args, e.Model = s.red(e.Tool), s.red(e.Args), s.red(e.Model)
+		e.Message, e.Reason = s.red(e.Message), s.red(e.Reason)
 		if err := s.opts.Journal.Append(e); err != nil {
 			return &muster.Error{Code: muster.CodeInternal, Op: "journal", Err: err}
 		}
