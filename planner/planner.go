@@ -110,7 +110,14 @@ type session struct {
 	clock muster.Clock
 	res   *Result
 	clone int
+	// tools and messages count this try's records (capped at maxRecords
+	// each); dropped counts the ones past the caps.
+	tools, messages, dropped int
 }
+
+// maxRecords bounds the ToolUse and the Message events of one try, as
+// the driver bounds an attempt's; usage is never dropped.
+const maxRecords = 500
 
 // Run asks the planner for a plan until one validates or the tries are
 // spent. A plan that never validates is not an error: the Result says so
@@ -239,6 +246,13 @@ func (s *session) ask(ctx context.Context, task *muster.Task, try int, dir, prom
 	if journalErr != nil {
 		return nil, "", journalErr
 	}
+	if s.dropped > 0 {
+		if err := s.emit(muster.Event{Type: muster.EvMessage, Task: TaskID, Executor: o.Spec.Name, Clone: s.clone,
+			Message: fmt.Sprintf("[%d more tool and message records of this try not kept: at most %d of each]", s.dropped, maxRecords)}); err != nil {
+			return nil, "", err
+		}
+	}
+	s.tools, s.messages, s.dropped = 0, 0, 0
 	if ctx.Err() != nil {
 		return nil, "", s.interrupted(ctx, try)
 	}
@@ -299,8 +313,16 @@ func (s *session) record(r muster.Record) (muster.Event, bool) {
 		s.res.Usage.Add(u)
 		base.Type, base.Role, base.Model, base.Usage = muster.EvTokensUsed, muster.RolePlanner, r.Model, u
 	case muster.RecTool:
-		base.Type, base.Tool, base.Args = muster.EvToolUse, r.Tool, bound(r.Args, 2000)
+		if s.tools++; s.tools > maxRecords {
+			s.dropped++
+			return base, false
+		}
+		base.Type, base.Tool, base.Args = muster.EvToolUse, bound(r.Tool, 100), bound(r.Args, 2000)
 	case muster.RecMessage:
+		if s.messages++; s.messages > maxRecords {
+			s.dropped++
+			return base, false
+		}
 		base.Type, base.Message = muster.EvMessage, bound(r.Text, 2000)
 	case muster.RecPID:
 		base.Type, base.Role, base.PID = muster.EvAgentStarted, muster.RolePlanner, r.PID
