@@ -17,6 +17,10 @@ const (
 	ExecSim        = "sim"
 	ExecACP        = "acp"
 	ExecClaudeACP  = "claude-acp"
+	ExecCodexACP   = "codex-acp"
+	ExecGeminiACP  = "gemini-acp"
+	ExecQwen       = "qwen"
+	ExecCopilot    = "copilot"
 )
 
 // KindFamily groups executor kinds by how muster drives them.
@@ -50,6 +54,10 @@ var Kinds = []KindInfo{
 	{Name: ExecOpencode, Family: FamilyCLI},
 	{Name: ExecACP, Family: FamilyACP, NeedsCommand: true},
 	{Name: ExecClaudeACP, Family: FamilyACP},
+	{Name: ExecCodexACP, Family: FamilyACP},
+	{Name: ExecGeminiACP, Family: FamilyACP},
+	{Name: ExecQwen, Family: FamilyACP},
+	{Name: ExecCopilot, Family: FamilyACP},
 	{Name: ExecOpenAI, Family: FamilyHTTP},
 	{Name: ExecAnthropic, Family: FamilyHTTP},
 	{Name: ExecCommand, Family: FamilyCommand, NeedsCommand: true},
