@@ -60,7 +60,13 @@ type Dispatcher struct {
 	bundleMu sync.Mutex // serialises bundle creation
 	sub      *nats.Subscription
 	cc       jetstream.ConsumeContext
+	// stopBeat ends the presence heartbeat; beatDone is closed after.
+	stopBeat context.CancelFunc
+	beatDone chan struct{}
 }
+
+// presenceEvery is how often the orchestrator says its run is alive.
+const presenceEvery = RunTTL / 3
 
 // pending is one job in flight. Reports reach it on ch, in stream order.
 type pending struct {
@@ -117,11 +123,41 @@ func Open(ctx context.Context, c *Conn, o DispatchOptions) (*Dispatcher, error) 
 		d.cc.Stop()
 		return nil, fmt.Errorf("fleet: bundle requests: %w", err)
 	}
+	// The run's presence: workers drop the jobs of a run whose
+	// orchestrator is gone (killed and not resumed), rather than spend an
+	// agent on them.
+	if _, err := c.Runs.Put(ctx, runKey(o.Run), []byte(strconv.FormatInt(d.gen, 10))); err != nil {
+		d.Close()
+		return nil, fmt.Errorf("fleet: record the run's presence: %w", err)
+	}
+	var bctx context.Context
+	bctx, d.stopBeat = context.WithCancel(d.base)
+	d.beatDone = make(chan struct{})
+	go func() { // lives until Close
+		defer close(d.beatDone)
+		t := time.NewTicker(presenceEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-bctx.Done():
+				return
+			case <-t.C:
+				_, _ = c.Runs.Put(bctx, runKey(o.Run), []byte(strconv.FormatInt(d.gen, 10)))
+			}
+		}
+	}()
 	return d, nil
 }
 
-// Close stops taking reports and bundle requests.
+// Close stops taking reports and bundle requests, and says the run's
+// orchestrator is gone.
 func (d *Dispatcher) Close() {
+	if d.stopBeat != nil {
+		d.stopBeat()
+		<-d.beatDone
+		d.stopBeat = nil
+		_ = d.conn.Runs.Purge(d.base, runKey(d.run))
+	}
 	if d.sub != nil {
 		_ = d.sub.Unsubscribe()
 	}
