@@ -255,3 +255,33 @@ func TestSummarize(t *testing.T) {
 		t.Errorf("lines:\n%s", lines)
 	}
 }
+
+// A chatty planner: its tool and message records are capped per try;
+// its usage is all kept.
+func TestRunCapsRecords(t *testing.T) {
+	exec := &mock.Executor{ExecuteFn: func(ctx context.Context, req *muster.ExecRequest, emit func(muster.Record)) (*muster.ExecResult, error) {
+		for i := 0; i < 2000; i++ {
+			emit(muster.Record{Type: muster.RecMessage, Text: "blah"})
+			emit(muster.Record{Type: muster.RecTool, Tool: "Read", Args: "x"})
+			emit(muster.Record{Type: muster.RecUsage, Model: "m", Usage: muster.Usage{InputTokens: 1}})
+		}
+		return &muster.ExecResult{}, os.WriteFile(req.PlanOut, []byte(valid), 0o644)
+	}}
+	opts, j := options(t, exec)
+	res, err := planner.Run(context.Background(), opts)
+	if err != nil || !res.Valid() {
+		t.Fatalf("%v %+v", err, res)
+	}
+	n := map[muster.EventType]int{}
+	var last string
+	for _, e := range j.Snapshot() {
+		n[e.Type]++
+		if e.Type == muster.EvMessage {
+			last = e.Message
+		}
+	}
+	if n[muster.EvMessage] != 501 || n[muster.EvToolUse] != 500 || n[muster.EvTokensUsed] != 2000 || res.Usage.InputTokens != 2000 ||
+		!strings.Contains(last, "3000 more tool and message records") {
+		t.Errorf("events %v, usage %+v, last message %q", n, res.Usage, last)
+	}
+}
