@@ -35,7 +35,7 @@ type Process struct {
 type ExecRequest struct {
 	Run       string
 	Task      *Task
-	Role      string
+	Role      Role
 	Spec      *ExecutorSpec
 	Clone     int
 	Attempt   int
