@@ -14,7 +14,6 @@ import (
 	"github.com/muster-run/muster/git"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
 	"github.com/muster-run/muster/internal/textsafe"
-	"github.com/muster-run/muster/planfile"
 )
 
 // Start validates a plan and runs it as a new run.
@@ -46,26 +45,19 @@ func start(ctx context.Context, io *cmdutil.IOStreams, repo *cmdutil.Repo, planP
 	if err != nil {
 		return nil, err
 	}
-	plan, probs, err := planfile.Check(planPath, cfg, planfile.Options{Strict: f.Strict})
-	if err != nil {
-		return nil, err
-	}
-	if err := NoCrew(plan, cfg); err != nil {
-		return nil, err
-	}
-	if err := CheckCommands(ctx, repo.Top, cfg); err != nil {
-		return nil, err
-	}
-	probs = append(probs, Unapproved(plan, cfg)...)
-	PrintProblems(io.ErrOut, probs)
-	if len(probs.Errors()) > 0 {
-		return nil, &cmdutil.Silent{Err: probs.Errors()}
-	}
 	runID := f.RunID
 	if runID == "" {
 		runID = cmdutil.NewRunID(time.Now())
-	} else if !muster.IDPattern.MatchString(runID) {
-		return nil, cmdutil.FlagErrorf("--run-id %q: use letters, digits, '.', '_' and '-'", runID)
+	} else if err := CheckRunID(runID); err != nil {
+		return nil, err
+	}
+	plan, probs, err := Preflight(ctx, repo, planPath, cfg, f.Strict)
+	if err != nil {
+		return nil, err
+	}
+	PrintProblems(io.ErrOut, probs)
+	if len(probs.Errors()) > 0 {
+		return nil, &cmdutil.Silent{Err: probs.Errors()}
 	}
 	// A detached HEAD has no branch to merge into (--merge says so).
 	ref, err := git.CurrentBranch(ctx, repo.Top)
