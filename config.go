@@ -99,11 +99,11 @@ const (
 
 // ExecutorSpec is one [executors.NAME] table of muster.toml, or a --crew flag.
 type ExecutorSpec struct {
-	Name   string   `json:"name"`
-	Kind   string   `json:"kind"`
-	Clones int      `json:"clones"`
-	Roles  []string `json:"roles,omitempty"`
-	Model  string   `json:"model,omitempty"`
+	Name   string `json:"name"`
+	Kind   string `json:"kind"`
+	Clones int    `json:"clones"`
+	Roles  []Role `json:"roles,omitempty"`
+	Model  string `json:"model,omitempty"`
 	// Models are the models a task may ask for (Model:) on this executor;
 	// empty: any model, passed to the agent as it is.
 	Models        []string          `json:"models,omitempty"`
@@ -134,7 +134,7 @@ type ExecutorSpec struct {
 
 // HasRole reports whether the executor's clones take the role. An
 // executor with no roles listed is a coder.
-func (e *ExecutorSpec) HasRole(role string) bool {
+func (e *ExecutorSpec) HasRole(role Role) bool {
 	if len(e.Roles) == 0 {
 		return role == RoleCoder
 	}

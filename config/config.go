@@ -338,8 +338,8 @@ func (r *reader) executor(e *muster.ExecutorSpec, t map[string]any, path []strin
 				e.Clones = 1
 			}
 		case "roles":
-			e.Roles = r.strings(v, p)
-			for _, role := range e.Roles {
+			for _, role := range r.strings(v, p) {
+				e.Roles = append(e.Roles, muster.Role(role))
 				if !namePattern.MatchString(role) {
 					r.at(p, "executor %s: bad role %q: use letters, digits, \".\", \"_\" and \"-\"", e.Name, role)
 				}
@@ -403,7 +403,7 @@ func (r *reader) executor(e *muster.ExecutorSpec, t map[string]any, path []strin
 		r.at(append(append([]string{}, path...), "roles"), `executor %s: kind "sim" cannot plan: give the role "planner" to an agent or a command`, e.Name)
 	}
 	if len(e.Roles) == 0 {
-		e.Roles = []string{muster.RoleCoder}
+		e.Roles = []muster.Role{muster.RoleCoder}
 	}
 }
 

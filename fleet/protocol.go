@@ -24,7 +24,7 @@ type Job struct {
 
 	Task      *muster.Task     `json:"task"`
 	Executor  string           `json:"executor"`
-	Role      string           `json:"role"`
+	Role      muster.Role      `json:"role"`
 	Attempt   int              `json:"attempt"`
 	Round     int              `json:"round"`
 	Authority muster.Authority `json:"authority"`

@@ -108,7 +108,7 @@ func (f *Fake) Stdin(t testing.TB) string {
 
 // Request returns a request for spec in fresh temporary directories: Dir
 // is the worktree, Scratch lies outside it.
-func Request(t testing.TB, spec *muster.ExecutorSpec, role string, auth muster.Authority, prompt string) *muster.ExecRequest {
+func Request(t testing.TB, spec *muster.ExecutorSpec, role muster.Role, auth muster.Authority, prompt string) *muster.ExecRequest {
 	t.Helper()
 	root := t.TempDir()
 	dir := filepath.Join(root, "worktree")
