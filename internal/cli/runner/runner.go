@@ -237,6 +237,9 @@ func (s *Session) Drive(ctx context.Context) error {
 		if err := copyPlan(s.Plan.Source, s.Dir); err != nil {
 			return cmdutil.Env("copy plan: %w", err)
 		}
+		if err := git.RecordHooks(ctx, s.Repo.Top, filepath.Join(s.Dir, HooksFile)); err != nil {
+			return cmdutil.Env("record the repository's config and hooks: %w", err)
+		}
 	}
 	errOut := s.IO.ErrOut
 	pr := progress.New(errOut, cmdutil.ColorEnabled(errOut) && !s.Flags.Plain)
@@ -308,6 +311,10 @@ func (s *Session) Drive(ctx context.Context) error {
 	}
 	return runErr
 }
+
+// HooksFile, in the run directory, holds a digest of the repository's
+// config and hooks as the run started; --merge runs only with those.
+const HooksFile = "hooks.json"
 
 func classifyGit(err error) error {
 	if errors.Is(err, git.ErrBranchExists) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -118,6 +119,12 @@ func (s *Session) finish(ctx context.Context, runErr error) error {
 	if s.Flags.Merge {
 		if s.refOrRecorded() == "" {
 			fmt.Fprintf(s.IO.ErrOut, "not merged: HEAD was detached when the run started, so there is no branch to fast-forward\nthe run branch %s is left for you to merge\n", s.State.Branch)
+		} else if changed, err := git.HooksChanged(context.WithoutCancel(ctx), s.Repo.Top, filepath.Join(s.Dir, HooksFile)); err != nil || len(changed) > 0 {
+			why := strings.Join(changed, ", ")
+			if err != nil {
+				why = err.Error()
+			}
+			fmt.Fprintf(s.IO.ErrOut, "not merged: your repository's config or hooks changed since the run started (%s); --merge would run them in your work tree\nthe run branch %s is left for you to merge\n", why, s.State.Branch)
 		} else if err := git.FastForward(context.WithoutCancel(ctx), s.Repo.Top, s.refOrRecorded(), s.State.Branch); err != nil {
 			fmt.Fprintf(s.IO.ErrOut, "not merged: %v\nthe run branch %s is left for you to merge\n", err, s.State.Branch)
 		} else {
