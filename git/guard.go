@@ -275,10 +275,10 @@ func (g *guard) end(slot string) {
 // check compares the repository with the snapshot, undoes what it can,
 // charges what it found to every attempt under way (which of them did it
 // cannot be told), and returns what is charged to slot.
-func (g *guard) check(ctx context.Context, slot string) []string {
+func (g *guard) check(ctx context.Context, slot string, extra []string) []string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if found := g.compare(ctx); len(found) > 0 {
+	if found := append(g.compare(ctx), extra...); len(found) > 0 {
 		for s := range g.active {
 			g.charged[s] = append(g.charged[s], found...)
 		}
@@ -499,24 +499,99 @@ var _ muster.Guard = (*Workspace)(nil)
 
 // BeginAttempt marks the start of an attempt on slot (muster.Guard).
 func (w *Workspace) BeginAttempt(slot string) {
-	if w.guard != nil {
-		w.guard.begin(slot)
+	if w.guard == nil {
+		return
 	}
+	w.guard.begin(slot)
+	w.mu.Lock()
+	if s := w.slots[slot]; s != nil {
+		s.idle = false
+	}
+	w.mu.Unlock()
 }
 
 // CheckAttempt compares the user's repository with the run's snapshot,
-// undoes what it can (Options.Guard = GuardRestore) and returns the
+// undoes what it can (Options.Guard = GuardRestore), looks for writes
+// into this run's idle clones (another agent's), and returns the
 // tampering charged to slot's attempt (muster.Guard).
 func (w *Workspace) CheckAttempt(ctx context.Context, slot string) []string {
 	if w.guard == nil {
 		return nil
 	}
-	return w.guard.check(ctx, slot)
+	return w.guard.check(ctx, slot, w.idleWrites(slot))
 }
 
-// EndAttempt marks the end of the attempt on slot (muster.Guard).
+// EndAttempt marks the end of the attempt on slot (muster.Guard): from
+// now until its next attempt nothing may write into its clone.
 func (w *Workspace) EndAttempt(slot string) {
-	if w.guard != nil {
-		w.guard.end(slot)
+	if w.guard == nil {
+		return
 	}
+	w.guard.end(slot)
+	w.mu.Lock()
+	s := w.slots[slot]
+	w.mu.Unlock()
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	if s.wt != nil && s.touched != nil {
+		s.wt.drain(s.touched) // the attempt's own writes
+	}
+	s.mu.Unlock()
+	w.mu.Lock()
+	s.idle = s.wt != nil
+	w.mu.Unlock()
+}
+
+// idleWrites names the writes into clones of this run that no attempt is
+// using (an agent writing into a sibling clone, whose next task would
+// otherwise take that file as its own). The next Prepare of such a clone
+// resets what was written.
+func (w *Workspace) idleWrites(self string) []string {
+	w.mu.Lock()
+	var idle []*slot
+	for name, s := range w.slots {
+		if name != self && s.idle {
+			idle = append(idle, s)
+		}
+	}
+	w.mu.Unlock()
+	var found []string
+	for _, s := range idle {
+		if !s.mu.TryLock() {
+			continue // muster is working there
+		}
+		if s.wt == nil {
+			s.mu.Unlock()
+			continue
+		}
+		fresh := map[string]bool{}
+		ok := s.wt.drain(fresh)
+		delete(fresh, ".git") // its own git directory: the agent's, made afresh anyway
+		var paths []string
+		for p := range fresh {
+			if s.touched != nil {
+				s.touched[p] = true
+			}
+			paths = append(paths, p)
+		}
+		if !ok {
+			s.exact = false // record lost: the next Prepare resets fully
+		}
+		s.mu.Unlock()
+		if len(paths) == 0 && ok {
+			continue
+		}
+		sort.Strings(paths)
+		if len(paths) > 5 {
+			paths = append(paths[:5], fmt.Sprintf("and %d more", len(paths)-5))
+		}
+		if len(paths) == 0 {
+			paths = []string{"too many to record"}
+		}
+		found = append(found, fmt.Sprintf("tampered: wrote into the clone of %s, which no task was using (%s)", s.name, strings.Join(paths, ", ")))
+	}
+	sort.Strings(found)
+	return found
 }

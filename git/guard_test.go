@@ -160,3 +160,37 @@ func TestGuardChargesEveryAttemptUnderWay(t *testing.T) {
 		t.Errorf("a %v b %v c %v", a, b, c)
 	}
 }
+
+// An agent that writes into another task's idle clone: found, charged to
+// the attempts under way, and reset by that clone's next Prepare.
+func TestGuardFindsWritesIntoAnIdleClone(t *testing.T) {
+	repo := newRepo(t, baseFiles())
+	w := openGuarded(t, repo, GuardRestore)
+	w.BeginAttempt("a#1")
+	da, _, _ := w.Prepare(ctx, "a#1")
+	write(t, da, "mine.txt", "a's own work\n")
+	if got := w.CheckAttempt(ctx, "a#1"); len(got) != 0 {
+		t.Fatalf("a's own write reported: %v", got)
+	}
+	w.EndAttempt("a#1")
+	w.BeginAttempt("b#1")
+	db, _, _ := w.Prepare(ctx, "b#1")
+	write(t, db, "b.txt", "b's work\n")
+	write(t, da, "src/a.go", "package a // planted by b\n")
+	got := w.CheckAttempt(ctx, "b#1")
+	want := "tampered: wrote into the clone of a#1, which no task was using (src/a.go)"
+	if len(got) != 1 || got[0] != want {
+		t.Errorf("got %v, want %q", got, want)
+	}
+	w.EndAttempt("b#1")
+	w.BeginAttempt("a#1")
+	defer w.EndAttempt("a#1")
+	da, base, _ := w.Prepare(ctx, "a#1")
+	if read(t, da, "src/a.go") != "package a\n" {
+		t.Error("the planted file survived Prepare")
+	}
+	ch, err := w.Change(ctx, da, base)
+	if err != nil || !ch.Empty() {
+		t.Errorf("a's next change: %v %v", render(ch), err)
+	}
+}

@@ -121,6 +121,9 @@ type slot struct {
 	// private index as files or symlinks (untracked ignored ones left
 	// out); nil when a full staging or a reset came after it.
 	added map[string]bool
+	// idle: no attempt is using the clone (between EndAttempt and the
+	// next BeginAttempt); guarded by Workspace.mu.
+	idle bool
 }
 
 // snapshot is a change computed by Change: the tree of the worktree
