@@ -109,10 +109,20 @@ type ExecutorSpec struct {
 	Command       []string          `json:"command,omitempty"`
 	Timeout       time.Duration     `json:"timeout,omitempty"`
 	MaxConcurrent int               `json:"max_concurrent,omitempty"`
+	// Writable lists paths this executor's agents may write under
+	// confinement, besides what every agent may ([run] writable).
+	Writable []string `json:"writable,omitempty"`
+	// EnvAllow names variables of muster's environment that look like
+	// credentials but this executor's agents get all the same ([run]
+	// env_allow adds to it).
+	EnvAllow []string `json:"env_allow,omitempty"`
 	// Seed drives the sim kind, so a simulated run is repeatable.
 	Seed int64 `json:"seed,omitempty"`
 	// Speed scales the sim kind's delays (1 = as given; 0 = no delay).
 	Speed float64 `json:"speed,omitempty"`
+	// Fleet marks an executor the fleet's workers serve (muster run
+	// --nats): its clones are theirs, pooled by name.
+	Fleet bool `json:"fleet,omitempty"`
 	// Line is where the table starts in the config file (0 for flags).
 	Line int `json:"-"`
 }
@@ -129,6 +139,29 @@ func (e *ExecutorSpec) HasRole(role string) bool {
 		}
 	}
 	return false
+}
+
+// Capacity is how many of the executor's clones may work at once: its
+// clones (at least one), capped by max_concurrent.
+func (e *ExecutorSpec) Capacity() int {
+	n := e.Clones
+	if n <= 0 {
+		n = 1
+	}
+	if e.MaxConcurrent > 0 && e.MaxConcurrent < n {
+		n = e.MaxConcurrent
+	}
+	return n
+}
+
+// Credential names the account an executor's agents spend: its
+// api_key_env, else its kind's own account (the default key or login).
+// Rate limits pace every executor of one credential together.
+func (e *ExecutorSpec) Credential() string {
+	if e.APIKeyEnv != "" {
+		return "env:" + e.APIKeyEnv
+	}
+	return "kind:" + e.Kind
 }
 
 // OffersModel reports whether a task asking for model m may run on the
@@ -179,6 +212,14 @@ type RunConfig struct {
 	Reviewers    int           `json:"reviewers,omitempty"` // reviewers per task
 	StallTimeout time.Duration `json:"stall_timeout,omitempty"`
 	PricesFile   string        `json:"prices_file,omitempty"`
+	// Confine is ConfineAuto (""), ConfineRequired or ConfineOff.
+	Confine string `json:"confine,omitempty"`
+	// Writable lists absolute paths every agent and gate may write under
+	// confinement, besides its clone, its home, its temp dir and /tmp.
+	Writable []string `json:"writable,omitempty"`
+	// EnvAllow names variables that look like credentials but are none:
+	// every agent and gate gets them, and they are not redacted.
+	EnvAllow []string `json:"env_allow,omitempty"`
 }
 
 // Config is a parsed muster.toml merged with command-line overrides.
@@ -188,6 +229,7 @@ type Config struct {
 	Executors []*ExecutorSpec `json:"executors"`
 	Gates     []GateSpec      `json:"gates,omitempty"`
 	Pool      PoolConfig      `json:"pool,omitzero"`
+	Fleet     FleetConfig     `json:"fleet,omitzero"`
 }
 
 // PoolConfig is the [pool] table: the clones muster keeps in its cache
@@ -198,6 +240,23 @@ type PoolConfig struct {
 	MaxClones int `json:"max_clones,omitempty"`
 }
 
+// FleetConfig is the [fleet] table: where the fleet's NATS server is and
+// how to reach it. It never holds a secret itself: a password is read
+// from the environment variable PasswordEnv names, an nkey from its seed
+// file.
+type FleetConfig struct {
+	NATS         string `json:"nats,omitempty"`           // server URL, without user-info
+	User         string `json:"user,omitempty"`           // NATS user (password in PasswordEnv)
+	PasswordEnv  string `json:"password_env,omitempty"`   // variable holding the password
+	NkeySeedFile string `json:"nkey_seed_file,omitempty"` // an nkey seed, instead of user/password
+	// Nkeys are the public nkeys `fleet serve` admits.
+	Nkeys   []string      `json:"nkeys,omitempty"`
+	TLSCA   string        `json:"tls_ca,omitempty"`   // CA bundle to verify the other side
+	TLSCert string        `json:"tls_cert,omitempty"` // certificate (server: its own; client: for mutual TLS)
+	TLSKey  string        `json:"tls_key,omitempty"`
+	Lease   time.Duration `json:"lease,omitempty"` // a worker's lease on a task (the ack wait)
+}
+
 // Executor returns the executor spec with the given name, or nil.
 func (c *Config) Executor(name string) *ExecutorSpec {
 	for _, e := range c.Executors {
@@ -206,6 +265,20 @@ func (c *Config) Executor(name string) *ExecutorSpec {
 		}
 	}
 	return nil
+}
+
+// EnvAllowOf returns the variables the executor's agents get although
+// they look like credentials: [run] env_allow, the executor's env_allow
+// and its api_key_env.
+func (c *Config) EnvAllowOf(e *ExecutorSpec) []string {
+	out := append([]string(nil), c.Run.EnvAllow...)
+	if e != nil {
+		out = append(out, e.EnvAllow...)
+		if e.APIKeyEnv != "" {
+			out = append(out, e.APIKeyEnv)
+		}
+	}
+	return out
 }
 
 // Grace returns the SIGTERM-to-SIGKILL grace period.

@@ -42,6 +42,12 @@ const (
 	EvRunInterrupted  EventType = "RunInterrupted"
 	EvAgentStarted    EventType = "AgentStarted"   // Task, Executor, Clone, Role, PID: the agent's process (group) runs
 	EvExecutorPaused  EventType = "ExecutorPaused" // Executor, Until, Reason: a usage limit; no new work there until then
+	EvWorkerAssigned  EventType = "WorkerAssigned" // Task, Executor, Clone, Role, Worker, WorkerClone: a fleet worker took the invocation
+	// EvRateLimited (Task, Attempt, Executor, Clone, Reason, Until: the
+	// agent's retry-after, if it named one) paces the executor's
+	// credential (engine/pace.go); the attempt is not charged to the
+	// task's Retries.
+	EvRateLimited EventType = "RateLimited"
 )
 
 // Event is one line of the journal. Fields not used by a type are empty.
@@ -106,6 +112,9 @@ type Event struct {
 	// SessionID is the agent's own session, so a fix round can resume it.
 	SessionID string `json:"session_id,omitempty"`
 	PID       int    `json:"pid,omitempty"`
+	// Worker is the fleet worker (WorkerAssigned) and WorkerClone its clone.
+	Worker      string `json:"worker,omitempty"`
+	WorkerClone int    `json:"worker_clone,omitempty"`
 }
 
 // ReasonTampered is the Reason of a Violation event for a change to the

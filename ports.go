@@ -51,6 +51,17 @@ type ExecRequest struct {
 	Stall time.Duration
 	// Env holds extra variables for the agent (already allowed by config).
 	Env map[string]string
+	// Confine, when set, is what the agent's processes may write: the
+	// executor starts its program under it (nil: unconfined).
+	Confine *Confinement
+	// Base is the commit Dir was prepared at (coders); at Round 0 Dir
+	// holds exactly Base.
+	Base string
+	// Gates (coders) are the gates the driver runs on the change next;
+	// an executor that runs the agent elsewhere (a fleet worker) runs
+	// them there and returns their results in ExecResult.Gates.
+	Gates       []GateSpec
+	GateTimeout time.Duration
 }
 
 // Slot returns "executor#clone".
@@ -69,6 +80,13 @@ type Record struct {
 	// PID (type pid) is the agent's process, which leads its own
 	// process group, so that a resume can kill what survived a crash.
 	PID int
+	// Worker and WorkerClone (type worker) name the fleet worker, and its
+	// clone, that took the invocation.
+	Worker      string
+	WorkerClone int
+	// Problem says what of the record was refused when it was read (a
+	// number that is not one); the driver warns with it.
+	Problem string
 }
 
 // Record types.
@@ -81,6 +99,7 @@ const (
 	RecNotes     = "notes"
 	RecSession   = "session"
 	RecPID       = "pid"
+	RecWorker    = "worker"
 	// RecViolation (Tool: what was asked, Text: the path) says the agent
 	// asked muster for a path outside its worktree, and was refused.
 	RecViolation = "violation"
@@ -95,6 +114,9 @@ type ExecResult struct {
 	SessionID string
 	// Tail is the end of the transcript, for failure messages (untrusted).
 	Tail string
+	// Gates holds the results of ExecRequest.Gates when the executor ran
+	// them where the agent ran (nil: it did not; the driver runs them).
+	Gates []GateResult
 	// Final is the agent's final answer (bounded, untrusted), for kinds
 	// that report one: a planner that cannot write a file returns its
 	// plan here.
@@ -270,4 +292,11 @@ type GateResult struct {
 	ExitCode int
 	Output   string // bounded
 	Duration time.Duration
+}
+
+// Redactor removes secrets (known values, key-shaped strings, URL
+// user-info) from text before muster keeps it or passes it on; the
+// command line's is internal/redact's. It is safe for concurrent use.
+type Redactor interface {
+	String(s string) string
 }

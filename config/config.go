@@ -22,10 +22,11 @@ const FileName = "muster.toml"
 
 // Known keys, in the order of the documentation.
 var (
-	topKeys      = []string{"run", "executors", "gates", "pool"}
+	topKeys      = []string{"run", "executors", "gates", "pool", "fleet"}
+	fleetKeys    = []string{"nats", "user", "password_env", "nkey_seed_file", "nkeys", "tls_ca", "tls_cert", "tls_key", "lease"}
 	poolKeys     = []string{"max_clones"}
-	runKeys      = []string{"max_parallel", "on_failure", "budget_usd", "budget_tokens", "writers", "on_violation", "noop", "max_rounds", "verify_integration", "approve", "require_approval", "keep", "guard", "grace", "gate_timeout", "reviewers", "stall_timeout", "prices_file"}
-	executorKeys = []string{"kind", "clones", "roles", "model", "models", "base_url", "api_key_env", "env", "args", "command", "timeout", "max_concurrent", "seed", "speed"}
+	runKeys      = []string{"max_parallel", "on_failure", "budget_usd", "budget_tokens", "writers", "on_violation", "noop", "max_rounds", "verify_integration", "approve", "require_approval", "keep", "guard", "grace", "gate_timeout", "reviewers", "stall_timeout", "prices_file", "env_allow", "confine", "writable"}
+	executorKeys = []string{"kind", "clones", "roles", "model", "models", "base_url", "api_key_env", "env", "args", "command", "timeout", "max_concurrent", "env_allow", "writable", "seed", "speed"}
 )
 
 // namePattern is the shape of an executor or gate name; "#" would break
@@ -108,6 +109,10 @@ func Parse(name string, data []byte) (cfg *muster.Config, probs muster.Problems)
 		case "gates":
 			if t, ok := r.table(v, k); ok {
 				cfg.Gates = r.gates(t)
+			}
+		case "fleet":
+			if t, ok := r.table(v, k); ok {
+				r.fleet(&cfg.Fleet, t)
 			}
 		case "pool":
 			if t, ok := r.table(v, k); ok {
@@ -235,8 +240,50 @@ func (r *reader) run(rc *muster.RunConfig, t map[string]any) {
 			rc.StallTimeout = r.duration(v, p)
 		case "prices_file":
 			rc.PricesFile = r.str(v, p)
+		case "env_allow":
+			rc.EnvAllow = r.envNames(v, p)
+		case "confine":
+			rc.Confine = r.oneOf(v, p, muster.ConfineAuto, muster.ConfineRequired, muster.ConfineOff)
+		case "writable":
+			rc.Writable = r.paths(v, p)
 		default:
 			r.unknown(runKeys, p...)
+		}
+	}
+}
+
+// fleet reads the [fleet] table. A URL with user-info is refused: a
+// password belongs in the environment (password_env), not in a file
+// that is shared or printed.
+func (r *reader) fleet(fc *muster.FleetConfig, t map[string]any) {
+	for _, k := range r.sortedKeys(t, "fleet") {
+		v, p := t[k], []string{"fleet", k}
+		switch k {
+		case "nats":
+			fc.NATS = r.str(v, p)
+			if strings.Contains(fc.NATS, "@") {
+				r.at(p, "nats: no credentials in the URL: set user and password_env (or nkey_seed_file), or MUSTER_NATS_USER and MUSTER_NATS_PASSWORD")
+			}
+		case "user":
+			fc.User = r.str(v, p)
+		case "password_env":
+			if fc.PasswordEnv = r.str(v, p); fc.PasswordEnv != "" && !envNamePattern.MatchString(fc.PasswordEnv) {
+				r.at(p, "password_env: %q is not an environment variable name", fc.PasswordEnv)
+			}
+		case "nkey_seed_file":
+			fc.NkeySeedFile = r.str(v, p)
+		case "nkeys":
+			fc.Nkeys = r.strings(v, p)
+		case "tls_ca":
+			fc.TLSCA = r.str(v, p)
+		case "tls_cert":
+			fc.TLSCert = r.str(v, p)
+		case "tls_key":
+			fc.TLSKey = r.str(v, p)
+		case "lease":
+			fc.Lease = r.duration(v, p)
+		default:
+			r.unknown(fleetKeys, p...)
 		}
 	}
 }
@@ -319,6 +366,10 @@ func (r *reader) executor(e *muster.ExecutorSpec, t map[string]any, path []strin
 			e.Timeout = r.duration(v, p)
 		case "max_concurrent":
 			e.MaxConcurrent = r.count(v, 0, p)
+		case "env_allow":
+			e.EnvAllow = r.envNames(v, p)
+		case "writable":
+			e.Writable = r.paths(v, p)
 		case "seed":
 			if n, ok := v.(int64); ok {
 				e.Seed = n
@@ -368,6 +419,19 @@ func (r *reader) env(v any, p []string, exec string) map[string]string {
 		out[k] = s
 	}
 	return out
+}
+
+// envNames reads a list of environment variable names.
+func (r *reader) envNames(v any, p []string) []string {
+	names := r.strings(v, p)
+	for _, n := range names {
+		if !envNamePattern.MatchString(n) {
+			// Never echo the entry: it may be a secret put in the wrong place.
+			r.at(p, `%s: want names of environment variables, such as ["SSH_AUTH_SOCK"]`, p[len(p)-1])
+			return nil
+		}
+	}
+	return names
 }
 
 func (r *reader) gates(t map[string]any) []muster.GateSpec {
@@ -435,6 +499,28 @@ func (r *reader) strings(v any, p []string) []string {
 			return nil
 		}
 		out = append(out, s)
+	}
+	return out
+}
+
+// paths reads a list of absolute paths; "~/" at the start of one is the
+// user's home directory.
+func (r *reader) paths(v any, p []string) []string {
+	var out []string
+	for _, s := range r.strings(v, p) {
+		if rest, ok := strings.CutPrefix(s, "~/"); ok || s == "~" {
+			home, err := os.UserHomeDir()
+			if err != nil {
+				r.at(p, "%s: %q: cannot tell the home directory: %v", p[len(p)-1], s, err)
+				continue
+			}
+			s = filepath.Join(home, rest)
+		}
+		if !filepath.IsAbs(s) {
+			r.at(p, `%s: %q: want an absolute path (or one starting with "~/")`, p[len(p)-1], s)
+			continue
+		}
+		out = append(out, filepath.Clean(s))
 	}
 	return out
 }

@@ -79,7 +79,7 @@ func TestParseProblems(t *testing.T) {
 		{"syntax", "[run]\nmax_parallel = = 3\n", []string{`m.toml:2: bad TOML: unexpected character U+003D '=' at start of value`}},
 		{"duplicate", "[run]\nnoop = \"fail\"\nnoop = \"fail\"\n", []string{`m.toml:3: bad TOML: key noop is already defined`}},
 		{"unknown top", "[rnu]\nx = 1\n", []string{`m.toml:1: unknown key "rnu"; did you mean "run"?`}},
-		{"unknown far", "[zzz]\n", []string{`m.toml:1: unknown key "zzz" (known keys: run, executors, gates, pool)`}},
+		{"unknown far", "[zzz]\n", []string{`m.toml:1: unknown key "zzz" (known keys: run, executors, gates, pool, fleet)`}},
 		{"pool", "[pool]\nmax_clones = 0\nmax_clone = 3\n", []string{
 			`m.toml:2: max_clones: want a whole number, 1 or more`,
 			`m.toml:3: unknown key "max_clone" in [pool]; did you mean "max_clones"?`}},
@@ -130,9 +130,18 @@ func TestParseProblems(t *testing.T) {
 		{"gate", "[gates]\ntest = \"\"\nlint = [\"x\"]\n", []string{
 			`m.toml:2: gate test: want a command string, such as test = "go test ./..."`,
 			`m.toml:3: gate lint: want a command string, such as lint = "go test ./..."`}},
+		{"confine", "[run]\nconfine = \"strict\"\nwritable = [\"rel/cache\", 3]\n[executors.a]\nkind = \"sim\"\nwritable = [\"/ok\", \"./no\"]\n", []string{
+			`m.toml:2: confine: want "auto", "required" or "off"`,
+			`m.toml:3: writable: want a list of strings, such as ["a", "b"]`,
+			`m.toml:6: writable: "./no": want an absolute path (or one starting with "~/")`}},
 		{"dotted keys", "run.max_parallel = 2\nrun.nope = 1\nexecutors.x.kind = \"sim\"\nexecutors.x.colnes = 3\n", []string{
 			`m.toml:2: unknown key "nope" in [run] (known keys: ` + strings.Join(runKeys, ", ") + `)`,
 			`m.toml:4: unknown key "colnes" in [executors.x]; did you mean "clones"?`}},
+		{"fleet", "[fleet]\nnats = \"nats://u:pw@h:4222\"\npassword_env = \"not a name\"\nlease = \"soon\"\nnkyes = []\n", []string{
+			`m.toml:2: nats: no credentials in the URL: set user and password_env (or nkey_seed_file), or MUSTER_NATS_USER and MUSTER_NATS_PASSWORD`,
+			`m.toml:3: password_env: "not a name" is not an environment variable name`,
+			`m.toml:4: lease: want a duration such as "20m" or "1h30m"`,
+			`m.toml:5: unknown key "nkyes" in [fleet]; did you mean "nkeys"?`}},
 	} {
 		_, probs := Parse("m.toml", []byte(tc.src))
 		var got []string
@@ -142,6 +151,26 @@ func TestParseProblems(t *testing.T) {
 		if !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%s:\n got %q\nwant %q", tc.name, got, tc.want)
 		}
+	}
+}
+
+func TestConfineKeys(t *testing.T) {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		t.Skip(err)
+	}
+	cfg, probs := Parse("m.toml", []byte("[run]\nconfine = \"required\"\nwritable = [\"~/.cache/go-build\", \"/var/cache//x/\"]\n[executors.a]\nkind = \"sim\"\nwritable = [\"/opt/a\"]\n"))
+	if len(probs) > 0 {
+		t.Fatal(probs)
+	}
+	if cfg.Run.Confine != muster.ConfineRequired {
+		t.Errorf("confine %q", cfg.Run.Confine)
+	}
+	if want := []string{filepath.Join(home, ".cache/go-build"), "/var/cache/x"}; !reflect.DeepEqual(cfg.Run.Writable, want) {
+		t.Errorf("run writable %q, want %q", cfg.Run.Writable, want)
+	}
+	if want := []string{"/opt/a"}; !reflect.DeepEqual(cfg.Executors[0].Writable, want) {
+		t.Errorf("executor writable %q, want %q", cfg.Executors[0].Writable, want)
 	}
 }
 
@@ -189,6 +218,17 @@ func TestResolve(t *testing.T) {
 	cfg, err = Resolve(dir, "")
 	if err != nil || len(cfg.Executors) != 1 || cfg.Source != filepath.Join(dir, FileName) {
 		t.Errorf("repo file: %+v %v", cfg, err)
+	}
+}
+
+func TestParseFleet(t *testing.T) {
+	cfg, probs := Parse("m.toml", []byte("[fleet]\nnats = \"tls://fleet.example:4222\"\nuser = \"muster\"\npassword_env = \"FLEET_PW\"\nnkeys = [\"UABC\"]\ntls_ca = \"ca.pem\"\nlease = \"20s\"\n"))
+	if len(probs) > 0 {
+		t.Fatal(probs)
+	}
+	f := cfg.Fleet
+	if f.NATS != "tls://fleet.example:4222" || f.User != "muster" || f.PasswordEnv != "FLEET_PW" || len(f.Nkeys) != 1 || f.TLSCA != "ca.pem" || f.Lease != 20*time.Second {
+		t.Fatalf("fleet: %+v", f)
 	}
 }
 

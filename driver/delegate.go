@@ -34,6 +34,9 @@ func (d *Driver) planFragment(r *spliceRequest) error {
 	if len(tasks) == 0 {
 		return nil
 	}
+	for _, t := range tasks {
+		d.redactTask(t)
+	}
 	if err := d.emit(muster.Event{Type: muster.EvTasksPlanned, Task: r.parent.ID, Tasks: tasks}); err != nil {
 		return errors.Join(errJournal, err)
 	}

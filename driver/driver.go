@@ -60,13 +60,20 @@ type Options struct {
 	Clock muster.Clock
 	// ScratchDir holds per-invocation files outside any worktree.
 	ScratchDir string
+	// Confine, when set, confines every agent invocation: it may write
+	// the paths Confine lists and its clone, its attempt's scratch
+	// directory (home, TMPDIR, prompt), the executor's own writable
+	// paths and what the workspace says its own git commands need
+	// (nil: agents run unconfined).
+	Confine *muster.Confinement
+	// Warnings are said once at the start of the run (and of each
+	// resume), as Warning events: what the user should know of this
+	// run's setting, such as agents running unconfined.
+	Warnings []string
 	// LogDir, when set, receives one log file per attempt
 	// (muster.LogRecord): prompts, agents' output, gate commands and exit
-	// statuses, diff stats, each bounded and passed through Redact.
+	// statuses, diff stats, each bounded and passed through Redactor.
 	LogDir string
-	// Redact removes secrets from text written to the attempt logs (nil:
-	// written as is).
-	Redact func(string) string
 	// NotesFile is the run's notes, shared between tasks (default:
 	// notes.md beside ScratchDir, i.e. in the run directory).
 	NotesFile string
@@ -82,6 +89,10 @@ type Options struct {
 	// when the file is missing or empty. An error fails the delegating
 	// task with its text, before its commit is integrated.
 	Fragment func(parent *muster.Task, path string, existing []*muster.Task) ([]*muster.Task, error)
+	// Redactor removes secrets from every event before it is journaled
+	// or shown, from notes and from prompts (nil: nothing is redacted;
+	// the command line passes internal/redact's).
+	Redactor muster.Redactor
 	// CrashAt is a test-only hook: "POINT[:N]" kills the process with
 	// SIGKILL the N-th time POINT is reached (an event type, right after
 	// its journal write, or CrashCommit, CrashIntegrate).
@@ -178,8 +189,8 @@ func Run(ctx context.Context, opts Options) (*engine.State, error) {
 		return nil, err
 	}
 	d.crash = c
-	d.notes = &notes{path: opts.NotesFile}
-	d.logs = &attemptLogs{dir: opts.LogDir, redact: opts.Redact, clock: d.clock}
+	d.notes = &notes{path: opts.NotesFile, red: d.red()}
+	d.logs = &attemptLogs{dir: opts.LogDir, redact: d.red().String, clock: d.clock}
 	if d.notes.path == "" {
 		d.notes.path = filepath.Join(filepath.Dir(filepath.Clean(opts.ScratchDir)), "notes.md")
 	}
@@ -209,6 +220,11 @@ func (d *Driver) run(ctx context.Context) (*engine.State, error) {
 		}
 	} else if err := d.recover(ctx); err != nil {
 		return d.state, err
+	}
+	for _, w := range d.opts.Warnings {
+		if err := d.emit(muster.Event{Type: muster.EvWarning, Message: w}); err != nil {
+			return d.state, err
+		}
 	}
 
 	// Each worker goroutine lives for one attempt; the loop below waits
@@ -475,6 +491,7 @@ func (d *Driver) emit(evs ...muster.Event) error {
 		if evs[i].Time.IsZero() {
 			evs[i].Time = now
 		}
+		d.redactEvent(&evs[i])
 		ptrs[i] = &evs[i]
 	}
 	if g, ok := d.opts.Journal.(groupJournal); ok {

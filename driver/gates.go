@@ -37,7 +37,7 @@ func (w *worker) gates(ctx context.Context, round int) (feedback, failed string)
 		}
 	}
 	for _, g := range w.cfg.Gates {
-		r := w.d.opts.Gates.Run(ctx, w.dir, g, w.cfg.Run.GateTimeout)
+		r := w.runGate(ctx, g)
 		w.logGate(g, r, round)
 		ev := muster.Event{Type: muster.EvGateRan, Gate: g.Name, Passed: &r.Passed, Output: tail(r.Output, maxGateOutput), Round: round}
 		if r.Passed {
@@ -55,7 +55,7 @@ func (w *worker) gates(ctx context.Context, round int) (feedback, failed string)
 		}
 	}
 	for _, g := range taskGates {
-		r := w.d.opts.Gates.Run(ctx, w.dir, g, w.cfg.Run.GateTimeout)
+		r := w.runGate(ctx, g)
 		w.logGate(g, r, round)
 		ev := muster.Event{Type: muster.EvGateRan, Gate: g.Name, Passed: &r.Passed, Output: tail(r.Output, maxGateOutput), Round: round}
 		if !w.baselined[g.Name] {
@@ -79,6 +79,17 @@ func (w *worker) gates(ctx context.Context, round int) (feedback, failed string)
 		}
 	}
 	return strings.Join(fb, "\n\n"), failed
+}
+
+// runGate runs a gate on the change in the worktree, or takes its result
+// from where the agent ran (a fleet worker runs the gates in its clone).
+func (w *worker) runGate(ctx context.Context, g muster.GateSpec) muster.GateResult {
+	for _, r := range w.remoteGates {
+		if r.Name == g.Name && r.Command == g.Command {
+			return r
+		}
+	}
+	return w.d.opts.Gates.Run(ctx, w.dir, g, w.cfg.Run.GateTimeout)
 }
 
 // logGate records a gate's command and exit status in the attempt log

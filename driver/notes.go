@@ -21,6 +21,8 @@ const (
 type notes struct {
 	mu   sync.Mutex
 	path string
+	// red redacts every note before it is written.
+	red muster.Redactor
 }
 
 // add appends a task's note. Failures to write lose the note, nothing more.
@@ -34,7 +36,11 @@ func (n *notes) add(task muster.TaskID, text string) {
 	if err := os.MkdirAll(filepath.Dir(n.path), 0o755); err != nil {
 		return
 	}
-	entry := fmt.Sprintf("## From task %s\n%s\n\n", task, bound(text, maxNote))
+	text = bound(text, maxNote)
+	if n.red != nil {
+		text = n.red.String(text)
+	}
+	entry := fmt.Sprintf("## From task %s\n%s\n\n", task, text)
 	// A task that runs again (resumed, retried, a fix round) often says
 	// the same again: the notes keep one copy.
 	if b, err := os.ReadFile(n.path); err == nil && (strings.HasPrefix(string(b), entry) || strings.Contains(string(b), "\n\n"+entry)) {

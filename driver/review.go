@@ -105,9 +105,20 @@ func (w *worker) reviewBy(ctx context.Context, round, i int, lease engine.Lease,
 	req := &muster.ExecRequest{
 		Run: w.runID, Task: w.task, Role: muster.RoleReviewer, Spec: spec, Clone: lease.Clone, Attempt: w.a.Attempt, Round: round,
 		Dir: w.dir, Authority: muster.AuthorityRead, Scratch: scratch, DiffFile: diffFile, Timeout: spec.Timeout, Grace: w.cfg.Grace(), Stall: w.cfg.Run.StallTimeout,
-		Prompt: buildReviewPrompt(w, diff),
+		Prompt: w.d.red().String(buildReviewPrompt(w, diff)),
 	}
+	if err := w.tmpdir(req); err != nil {
+		w.send(muster.Event{Type: muster.EvWarning, Message: "review by " + muster.Slot(lease.Executor, lease.Clone) + " failed: " + err.Error()})
+		return nil, false
+	}
+	req.Confine = w.confinement(spec, req.Authority)
 	res, err := exec.Execute(ctx, req, w.record(spec, muster.RoleReviewer, lease.Clone))
+	if evs := w.overflow(spec, muster.RoleReviewer, lease.Clone); len(evs) > 0 {
+		w.send(evs...)
+	}
+	if res != nil {
+		res.Findings = w.d.findings(res.Findings)
+	}
 	if res != nil && strings.TrimSpace(res.Tail) != "" {
 		w.log(muster.LogRecord{Kind: muster.LogOutput, Round: round, Role: muster.RoleReviewer, Slot: muster.Slot(lease.Executor, lease.Clone), Text: res.Tail})
 	}

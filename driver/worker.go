@@ -52,6 +52,11 @@ type worker struct {
 	baselined map[string]bool
 	// planOut is where a delegating task's agent may write new tasks.
 	planOut string
+	// remoteGates holds the gate results of the last coder invocation
+	// when its executor ran them where the agent ran (a fleet worker).
+	remoteGates []muster.GateResult
+	// counts are the attempt's records so far, for the caps.
+	counts counters
 }
 
 type depOutput struct {
@@ -142,7 +147,7 @@ func (w *worker) run(ctx context.Context) []muster.Event {
 				return w.stopRun(err)
 			}
 			if err != nil {
-				return w.fail("prepare worktree: "+err.Error(), w.a.Attempt <= w.task.Retries)
+				return w.fail("prepare worktree: "+err.Error(), w.charged() <= w.task.Retries)
 			}
 			w.dir, w.base = dir, base
 		}
@@ -245,15 +250,16 @@ func changedPaths(c *muster.Change) []string {
 // either the final events of a failed or finished attempt, or the task
 // commit to integrate.
 func (w *worker) rounds(ctx context.Context, exec muster.Executor, feedback string, start int) ([]muster.Event, string) {
-	maxRounds := w.cfg.MaxRounds()
-	violatedBefore := false
-	askedEmpty := false
-	lastDiff := ""
-	why := firstLine(feedback)
-	for round := start; round <= maxRounds; round++ {
+	m := engine.NewAttempt(start, w.cfg.MaxRounds())
+	first := firstLine(feedback)
+	for {
+		round, ok := m.Next(first)
+		if !ok {
+			return w.step(m.Exhausted()), ""
+		}
 		w.round = round
 		if round > 0 {
-			w.send(muster.Event{Type: muster.EvFixRound, Round: round, Reason: why})
+			w.send(muster.Event{Type: muster.EvFixRound, Round: round, Reason: m.Why()})
 		}
 		w.send(muster.Event{Type: muster.EvPhase, Phase: "agent", Round: round})
 		res, err := w.execute(ctx, exec, round, feedback)
@@ -263,118 +269,123 @@ func (w *worker) rounds(ctx context.Context, exec muster.Executor, feedback stri
 		if err != nil {
 			return w.agentFailure(err, res), ""
 		}
-		change, err := w.d.opts.Workspace.Change(ctx, w.dir, w.base)
-		if err != nil {
-			return w.fail("compute change: "+err.Error(), false), ""
+		var final []muster.Event
+		var commit string
+		feedback, final, commit = w.check(ctx, m, res, round)
+		if final != nil || commit != "" {
+			return final, commit
 		}
-		readOnly := w.task.EffectiveAuthority() == muster.AuthorityRead
-		viol := w.d.opts.Workspace.Violations(ctx, w.dir, change, w.task.Owns)
+	}
+}
+
+// check runs a round's checks on what the agent left, in order, and asks
+// the attempt's machine what each finding means: the feedback of the next
+// round, or the attempt's final events, or the commit to integrate.
+func (w *worker) check(ctx context.Context, m *engine.Attempt, res *muster.ExecResult, round int) (feedback string, final []muster.Event, commit string) {
+	change, err := w.d.opts.Workspace.Change(ctx, w.dir, w.base)
+	if err != nil {
+		return "", w.fail("compute change: "+err.Error(), false), ""
+	}
+	readOnly := w.task.EffectiveAuthority() == muster.AuthorityRead
+	viol := w.d.opts.Workspace.Violations(ctx, w.dir, change, w.task.Owns)
+	if readOnly {
+		viol = changedPaths(change)
+	}
+	if len(viol) > 0 {
+		outside, ev := "changed paths outside Owns: ", muster.Event{Type: muster.EvViolation, Paths: viol, Round: round}
 		if readOnly {
-			viol = changedPaths(change)
+			outside, ev.Reason = "changed paths with read authority: ", "read authority"
 		}
-		if len(viol) > 0 {
-			outside, ev := "changed paths outside Owns: ", muster.Event{Type: muster.EvViolation, Paths: viol, Round: round}
+		w.send(ev)
+		switch st := m.Violation(outside+strings.Join(viol, ", "), w.cfg.Run.OnViolation == muster.OnViolationDiscard); st.Kind {
+		case engine.StepFix:
 			if readOnly {
-				outside, ev.Reason = "changed paths with read authority: ", "read authority"
+				return "This task has read authority: it may not change files. Revert these:\n  " + strings.Join(viol, "\n  "), nil, ""
 			}
-			w.send(ev)
-			if !violatedBefore && round < maxRounds {
-				violatedBefore = true
-				feedback = "You changed files outside the paths this task owns. Revert these, keep to your paths:\n  " +
-					strings.Join(viol, "\n  ") + "\nYou own:\n  " + strings.Join(w.task.Owns, "\n  ")
-				if readOnly {
-					feedback = "This task has read authority: it may not change files. Revert these:\n  " + strings.Join(viol, "\n  ")
-				}
-				why = outside + strings.Join(viol, ", ")
-				continue
-			}
+			return "You changed files outside the paths this task owns. Revert these, keep to your paths:\n  " +
+				strings.Join(viol, "\n  ") + "\nYou own:\n  " + strings.Join(w.task.Owns, "\n  "), nil, ""
+		default:
 			if err := w.d.opts.Workspace.Revert(ctx, w.dir, w.base, viol); err != nil {
-				return w.fail("revert out-of-bounds paths: "+err.Error(), false), ""
+				return "", w.fail("revert out-of-bounds paths: "+err.Error(), false), ""
 			}
-			if w.cfg.Run.OnViolation != muster.OnViolationDiscard {
-				return w.fail("boundary violation: "+outside+strings.Join(viol, ", "), false), ""
+			// Gates that ran elsewhere saw the paths just reverted.
+			w.remoteGates = nil
+			if st.Kind == engine.StepFail {
+				return "", w.step(st), ""
 			}
 			w.send(muster.Event{Type: muster.EvWarning, Message: "discarded out-of-bounds paths: " + strings.Join(viol, ", ")})
 			if change, err = w.d.opts.Workspace.Change(ctx, w.dir, w.base); err != nil {
-				return w.fail("compute change: "+err.Error(), false), ""
+				return "", w.fail("compute change: "+err.Error(), false), ""
 			}
 		}
-		if change.Empty() {
-			if w.task.Delegates && nonEmpty(w.planOut) {
-				return []muster.Event{{Type: muster.EvTaskSucceeded, Task: w.a.Task, Attempt: w.a.Attempt, Reason: "delegated: planned new tasks, no change of its own"}}, ""
-			}
-			if readOnly {
-				// A read task's product is what it reports, never a change.
-				w.shareFindings()
-				return []muster.Event{{Type: muster.EvTaskSucceeded, Task: w.a.Task, Attempt: w.a.Attempt, Reason: "read authority: no change, as expected"}}, ""
-			}
-			if res != nil && res.Satisfied {
-				w.shareFindings()
-				reason := "satisfied: no change needed"
-				if askedEmpty {
-					reason = "satisfied when asked: " + bound(oneLine(w.lastMsg), 300)
-				}
-				return []muster.Event{{Type: muster.EvTaskSucceeded, Task: w.a.Task, Attempt: w.a.Attempt, Reason: reason}}, ""
-			}
-			if !askedEmpty && round < maxRounds {
-				// Ask once whether the task already holds.
-				askedEmpty = true
-				feedback = emptyChangeQuestion
-				why = "empty change: asked whether the task already holds"
-				continue
-			}
-			if askedEmpty {
-				w.send(muster.Event{Type: muster.EvWarning, Message: "asked whether the task already holds, the agent answered: " + bound(oneLine(w.lastMsg), 300)})
-			}
-			if w.cfg.Run.Noop == muster.NoopComplete {
-				return []muster.Event{{Type: muster.EvTaskSucceeded, Task: w.a.Task, Attempt: w.a.Attempt, Reason: "no change (noop = complete)"}}, ""
-			}
-			return w.fail("no change: the agent changed nothing and did not say the task already holds", w.a.Attempt <= w.task.Retries), ""
-		}
-		diff, err := w.d.opts.Workspace.Diff(ctx, w.dir, w.base)
-		if err != nil {
-			return w.fail("diff: "+err.Error(), false), ""
-		}
-		w.log(muster.LogRecord{Kind: muster.LogDiffStat, Round: round, Text: diffStat(diff)})
-		sum := fmt.Sprintf("%x", sha256.Sum256([]byte(diff)))
-		if round > start && sum == lastDiff {
-			return w.fail("stalemate: fix round "+fmt.Sprint(round)+" changed nothing", false), ""
-		}
-		lastDiff = sum
-		// An interrupt during the gates or the review cancels the task:
-		// a gate or reviewer stopped by it is no verdict.
-		fb, failed := w.gates(ctx, round)
-		if ctx.Err() != nil {
-			return w.cancelled(ctx), ""
-		}
-		if failed != "" {
-			if round < maxRounds {
-				feedback, why = fb, failed
-				continue
-			}
-			return w.fail(failed, false), ""
-		}
-		fb, failed, stop := w.review(ctx, round, diff)
-		if ctx.Err() != nil {
-			return w.cancelled(ctx), ""
-		}
-		if failed != "" {
-			if round < maxRounds && !stop {
-				feedback, why = fb, failed
-				continue
-			}
-			return w.fail(failed, false), ""
-		}
-		commit, err := w.commit(ctx, change)
-		if err != nil {
-			if ctx.Err() != nil {
-				return w.cancelled(ctx), ""
-			}
-			return w.fail("commit: "+err.Error(), false), ""
-		}
-		return nil, commit
 	}
-	return w.fail(fmt.Sprintf("still failing after %d fix rounds", maxRounds), false), ""
+	if change.Empty() {
+		delegated := w.task.Delegates && nonEmpty(w.planOut)
+		st := m.EmptyChange(engine.Empty{
+			Delegated: delegated, ReadOnly: readOnly, Satisfied: res != nil && res.Satisfied,
+			Answer: bound(oneLine(w.lastMsg), 300), NoopComplete: w.cfg.Run.Noop == muster.NoopComplete,
+			Retries: w.charged() <= w.task.Retries})
+		switch {
+		case st.Kind == engine.StepFix:
+			return emptyChangeQuestion, nil, ""
+		case delegated:
+		case st.Kind == engine.StepSucceed && (readOnly || res != nil && res.Satisfied):
+			// What a read task or a satisfied coder found goes to later tasks.
+			w.shareFindings()
+		case m.AskedEmpty():
+			w.send(muster.Event{Type: muster.EvWarning, Message: "asked whether the task already holds, the agent answered: " + bound(oneLine(w.lastMsg), 300)})
+		}
+		return "", w.step(st), ""
+	}
+	diff, err := w.d.opts.Workspace.Diff(ctx, w.dir, w.base)
+	if err != nil {
+		return "", w.fail("diff: "+err.Error(), false), ""
+	}
+	w.log(muster.LogRecord{Kind: muster.LogDiffStat, Round: round, Text: diffStat(diff)})
+	if st := m.Diff(fmt.Sprintf("%x", sha256.Sum256([]byte(diff)))); st.Kind != engine.StepGo {
+		return "", w.step(st), ""
+	}
+	// An interrupt during the gates or the review cancels the task: a
+	// gate or reviewer stopped by it is no verdict.
+	fb, failed := w.gates(ctx, round)
+	if ctx.Err() != nil {
+		return "", w.cancelled(ctx), ""
+	}
+	if st := m.Gates(failed); st.Kind != engine.StepGo {
+		return fb, w.stepUnlessFix(st), ""
+	}
+	fb, failed, stop := w.review(ctx, round, diff)
+	if ctx.Err() != nil {
+		return "", w.cancelled(ctx), ""
+	}
+	if st := m.Review(failed, stop); st.Kind != engine.StepGo {
+		return fb, w.stepUnlessFix(st), ""
+	}
+	commit, err = w.commit(ctx, change)
+	if err != nil {
+		if ctx.Err() != nil {
+			return "", w.cancelled(ctx), ""
+		}
+		return "", w.fail("commit: "+err.Error(), false), ""
+	}
+	return "", nil, commit
+}
+
+// step turns the machine's final step into the attempt's final events.
+func (w *worker) step(st engine.Step) []muster.Event {
+	if st.Kind == engine.StepSucceed {
+		return []muster.Event{{Type: muster.EvTaskSucceeded, Task: w.a.Task, Attempt: w.a.Attempt, Reason: st.Reason}}
+	}
+	return w.fail(st.Reason, st.Retry)
+}
+
+// stepUnlessFix is step for a final step, and nil (another round) for a
+// fix round.
+func (w *worker) stepUnlessFix(st engine.Step) []muster.Event {
+	if st.Kind == engine.StepFix {
+		return nil
+	}
+	return w.step(st)
 }
 
 // emptyChangeQuestion is the prompt of the one round a coder that changed
@@ -407,7 +418,12 @@ func (w *worker) execute(ctx context.Context, exec muster.Executor, round int, f
 	if req.Timeout == 0 {
 		req.Timeout = spec.Timeout
 	}
-	req.Prompt = buildPrompt(w, feedback, round)
+	req.Base = w.base
+	if w.d.opts.Gates != nil {
+		req.Gates, req.GateTimeout = append(append([]muster.GateSpec(nil), w.cfg.Gates...), w.taskGates()...), w.cfg.Run.GateTimeout
+	}
+	w.remoteGates = nil
+	req.Prompt = w.d.red().String(buildPrompt(w, feedback, round))
 	w.log(muster.LogRecord{Kind: muster.LogPrompt, Round: round, Role: w.a.Role, Slot: w.slot(), Text: promptHead(req.Prompt)})
 	w.lastMsg = ""
 	req.Scratch = filepath.Join(w.scratch, fmt.Sprintf("r%d", round))
@@ -415,7 +431,11 @@ func (w *worker) execute(ctx context.Context, exec muster.Executor, round int, f
 		if err := os.MkdirAll(req.Scratch, 0o755); err != nil {
 			return nil, err
 		}
+		if err := w.tmpdir(req); err != nil {
+			return nil, err
+		}
 	}
+	req.Confine = w.confinement(spec, req.Authority)
 	if w.task.Delegates {
 		w.planOut = filepath.Join(w.scratch, "plan-out.md")
 		req.PlanOut = w.planOut
@@ -426,11 +446,17 @@ func (w *worker) execute(ctx context.Context, exec muster.Executor, round int, f
 	backoff := time.Second
 	for try := 0; ; try++ {
 		res, err := exec.Execute(ctx, req, w.record(spec, w.a.Role, w.a.Clone))
+		if evs := w.overflow(spec, w.a.Role, w.a.Clone); len(evs) > 0 {
+			w.send(evs...)
+		}
 		if res != nil && res.SessionID != "" {
 			w.sessionID = res.SessionID
 		}
 		if res != nil && strings.TrimSpace(res.Tail) != "" {
 			w.log(muster.LogRecord{Kind: muster.LogOutput, Round: round, Role: w.a.Role, Slot: w.slot(), Text: res.Tail})
+		}
+		if err == nil && res != nil && res.Gates != nil {
+			w.remoteGates = res.Gates
 		}
 		var ae *muster.AgentError
 		if err == nil || ctx.Err() != nil || !errors.As(err, &ae) || try >= maxTransient {
@@ -438,11 +464,6 @@ func (w *worker) execute(ctx context.Context, exec muster.Executor, round int, f
 		}
 		var wait time.Duration
 		switch ae.Class {
-		case muster.FailRateLimit:
-			wait = ae.RetryAfter
-			if wait <= 0 {
-				wait = backoff
-			}
 		case muster.FailTransient, muster.FailStall:
 			wait = backoff
 		default:
@@ -467,6 +488,9 @@ func (w *worker) agentFailure(err error, res *muster.ExecResult) []muster.Event 
 	reason := err.Error()
 	if errors.As(err, &ae) {
 		retryable = ae.Retryable()
+		if ae.Class == muster.FailRateLimit {
+			return w.rateLimited(ae, reason, res)
+		}
 		if ae.Class == muster.FailUsageLimit && !ae.ResetAt.IsZero() {
 			// The executor takes no work until its limit resets (a journal
 			// fact, so a resume knows it too); the task waits for it or
@@ -477,46 +501,107 @@ func (w *worker) agentFailure(err error, res *muster.ExecResult) []muster.Event 
 			if res != nil && res.Tail != "" {
 				reason += ": " + lastLines(res.Tail, 3)
 			}
-			return w.fail("agent failed: "+reason, w.a.Attempt <= w.task.Retries+usageLimitRetries)
+			return w.fail("agent failed: "+reason, w.charged() <= w.task.Retries+usageLimitRetries)
 		}
 	}
 	if res != nil && res.Tail != "" {
 		reason += ": " + lastLines(res.Tail, 3)
 	}
-	return w.fail("agent failed: "+reason, retryable && w.a.Attempt <= w.task.Retries)
+	return w.fail("agent failed: "+reason, retryable && w.charged() <= w.task.Retries)
 }
 
-// record turns an executor's records into events.
+// rateLimited ends an attempt the agent's provider refused for its rate:
+// the RateLimited event paces the executor's credential (fewer agents at
+// once, a backoff; engine/pace.go) and the task is retried without the
+// attempt counting against its Retries, up to engine.MaxUncharged times.
+func (w *worker) rateLimited(ae *muster.AgentError, reason string, res *muster.ExecResult) []muster.Event {
+	ev := muster.Event{Type: muster.EvRateLimited, Executor: w.a.Executor, Clone: w.a.Clone, Reason: bound(w.d.red().String(ae.Message), 300)}
+	if ae.RetryAfter > 0 {
+		until := w.d.clock.Now().Add(ae.RetryAfter).UTC()
+		ev.Until = &until
+	}
+	w.send(ev)
+	if res != nil && res.Tail != "" {
+		reason += ": " + lastLines(res.Tail, 3)
+	}
+	if w.a.Uncharged < engine.MaxUncharged {
+		return w.fail("rate limited (not charged): "+reason, true)
+	}
+	return w.fail("agent failed: "+reason, w.charged() <= w.task.Retries)
+}
+
+// charged is the attempt's number among those that count against the
+// task's Retries (rate-limited attempts do not).
+func (w *worker) charged() int { return w.a.Attempt - w.a.Uncharged }
+
+// record turns an executor's records into events: redacted, bounded
+// (the caps of records.go) and, for usage, checked (sane).
 func (w *worker) record(spec *muster.ExecutorSpec, role string, clone int) func(muster.Record) {
 	return func(r muster.Record) {
+		d, c := w.d, &w.counts
+		red := d.red()
+		r.Tool = bound(red.String(r.Tool), maxName)
+		r.Model = bound(red.String(r.Model), maxName)
 		switch r.Type {
 		case muster.RecUsage:
+			warn := w.sane(&r, muster.Slot(spec.Name, clone))
 			u := r.Usage
 			u.Estimated = false
-			if u.CostMicros == 0 && w.d.opts.Price != nil && u.Tokens() > 0 {
-				if c, ok := w.d.opts.Price(r.Model, u); ok {
-					u.CostMicros, u.Estimated = c, true
+			if u.CostMicros == 0 && d.opts.Price != nil && u.Tokens() > 0 {
+				if cost, ok := d.opts.Price(r.Model, u); ok {
+					u.CostMicros, u.Estimated = cost, true
 				}
 			}
-			w.send(muster.Event{Type: muster.EvTokensUsed, Executor: spec.Name, Clone: clone, Role: role, Model: r.Model, Usage: u})
+			if c.usages++; c.usages > maxUsageRecords {
+				if c.extra == nil {
+					c.extra = map[string]muster.Usage{}
+				}
+				if _, ok := c.extra[r.Model]; !ok {
+					c.extraOrder = append(c.extraOrder, r.Model)
+				}
+				sum := c.extra[r.Model]
+				sum.Add(u)
+				c.extra[r.Model] = sum
+				if len(warn) > 0 {
+					w.send(warn...)
+				}
+				return
+			}
+			w.send(append(warn, muster.Event{Type: muster.EvTokensUsed, Executor: spec.Name, Clone: clone, Role: role, Model: r.Model, Usage: u})...)
 		case muster.RecTool:
-			w.send(muster.Event{Type: muster.EvToolUse, Executor: spec.Name, Clone: clone, Tool: r.Tool, Args: bound(r.Args, maxMessage)})
+			if c.tools++; c.tools > maxToolRecords {
+				c.droppedTools++
+				return
+			}
+			w.send(muster.Event{Type: muster.EvToolUse, Executor: spec.Name, Clone: clone, Tool: r.Tool, Args: red.String(bound(r.Args, maxMessage))})
 		case muster.RecMessage:
+			r.Text = red.String(r.Text)
 			if role == w.a.Role {
-				w.lastMsg = r.Text
+				w.lastMsg = bound(r.Text, maxTranscript)
 				w.transcript = tail(w.transcript+r.Text+"\n", maxTranscript)
+			}
+			if c.messages++; c.messages > maxMessageRecords {
+				c.droppedMessages++
+				return
 			}
 			w.send(muster.Event{Type: muster.EvMessage, Executor: spec.Name, Clone: clone, Message: bound(r.Text, maxMessage)})
 		case muster.RecNotes:
-			w.d.notes.add(w.a.Task, r.Text)
-			w.send(muster.Event{Type: muster.EvNote, Executor: spec.Name, Clone: clone, Message: bound(r.Text, maxGateOutput)})
+			if c.notes++; c.notes > maxNoteRecords {
+				c.droppedNotes++
+				return
+			}
+			text := red.String(bound(r.Text, maxNote))
+			d.notes.add(w.a.Task, text)
+			w.send(muster.Event{Type: muster.EvNote, Executor: spec.Name, Clone: clone, Message: text})
 		case muster.RecViolation:
-			w.send(muster.Event{Type: muster.EvViolation, Executor: spec.Name, Clone: clone, Paths: []string{bound(r.Text, maxMessage)},
+			w.send(muster.Event{Type: muster.EvViolation, Executor: spec.Name, Clone: clone, Paths: []string{red.String(bound(r.Text, maxMessage))},
 				Reason: "the agent asked for a path outside its worktree (" + bound(r.Tool, 40) + "); refused"})
 		case muster.RecSession:
 			w.sessionID = r.SessionID
 		case muster.RecPID:
 			w.send(muster.Event{Type: muster.EvAgentStarted, Executor: spec.Name, Clone: clone, Role: role, PID: r.PID})
+		case muster.RecWorker:
+			w.send(muster.Event{Type: muster.EvWorkerAssigned, Executor: spec.Name, Clone: clone, Role: role, Worker: r.Worker, WorkerClone: r.WorkerClone})
 		}
 	}
 }

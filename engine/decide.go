@@ -35,6 +35,9 @@ type Action struct {
 	Clone    int
 	Role     string
 	Attempt  int
+	// Uncharged (ActStart) is how many of the task's earlier attempts
+	// ended in a rate limit and do not count against its Retries.
+	Uncharged int
 	// Reason is why ActSkip or ActCancel ends the task.
 	Reason string
 	// Cause is why ActCancel cancels the task.
@@ -202,16 +205,7 @@ func (s *State) needs(t *muster.Task) string {
 }
 
 // capacity returns how many clones of an executor may work at once.
-func capacity(e *muster.ExecutorSpec) int {
-	n := e.Clones
-	if n <= 0 {
-		n = 1
-	}
-	if e.MaxConcurrent > 0 && e.MaxConcurrent < n {
-		n = e.MaxConcurrent
-	}
-	return n
-}
+func capacity(e *muster.ExecutorSpec) int { return e.Capacity() }
 
 // CodeClones is how many Kind: code tasks may run at once.
 func CodeClones(c *muster.Config) int {
@@ -235,6 +229,7 @@ func (s *State) starts(now time.Time) ([]Action, time.Time, string) {
 	}
 	coders, writers := s.coders, s.writers
 	taken := map[string]bool{}
+	credTaken := map[string]int{} // starts of this decision, by credential
 	busy := func(exec string, clone int) bool {
 		slot := muster.Slot(exec, clone)
 		_, leased := s.Leases[slot]
@@ -302,6 +297,12 @@ func (s *State) starts(now time.Time) ([]Action, time.Time, string) {
 					}
 					continue
 				}
+				if held, at := s.paced(e.Credential(), now, credTaken[e.Credential()]); held {
+					if wake.IsZero() || at.Before(wake) {
+						wake = at
+					}
+					continue
+				}
 				if n, c := free(e.Name, capacity(e)); n > pickFree {
 					pick, pickClone, pickFree = e.Name, c, n
 				}
@@ -315,6 +316,7 @@ func (s *State) starts(now time.Time) ([]Action, time.Time, string) {
 			codeSpare--
 		} else {
 			spare--
+			credTaken[cfg.Executor(pick).Credential()]++
 		}
 		coders++
 		if writes {
@@ -323,7 +325,7 @@ func (s *State) starts(now time.Time) ([]Action, time.Time, string) {
 		m, k := s.Expected(t.Task)
 		resM, resK = resM+m, resK+k
 		acts = append(acts, Action{Kind: ActStart, Task: id, Executor: pick, Clone: pickClone,
-			Role: t.Task.EffectiveRole(), Attempt: t.Attempts + 1})
+			Role: t.Task.EffectiveRole(), Attempt: t.Attempts + 1, Uncharged: min(t.Uncharged, MaxUncharged)})
 	}
 	return acts, wake, broke
 }
@@ -358,6 +360,9 @@ func FreeSlot(s *State, role, avoid string, now time.Time) (exec string, clone i
 			continue
 		}
 		if until, blocked := s.BlockedUntil[e.Name]; blocked && now.Before(until) {
+			continue
+		}
+		if p, ok := s.Paces[e.Credential()]; ok && now.Before(p.Until) {
 			continue
 		}
 		for c := 1; c <= capacity(e); c++ {

@@ -31,6 +31,13 @@ type TaskState struct {
 	AttemptUsage muster.Usage
 	Started      time.Time // latest attempt's start
 	Ended        time.Time
+	// Uncharged counts attempts that ended in a rate limit: they do not
+	// count against the task's Retries (up to MaxUncharged).
+	Uncharged int
+	// Worker is the fleet worker the latest attempt's coder ran on ("":
+	// locally), WorkerClone its clone there.
+	Worker      string
+	WorkerClone int
 
 	// waiting counts dependencies not yet succeeded; dependents lists the
 	// tasks that wait on this one.
@@ -85,6 +92,9 @@ type State struct {
 	Stopped string
 	// BlockedUntil holds executors paused by a usage limit.
 	BlockedUntil map[string]time.Time
+	// Paces holds the adaptive limits of rate-limited credentials
+	// (muster.ExecutorSpec.Credential), from RateLimited events.
+	Paces map[string]muster.Pace
 	// Tip is the run branch as muster last moved it: the latest
 	// Integrated commit, or Base. Only muster moves the branch, and only
 	// from Tip.
@@ -119,6 +129,7 @@ func NewState() *State {
 		Tasks:        map[muster.TaskID]*TaskState{},
 		Leases:       map[string]Lease{},
 		BlockedUntil: map[string]time.Time{},
+		Paces:        map[string]muster.Pace{},
 		PIDs:         map[string]int{},
 		doomed:       map[muster.TaskID]bool{},
 		RunState:     muster.RunRunning,
@@ -227,15 +238,24 @@ func (s *State) Apply(e *muster.Event) error {
 		t.Executor, t.Clone = e.Executor, e.Clone
 		t.Started = e.Time
 		t.Reason, t.Phase, t.Round = "", "", 0
+		t.Worker, t.WorkerClone = "", 0
 		t.AttemptUsage = muster.Usage{}
 		s.removeReady(t.Task.ID)
 	case muster.EvExecutorPaused:
 		if e.Until != nil {
 			s.BlockedUntil[e.Executor] = *e.Until
 		}
+	case muster.EvRateLimited:
+		if s.Config != nil {
+			s.applyRateLimited(e)
+		}
 	case muster.EvAgentStarted:
 		if e.PID > 0 {
 			s.PIDs[muster.Slot(e.Executor, e.Clone)] = e.PID
+		}
+	case muster.EvWorkerAssigned:
+		if t := s.Tasks[e.Task]; t != nil && e.Role != muster.RoleReviewer {
+			t.Worker, t.WorkerClone = e.Worker, e.WorkerClone
 		}
 	case muster.EvPhase:
 		if t := s.Tasks[e.Task]; t != nil {
@@ -246,10 +266,11 @@ func (s *State) Apply(e *muster.Event) error {
 			t.Round = e.Round
 		}
 	case muster.EvTokensUsed:
-		s.Usage.Add(e.Usage)
+		u := e.Credited()
+		s.Usage.Add(u)
 		if t := s.Tasks[e.Task]; t != nil {
-			t.Usage.Add(e.Usage)
-			t.AttemptUsage.Add(e.Usage)
+			t.Usage.Add(u)
+			t.AttemptUsage.Add(u)
 		}
 	case muster.EvIntegrating:
 		s.Moving = &Move{Task: e.Task, Commit: e.Commit, From: e.Tip}

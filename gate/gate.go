@@ -24,6 +24,12 @@ const DefaultTimeout = 10 * time.Minute
 type Runner struct {
 	// Grace is the SIGTERM-to-SIGKILL grace period (default 5 s).
 	Grace time.Duration
+	// Allow names variables that look like credentials but gates get
+	// ([run] env_allow).
+	Allow []string
+	// Confine, when set, confines every gate: it may write its clone and
+	// the paths Confine lists (nil: unconfined).
+	Confine *muster.Confinement
 }
 
 // Run runs one gate in dir.
@@ -39,7 +45,8 @@ func (r Runner) Run(ctx context.Context, dir string, g muster.GateSpec, timeout 
 	res, err := proc.Run(ctx, proc.Spec{
 		Argv:     []string{"sh", "-c", g.Command},
 		Dir:      dir,
-		Env:      proc.Environ(),
+		Env:      proc.Environ(r.Allow...),
+		Launcher: r.Confine.With(dir).Prefix(),
 		Timeout:  timeout,
 		Grace:    grace,
 		OnLine:   out.line,

@@ -60,11 +60,11 @@ type pool struct {
 	max    int
 }
 
-func openPool(root, common string, max int) (*pool, error) {
-	if max <= 0 {
-		max = DefaultMaxClones
+func openPool(root, common string, maxClones int) (*pool, error) {
+	if maxClones <= 0 {
+		maxClones = DefaultMaxClones
 	}
-	p := &pool{dir: filepath.Join(root, "repos", repoKey(common)), common: common, max: max}
+	p := &pool{dir: filepath.Join(root, "repos", repoKey(common)), common: common, max: maxClones}
 	if err := os.MkdirAll(filepath.Join(p.dir, "clones"), 0o755); err != nil {
 		return nil, fmt.Errorf("muster's cache: %w", err)
 	}
@@ -190,8 +190,11 @@ func (p *pool) lease(runID string) (*clone, error) {
 		}
 	}
 	c, err := p.tryLease(strconv.Itoa(highest + 1))
-	if err != nil || c == nil {
-		return nil, fmt.Errorf("muster's cache: new clone %d: %v", highest+1, err)
+	if err == nil && c == nil {
+		err = errors.New("another run took it first")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("muster's cache: new clone %d: %w", highest+1, err)
 	}
 	c.note(runID)
 	return c, nil
@@ -298,7 +301,7 @@ func writeFileAtomic(name string, data []byte) error {
 // size where the system does not say.
 func allocated(fi fs.FileInfo) int64 {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		return int64(st.Blocks) * 512
+		return st.Blocks * 512
 	}
 	return fi.Size()
 }

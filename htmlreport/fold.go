@@ -124,7 +124,7 @@ func (r *run) apply(e *muster.Event) {
 			r.byModel[model] = &muster.Usage{}
 			r.models = append(r.models, model)
 		}
-		r.byModel[model].Add(e.Usage)
+		r.byModel[model].Add(e.Credited())
 		r.cost = append(r.cost, costPoint{Time: e.Time, Micros: r.Usage.CostMicros})
 	case muster.EvTaskSucceeded, muster.EvTaskFailed, muster.EvTaskSkipped, muster.EvTaskCancelled:
 		r.end(e, runview.EndState(e))

@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/muster-run/muster"
@@ -147,7 +148,7 @@ func Write(w io.Writer, events []muster.Event, opts Options) error {
 		p.Rows = append(p.Rows, makeRow(r.Tasks[id]))
 	}
 	var buf bytes.Buffer
-	if err := tmpl.Execute(&buf, p); err != nil {
+	if err := tmpl().Execute(&buf, p); err != nil {
 		return fmt.Errorf("html report: %w", err)
 	}
 	_, err := w.Write(dropControls(buf.Bytes()))
@@ -194,7 +195,12 @@ var funcs = template.FuncMap{
 	"half": func(v float64) float64 { return v / 2 },
 }
 
-var tmpl = template.Must(template.New("report").Funcs(funcs).Parse(pageTemplate))
+// tmpl is the page template, parsed on first use: parsing it at start-up
+// would cost every muster process, each confined agent's re-exec
+// included, some milliseconds.
+var tmpl = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("report").Funcs(funcs).Parse(pageTemplate))
+})
 
 // dropControls removes the control characters (other than tab, newline
 // and carriage return) that agent-written text may carry, such as the

@@ -60,7 +60,7 @@ type ValidateOutput struct {
 type PlanInput struct {
 	Goal     string `json:"goal" jsonschema:"what the plan should achieve"`
 	Executor string `json:"executor,omitempty" jsonschema:"the executor that plans (default: the first with role planner, else the first coder)"`
-	Output   string `json:"output,omitempty" jsonschema:"the plan file to write, relative to the repository's top (default plan.md; .md, .yaml or .yml)"`
+	Output   string `json:"output,omitempty" jsonschema:"the plan file to write, relative to the repository's top (default plan.md; Markdown: .md)"`
 	Force    bool   `json:"force,omitempty" jsonschema:"replace the output file if it exists"`
 	Tries    int    `json:"tries,omitempty" jsonschema:"how many times to ask the planner (default 3)"`
 }
@@ -168,7 +168,7 @@ func New(b Backend, version string) *mcp.Server {
 				in.Output = "plan.md"
 			}
 			if !planName(in.Output) {
-				return nil, nil, fmt.Errorf("output %s: a plan file ends in .md, .yaml or .yml", in.Output)
+				return nil, nil, fmt.Errorf("output %s: the planner writes Markdown; a plan file it writes ends in .md", in.Output)
 			}
 			path, err := Inside(b.Root(), in.Output)
 			if err != nil {
@@ -288,9 +288,10 @@ func problemText(ps []Problem, none string) string {
 	return strings.Join(lines, "\n")
 }
 
+// planName reports whether p names a Markdown plan (what planners write).
 func planName(p string) bool {
 	l := strings.ToLower(p)
-	return strings.HasSuffix(l, ".md") || strings.HasSuffix(l, ".yaml") || strings.HasSuffix(l, ".yml")
+	return strings.HasSuffix(l, ".md") || strings.HasSuffix(l, ".markdown")
 }
 
 func firstLines(s string, n int) string {
@@ -299,9 +300,4 @@ func firstLines(s string, n int) string {
 		lines = lines[:n]
 	}
 	return strings.Join(lines, "\n")
-}
-
-// Serve runs the server on stdin and stdout until the client goes.
-func Serve(ctx context.Context, b Backend, version string) error {
-	return New(b, version).Run(ctx, &mcp.StdioTransport{})
 }

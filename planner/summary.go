@@ -31,7 +31,7 @@ type Summary struct {
 
 // CoderClones returns how many coder clones of cfg may work at once:
 // the clones of every executor with the coder role, capped by
-// max_parallel.
+// max_parallel and by writers (tasks in a plan write, by default).
 func CoderClones(cfg *muster.Config) int {
 	if cfg == nil {
 		return 0
@@ -44,6 +44,9 @@ func CoderClones(cfg *muster.Config) int {
 	}
 	if cfg.Run.MaxParallel > 0 && cfg.Run.MaxParallel < n {
 		n = cfg.Run.MaxParallel
+	}
+	if cfg.Run.Writers > 0 && cfg.Run.Writers < n {
+		n = cfg.Run.Writers // single-writer mode: one writing task at a time
 	}
 	return n
 }

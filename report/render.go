@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/internal/textsafe"
 )
 
 // Formats accepted by Write.
@@ -101,6 +102,13 @@ func WriteText(w io.Writer, r *Report) error {
 	fmt.Fprintln(w)
 	if len(r.Unpriced) > 0 {
 		fmt.Fprintf(w, "No price for %s (counted as $0)\n", strings.Join(r.Unpriced, ", "))
+	}
+	for _, l := range r.RateLimited {
+		fmt.Fprintf(w, "Rate limits on %s: %d (muster paced the crew; no task was charged for them", textsafe.Sanitize(l.Executor), l.Count)
+		if l.HeldBackSeconds > 0 {
+			fmt.Fprintf(w, "; longest retry-after %s", time.Duration(l.HeldBackSeconds*float64(time.Second)))
+		}
+		fmt.Fprintln(w, ")")
 	}
 	for _, s := range r.sections() {
 		if len(s.lines) == 0 {

@@ -54,14 +54,20 @@ type Figures struct {
 }
 
 func (f *Figures) add(u muster.Usage, estimated int64) {
-	f.InputTokens += u.InputTokens
-	f.OutputTokens += u.OutputTokens
-	f.CacheWriteTokens += u.CacheWriteTokens
-	f.CacheReadTokens += u.CacheReadTokens
-	f.TotalTokens += u.Tokens()
-	f.CostMicros += u.CostMicros
+	// Sums saturate (muster.SatAdd) and take no count below zero: a
+	// journal with absurd records never wraps a total nor credits one.
+	u = u.Credited()
+	if estimated < 0 {
+		estimated = 0
+	}
+	f.InputTokens = muster.SatAdd(f.InputTokens, u.InputTokens)
+	f.OutputTokens = muster.SatAdd(f.OutputTokens, u.OutputTokens)
+	f.CacheWriteTokens = muster.SatAdd(f.CacheWriteTokens, u.CacheWriteTokens)
+	f.CacheReadTokens = muster.SatAdd(f.CacheReadTokens, u.CacheReadTokens)
+	f.TotalTokens = muster.SatAdd(f.TotalTokens, u.Tokens())
+	f.CostMicros = muster.SatAdd(f.CostMicros, u.CostMicros)
 	f.CostUSD = float64(f.CostMicros) / 1e6
-	f.EstimatedMicros += estimated
+	f.EstimatedMicros = muster.SatAdd(f.EstimatedMicros, estimated)
 	f.Estimated = f.Estimated || u.Estimated
 	f.Events++
 }
@@ -105,11 +111,23 @@ type Report struct {
 	ByTask     []Line   `json:"by_task"`
 	ByClone    []Line   `json:"by_clone"`
 	Unpriced   []string `json:"unpriced_models"`
+	// RateLimited counts the rate limits each executor met; muster paced
+	// its credential and retried the attempts without charging the tasks.
+	RateLimited []RateLimits `json:"rate_limited"`
 	// SucceededTasks counts tasks that succeeded; CostPerSucceededTask
 	// divides the total cost by it.
 	SucceededTasks             int     `json:"succeeded_tasks"`
 	CostPerSucceededTaskMicros int64   `json:"cost_per_succeeded_task_micros"`
 	CostPerSucceededTaskUSD    float64 `json:"cost_per_succeeded_task_usd"`
+}
+
+// RateLimits is one executor's rate limits over the runs.
+type RateLimits struct {
+	Executor string `json:"executor"`
+	Count    int    `json:"count"`
+	// HeldBack is the longest backoff a rate limit asked for (its
+	// retry-after), in seconds; 0 when none named one.
+	HeldBackSeconds float64 `json:"held_back_seconds"`
 }
 
 // Placeholder keys for events without a value.
@@ -147,6 +165,7 @@ func Build(runs [][]muster.Event, opts Options) *Report {
 	}
 	unpriced := map[string]bool{}
 	succeeded := map[string]bool{}
+	limits := map[string]*RateLimits{}
 	for _, events := range runs {
 		run := Run{State: muster.RunRunning}
 		taskState := map[muster.TaskID]muster.TaskState{}
@@ -176,6 +195,16 @@ func Build(runs [][]muster.Event, opts Options) *Report {
 			case muster.EvTaskFailed:
 				if !e.Retry {
 					taskState[e.Task] = muster.StateFailed
+				}
+			case muster.EvRateLimited:
+				l := limits[e.Executor]
+				if l == nil {
+					l = &RateLimits{Executor: e.Executor}
+					limits[e.Executor] = l
+				}
+				l.Count++
+				if e.Until != nil && e.Until.After(e.Time) {
+					l.HeldBackSeconds = max(l.HeldBackSeconds, e.Until.Sub(e.Time).Round(time.Second).Seconds())
 				}
 			case muster.EvTokensUsed:
 				if (!opts.Since.IsZero() && e.Time.Before(opts.Since)) || (!opts.Until.IsZero() && !e.Time.Before(opts.Until)) {
@@ -236,6 +265,11 @@ func Build(runs [][]muster.Event, opts Options) *Report {
 	for i := range r.Runs {
 		r.Runs[i].SharePercent = share(r.Runs[i].TotalTokens, r.Totals.TotalTokens)
 	}
+	r.RateLimited = []RateLimits{}
+	for _, l := range limits {
+		r.RateLimited = append(r.RateLimited, *l)
+	}
+	sort.Slice(r.RateLimited, func(i, j int) bool { return r.RateLimited[i].Executor < r.RateLimited[j].Executor })
 	r.Unpriced = []string{}
 	for m := range unpriced {
 		r.Unpriced = append(r.Unpriced, m)

@@ -66,15 +66,15 @@ func (r *Run) Apply(e *muster.Event) {
 		t.FixRounds++
 		t.Fixes = append(t.Fixes, FixRound{Round: e.Round, Reason: e.Reason, Time: e.Time})
 	case muster.EvTokensUsed:
-		r.Usage.Add(e.Usage)
+		r.Usage.Add(e.Credited())
 		if e.Task != "" {
-			r.Task(e.Task).Usage.Add(e.Usage)
+			r.Task(e.Task).Usage.Add(e.Credited())
 		}
 		if slot := e.Slot(); slot != "" {
 			c := r.Clone(slot)
-			c.Total.Add(e.Usage)
+			c.Total.Add(e.Credited())
 			if c.Task == e.Task {
-				c.Work.Add(e.Usage)
+				c.Work.Add(e.Credited())
 			}
 		}
 	case muster.EvGateRan:
@@ -101,6 +101,8 @@ func (r *Run) Apply(e *muster.Event) {
 		r.end(e, EndState(e))
 	case muster.EvWarning:
 		r.Warnings = append(r.Warnings, e.Message)
+	case muster.EvRateLimited:
+		r.rateLimited(e)
 	case muster.EvRunFinished:
 		r.State, r.End = e.State, e.Time
 		r.idleAll()
@@ -145,4 +147,57 @@ func (r *Run) idleAll() {
 	for _, c := range r.Clones {
 		c.Task, c.Work = "", muster.Usage{}
 	}
+}
+
+// rateLimited folds a RateLimited event: the count, and the credential's
+// pace as the engine computes it.
+func (r *Run) rateLimited(e *muster.Event) {
+	r.RateLimits[e.Executor]++
+	if r.Config == nil {
+		return
+	}
+	spec := r.Config.Executor(e.Executor)
+	if spec == nil {
+		return
+	}
+	cred := spec.Credential()
+	running, capacity := r.load(cred)
+	p, ok := r.Paces[cred]
+	r.Paces[cred] = muster.NextPace(p, ok, e, cred, running, capacity)
+}
+
+// load counts the agents at work on a credential and its capacity.
+func (r *Run) load(cred string) (running, capacity int) {
+	for _, x := range r.Config.Executors {
+		if x.Credential() != cred {
+			continue
+		}
+		capacity += x.Capacity()
+		for c := 1; c <= x.Clones; c++ {
+			if cl := r.slots[muster.Slot(x.Name, c)]; cl != nil && cl.Task != "" {
+				running++
+			}
+		}
+	}
+	return running, capacity
+}
+
+// HeldBack returns the pace of an executor's credential when, at now, it
+// holds the executor back from another start (a backoff, or its limit).
+func (r *Run) HeldBack(executor string, now time.Time) (muster.Pace, bool) {
+	if r.Config == nil {
+		return muster.Pace{}, false
+	}
+	spec := r.Config.Executor(executor)
+	if spec == nil {
+		return muster.Pace{}, false
+	}
+	cred := spec.Credential()
+	p, ok := r.Paces[cred]
+	if !ok {
+		return p, false
+	}
+	running, capacity := r.load(cred)
+	held, _ := p.Holds(now, running, capacity)
+	return p, held
 }

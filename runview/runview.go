@@ -114,6 +114,11 @@ type Run struct {
 	// Warnings are the Warning events' messages (untrusted).
 	Warnings []string
 
+	// Paces are the rate-limited credentials' paces (muster.NextPace),
+	// and RateLimits counts the rate limits by executor.
+	Paces      map[string]muster.Pace
+	RateLimits map[string]int
+
 	Order  []muster.TaskID // tasks in the order first seen
 	Tasks  map[muster.TaskID]*Task
 	Clones []*Clone // in configuration order, then first seen
@@ -123,7 +128,7 @@ type Run struct {
 
 // New returns an empty fold.
 func New() *Run {
-	return &Run{Tasks: map[muster.TaskID]*Task{}, slots: map[string]*Clone{}}
+	return &Run{Tasks: map[muster.TaskID]*Task{}, slots: map[string]*Clone{}, Paces: map[string]muster.Pace{}, RateLimits: map[string]int{}}
 }
 
 // Fold folds events into a new Run.

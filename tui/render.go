@@ -139,6 +139,17 @@ func (m Model) laneLines(w int) []string {
 		slot := pad(textsafe.Sanitize(l.Slot), sw)
 		total := fmt.Sprintf("Σ %s tok %s", runview.Tokens(l.Total.Tokens()), muster.FormatUSD(l.Total.CostMicros))
 		if l.Task == "" {
+			state, detail := "idle", ""
+			if exec, _, ok := strings.Cut(l.Slot, "#"); ok && m.st.State == "" {
+				if p, held := m.st.HeldBack(exec, m.now()); held {
+					state, detail = paceText(p, m.now())
+				}
+			}
+			if state != "idle" {
+				line := fmt.Sprintf("%s  %-14s %-16s %6s %9s %8s  %s", slot, state, detail, "", "", "", total)
+				lines = append(lines, stWarn.Render(clip(line, w)))
+				continue
+			}
 			line := fmt.Sprintf("%s  %-14s %-16s %6s %9s %8s  %s", slot, "idle", "", "", "", "", total)
 			lines = append(lines, stDim.Render(clip(line, w)))
 			continue
@@ -344,4 +355,13 @@ func wrap(s string, w int) []string {
 		lines = append(lines, word)
 	}
 	return lines
+}
+
+// paceText describes a rate-limited credential's pace for an idle lane:
+// "backoff" with the time left, else "paced" with its current limit.
+func paceText(p muster.Pace, now time.Time) (string, string) {
+	if now.Before(p.Until) {
+		return "rate limited", "retry in " + runview.Duration(p.Until.Sub(now))
+	}
+	return "paced", fmt.Sprintf("%d at once", p.LimitAt(now))
 }

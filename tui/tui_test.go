@@ -330,3 +330,33 @@ func TestLiveInterruptCallsBack(t *testing.T) {
 		t.Errorf("Close: %v, want ErrInterrupt", err)
 	}
 }
+
+// TestLanesShowThePace: after a rate limit the idle lanes of the
+// credential say so, with the time left; once the backoff (10 s, and up
+// to half as much jitter) is over and
+// the limit holds the crew back, they say "paced".
+func TestLanesShowThePace(t *testing.T) {
+	cfg := &muster.Config{Executors: []*muster.ExecutorSpec{{Name: "api", Kind: muster.ExecOpenAI, Clones: 4, APIKeyEnv: "K"}}}
+	until := t0.Add(10 * time.Second)
+	evs := []muster.Event{
+		{Type: muster.EvRunStarted, Time: t0, Run: "r", Config: cfg},
+		{Type: muster.EvTasksPlanned, Time: t0, Tasks: []*muster.Task{{ID: "a"}, {ID: "b"}, {ID: "c"}, {ID: "d"}, {ID: "e"}}},
+	}
+	for i, id := range []muster.TaskID{"a", "b", "c", "d"} {
+		evs = append(evs, muster.Event{Type: muster.EvExecutorLeased, Time: t0, Task: id, Executor: "api", Clone: i + 1, Role: "coder"},
+			muster.Event{Type: muster.EvTaskStarted, Time: t0, Task: id, Attempt: 1, Executor: "api", Clone: i + 1})
+	}
+	evs = append(evs,
+		muster.Event{Seq: 20, Type: muster.EvRateLimited, Time: t0, Task: "a", Attempt: 1, Executor: "api", Clone: 1, Until: &until},
+		muster.Event{Type: muster.EvTaskFailed, Time: t0, Task: "a", Attempt: 1, Retry: true, Reason: "rate limited (not charged)"},
+		muster.Event{Type: muster.EvExecutorRelease, Time: t0, Task: "a", Executor: "api", Clone: 1},
+	)
+	m := feed(New(Options{Now: fixed(3 * time.Second), Width: 120, Height: 30}), evMsgs(evs)...)
+	if f := frame(m); !strings.Contains(f, "rate limited") || !strings.Contains(f, "retry in") {
+		t.Errorf("lanes during the backoff:\n%s", f)
+	}
+	m = feed(New(Options{Now: fixed(20 * time.Second), Width: 120, Height: 30}), evMsgs(evs)...)
+	if f := frame(m); !strings.Contains(f, "paced") || !strings.Contains(f, "2 at once") {
+		t.Errorf("lanes after the backoff:\n%s", f)
+	}
+}

@@ -11,14 +11,14 @@ import (
 	"time"
 
 	"github.com/muster-run/muster"
-	"github.com/muster-run/muster/internal/agentkit/agenttest"
+	"github.com/muster-run/muster/internal/agentkit/clitest"
 )
 
 const maxUpdatesTest = 300
 
 // run executes the fake agent in mode with authority auth in a fresh
 // worktree; log is the prefix of the files the fake writes.
-func run(t *testing.T, mode string, auth muster.Authority, edit func(*muster.ExecRequest)) (*muster.ExecResult, error, *agenttest.Recorder, *muster.ExecRequest, string) {
+func run(t *testing.T, mode string, auth muster.Authority, edit func(*muster.ExecRequest)) (*muster.ExecResult, error, *clitest.Recorder, *muster.ExecRequest, string) {
 	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
@@ -27,7 +27,7 @@ func run(t *testing.T, mode string, auth muster.Authority, edit func(*muster.Exe
 	log := filepath.Join(t.TempDir(), "fake")
 	spec := &muster.ExecutorSpec{Name: "fa", Kind: muster.ExecACP, Clones: 1, Command: []string{self},
 		Env: map[string]string{"FAKEACP_MODE": mode, "FAKEACP_LOG": log}}
-	req := agenttest.Request(t, spec, muster.RoleCoder, auth, "Create hello.txt.")
+	req := clitest.Request(t, spec, muster.RoleCoder, auth, "Create hello.txt.")
 	req.Task.Gates = []string{"go test ./..."}
 	req.Grace = 2 * time.Second
 	if edit != nil {
@@ -37,7 +37,7 @@ func run(t *testing.T, mode string, auth muster.Authority, edit func(*muster.Exe
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := &agenttest.Recorder{T: t}
+	rec := &clitest.Recorder{T: t}
 	res, err := e.Execute(context.Background(), req, rec.Emit)
 	return res, err, rec, req, log
 }
@@ -51,7 +51,7 @@ func TestWriteThroughTheClient(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, res.Tail)
 	}
-	if got := agenttest.ReadFile(filepath.Join(req.Dir, "hello.txt")); got != "hello\n" {
+	if got := clitest.ReadFile(filepath.Join(req.Dir, "hello.txt")); got != "hello\n" {
 		t.Fatalf("hello.txt = %q\n%s", got, res.Tail)
 	}
 	if res.SessionID != "sess-1" || len(rec.Of(muster.RecSession)) != 1 {
@@ -75,14 +75,14 @@ func TestWriteThroughTheClient(t *testing.T) {
 	if u.InputTokens != 1000 || u.OutputTokens != 70 || u.CacheReadTokens != 5 || u.CostMicros != 750000 {
 		t.Errorf("usage %+v", u)
 	}
-	caps := agenttest.ReadFile(log + ".caps")
+	caps := clitest.ReadFile(log + ".caps")
 	if caps != `{"fs":{"readTextFile":true,"writeTextFile":true},"terminal":false}` {
 		t.Errorf("capabilities %s", caps)
 	}
-	if p := agenttest.ReadFile(log + ".prompt"); !strings.HasPrefix(p, "Create hello.txt.") {
+	if p := clitest.ReadFile(log + ".prompt"); !strings.HasPrefix(p, "Create hello.txt.") {
 		t.Errorf("prompt %q", p)
 	}
-	agenttest.NoSecret(t, "sk-ant-acp-secret-0123456789abcdef", rec, res)
+	clitest.NoSecret(t, "sk-ant-acp-secret-0123456789abcdef", rec, res)
 }
 
 func TestReadAuthorityRefusesEditsAndCommands(t *testing.T) {
@@ -123,7 +123,7 @@ func TestWriteAuthorityAllowsEditsInsideAndGates(t *testing.T) {
 	if got := rec.Of(muster.RecMessage)[0].Text; got != want {
 		t.Errorf("agent saw\n%s\nwant\n%s", got, want)
 	}
-	if got := agenttest.ReadFile(filepath.Join(req.Dir, "hello.txt")); got != "hello\n" {
+	if got := clitest.ReadFile(filepath.Join(req.Dir, "hello.txt")); got != "hello\n" {
 		t.Errorf("hello.txt = %q", got)
 	}
 	for _, p := range []string{filepath.Join(filepath.Dir(req.Dir), "escaped.txt"), filepath.Join(os.TempDir(), "x.txt"), filepath.Join(req.Dir, "term.txt")} {
@@ -145,13 +145,13 @@ func TestShellAuthorityRunsTerminals(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, res.Tail)
 	}
-	if got := agenttest.ReadFile(filepath.Join(req.Dir, "hello.txt")); got != "hello\n" {
+	if got := clitest.ReadFile(filepath.Join(req.Dir, "hello.txt")); got != "hello\n" {
 		t.Errorf("hello.txt = %q\n%s", got, res.Tail)
 	}
 	if m := rec.Of(muster.RecMessage); len(m) != 1 || m[0].Text != `exit map[exitCode:0 signal:<nil>] output "out\n"` {
 		t.Errorf("messages %+v", m)
 	}
-	if caps := agenttest.ReadFile(log + ".caps"); !strings.Contains(caps, `"terminal":true`) {
+	if caps := clitest.ReadFile(log + ".caps"); !strings.Contains(caps, `"terminal":true`) {
 		t.Errorf("capabilities %s", caps)
 	}
 }
@@ -188,11 +188,11 @@ func TestModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := agenttest.ReadFile(log + ".model"); got != "smart" {
+	if got := clitest.ReadFile(log + ".model"); got != "smart" {
 		t.Errorf("set_model %q", got)
 	}
 	_, err, _, _, _ = run(t, "plain", muster.AuthorityWrite, func(r *muster.ExecRequest) { r.Spec.Model = "huge" })
-	ae := agenttest.WantClass(t, err, muster.FailInvalid)
+	ae := clitest.WantClass(t, err, muster.FailInvalid)
 	if !strings.Contains(ae.Message, "fast, smart") {
 		t.Errorf("message %q does not list the models", ae.Message)
 	}
@@ -211,7 +211,7 @@ func TestFailureClasses(t *testing.T) {
 	} {
 		t.Run(c.mode, func(t *testing.T) {
 			_, err, _, _, _ := run(t, c.mode, muster.AuthorityWrite, nil)
-			ae := agenttest.WantClass(t, err, c.class)
+			ae := clitest.WantClass(t, err, c.class)
 			if c.mode == "ratelimit" && ae.RetryAfter != 7*time.Second {
 				t.Errorf("retry after %s", ae.RetryAfter)
 			}
@@ -226,7 +226,7 @@ func TestTimeoutCancelsTheTurn(t *testing.T) {
 				r.Timeout = 300 * time.Millisecond
 				r.Grace = 300 * time.Millisecond
 			})
-			agenttest.WantClass(t, err, muster.FailTimeout)
+			clitest.WantClass(t, err, muster.FailTimeout)
 		})
 	}
 }
@@ -235,7 +235,7 @@ func TestCancelReturnsTheCause(t *testing.T) {
 	self, _ := os.Executable()
 	spec := &muster.ExecutorSpec{Name: "fa", Kind: muster.ExecACP, Clones: 1, Command: []string{self},
 		Env: map[string]string{"FAKEACP_MODE": "hang-deaf", "FAKEACP_LOG": filepath.Join(t.TempDir(), "f")}}
-	req := agenttest.Request(t, spec, muster.RoleCoder, muster.AuthorityWrite, "x")
+	req := clitest.Request(t, spec, muster.RoleCoder, muster.AuthorityWrite, "x")
 	req.Grace = 200 * time.Millisecond
 	e, err := New(spec)
 	if err != nil {
@@ -268,7 +268,7 @@ func TestFloodIsBounded(t *testing.T) {
 	maxUpdates = maxUpdatesTest
 	defer func() { maxUpdates = old }()
 	_, err, rec, _, _ := run(t, "flood", muster.AuthorityWrite, nil)
-	agenttest.WantClass(t, err, muster.FailMalformed)
+	clitest.WantClass(t, err, muster.FailMalformed)
 	for _, m := range rec.Of(muster.RecMessage) {
 		if len(m.Text) > 2000 {
 			t.Errorf("message of %d bytes", len(m.Text))

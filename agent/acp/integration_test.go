@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/muster-run/muster"
-	"github.com/muster-run/muster/internal/agentkit/agenttest"
+	"github.com/muster-run/muster/internal/agentkit/clitest"
 )
 
 // TestRealClaudeACP runs Zed's claude-agent-acp (Claude Code under ACP)
@@ -12,7 +12,7 @@ import (
 // usage is parsed, a reviewer round loads the session, and authority is
 // enforced by muster's answers to its permission requests.
 func TestRealClaudeACP(t *testing.T) {
-	l := agenttest.StartLive(t, New, agenttest.LiveConfig{Key: "sk-ant-integration-secret-0043",
+	l := clitest.StartLive(t, New, clitest.LiveConfig{Key: "sk-ant-integration-secret-0043",
 		Spec: muster.ExecutorSpec{Name: "cacp", Kind: muster.ExecClaudeACP, Model: "claude-sonnet-4-5", APIKeyEnv: "MUSTER_IT_CACP_KEY"}})
 	l.Write(t, "claude-write", false)
 	t.Run("review loads the session", func(t *testing.T) { l.Review(t, false) })

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	muster "github.com/muster-run/muster"
-	agentkittest "github.com/muster-run/muster/internal/agentkit/agenttest"
+	"github.com/muster-run/muster/internal/agentkit/clitest"
 )
 
 // Behavior is what the agent under test should do in one invocation. An
@@ -73,7 +73,7 @@ func RunExecutorConformance(t *testing.T, newExec Factory) {
 		req := NewRequest(t, spec)
 		req.Env = map[string]string{"FROM_REQ": "r"}
 		req.DiffFile = filepath.Join(req.Scratch, "diff.patch")
-		rec := &agentkittest.Recorder{T: t}
+		rec := &clitest.Recorder{T: t}
 		if _, err := ex.Execute(context.Background(), req, rec.Emit); err != nil {
 			t.Fatal(err)
 		}
@@ -120,7 +120,7 @@ func RunExecutorConformance(t *testing.T, newExec Factory) {
 		u := muster.Usage{InputTokens: 120, OutputTokens: 30, CacheReadTokens: 5, CacheWriteTokens: 2, CostMicros: 12345}
 		ex, spec := newExec(t, Behavior{Usage: &u, Model: "m-1", Tool: "Edit", ToolArgs: "a.go",
 			Findings: []muster.Finding{{Severity: "major", Title: "no test", Path: "a.go"}}, Satisfied: true})
-		rec := &agentkittest.Recorder{T: t}
+		rec := &clitest.Recorder{T: t}
 		res, err := ex.Execute(context.Background(), NewRequest(t, spec), rec.Emit)
 		if err != nil {
 			t.Fatal(err)
@@ -146,7 +146,7 @@ func RunExecutorConformance(t *testing.T, newExec Factory) {
 	t.Run("TranscriptKept", func(t *testing.T) {
 		t.Parallel()
 		ex, spec := newExec(t, Behavior{EchoPrompt: true, Say: []string{"thinking about it", `{"type":"unknown-kind"}`, `{"no":"type"}`}})
-		rec := &agentkittest.Recorder{T: t}
+		rec := &clitest.Recorder{T: t}
 		req := NewRequest(t, spec)
 		res, err := ex.Execute(context.Background(), req, rec.Emit)
 		if err != nil {

@@ -3,10 +3,10 @@ package claude
 import (
 	"testing"
 
-	"github.com/muster-run/muster/internal/agentkit/agenttest"
+	"github.com/muster-run/muster/internal/agentkit/clitest"
 )
 
 // BenchmarkParse measures parsing a recorded stream-json run (5 events).
 func BenchmarkParse(b *testing.B) {
-	agenttest.BenchParse(b, "testdata/write.jsonl", parseLine)
+	clitest.BenchParse(b, "testdata/write.jsonl", parseLine)
 }

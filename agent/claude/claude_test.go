@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/muster-run/muster"
-	"github.com/muster-run/muster/internal/agentkit/agenttest"
+	"github.com/muster-run/muster/internal/agentkit/clitest"
 )
 
 const testKey = "sk-ant-test-secret-abcdef123"
@@ -58,11 +58,11 @@ func TestBuildArgs(t *testing.T) {
 }
 
 // run executes the adapter against a fake CLI replaying a recorded stream.
-func run(t *testing.T, fixture string, exit int, role string, spec *muster.ExecutorSpec) (*muster.ExecResult, error, *agenttest.Recorder, *agenttest.Fake, *muster.ExecRequest) {
+func run(t *testing.T, fixture string, exit int, role string, spec *muster.ExecutorSpec) (*muster.ExecResult, error, *clitest.Recorder, *clitest.Fake, *muster.ExecRequest) {
 	t.Helper()
 	t.Setenv("MUSTER_TEST_CLAUDE_KEY", testKey)
-	req := agenttest.Request(t, spec, role, muster.AuthorityWrite, "do the thing")
-	res, err, rec, fake := agenttest.Execute(t, New, req, fixture, exit)
+	req := clitest.Request(t, spec, role, muster.AuthorityWrite, "do the thing")
+	res, err, rec, fake := clitest.Execute(t, New, req, fixture, exit)
 	return res, err, rec, fake, req
 }
 
@@ -161,7 +161,7 @@ func TestExecuteFailures(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.fixture, func(t *testing.T) {
 			_, err, _, _, _ := run(t, "testdata/"+c.fixture+".jsonl", 1, muster.RoleCoder, testSpec())
-			ae := agenttest.WantClass(t, err, c.class)
+			ae := clitest.WantClass(t, err, c.class)
 			if ae.Retryable() == (c.class == muster.FailAuth || c.class == muster.FailUsageLimit) {
 				t.Errorf("retryable %v for %s", ae.Retryable(), c.class)
 			}
@@ -176,7 +176,7 @@ func TestExecuteMalformed(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "bad.jsonl")
 	agenttestWrite(t, p, "{\"type\":\"system\",\"subtype\":\"init\",\"session_id\":\"s\"}\n{not json\n")
 	_, err, _, _, _ := run(t, p, 0, muster.RoleCoder, testSpec())
-	agenttest.WantClass(t, err, muster.FailMalformed)
+	clitest.WantClass(t, err, muster.FailMalformed)
 }
 
 func TestExecuteMissingBinary(t *testing.T) {
@@ -186,8 +186,8 @@ func TestExecuteMissingBinary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = e.Execute(context.Background(), agenttest.Request(t, spec, muster.RoleCoder, muster.AuthorityWrite, "x"), nil)
-	agenttest.WantClass(t, err, muster.FailStart)
+	_, err = e.Execute(context.Background(), clitest.Request(t, spec, muster.RoleCoder, muster.AuthorityWrite, "x"), nil)
+	clitest.WantClass(t, err, muster.FailStart)
 }
 
 func TestNewRejectsOtherKind(t *testing.T) {
@@ -227,7 +227,7 @@ cat '`+fixture+`'
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := agenttest.Request(t, spec, muster.RoleCoder, muster.AuthorityWrite, "x")
+	req := clitest.Request(t, spec, muster.RoleCoder, muster.AuthorityWrite, "x")
 	req.SessionID = "s-1"
 	home := filepath.Join(filepath.Dir(req.Scratch), "agent-homes", "claude-1")
 	agenttestWrite(t, mkdirFor(t, filepath.Join(home, ".claude", "projects", projectDir(req.Dir), "s-1.jsonl")), "")

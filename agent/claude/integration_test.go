@@ -5,14 +5,14 @@ import (
 	"time"
 
 	"github.com/muster-run/muster"
-	"github.com/muster-run/muster/internal/agentkit/agenttest"
+	"github.com/muster-run/muster/internal/agentkit/clitest"
 )
 
 // TestRealClaude runs the installed Claude Code against the mock model
 // server: it writes the file the scenario scripts, usage is parsed, a
 // reviewer round resumes the session, and failures are classified.
 func TestRealClaude(t *testing.T) {
-	l := agenttest.StartLive(t, New, agenttest.LiveConfig{Key: "sk-ant-integration-secret-0042",
+	l := clitest.StartLive(t, New, clitest.LiveConfig{Key: "sk-ant-integration-secret-0042",
 		Spec: muster.ExecutorSpec{Name: "claude", Kind: muster.ExecClaudeCode, Model: "claude-sonnet-4-5", APIKeyEnv: "MUSTER_IT_CLAUDE_KEY"}})
 	l.Write(t, "claude-write", true)
 	t.Run("review resumes the session", func(t *testing.T) { l.Review(t, false) })

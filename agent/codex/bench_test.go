@@ -4,11 +4,11 @@ import (
 	"testing"
 
 	"github.com/muster-run/muster/internal/agentkit"
-	"github.com/muster-run/muster/internal/agentkit/agenttest"
+	"github.com/muster-run/muster/internal/agentkit/clitest"
 )
 
 // BenchmarkParse measures parsing a recorded --json run (6 events).
 func BenchmarkParse(b *testing.B) {
 	u := &usageState{dir: b.TempDir()}
-	agenttest.BenchParse(b, "testdata/write.jsonl", func(l []byte, s *agentkit.Stream) error { return parseLine(l, s, u) })
+	clitest.BenchParse(b, "testdata/write.jsonl", func(l []byte, s *agentkit.Stream) error { return parseLine(l, s, u) })
 }

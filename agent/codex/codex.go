@@ -65,10 +65,16 @@ func buildArgs(spec *muster.ExecutorSpec, req *muster.ExecRequest, resume bool) 
 	if spec.Model != "" {
 		args = append(args, "--model", spec.Model)
 	}
-	switch req.Authority {
-	case muster.AuthorityRead:
+	switch {
+	case req.Confine != nil:
+		// Codex's own sandbox needs bubblewrap, which mounts; no process
+		// under muster's Landlock may mount, so Codex's sandbox is off and
+		// muster's kernel confinement takes its place (a read-authority
+		// invocation may not write its clone at all).
+		args = append(args, "--dangerously-bypass-approvals-and-sandbox")
+	case req.Authority == muster.AuthorityRead:
 		args = append(args, "--sandbox", "read-only")
-	case muster.AuthorityShell:
+	case req.Authority == muster.AuthorityShell:
 		args = append(args, "--dangerously-bypass-approvals-and-sandbox")
 	default:
 		args = append(args, "--sandbox", "workspace-write")

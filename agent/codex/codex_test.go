@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/muster-run/muster"
-	"github.com/muster-run/muster/internal/agentkit/agenttest"
+	"github.com/muster-run/muster/internal/agentkit/clitest"
 )
 
 const testKey = "sk-codex-test-secret-987"
@@ -53,8 +53,8 @@ func TestConfigTOML(t *testing.T) {
 func TestExecuteWriteThenResume(t *testing.T) {
 	t.Setenv("MUSTER_TEST_CODEX_KEY", testKey)
 	spec := testSpec("")
-	req := agenttest.Request(t, spec, muster.RoleCoder, muster.AuthorityWrite, "make hello")
-	res, err, rec, fake := agenttest.Execute(t, New, req, "testdata/write.jsonl", 0)
+	req := clitest.Request(t, spec, muster.RoleCoder, muster.AuthorityWrite, "make hello")
+	res, err, rec, fake := clitest.Execute(t, New, req, "testdata/write.jsonl", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestExecuteWriteThenResume(t *testing.T) {
 	req.SessionID = thread
 	req.Role = muster.RoleReviewer
 	req.Authority = muster.AuthorityRead
-	res, err, rec, fake = agenttest.Execute(t, New, req, "testdata/review-resume.jsonl", 0)
+	res, err, rec, fake = clitest.Execute(t, New, req, "testdata/review-resume.jsonl", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,8 +112,8 @@ func TestExecuteWriteThenResume(t *testing.T) {
 }
 
 func TestExecuteShell(t *testing.T) {
-	req := agenttest.Request(t, testSpec(""), muster.RoleCoder, muster.AuthorityShell, "x")
-	_, err, rec, _ := agenttest.Execute(t, New, req, "testdata/shell.jsonl", 0)
+	req := clitest.Request(t, testSpec(""), muster.RoleCoder, muster.AuthorityShell, "x")
+	_, err, rec, _ := clitest.Execute(t, New, req, "testdata/shell.jsonl", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func TestExecuteFailures(t *testing.T) {
 		"ratelimit": muster.FailRateLimit, "auth": muster.FailAuth, "server": muster.FailTransient,
 	} {
 		t.Run(fixture, func(t *testing.T) {
-			agenttest.Fails(t, New, testSpec(""), "testdata/"+fixture+".jsonl", class)
+			clitest.Fails(t, New, testSpec(""), "testdata/"+fixture+".jsonl", class)
 		})
 	}
 }

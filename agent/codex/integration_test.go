@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/muster-run/muster"
-	"github.com/muster-run/muster/internal/agentkit/agenttest"
+	"github.com/muster-run/muster/internal/agentkit/clitest"
 )
 
 // TestRealCodex runs the installed Codex CLI against the mock model server
@@ -12,7 +12,7 @@ import (
 // usage is parsed, a reviewer round resumes the thread (reporting only its
 // share of the thread's running total), and an auth failure is classified.
 func TestRealCodex(t *testing.T) {
-	l := agenttest.StartLive(t, New, agenttest.LiveConfig{Key: "sk-codex-integration-secret-77", URLPath: "/v1",
+	l := clitest.StartLive(t, New, clitest.LiveConfig{Key: "sk-codex-integration-secret-77", URLPath: "/v1",
 		Spec: muster.ExecutorSpec{Name: "codex", Kind: muster.ExecCodex, Model: "gpt-5.5", APIKeyEnv: "MUSTER_IT_CODEX_KEY"}})
 	l.Write(t, "codex-write", false)
 	t.Run("review resumes the thread", func(t *testing.T) { l.Review(t, true) })

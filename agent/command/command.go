@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -19,6 +20,7 @@ import (
 
 	muster "github.com/muster-run/muster"
 	"github.com/muster-run/muster/internal/proc"
+	"github.com/muster-run/muster/internal/redact"
 )
 
 // Bounds on what an invocation keeps of its transcript.
@@ -77,6 +79,7 @@ func (e *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit fu
 
 	var p parser
 	p.emit = emit
+	p.red = redact.New(Secrets(e.spec, req)...)
 	timeout := req.Timeout
 	if timeout <= 0 {
 		timeout = e.spec.Timeout
@@ -86,6 +89,7 @@ func (e *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit fu
 		Dir:      req.Dir,
 		Env:      env,
 		Stdin:    strings.NewReader(req.Prompt),
+		Launcher: req.Confine.Prefix(),
 		Grace:    req.Grace,
 		Timeout:  timeout,
 		OnLine:   p.line,
@@ -130,10 +134,10 @@ func unwrapStart(err error) error {
 }
 
 // Environ returns the environment of an invocation: muster's own, scrubbed
-// of credentials (except the variable named by spec.APIKeyEnv), then
+// of credentials (except those named by spec.EnvAllow and spec.APIKeyEnv), then
 // spec.Env, req.Env and the MUSTER_* variables, later ones winning.
 func Environ(spec *muster.ExecutorSpec, req *muster.ExecRequest, promptFile string) []string {
-	var allow []string
+	allow := append([]string(nil), spec.EnvAllow...)
 	if spec.APIKeyEnv != "" {
 		allow = append(allow, spec.APIKeyEnv)
 	}
@@ -165,6 +169,22 @@ func Environ(spec *muster.ExecutorSpec, req *muster.ExecRequest, promptFile stri
 	out := make([]string, 0, len(order))
 	for _, k := range order {
 		out = append(out, k+"="+vars[k])
+	}
+	return out
+}
+
+// Secrets returns the values redacted from what the program reports: the
+// key named by api_key_env, the secrets of the executor's env table and of
+// the request's Env, and those of muster's own environment (redact.Values).
+func Secrets(spec *muster.ExecutorSpec, req *muster.ExecRequest) []string {
+	out := redact.Environ(os.Environ(), spec.EnvAllow...)
+	if spec.APIKeyEnv != "" {
+		out = append(out, os.Getenv(spec.APIKeyEnv))
+	}
+	for _, m := range []map[string]string{spec.Env, req.Env} {
+		for k, v := range m {
+			out = append(out, redact.Values(k, v)...)
+		}
 	}
 	return out
 }
@@ -204,15 +224,34 @@ func MusterVars(req *muster.ExecRequest, promptFile string) map[string]string {
 	return m
 }
 
-// wireRecord is one JSON record line of the protocol.
+// Bounds on the records of one invocation, past which they are cut or
+// dropped (docs/agents-http.md, "The command protocol"). The driver
+// applies its own per-attempt caps on top (tool records, findings).
+const (
+	// MaxName bounds a tool name and a model name.
+	MaxName = 100
+	// MaxArgs bounds a tool record's args.
+	MaxArgs = 1 << 10
+	// MaxFindings bounds the findings of one invocation, all records together.
+	MaxFindings = 100
+	// MaxFindingTitle and MaxFindingDetail bound a finding's text.
+	MaxFindingTitle  = 300
+	MaxFindingDetail = 4 << 10
+	// MaxNotes bounds the text of one notes record.
+	MaxNotes = 4 << 10
+)
+
+// wireRecord is one JSON record line of the protocol. Numbers are read
+// raw, so that one that is not an int64 (1e20, -0.5, "nan") is refused
+// by name rather than turning the whole record into transcript.
 type wireRecord struct {
 	Type             json.RawMessage  `json:"type"`
 	Model            string           `json:"model"`
-	InputTokens      int64            `json:"input_tokens"`
-	OutputTokens     int64            `json:"output_tokens"`
-	CacheReadTokens  int64            `json:"cache_read_tokens"`
-	CacheWriteTokens int64            `json:"cache_write_tokens"`
-	CostUSD          *float64         `json:"cost_usd"`
+	InputTokens      json.RawMessage  `json:"input_tokens"`
+	OutputTokens     json.RawMessage  `json:"output_tokens"`
+	CacheReadTokens  json.RawMessage  `json:"cache_read_tokens"`
+	CacheWriteTokens json.RawMessage  `json:"cache_write_tokens"`
+	CostUSD          json.RawMessage  `json:"cost_usd"`
 	Name             string           `json:"name"`
 	Args             json.RawMessage  `json:"args"`
 	Findings         []muster.Finding `json:"findings"`
@@ -221,7 +260,11 @@ type wireRecord struct {
 }
 
 // ParseRecord turns one stdout line into a record. ok is false for
-// transcript lines (not a JSON object with a known string type).
+// transcript lines (not a JSON object with a known string type). Text is
+// cut to the bounds above; the record is not redacted (the caller does).
+// Usage numbers that are not counts (fractions, past int64, not numbers)
+// are refused: Problem says which, and the count becomes 0 (below zero or
+// not a number) or math.MaxInt64 (too big), for the driver to bound.
 func ParseRecord(line string) (rec muster.Record, ok bool) {
 	s := strings.TrimSpace(line)
 	if !strings.HasPrefix(s, "{") {
@@ -237,12 +280,22 @@ func ParseRecord(line string) (rec muster.Record, ok bool) {
 	}
 	switch typ {
 	case muster.RecUsage:
-		u := muster.Usage{InputTokens: w.InputTokens, OutputTokens: w.OutputTokens,
-			CacheReadTokens: w.CacheReadTokens, CacheWriteTokens: w.CacheWriteTokens}
-		if w.CostUSD != nil {
-			u.CostMicros = muster.MicrosFromUSD(*w.CostUSD)
+		var probs []string
+		count := func(name string, raw json.RawMessage) int64 {
+			n, why := parseCount(raw)
+			if why != "" {
+				probs = append(probs, name+" "+why)
+			}
+			return n
 		}
-		return muster.Record{Type: typ, Model: w.Model, Usage: u}, true
+		u := muster.Usage{InputTokens: count("input_tokens", w.InputTokens), OutputTokens: count("output_tokens", w.OutputTokens),
+			CacheReadTokens: count("cache_read_tokens", w.CacheReadTokens), CacheWriteTokens: count("cache_write_tokens", w.CacheWriteTokens)}
+		c, why := parseUSD(w.CostUSD)
+		if why != "" {
+			probs = append(probs, "cost_usd "+why)
+		}
+		u.CostMicros = c
+		return muster.Record{Type: typ, Model: Truncate(w.Model, MaxName), Usage: u, Problem: strings.Join(probs, "; ")}, true
 	case muster.RecTool:
 		args := ""
 		if len(w.Args) > 0 {
@@ -250,19 +303,29 @@ func ParseRecord(line string) (rec muster.Record, ok bool) {
 				args = string(w.Args)
 			}
 		}
-		return muster.Record{Type: typ, Tool: w.Name, Args: args}, true
+		return muster.Record{Type: typ, Tool: Truncate(w.Name, MaxName), Args: Truncate(args, MaxArgs)}, true
 	case muster.RecFindings:
-		// "Major", " CRITICAL ": the severity is a word, not its spelling.
+		if len(w.Findings) > MaxFindings {
+			w.Findings = w.Findings[:MaxFindings]
+		}
 		for i := range w.Findings {
-			w.Findings[i].Severity = strings.ToLower(strings.TrimSpace(w.Findings[i].Severity))
+			f := &w.Findings[i]
+			// "Major", " CRITICAL ": the severity is a word, not its spelling.
+			f.Severity = Truncate(strings.ToLower(strings.TrimSpace(f.Severity)), MaxName)
+			f.Title = Truncate(f.Title, MaxFindingTitle)
+			f.Detail = Truncate(f.Detail, MaxFindingDetail)
+			f.Path = Truncate(f.Path, MaxFindingTitle)
+			if f.Line < 0 {
+				f.Line = 0
+			}
 		}
 		return muster.Record{Type: typ, Findings: w.Findings}, true
 	case muster.RecSatisfied:
 		return muster.Record{Type: typ}, true
 	case muster.RecNotes:
-		return muster.Record{Type: typ, Text: w.Text}, true
+		return muster.Record{Type: typ, Text: Truncate(w.Text, MaxNotes)}, true
 	case muster.RecSession:
-		if w.SessionID == "" {
+		if w.SessionID == "" || len(w.SessionID) > MaxName {
 			return rec, false
 		}
 		return muster.Record{Type: typ, SessionID: w.SessionID}, true
@@ -270,11 +333,47 @@ func ParseRecord(line string) (rec muster.Record, ok bool) {
 	return rec, false
 }
 
+// parseCount reads a token count: absent or null is 0; why says what was
+// wrong with one that is not a non-negative integer within int64.
+func parseCount(raw json.RawMessage) (int64, string) {
+	t := strings.TrimSpace(string(raw))
+	if t == "" || t == "null" {
+		return 0, ""
+	}
+	if n, err := strconv.ParseInt(t, 10, 64); err == nil {
+		return n, ""
+	}
+	f, err := strconv.ParseFloat(t, 64)
+	switch {
+	case err != nil && !errors.Is(err, strconv.ErrRange):
+		return 0, fmt.Sprintf("%s is not a number (counted as 0)", Truncate(t, 40))
+	case f > 0 && (f >= math.MaxInt64 || math.IsInf(f, 1)):
+		return math.MaxInt64, ""
+	case f < 0:
+		return int64(math.Max(f, math.MinInt64)), ""
+	}
+	return int64(f), fmt.Sprintf("%s is not a whole number (counted as %d)", Truncate(t, 40), int64(f))
+}
+
+// parseUSD reads a cost in dollars as micro-dollars (saturated).
+func parseUSD(raw json.RawMessage) (int64, string) {
+	t := strings.TrimSpace(string(raw))
+	if t == "" || t == "null" {
+		return 0, ""
+	}
+	f, err := strconv.ParseFloat(t, 64)
+	if err != nil && !errors.Is(err, strconv.ErrRange) || math.IsNaN(f) {
+		return 0, fmt.Sprintf("%s is not a number (counted as 0)", Truncate(t, 40))
+	}
+	return muster.MicrosFromUSD(f), ""
+}
+
 // parser turns output lines into records and keeps the transcript's tail.
 // line runs on the stdout goroutine; stderr on another, so the tail is
 // guarded.
 type parser struct {
 	emit     func(muster.Record)
+	red      *redact.Redactor
 	msgBytes int
 
 	mu    sync.Mutex
@@ -286,6 +385,7 @@ type parser struct {
 func (p *parser) line(l string) {
 	rec, ok := ParseRecord(l)
 	if !ok {
+		l = p.red.String(l)
 		p.mu.Lock()
 		p.tail.Add(l)
 		if len(p.final)+len(l)+1 <= MaxFinal {
@@ -299,11 +399,19 @@ func (p *parser) line(l string) {
 		}
 		return
 	}
+	p.redactRecord(&rec)
 	p.mu.Lock()
 	switch rec.Type {
 	case muster.RecFindings:
 		p.res.Reviewed = true
-		p.res.Findings = append(p.res.Findings, rec.Findings...)
+		if room := MaxFindings - len(p.res.Findings); room > 0 {
+			if len(rec.Findings) > room {
+				rec.Findings = rec.Findings[:room]
+			}
+			p.res.Findings = append(p.res.Findings, rec.Findings...)
+		} else {
+			rec.Findings = nil
+		}
 	case muster.RecSatisfied:
 		p.res.Satisfied = true
 	case muster.RecSession:
@@ -313,7 +421,21 @@ func (p *parser) line(l string) {
 	p.emit(rec)
 }
 
+// redactRecord redacts every text of a record.
+func (p *parser) redactRecord(r *muster.Record) {
+	r.Model = p.red.String(r.Model)
+	r.Tool = p.red.String(r.Tool)
+	r.Args = p.red.String(r.Args)
+	r.Text = p.red.String(r.Text)
+	r.Problem = p.red.String(r.Problem)
+	for i := range r.Findings {
+		f := &r.Findings[i]
+		f.Severity, f.Title, f.Detail, f.Path = p.red.String(f.Severity), p.red.String(f.Title), p.red.String(f.Detail), p.red.String(f.Path)
+	}
+}
+
 func (p *parser) stderr(l string) {
+	l = p.red.String(l)
 	p.mu.Lock()
 	p.tail.Add(l)
 	p.mu.Unlock()
@@ -331,8 +453,12 @@ func (p *parser) result() *muster.ExecResult {
 // Tail keeps about the last TailBytes of text added line by line.
 type Tail struct{ b []byte }
 
-// Add appends a line.
+// Add appends a line (of which at most the last TailBytes are kept, so
+// that a huge line never grows the buffer past a few times TailBytes).
 func (t *Tail) Add(line string) {
+	if len(line) > TailBytes {
+		line = line[len(line)-TailBytes:]
+	}
 	t.b = append(t.b, line...)
 	t.b = append(t.b, '\n')
 	if len(t.b) > 2*TailBytes {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -172,6 +173,12 @@ func TestParseRecord(t *testing.T) {
 		{`[1]`, false, muster.Record{}},
 		{`plain text`, false, muster.Record{}},
 		{`{"type":"usage",`, false, muster.Record{}},
+		// Numbers that are not counts are refused by name, the record kept.
+		{`{"type":"usage","input_tokens":1e30,"output_tokens":-3,"cost_usd":1e309}`, true,
+			muster.Record{Type: "usage", Usage: muster.Usage{InputTokens: math.MaxInt64, OutputTokens: -3, CostMicros: math.MaxInt64}}},
+		{`{"type":"usage","input_tokens":"12","cache_read_tokens":1.5,"cost_usd":"nan"}`, true,
+			muster.Record{Type: "usage", Usage: muster.Usage{CacheReadTokens: 1},
+				Problem: `input_tokens "12" is not a number (counted as 0); cache_read_tokens 1.5 is not a whole number (counted as 1); cost_usd "nan" is not a number (counted as 0)`}},
 	}
 	for _, c := range cases {
 		got, ok := command.ParseRecord(c.line)

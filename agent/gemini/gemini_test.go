@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/muster-run/muster"
-	"github.com/muster-run/muster/internal/agentkit/agenttest"
+	"github.com/muster-run/muster/internal/agentkit/clitest"
 )
 
 const testKey = "gm-test-secret-4242"
@@ -32,8 +32,8 @@ func TestBuildArgs(t *testing.T) {
 
 func TestExecuteWrite(t *testing.T) {
 	t.Setenv("MUSTER_TEST_GEMINI_KEY", testKey)
-	req := agenttest.Request(t, testSpec(), muster.RoleCoder, muster.AuthorityWrite, "make hello")
-	res, err, rec, fake := agenttest.Execute(t, New, req, "testdata/write.jsonl", 0)
+	req := clitest.Request(t, testSpec(), muster.RoleCoder, muster.AuthorityWrite, "make hello")
+	res, err, rec, fake := clitest.Execute(t, New, req, "testdata/write.jsonl", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,8 +66,8 @@ func TestExecuteWrite(t *testing.T) {
 }
 
 func TestExecuteReviewerDeltas(t *testing.T) {
-	req := agenttest.Request(t, testSpec(), muster.RoleReviewer, muster.AuthorityRead, "review")
-	res, err, rec, _ := agenttest.Execute(t, New, req, "testdata/review-resume.jsonl", 0)
+	req := clitest.Request(t, testSpec(), muster.RoleReviewer, muster.AuthorityRead, "review")
+	res, err, rec, _ := clitest.Execute(t, New, req, "testdata/review-resume.jsonl", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestExecuteFailures(t *testing.T) {
 		"ratelimit": muster.FailRateLimit, "usagelimit": muster.FailUsageLimit, "auth": muster.FailAuth, "server": muster.FailTransient,
 	} {
 		t.Run(fixture, func(t *testing.T) {
-			agenttest.Fails(t, New, testSpec(), "testdata/"+fixture+".jsonl", class)
+			clitest.Fails(t, New, testSpec(), "testdata/"+fixture+".jsonl", class)
 		})
 	}
 }

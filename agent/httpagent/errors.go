@@ -11,6 +11,7 @@ import (
 	"time"
 
 	muster "github.com/muster-run/muster"
+	"github.com/muster-run/muster/internal/redact"
 )
 
 // classify turns a non-2xx reply into a classified failure:
@@ -157,15 +158,10 @@ func retryAfter(h http.Header, now time.Time) time.Duration {
 	return 0
 }
 
-// keyShapedRE matches strings that look like API keys.
-var keyShapedRE = regexp.MustCompile(`\b(sk-[A-Za-z0-9_\-]{8,}|sk_[A-Za-z0-9_\-]{8,}|AIza[0-9A-Za-z_\-]{20,}|xox[abp]-[A-Za-z0-9\-]{10,}|gh[pousr]_[A-Za-z0-9]{20,})`)
-
-// Redact removes key, and anything shaped like an API key, from s.
+// Redact removes key and anything shaped like an API key or a URL's
+// user-info from s (internal/redact).
 func Redact(s, key string) string {
-	if key != "" {
-		s = strings.ReplaceAll(s, key, "[redacted]")
-	}
-	return keyShapedRE.ReplaceAllString(s, "[redacted]")
+	return redact.New(key).String(s)
 }
 
 func redactErr(err error, key string) error {

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/muster-run/muster"
-	"github.com/muster-run/muster/internal/agentkit/agenttest"
+	"github.com/muster-run/muster/internal/agentkit/clitest"
 )
 
 const testKey = "sk-oc-test-secret-1357"
@@ -53,8 +53,8 @@ func TestConfig(t *testing.T) {
 
 func TestExecuteWrite(t *testing.T) {
 	t.Setenv("MUSTER_TEST_OC_KEY", testKey)
-	req := agenttest.Request(t, testSpec(), muster.RoleCoder, muster.AuthorityWrite, "-make hello")
-	res, err, rec, fake := agenttest.Execute(t, New, req, "testdata/write.jsonl", 0)
+	req := clitest.Request(t, testSpec(), muster.RoleCoder, muster.AuthorityWrite, "-make hello")
+	res, err, rec, fake := clitest.Execute(t, New, req, "testdata/write.jsonl", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,8 +82,8 @@ func TestExecuteWrite(t *testing.T) {
 }
 
 func TestExecuteReviewResumeCost(t *testing.T) {
-	req := agenttest.Request(t, testSpec(), muster.RoleReviewer, muster.AuthorityRead, "review")
-	res, err, rec, _ := agenttest.Execute(t, New, req, "testdata/review-resume.jsonl", 0)
+	req := clitest.Request(t, testSpec(), muster.RoleReviewer, muster.AuthorityRead, "review")
+	res, err, rec, _ := clitest.Execute(t, New, req, "testdata/review-resume.jsonl", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,15 +96,15 @@ func TestExecuteReviewResumeCost(t *testing.T) {
 }
 
 func TestExecuteAuth(t *testing.T) {
-	if ae := agenttest.Fails(t, New, testSpec(), "testdata/auth.jsonl", muster.FailAuth); !strings.Contains(ae.Message, "invalid x-api-key") {
+	if ae := clitest.Fails(t, New, testSpec(), "testdata/auth.jsonl", muster.FailAuth); !strings.Contains(ae.Message, "invalid x-api-key") {
 		t.Fatalf("auth error %q lacks the server's message", ae.Message)
 	}
 }
 
 func TestLongPromptIsAttached(t *testing.T) {
 	long := strings.Repeat("x", maxArgPrompt+1)
-	req := agenttest.Request(t, testSpec(), muster.RoleCoder, muster.AuthorityWrite, long)
-	_, err, _, fake := agenttest.Execute(t, New, req, "testdata/write.jsonl", 0)
+	req := clitest.Request(t, testSpec(), muster.RoleCoder, muster.AuthorityWrite, long)
+	_, err, _, fake := clitest.Execute(t, New, req, "testdata/write.jsonl", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

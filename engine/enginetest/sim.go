@@ -19,6 +19,11 @@ type Outcome struct {
 	Retry    bool
 	// CostMicros is reported as one TokensUsed event as the attempt ends.
 	CostMicros int64
+	// RateLimited ends the attempt as a rate limit (a RateLimited event,
+	// then a retried, uncharged failure), the agent asking to wait
+	// RetryAfter (0: it said nothing).
+	RateLimited bool
+	RetryAfter  time.Duration
 }
 
 // Sim runs a plan against a crew on a virtual clock.
@@ -129,9 +134,19 @@ func (s *Sim) Run() (time.Duration, error) {
 			if err != nil {
 				return 0, err
 			}
-			if r.o.Fail {
+			switch {
+			case r.o.RateLimited:
+				ev := muster.Event{Type: muster.EvRateLimited, Task: r.a.Task, Attempt: r.a.Attempt, Executor: r.a.Executor, Clone: r.a.Clone}
+				if r.o.RetryAfter > 0 {
+					until := s.Now.Add(r.o.RetryAfter)
+					ev.Until = &until
+				}
+				if err = s.Emit(ev); err == nil {
+					err = s.Emit(muster.Event{Type: muster.EvTaskFailed, Task: r.a.Task, Attempt: r.a.Attempt, Reason: "rate limited (not charged)", Retry: true})
+				}
+			case r.o.Fail:
 				err = s.Emit(muster.Event{Type: muster.EvTaskFailed, Task: r.a.Task, Attempt: r.a.Attempt, Reason: "scripted failure", Retry: r.o.Retry})
-			} else {
+			default:
 				err = s.Emit(muster.Event{Type: muster.EvTaskSucceeded, Task: r.a.Task, Attempt: r.a.Attempt})
 			}
 			if err == nil {

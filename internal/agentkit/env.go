@@ -13,6 +13,7 @@ import (
 
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/internal/proc"
+	"github.com/muster-run/muster/internal/redact"
 )
 
 // CacheBin is where an npm install --prefix .cache/agents (muster's own
@@ -158,8 +159,12 @@ func Environ(home string, kindVars map[string]string, req *muster.ExecRequest) [
 	for k, v := range req.Env {
 		set[k] = v
 	}
+	var allow []string
+	if req.Spec != nil {
+		allow = req.Spec.EnvAllow
+	}
 	var out []string
-	for _, kv := range proc.Environ() {
+	for _, kv := range proc.Environ(allow...) {
 		name, _, _ := strings.Cut(kv, "=")
 		if _, ok := set[name]; ok || hasVendorPrefix(name) {
 			continue
@@ -253,16 +258,18 @@ func WriteFile(path string, data []byte) error {
 	return os.WriteFile(path, data, 0o600)
 }
 
-// Secrets returns the values to redact from what an agent reports: its key
-// and every variable of the executor's env table or the request's Env whose
-// name looks like a credential's.
+// Secrets returns the values to redact from what an agent reports: its
+// key, the secrets of the executor's env table and the request's Env
+// (redact.Values), and those of muster's own environment.
 func Secrets(req *muster.ExecRequest, key string) []string {
-	out := []string{key}
+	var allow []string
+	if req.Spec != nil {
+		allow = req.Spec.EnvAllow
+	}
+	out := append([]string{key}, redact.Environ(os.Environ(), allow...)...)
 	add := func(env map[string]string) {
 		for k, v := range env {
-			if proc.IsSecretName(k) {
-				out = append(out, v)
-			}
+			out = append(out, redact.Values(k, v)...)
 		}
 	}
 	if req.Spec != nil {

@@ -3,11 +3,11 @@ package agentkit
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
 
 	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/internal/redact"
 )
 
 // Bounds on what a stream keeps and reports.
@@ -21,8 +21,8 @@ const (
 // Stream is the state an adapter's line parser fills while an agent runs.
 // Its methods emit records; they are called from one goroutine.
 type Stream struct {
-	emit    func(muster.Record)
-	secrets []string
+	emit func(muster.Record)
+	red  *redact.Redactor
 
 	// SessionID is the agent's session, once known.
 	SessionID string
@@ -58,31 +58,12 @@ func NewStream(emit func(muster.Record), secrets ...string) *Stream {
 	if emit == nil {
 		emit = func(muster.Record) {}
 	}
-	var s []string
-	for _, v := range secrets {
-		if len(v) >= 4 {
-			s = append(s, v)
-		}
-	}
-	return &Stream{emit: emit, secrets: s}
+	return &Stream{emit: emit, red: redact.New(secrets...)}
 }
 
-// keyShaped matches strings that look like API keys or tokens of common
-// providers, and bearer credentials.
-var keyShaped = regexp.MustCompile(`\b(?:sk-(?:ant-)?[A-Za-z0-9_-]{16,}|AIza[0-9A-Za-z_-]{30,}|gh[pousr]_[A-Za-z0-9]{30,}|xox[abprs]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16})|(?i:bearer\s+)[A-Za-z0-9._~+/=-]{16,}`)
-
-// Redact replaces known secret values and key-shaped strings in text.
-func (s *Stream) Redact(text string) string {
-	for _, v := range s.secrets {
-		text = strings.ReplaceAll(text, v, "[redacted]")
-	}
-	return RedactKeys(text)
-}
-
-// RedactKeys replaces key-shaped strings in text.
-func RedactKeys(text string) string {
-	return keyShaped.ReplaceAllString(text, "[redacted]")
-}
+// Redact replaces known secret values, key-shaped strings and URL
+// user-info in text (internal/redact).
+func (s *Stream) Redact(text string) string { return s.red.String(text) }
 
 // Session records the agent's session ID (once per distinct ID).
 func (s *Stream) Session(id string) {

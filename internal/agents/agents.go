@@ -3,6 +3,7 @@
 package agents
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/muster-run/muster"
@@ -56,11 +57,40 @@ func New(spec *muster.ExecutorSpec) (muster.Executor, error) {
 func Crew(cfg *muster.Config, runner gate.Runner) (map[string]muster.Executor, error) {
 	out := map[string]muster.Executor{engine.CodeExecutor: gate.CodeExecutor{Runner: runner}}
 	for _, spec := range cfg.Executors {
+		if spec.Fleet {
+			continue // the fleet's workers run it (wired by the caller)
+		}
 		e, err := New(spec)
 		if err != nil {
 			return nil, &muster.Error{Code: muster.CodeInvalid, Message: err.Error()}
 		}
-		out[spec.Name] = e
+		out[spec.Name] = withSpec(e, spec)
 	}
 	return out, nil
 }
+
+// withSpec makes e run every request with its own spec: the driver's
+// requests carry the journaled one, whose secrets (env entries, keys in
+// args or base_url) are taken out or redacted.
+func withSpec(e muster.Executor, spec *muster.ExecutorSpec) muster.Executor {
+	o := ownSpec{e: e, spec: spec}
+	if _, ok := e.(muster.ScratchFree); ok {
+		return ownSpecFree{o}
+	}
+	return o
+}
+
+type ownSpec struct {
+	e    muster.Executor
+	spec *muster.ExecutorSpec
+}
+
+func (o ownSpec) Execute(ctx context.Context, req *muster.ExecRequest, emit func(muster.Record)) (*muster.ExecResult, error) {
+	r := *req
+	r.Spec = o.spec
+	return o.e.Execute(ctx, &r, emit)
+}
+
+type ownSpecFree struct{ ownSpec }
+
+func (ownSpecFree) ScratchFree() {}

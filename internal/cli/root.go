@@ -15,10 +15,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/confine"
 	"github.com/muster-run/muster/internal/cli/clean"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
 	"github.com/muster-run/muster/internal/cli/demo"
 	"github.com/muster-run/muster/internal/cli/doctor"
+	clifleet "github.com/muster-run/muster/internal/cli/fleet"
 	"github.com/muster-run/muster/internal/cli/initcmd"
 	"github.com/muster-run/muster/internal/cli/logs"
 	"github.com/muster-run/muster/internal/cli/mcp"
@@ -34,6 +36,8 @@ import (
 	"github.com/muster-run/muster/internal/cli/validate"
 	"github.com/muster-run/muster/internal/cli/verify"
 	"github.com/muster-run/muster/internal/cli/watch"
+	"github.com/muster-run/muster/internal/cli/worker"
+	"github.com/muster-run/muster/internal/redact"
 )
 
 // NewRoot returns the root command.
@@ -76,6 +80,8 @@ Start with: muster demo`,
 		mockllm.NewCmd(),
 		doctor.NewCmd(repoConfig),
 		clean.NewCmd(io),
+		clifleet.NewCmd(io),
+		worker.NewCmd(io, buildVersion()),
 	)
 	for _, c := range root.Commands() {
 		c.SilenceUsage = true
@@ -140,6 +146,11 @@ func repoConfig() (*muster.Config, error) {
 // status. The first SIGINT or SIGTERM cancels the run (agents get SIGTERM,
 // then SIGKILL after the grace period); a second one exits at once.
 func Main() int {
+	// muster's own re-exec that confines an agent or a gate and becomes
+	// it: before anything else, so it costs next to nothing.
+	if len(os.Args) > 1 && os.Args[1] == muster.ConfineCommand {
+		return confine.Main(os.Args[2:], os.Stderr)
+	}
 	io := cmdutil.System()
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
@@ -187,16 +198,23 @@ func execute(ctx context.Context, io *cmdutil.IOStreams, root *cobra.Command, ar
 		// A signal that came while the command was still setting up (a git
 		// command it cut short, say) is an interruption, not a broken
 		// environment: 130.
-		fmt.Fprintln(io.ErrOut, "muster: interrupted before the run started: "+err.Error())
+		fmt.Fprintln(io.ErrOut, "muster: interrupted before the run started: "+errText(err))
 		return cmdutil.ExitInterrupted
 	}
 	var silent *cmdutil.Silent
 	if !errors.As(err, &silent) {
-		fmt.Fprintln(io.ErrOut, "muster: "+err.Error())
+		fmt.Fprintln(io.ErrOut, "muster: "+errText(err))
 	}
 	if strings.HasPrefix(err.Error(), "unknown command ") {
 		// cobra's own check of the root's arguments: bad input.
 		return cmdutil.ExitInvalid
 	}
 	return cmdutil.ExitCode(err)
+}
+
+// errText is an error as a person reads it: redacted (internal/redact) of
+// the secrets of muster's environment, key-shaped strings and URL
+// user-info, wherever in muster or git the error came from.
+func errText(err error) string {
+	return redact.New(redact.Environ(os.Environ())...).String(err.Error())
 }

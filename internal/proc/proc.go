@@ -11,10 +11,13 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/muster-run/muster/internal/redact"
 )
 
 // Spec describes a process to run.
@@ -36,6 +39,11 @@ type Spec struct {
 	OnStderr func(line string)
 	// OnStart is called with the pid once the process runs.
 	OnStart func(pid int)
+	// Launcher, when set, is a command line that runs the program in its
+	// own place (muster __confine ... --): the process is started as
+	// Launcher followed by Argv, with Argv[0] resolved first, as exec
+	// would, so that a missing program is still a start error.
+	Launcher []string
 }
 
 // MaxLine bounds one output line kept in memory.
@@ -57,7 +65,15 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	if len(s.Argv) == 0 {
 		return Result{}, errors.New("empty command")
 	}
-	cmd := exec.Command(s.Argv[0], s.Argv[1:]...)
+	argv := s.Argv
+	if len(s.Launcher) > 0 {
+		prog, err := resolve(argv[0], s.Dir)
+		if err != nil {
+			return Result{}, fmt.Errorf("start %s: %w", s.Argv[0], err)
+		}
+		argv = append(append(append([]string(nil), s.Launcher...), prog), argv[1:]...)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = s.Dir
 	cmd.Env = s.Env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -183,6 +199,30 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	return res, nil
 }
 
+// resolve returns the absolute path of the program name runs in dir: a
+// name with a slash is a path (relative to dir), any other is looked up
+// on PATH.
+func resolve(name, dir string) (string, error) {
+	if !strings.Contains(name, "/") {
+		p, err := exec.LookPath(name)
+		if err != nil {
+			return "", err
+		}
+		return filepath.Abs(p)
+	}
+	if !filepath.IsAbs(name) && dir != "" {
+		name = filepath.Join(dir, name)
+	}
+	if _, err := exec.LookPath(name); err != nil {
+		var ee *exec.Error
+		if errors.As(err, &ee) {
+			return "", ee.Err
+		}
+		return "", err
+	}
+	return filepath.Abs(name)
+}
+
 func exitCode(err error) int {
 	if err == nil {
 		return 0
@@ -254,14 +294,14 @@ func readLines(r io.Reader, fn func(string), poke func()) {
 	}
 }
 
-// Environ returns os.Environ() without credentials: variables whose names
-// end in _KEY, _TOKEN or _SECRET, or contain PASSWORD (any case), unless
-// listed in allow.
+// Environ returns os.Environ() without credentials (redact.IsSecret: names
+// like *_KEY, *_TOKEN, *_SECRET, *_PAT, *_DSN, *PASSWORD*, *PASSWD*,
+// *APIKEY*, and values that are URLs with user-info), unless listed in allow.
 func Environ(allow ...string) []string {
 	var out []string
 	for _, kv := range os.Environ() {
-		name, _, _ := strings.Cut(kv, "=")
-		if IsSecretName(name) && !contains(allow, name) {
+		name, value, _ := strings.Cut(kv, "=")
+		if redact.IsSecret(name, value) && !contains(allow, name) {
 			continue
 		}
 		out = append(out, kv)
@@ -270,14 +310,8 @@ func Environ(allow ...string) []string {
 }
 
 // IsSecretName reports whether an environment variable name looks like it
-// holds a credential.
-func IsSecretName(name string) bool {
-	u := strings.ToUpper(name)
-	return strings.HasSuffix(u, "_KEY") || strings.HasSuffix(u, "_TOKEN") ||
-		strings.HasSuffix(u, "_SECRET") || strings.Contains(u, "PASSWORD") ||
-		u == "KEY" || u == "TOKEN" || u == "SECRET" || strings.HasSuffix(u, "_API_KEY") ||
-		strings.HasSuffix(u, "_CREDENTIALS")
-}
+// holds a credential (redact.IsSecretName).
+func IsSecretName(name string) bool { return redact.IsSecretName(name) }
 
 func contains(list []string, s string) bool {
 	for _, x := range list {

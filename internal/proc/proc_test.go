@@ -151,3 +151,28 @@ func running(pid int) bool {
 	i := strings.LastIndexByte(s, ')')
 	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
 }
+
+// TestLauncher: with a launcher the program runs through it, its path
+// resolved first (a relative one against Dir), and a missing program is
+// still a start error, as without one.
+func TestLauncher(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(dir+"/prog", []byte("#!/bin/sh\necho \"prog $1\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	launcher := []string{"sh", "-c", `echo "launched $1"; exec "$@"`, "launcher"}
+	var lines []string
+	res, err := Run(context.Background(), Spec{Argv: []string{"./prog", "arg"}, Dir: dir, Launcher: launcher,
+		OnLine: func(l string) { lines = append(lines, l) }})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("res %+v err %v", res, err)
+	}
+	if want := "launched " + dir + "/prog,prog arg"; strings.Join(lines, ",") != want {
+		t.Errorf("lines %q, want %q", lines, want)
+	}
+	for _, missing := range []string{"./nope", "no-such-program-muster"} {
+		if _, err := Run(context.Background(), Spec{Argv: []string{missing}, Dir: dir, Launcher: launcher}); err == nil {
+			t.Errorf("%s: no start error", missing)
+		}
+	}
+}

@@ -15,7 +15,7 @@ import (
 	"testing"
 
 	"github.com/muster-run/muster"
-	"github.com/muster-run/muster/internal/agentkit/agenttest"
+	"github.com/muster-run/muster/internal/agentkit/clitest"
 	"github.com/muster-run/muster/internal/cli"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
 	"github.com/muster-run/muster/mockllm"
@@ -74,8 +74,8 @@ func TestPlanWithRealClaudeAndCodex(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real agent CLIs; skipped with -short")
 	}
-	claude := agenttest.Binary(t, muster.ExecClaudeCode)
-	codex := agenttest.Binary(t, muster.ExecCodex)
+	claude := clitest.Binary(t, muster.ExecClaudeCode)
+	codex := clitest.Binary(t, muster.ExecCodex)
 	srv := mockllmtest.Start(t, script())
 	t.Setenv("MUSTER_E2E_ANTHROPIC_KEY", claudeKey)
 	t.Setenv("MUSTER_E2E_OPENAI_KEY", codexKey)
@@ -87,7 +87,7 @@ func TestPlanWithRealClaudeAndCodex(t *testing.T) {
 	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
 
-	repo := agenttest.GitRepo(t)
+	repo := clitest.GitRepo(t)
 	toml := `[run]
 max_parallel = 2
 
@@ -199,7 +199,7 @@ command = ["` + codex + `"]
 		if strings.Contains(out.String()+errOut.String(), key) {
 			t.Errorf("key in muster's output")
 		}
-		agenttest.NoSecret(t, key, &agenttest.Recorder{}, nil, repo)
+		clitest.NoSecret(t, key, &clitest.Recorder{}, nil, repo)
 	}
 }
 

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/muster-run/muster"
-	"github.com/muster-run/muster/internal/agentkit/agenttest"
+	"github.com/muster-run/muster/internal/agentkit/clitest"
 	"github.com/muster-run/muster/internal/cli"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
 	"github.com/muster-run/muster/mockllm"
@@ -22,8 +22,10 @@ import (
 // Code can start `muster mcp` as its MCP server.
 const beMuster = "MUSTER_AGENTS_TEST_BE_MUSTER"
 
+// The test binary is also muster's confining launcher for the agents
+// muster run starts here (cli.Main takes muster.ConfineCommand first).
 func TestMain(m *testing.M) {
-	if os.Getenv(beMuster) == "1" {
+	if os.Getenv(beMuster) == "1" || len(os.Args) > 1 && os.Args[1] == muster.ConfineCommand {
 		os.Exit(cli.Main())
 	}
 	os.Exit(m.Run())
@@ -36,7 +38,7 @@ func TestClaudeCallsMusterOverMCP(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a real agent CLI; skipped with -short")
 	}
-	claude := agenttest.Binary(t, muster.ExecClaudeCode)
+	claude := clitest.Binary(t, muster.ExecClaudeCode)
 	srv := mockllmtest.Start(t, &mockllm.Script{Scenarios: []mockllm.Scenario{{Name: "mcp-e2e", Steps: []mockllm.Step{
 		{Text: "Checking the plan.", Tools: []mockllm.ToolCall{{Name: "mcp__muster__validate", Input: map[string]any{"plan": "bad.md"}}}},
 		{Text: "And the run.", Tools: []mockllm.ToolCall{{Name: "mcp__muster__status", Input: map[string]any{}}}},
@@ -51,7 +53,7 @@ func TestClaudeCallsMusterOverMCP(t *testing.T) {
 	for k, v := range env {
 		t.Setenv(k, v)
 	}
-	repo := agenttest.GitRepo(t)
+	repo := clitest.GitRepo(t)
 	files := map[string]string{
 		"bad.md":  "# Plan: bad\n\n## [ ] a: A\nAfter: b\n\n## [ ] b: B\nAfter: a\n",
 		"good.md": "# Plan: good\n\n## [ ] a: A\nOwns: a.txt\n",

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/muster-run/muster"
-	"github.com/muster-run/muster/internal/agentkit/agenttest"
+	"github.com/muster-run/muster/internal/agentkit/clitest"
 	"github.com/muster-run/muster/internal/cli"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
 	"github.com/muster-run/muster/mockllm"
@@ -52,7 +52,7 @@ func TestPlanWithRealClaude(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a real agent CLI; skipped with -short")
 	}
-	claude := agenttest.Binary(t, muster.ExecClaudeCode)
+	claude := clitest.Binary(t, muster.ExecClaudeCode)
 	srv := mockllmtest.Start(t, &mockllm.Script{Scenarios: []mockllm.Scenario{
 		// The retry's prompt says the previous plan did not validate.
 		{Name: "plan-retry", Match: "did not validate (try 2 of 3)", Steps: []mockllm.Step{
@@ -73,7 +73,7 @@ func TestPlanWithRealClaude(t *testing.T) {
 	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
 
-	repo := agenttest.GitRepo(t)
+	repo := clitest.GitRepo(t)
 	toml := `[executors.claude]
 kind = "claude-code"
 clones = 2

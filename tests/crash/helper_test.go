@@ -60,7 +60,11 @@ func runMuster(t *testing.T, repo string, env []string, killAfter time.Duration,
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = repo
-	cmd.Env = append(append(os.Environ(), "NO_COLOR=1"), env...)
+	// The agents here record pids and markers beside the repository,
+	// outside their clones: they run unconfined, as without Landlock
+	// (the test-only switch; internal/cli/testdata/confine has the
+	// confined runs).
+	cmd.Env = append(append(os.Environ(), "NO_COLOR=1", "MUSTER_TEST_NO_LANDLOCK=1"), env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Start(); err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/confine"
 	"github.com/muster-run/muster/doctor"
 )
 
@@ -21,6 +22,9 @@ type Options struct {
 	JSON       bool
 	LoadConfig func() (*muster.Config, error)
 	Check      doctor.Options
+	// Probe tells what kernel confinement this system offers (nil:
+	// confine.Probe).
+	Probe func() confine.Status
 }
 
 // NewCmd returns the `doctor` command. loadConfig returns the repository's
@@ -29,13 +33,14 @@ func NewCmd(loadConfig func() (*muster.Config, error)) *cobra.Command {
 	opts := &Options{LoadConfig: loadConfig}
 	cmd := &cobra.Command{
 		Use:   "doctor",
-		Short: "Check which agents are installed, their versions and credentials",
+		Short: "Check which agents are installed, their versions and credentials, and confinement",
 		Long: `Check, for each configured executor and each known agent CLI, whether its
 program is found (on PATH, in the executor's command, or in .cache/agents),
 its version, whether its credentials are present (never printed: only "set",
 "login" or "missing"), and whether each authority (read, write, shell) is
-enforced by the agent or only advisory. Exits 1 when a configured executor
-cannot run.`,
+enforced by the agent or only advisory; then whether the kernel can confine
+agents and gates (Landlock). Exits 1 when a configured executor cannot run,
+or when [run] confine = "required" and the kernel cannot confine.`,
 		Args:         cobra.NoArgs,
 		SilenceUsage: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -70,9 +75,38 @@ func Run(ctx context.Context, opts *Options, out io.Writer) error {
 	if err != nil {
 		return &muster.Error{Code: muster.CodeInternal, Op: "doctor", Err: err}
 	}
+	probe := opts.Probe
+	if probe == nil {
+		probe = confine.Probe
+	}
+	st := probe()
+	mode := muster.ConfineAuto
+	if cfg != nil && cfg.Run.Confine != "" {
+		mode = cfg.Run.Confine
+	}
+	if !opts.JSON {
+		fmt.Fprintln(out, "\n"+confinementLine(st, mode))
+	}
+	if mode == muster.ConfineRequired && !st.Available() {
+		return &muster.Error{Code: muster.CodeFailed, Op: "doctor",
+			Message: `[run] confine = "required", but this system cannot confine agents: ` + st.Reason}
+	}
 	if failed := doctor.Failed(results); len(failed) > 0 {
 		return &muster.Error{Code: muster.CodeFailed, Op: "doctor",
 			Message: fmt.Sprintf("configured executor(s) cannot run: %s", strings.Join(failed, ", "))}
 	}
 	return nil
+}
+
+// confinementLine says how agents and gates would be confined here.
+func confinementLine(st confine.Status, mode string) string {
+	switch {
+	case mode == muster.ConfineOff:
+		return `confinement: off ([run] confine = "off"): agents and gates can write anywhere you can`
+	case st.Available():
+		return "confinement: " + st.String() + ": agents and gates may write only their clone, their home and TMPDIR, /tmp and [run] writable"
+	case mode == muster.ConfineRequired:
+		return `confinement: unavailable: ` + st.Reason + `; [run] confine = "required": runs refuse to start`
+	}
+	return "confinement: unavailable: " + st.Reason + `; agents and gates run unconfined ([run] confine = "auto")`
 }

@@ -1,6 +1,7 @@
 package mcp_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"os"
@@ -30,6 +31,11 @@ func TestMain(m *testing.M) {
 const toml = `[executors.planner]
 kind = "command"
 command = ["./planner.sh"]
+roles = ["planner"]
+
+[executors.bad]
+kind = "command"
+command = ["sh", "-c", "printf '## [ ] a: A\\nAfter: zz\\n' > \"$MUSTER_PLAN_OUT\""]
 roles = ["planner"]
 
 [executors.coder]
@@ -98,6 +104,21 @@ func write(t *testing.T, dir string, files map[string]string) {
 // client to `muster mcp --repo` over stdio.
 func setup(t *testing.T, env ...string) (string, *mcp.ClientSession) {
 	t.Helper()
+	repo, cmd := server(t, env...)
+	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return repo, cs
+}
+
+// server makes the repository and the (unstarted) `muster mcp` command.
+func server(t *testing.T, env ...string) (string, *exec.Cmd) {
+	t.Helper()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git not installed")
 	}
@@ -126,15 +147,49 @@ func setup(t *testing.T, env ...string) (string, *mcp.ClientSession) {
 	cmd := exec.Command(exe, "mcp", "--repo", repo)
 	cmd.Env = append(base, env...)
 	cmd.Stderr = os.Stderr
-	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
-	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	return repo, cmd
+}
+
+// A client's garbage line gets a JSON-RPC parse error; the session goes
+// on, and the server exits 0 when stdin closes.
+func TestGarbageLines(t *testing.T) {
+	_, cmd := server(t)
+	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		t.Fatalf("connect: %v", err)
+		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cs.Close() })
-	return repo, cs
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := []string{
+		"garbage",
+		`{"a": 1}`,
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		"[1, 2",
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"validate","arguments":{"plan":"../x.md"}}}`,
+	}
+	if _, err := stdin.Write([]byte(strings.Join(lines, "\n") + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stdout)
+	var got []string
+	for len(got) < 5 && sc.Scan() {
+		got = append(got, sc.Text())
+	}
+	_ = stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("the server did not exit 0 at the end of stdin: %v", err)
+	}
+	all := strings.Join(got, "\n")
+	if len(got) != 5 || strings.Count(all, `"code":-32700`) != 3 || !strings.Contains(all, `"serverInfo":{"name":"muster"`) ||
+		!strings.Contains(all, `"id":2,"result"`) || !strings.Contains(all, `"isError":true`) {
+		t.Errorf("replies:\n%s", all)
+	}
 }
 
 // call calls a tool; the result's text and structured content come back.
@@ -242,8 +297,17 @@ func TestValidateAndPlan(t *testing.T) {
 	mustFail(t, cs, "plan", map[string]any{"goal": "x", "output": "../x.md"}, `".." is not allowed`)
 	mustFail(t, cs, "plan", map[string]any{"goal": "x", "output": ".git/hooks/pre-commit.md"}, ".git are not allowed")
 	mustFail(t, cs, "plan", map[string]any{"goal": "x", "output": "run.sh"}, "ends in .md")
+	mustFail(t, cs, "plan", map[string]any{"goal": "x", "output": "p.yaml"}, "ends in .md")
 	mustFail(t, cs, "plan", map[string]any{"goal": "x", "output": "out/x.md"}, "outside the repository")
 	mustFail(t, cs, "plan", map[string]any{"goal": "x", "executor": "nobody", "output": "n.md"}, "no such executor")
+	res, text, bad := call(t, cs, "plan", map[string]any{"goal": "x", "executor": "bad", "output": "sub/never.md", "tries": 2})
+	if !res.IsError || bad["valid"] != false || bad["tries"] != 2.0 || !strings.Contains(text, "no valid plan after 2 tries") ||
+		!strings.Contains(text, "sub/never.md:2: task a: unknown dependency") {
+		t.Errorf("a planner that never validates: isError %v, %v\n%s", res.IsError, bad, text)
+	}
+	if _, err := os.Stat(filepath.Join(repo, "sub", "never.md")); err == nil {
+		t.Error("an invalid plan was written")
+	}
 	mustFail(t, cs, "plan", map[string]any{"goal": "x", "tries": 99, "output": "n.md"}, "tries")
 	if _, err := os.Stat(filepath.Join(outside, "x.md")); err == nil {
 		t.Error("a plan was written outside the repository")

@@ -74,6 +74,9 @@ func Make(ctx context.Context, repo *cmdutil.Repo, cfg *muster.Config, req Reque
 	}
 	out := ""
 	if req.Output != "" {
+		if planfile.IsYAML(req.Output) {
+			return nil, cmdutil.Invalid("%s: muster plan writes Markdown plans; name the file .md", req.Output)
+		}
 		if out, err = filepath.Abs(req.Output); err != nil {
 			return nil, cmdutil.Env("%v", err)
 		}
@@ -95,7 +98,7 @@ func Make(ctx context.Context, repo *cmdutil.Repo, cfg *muster.Config, req Reque
 		return nil, err
 	}
 	id := "plan-" + cmdutil.NewRunID(time.Now())
-	ws, err := git.Open(ctx, git.Options{Repo: repo.Top, RunID: id})
+	ws, err := git.Open(ctx, git.Options{Repo: repo.Top, RunID: id, Keep: cfg.Run.Keep, MaxClones: cfg.Pool.MaxClones})
 	if err != nil {
 		return nil, cmdutil.Env("git: %v", err)
 	}
@@ -110,9 +113,14 @@ func Make(ctx context.Context, repo *cmdutil.Repo, cfg *muster.Config, req Reque
 		return nil, cmdutil.Env("%v", err)
 	}
 	defer j.Close()
+	// Problems name the plan as the user gave it, or relative to the
+	// repository when it was given absolute inside it (the MCP server).
 	name := "plan.md"
 	if req.Output != "" {
 		name = req.Output
+		if rel, err := filepath.Rel(repo.Top, out); err == nil && filepath.IsAbs(req.Output) && filepath.IsLocal(rel) {
+			name = filepath.ToSlash(rel)
+		}
 	}
 	o := &Outcome{Session: id, Dir: ws.RunDir(), Executor: spec.Name}
 	res, err := planner.Run(ctx, planner.Options{

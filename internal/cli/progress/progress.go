@@ -133,6 +133,8 @@ func (p *Printer) OnEvent(e *muster.Event, s *engine.State) {
 		if e.Task != "" {
 			line = fmt.Sprintf("  %s delegated %d new tasks", task, len(e.Tasks))
 		}
+	case muster.EvRateLimited:
+		line = fmt.Sprintf("%s %s rate limited on %s: the crew slows down; retried, not charged", p.c(yellow, "!"), task, textsafe.Sanitize(e.Executor))
 	case muster.EvExecutorPaused:
 		if e.Until != nil {
 			line = fmt.Sprintf("%s executor %s paused until %s (%s): others keep going", p.c(yellow, "!"),

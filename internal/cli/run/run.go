@@ -107,6 +107,8 @@ func runGoal(cmd *cobra.Command, io *cmdutil.IOStreams, f *runner.Flags, goal, e
 		}
 	}
 	_, err = runner.Start(ctx, io, out.Path, f)
+	fmt.Fprintf(io.ErrOut, "  planning   %d tokens, $%.4f before the run (plan session %s: muster report %s)\n",
+		out.Usage.Tokens(), out.Usage.USD(), out.Session, out.Session)
 	return err
 }
 

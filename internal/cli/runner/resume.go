@@ -49,6 +49,12 @@ func Resume(ctx context.Context, io *cmdutil.IOStreams, runID string, f *Flags) 
 	if err := ApplyFlags(cfg, f); err != nil {
 		return nil, err
 	}
+	var fc *fleetCrew
+	if !allSucceeded(st) {
+		if fc, err = joinFleet(ctx, io, cfg, f); err != nil {
+			return nil, err
+		}
+	}
 	if allSucceeded(st) {
 		// A process killed after the run's end left no receipt (and
 		// perhaps worktrees): finish that, and change nothing else.
@@ -70,7 +76,7 @@ func Resume(ctx context.Context, io *cmdutil.IOStreams, runID string, f *Flags) 
 			plan.Brief, plan.Title = pl.Brief, pl.Title
 		}
 	}
-	s := &Session{IO: io, Repo: repo, Flags: f, Config: cfg, Plan: plan, RunID: id, Resume: true, Events: events, Base: st.Base}
+	s := &Session{IO: io, Repo: repo, Flags: f, Config: cfg, Plan: plan, RunID: id, Resume: true, Events: events, Base: st.Base, fleet: fc}
 	err = s.Drive(ctx)
 	if errors.Is(err, errEndedMeanwhile) {
 		fmt.Fprintf(io.ErrOut, "run %s: every task succeeded already; nothing to do\n", id)

@@ -45,6 +45,8 @@ type Flags struct {
 	Strict      bool
 	Verbose     bool
 	Plain       bool
+	// NATS is the fleet's server (--nats); the crew gains its executors.
+	NATS string
 }
 
 // AddFlags registers the flags shared by run and resume.
@@ -62,6 +64,7 @@ func AddFlags(cmd *cobra.Command, f *Flags) {
 	fs.StringArrayVar(&f.Approve, "approve", nil, "approve an authority the plan requests (e.g. shell; repeatable)")
 	fs.BoolVar(&f.Verbose, "verbose", false, "also print tool uses and passing gates")
 	fs.BoolVar(&f.Plain, "plain", false, "plain progress lines even on a terminal")
+	fs.StringVar(&f.NATS, "nats", "", "a fleet's NATS server, nats://HOST:PORT: the crew gains the executors its workers serve (default: [fleet] nats)")
 }
 
 // LoadConfig reads the config (flag, or muster.toml at the top, or the
@@ -175,6 +178,8 @@ type Session struct {
 	Events []muster.Event // replayed, when resuming
 	// OnEvent, if set, also sees every event (the demo's counters).
 	OnEvent func(e *muster.Event, s *engine.State)
+	// fleet is the fleet the run joined (nil: none).
+	fleet *fleetCrew
 
 	State *engine.State
 	// Receipt is the sealed receipt, once the run has ended.
@@ -187,6 +192,16 @@ type Session struct {
 // Drive opens the workspace and journal and runs the driver to the end.
 func (s *Session) Drive(ctx context.Context) error {
 	prices, err := Prices(s.Config)
+	if err != nil {
+		return err
+	}
+	// Agents must never write the user's repository, muster's run
+	// directory in it, or the pool of other clones in the cache.
+	protect := []string{s.Repo.Top, s.Repo.GitDir}
+	if cache, err := git.CacheRoot(); err == nil {
+		protect = append(protect, cache)
+	}
+	confinement, warnings, err := Confinement(s.Config, protect...)
 	if err != nil {
 		return err
 	}
@@ -265,16 +280,28 @@ func (s *Session) Drive(ctx context.Context) error {
 	if s.Flags.JSON {
 		jsonOut = newJSONStream(s.IO.Out)
 	}
-	runner := gate.Runner{Grace: s.Config.Grace()}
+	allowEnv(s.Config)
+	runner := gate.Runner{Grace: s.Config.Grace(), Allow: s.Config.Run.EnvAllow, Confine: confinement}
 	crew, err := agents.Crew(s.Config, runner)
 	if err != nil {
 		return err
 	}
+	if s.fleet != nil {
+		defer s.fleet.conn.Close()
+		d, remote, err := s.fleet.dispatch(ctx, s.RunID, s.Repo.Top, s.Base, s.Dir)
+		if err != nil {
+			return err
+		}
+		defer d.Close()
+		for n, e := range remote {
+			crew[n] = e
+		}
+	}
 	opts := driver.Options{
 		RunID: s.RunID, PlanPath: s.Plan.Source, Plan: s.Plan, PlanCanon: planfile.CanonicalVersion, Config: Journaled(s.Config), Base: s.Base, Branch: ws.Branch(), Ref: s.Ref,
 		Replayed: replayed, Journal: j, Workspace: ws, Executors: crew, Gates: runner, Price: prices.Cost,
-		ScratchDir: filepath.Join(s.Dir, "scratch"),
-		LogDir:     filepath.Join(s.Dir, muster.LogDir), Redact: Redactor(s.Config),
+		ScratchDir: filepath.Join(s.Dir, "scratch"), Confine: confinement, Warnings: warnings,
+		LogDir: filepath.Join(s.Dir, muster.LogDir), Redactor: Redactor(s.Config),
 		KillOrphan: killOrphan, CrashAt: os.Getenv(CrashEnv),
 		Fragment: fragment(s.Config),
 		OnEvent: func(e *muster.Event, st *engine.State) {

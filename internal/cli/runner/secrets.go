@@ -3,43 +3,101 @@ package runner
 import (
 	"maps"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/config"
-	"github.com/muster-run/muster/internal/agentkit"
-	"github.com/muster-run/muster/internal/proc"
+	"github.com/muster-run/muster/internal/redact"
 )
 
+// Redactor returns the run's redactor (internal/redact): the secrets of
+// muster's environment except [run] env_allow, the key each executor's
+// api_key_env names, and the secrets of each executor's env table.
+func Redactor(cfg *muster.Config) *redact.Redactor {
+	vals := redact.Environ(os.Environ(), cfg.Run.EnvAllow...)
+	for _, e := range cfg.Executors {
+		if e.APIKeyEnv != "" {
+			vals = append(vals, os.Getenv(e.APIKeyEnv))
+		}
+		for k, v := range e.Env {
+			if !allowed(cfg, e, k) {
+				vals = append(vals, redact.Values(k, v)...)
+			}
+		}
+		vals = append(vals, redact.Values("", e.BaseURL)...)
+	}
+	return redact.New(vals...)
+}
+
+func allowed(cfg *muster.Config, e *muster.ExecutorSpec, name string) bool {
+	for _, a := range cfg.EnvAllowOf(e) {
+		if a == name {
+			return true
+		}
+	}
+	return false
+}
+
+// allowEnv gives every executor the run's env_allow, so that each adapter
+// knows from its spec alone which variables it passes on.
+func allowEnv(cfg *muster.Config) {
+	if len(cfg.Run.EnvAllow) == 0 {
+		return
+	}
+	for _, e := range cfg.Executors {
+		have := map[string]bool{}
+		for _, n := range e.EnvAllow {
+			have[n] = true
+		}
+		for _, n := range cfg.Run.EnvAllow {
+			if !have[n] {
+				e.EnvAllow = append(e.EnvAllow, n)
+			}
+		}
+	}
+}
+
 // Journaled returns the copy of cfg that goes into the journal: the
-// executors' env entries named like credentials (FOO_API_KEY, GH_TOKEN,
-// DB_PASSWORD, ...) are left out, so that no secret from muster.toml
-// reaches the journal (DESIGN.md §7). The executors run with cfg itself.
+// executors' env entries that are credentials (redact.IsSecret: named
+// like FOO_API_KEY, GH_TOKEN, DB_PASSWORD, ..., or a URL with user-info)
+// are left out unless env_allow names them, and every other text that
+// may hold a secret (env values, base_url, args, command) is redacted, so
+// that no secret from muster.toml reaches the journal (DESIGN.md §7).
+// The executors run with cfg itself.
 func Journaled(cfg *muster.Config) *muster.Config {
 	if cfg == nil {
 		return nil
 	}
+	red := Redactor(cfg)
 	cp := *cfg
 	cp.Executors = make([]*muster.ExecutorSpec, len(cfg.Executors))
 	for i, e := range cfg.Executors {
 		ec := *e
 		if len(e.Env) > 0 {
 			ec.Env = maps.Clone(e.Env)
-			for k := range ec.Env {
-				if proc.IsSecretName(k) {
+			for k, v := range ec.Env {
+				switch {
+				case allowed(cfg, e, k):
+				case redact.IsSecret(k, v):
 					delete(ec.Env, k)
+				default:
+					ec.Env[k] = red.String(v)
 				}
 			}
 		}
+		ec.BaseURL = red.String(e.BaseURL)
+		ec.Args = red.Strings(slices.Clone(e.Args))
+		ec.Command = red.Strings(slices.Clone(e.Command))
 		cp.Executors[i] = &ec
 	}
 	return &cp
 }
 
-// restoreSecrets puts back, into a config replayed from a journal, the
-// credential env entries Journaled left out: they are read again from
-// the config file the run recorded, for executors of the same name and
-// kind. A file that is gone or no longer loads restores nothing.
+// restoreSecrets puts back, into a config replayed from a journal, what
+// Journaled left out or redacted: it is read again from the config file
+// the run recorded, for executors of the same name and kind. A file that
+// is gone or no longer loads restores nothing.
 func restoreSecrets(cfg *muster.Config) {
 	if cfg.Source == "" {
 		return
@@ -54,38 +112,35 @@ func restoreSecrets(cfg *muster.Config) {
 			continue
 		}
 		for k, v := range fe.Env {
-			if !proc.IsSecretName(k) {
+			cur, ok := e.Env[k]
+			if ok && !strings.Contains(cur, redact.Mark) {
+				continue
+			}
+			if !ok && !redact.IsSecret(k, v) {
 				continue
 			}
 			if e.Env == nil {
 				e.Env = map[string]string{}
 			}
-			if _, ok := e.Env[k]; !ok {
-				e.Env[k] = v
-			}
+			e.Env[k] = v
+		}
+		if strings.Contains(e.BaseURL, redact.Mark) {
+			e.BaseURL = fe.BaseURL
+		}
+		if hasMark(e.Args) {
+			e.Args = fe.Args
+		}
+		if hasMark(e.Command) {
+			e.Command = fe.Command
 		}
 	}
 }
 
-// Redactor returns the redaction the attempt logs pass through: the
-// values of credential-named variables of muster's environment and of the
-// executors' env, and key-shaped strings, become "[redacted]" (the same
-// redaction the agent adapters apply to what they keep).
-func Redactor(cfg *muster.Config) func(string) string {
-	var secrets []string
-	for _, kv := range os.Environ() {
-		if k, v, ok := strings.Cut(kv, "="); ok && proc.IsSecretName(k) {
-			secrets = append(secrets, v)
+func hasMark(ss []string) bool {
+	for _, s := range ss {
+		if strings.Contains(s, redact.Mark) {
+			return true
 		}
 	}
-	if cfg != nil {
-		for _, e := range cfg.Executors {
-			for k, v := range e.Env {
-				if proc.IsSecretName(k) {
-					secrets = append(secrets, v)
-				}
-			}
-		}
-	}
-	return agentkit.NewStream(nil, secrets...).Redact
+	return false
 }

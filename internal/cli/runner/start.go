@@ -43,6 +43,10 @@ func StartWith(ctx context.Context, io *cmdutil.IOStreams, planPath string, f *F
 
 // start validates the plan and drives it as a new run in repo.
 func start(ctx context.Context, io *cmdutil.IOStreams, repo *cmdutil.Repo, planPath string, f *Flags, cfg *muster.Config, onEvent func(*muster.Event, *engine.State)) (*Session, error) {
+	fc, err := joinFleet(ctx, io, cfg, f)
+	if err != nil {
+		return nil, err
+	}
 	plan, probs, err := planfile.Check(planPath, cfg, planfile.Options{Strict: f.Strict})
 	if err != nil {
 		return nil, err
@@ -66,7 +70,7 @@ func start(ctx context.Context, io *cmdutil.IOStreams, repo *cmdutil.Repo, planP
 	if err != nil && !errors.Is(err, git.ErrDetached) {
 		return nil, classifyGit(err)
 	}
-	s := &Session{IO: io, Repo: repo, Flags: f, Config: cfg, Plan: plan, RunID: runID, Ref: ref, OnEvent: onEvent}
+	s := &Session{IO: io, Repo: repo, Flags: f, Config: cfg, Plan: plan, RunID: runID, Ref: ref, OnEvent: onEvent, fleet: fc}
 	err = s.Drive(ctx)
 	return s, s.finish(ctx, err)
 }
@@ -187,7 +191,7 @@ func ByClone(events []muster.Event) ([]string, map[string]muster.Usage) {
 	for _, e := range events {
 		if e.Type == muster.EvTokensUsed {
 			u := m[e.Slot()]
-			u.Add(e.Usage)
+			u.Add(e.Credited())
 			m[e.Slot()] = u
 		}
 	}

@@ -24,6 +24,10 @@ type Task struct {
 	Executor *string          `json:"executor"`
 	Commit   *string          `json:"commit"`
 	Reason   *string          `json:"reason"`
+	// Worker is the fleet worker the latest attempt ran on (null: locally).
+	Worker *string `json:"worker"`
+	// View is the text form's "worker/executor#clone" (the worker's clone).
+	View string `json:"-"`
 	// Round and Phase are for the text form only: the JSON object has
 	// exactly the keys of DESIGN.md §6.
 	Round int    `json:"-"`
@@ -83,6 +87,11 @@ func Build(st *engine.State, dir string, live bool) *Status {
 		if t.Commit != "" {
 			c := t.Commit
 			out.Commit = &c
+		}
+		if t.Worker != "" {
+			w := t.Worker
+			out.Worker = &w
+			out.View = w + "/" + muster.Slot(t.Executor, t.WorkerClone)
 		}
 		if t.Reason != "" && state != muster.StateSucceeded {
 			r := t.Reason
@@ -164,6 +173,9 @@ func printText(io *cmdutil.IOStreams, s *Status, st *engine.State) {
 		ex, extra := "", ""
 		if t.Executor != nil {
 			ex = *t.Executor
+		}
+		if t.View != "" {
+			ex = textsafe.Sanitize(t.View)
 		}
 		if t.Commit != nil {
 			extra = textsafe.Short(*t.Commit)

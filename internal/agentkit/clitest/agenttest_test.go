@@ -1,4 +1,4 @@
-package agenttest
+package clitest
 
 import (
 	"testing"

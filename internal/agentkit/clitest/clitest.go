@@ -1,8 +1,8 @@
-// Package agenttest helps test the agent CLI adapters: a fake CLI that
+// Package clitest helps test the agent CLI adapters: a fake CLI that
 // replays a recorded stream and records its argv, environment and stdin;
 // requests in temporary directories; the real CLIs found or skipped; and
 // the mock model server's scenarios the integration tests share.
-package agenttest
+package clitest
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package agenttest
+package clitest
 
 import (
 	"context"
@@ -22,6 +22,12 @@ type LiveConfig struct {
 	URLPath string
 	// Key is the API key put into Spec.APIKeyEnv; it must never leak.
 	Key string
+	// Launcher, when set, confines every invocation as muster run does
+	// (muster.Confinement): it may write the directory of its scratch
+	// (the clone's home, TMPDIR, prompt) and, unless its authority is
+	// read, its repository.
+	// The test binary must then handle muster.ConfineCommand.
+	Launcher string
 }
 
 // Live is an adapter under test that drives the installed CLI against the
@@ -30,6 +36,8 @@ type Live struct {
 	Exec muster.Executor      // the adapter under test
 	Spec *muster.ExecutorSpec // its spec, pointing at the installed CLI and the server
 	Key  string               // the API key, which must never leak
+	// Launcher confines each invocation (see LiveConfig.Launcher).
+	Launcher string
 	// Req, Res and Rec are the first invocation's, set by Write.
 	Req *muster.ExecRequest
 	Res *muster.ExecResult
@@ -50,7 +58,7 @@ func StartLive[E muster.Executor](t *testing.T, newExec func(*muster.ExecutorSpe
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Live{Exec: e, Spec: &spec, Key: cfg.Key}
+	return &Live{Exec: e, Spec: &spec, Key: cfg.Key, Launcher: cfg.Launcher}
 }
 
 // Write runs the coder's first invocation with write authority in a fresh
@@ -126,6 +134,7 @@ func (l *Live) Fails(t *testing.T, scenario string, stall time.Duration, class m
 	req := *l.Req
 	req.Prompt = "[scenario: " + scenario + "]"
 	req.Stall = stall
+	l.confine(t, &req)
 	_, err := l.Exec.Execute(context.Background(), &req, nil)
 	WantClass(t, err, class)
 }
@@ -147,6 +156,7 @@ func (l *Live) execute(t *testing.T, req *muster.ExecRequest, rec *Recorder) *mu
 	if rec != nil {
 		emit = rec.Emit
 	}
+	l.confine(t, req)
 	res, err := l.Exec.Execute(context.Background(), req, emit)
 	if err != nil {
 		tail := ""
@@ -156,4 +166,28 @@ func (l *Live) execute(t *testing.T, req *muster.ExecRequest, rec *Recorder) *mu
 		t.Fatalf("execute: %v\n%s", err, tail)
 	}
 	return res
+}
+
+// confine confines req when the test asks for it, as the driver does:
+// the directory of its scratch (with a TMPDIR there) and, unless its
+// authority is read, its repository.
+func (l *Live) confine(t *testing.T, req *muster.ExecRequest) {
+	t.Helper()
+	if l.Launcher == "" {
+		return
+	}
+	area := filepath.Dir(req.Scratch)
+	tmp := filepath.Join(area, "tmp")
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"TMPDIR": tmp}
+	for k, v := range req.Env {
+		env[k] = v
+	}
+	req.Env = env
+	req.Confine = &muster.Confinement{Launcher: l.Launcher, Writable: []string{area}}
+	if req.Authority != muster.AuthorityRead {
+		req.Confine.Writable = append(req.Confine.Writable, req.Dir)
+	}
 }

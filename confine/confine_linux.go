@@ -1,0 +1,77 @@
+package confine
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"syscall"
+
+	"github.com/landlock-lsm/go-landlock/landlock"
+	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
+)
+
+// minABI is the oldest Landlock ABI muster uses: ABI 2 lets files move
+// between writable directories (git renames objects into place; under
+// ABI 1 go-landlock's best effort would not confine at all).
+const minABI = 2
+
+func probe() Status {
+	v, err := llsys.LandlockGetABIVersion()
+	if err != nil {
+		return Status{Reason: fmt.Sprintf("the kernel has no Landlock (%v); it needs Linux 5.19 or later with Landlock enabled (lsm=landlock)", err)}
+	}
+	if v < minABI {
+		return Status{Reason: fmt.Sprintf("the kernel's Landlock ABI %d is too old (want %d: Linux 5.19 or later)", v, minABI)}
+	}
+	return Status{ABI: v}
+}
+
+// exec confines the calling thread and replaces the process with the
+// program at path. Reading and executing stay allowed everywhere;
+// writing only below writable and Devices (paths that do not exist are
+// skipped). It returns only on failure.
+func exec(path string, argv, writable []string) (int, error) {
+	// The newest ABI go-landlock knows, brought down to the kernel's:
+	// file system rights and IPC scopes (a confined process can neither
+	// signal nor reach through abstract sockets the processes outside
+	// its domain, muster included), but not the network, which agents
+	// need.
+	cfg := landlock.V11
+	cfg.HandledAccessNet = 0
+	var dirs, files []string
+	for _, p := range append(append([]string(nil), writable...), Devices...) {
+		fi, err := os.Stat(p)
+		switch {
+		case err != nil:
+		case fi.IsDir():
+			dirs = append(dirs, p)
+		default:
+			files = append(files, p)
+		}
+	}
+	rules := []landlock.Rule{
+		landlock.RODirs("/"),
+		landlock.RWDirs(dirs...).WithRefer().WithIoctlDev(),
+		landlock.RWFiles(files...).WithIoctlDev(),
+	}
+	fd, flags, err := cfg.BestEffort().NewRulesetFD(rules...)
+	if err != nil {
+		return 125, fmt.Errorf("cannot confine: %w", err)
+	}
+	if fd < 0 {
+		return 125, fmt.Errorf("cannot confine: the kernel enforces none of the rules")
+	}
+	// The ruleset binds this OS thread, which then runs execve: the
+	// other threads end with the old program.
+	runtime.LockOSThread()
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return 125, fmt.Errorf("cannot confine: prctl(PR_SET_NO_NEW_PRIVS): %w", err)
+	}
+	if err := llsys.LandlockRestrictSelf(fd, flags); err != nil {
+		return 125, fmt.Errorf("cannot confine: landlock_restrict_self: %w", err)
+	}
+	_ = unix.Close(fd)
+	err = syscall.Exec(path, argv, os.Environ())
+	return 126, fmt.Errorf("exec %s: %w", argv[0], err)
+}

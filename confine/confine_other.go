@@ -1,0 +1,13 @@
+//go:build !linux
+
+package confine
+
+import "errors"
+
+func probe() Status {
+	return Status{Reason: "kernel confinement (Landlock) is only available on Linux"}
+}
+
+func exec(string, []string, []string) (int, error) {
+	return 125, errors.New("cannot confine: kernel confinement is only available on Linux")
+}

@@ -1,0 +1,169 @@
+package driver
+
+import (
+	"fmt"
+
+	"github.com/muster-run/muster"
+)
+
+// Bounds on what one attempt's agents report, whatever their kind
+// (README "Caps"; docs/agents-http.md). Past a count cap, records are
+// dropped and one summary event says how many.
+const (
+	// maxToolRecords is how many tool records of one attempt become
+	// ToolUse events; the rest are counted in one summary event.
+	maxToolRecords = 500
+	// maxMessageRecords bounds the Message events of one attempt.
+	maxMessageRecords = 500
+	// maxUsageRecords is how many usage records of one attempt become
+	// TokensUsed events one by one; past it they are summed into one
+	// event per model at the end of each invocation (never dropped).
+	maxUsageRecords = 500
+	// maxNoteRecords bounds the notes records of one attempt.
+	maxNoteRecords = 20
+	// maxName bounds a tool name and a model name.
+	maxName = 100
+	// maxFindings bounds the findings of one review; maxFindingTitle and
+	// maxFindingDetail bound their text.
+	maxFindings      = 100
+	maxFindingTitle  = 300
+	maxFindingDetail = 2000
+)
+
+// counters are an attempt's record counts, for the caps above.
+type counters struct {
+	tools, messages, usages, notes int
+	droppedTools, droppedMessages  int
+	droppedNotes                   int
+	// extra sums the usage records past maxUsageRecords, by model.
+	extra      map[string]muster.Usage
+	extraOrder []string
+}
+
+// red returns the run's redactor (Options.Redactor; none: text is kept
+// as it is).
+func (d *Driver) red() muster.Redactor {
+	if d.opts.Redactor == nil {
+		return keep{}
+	}
+	return d.opts.Redactor
+}
+
+// keep is the redactor of a driver given none.
+type keep struct{}
+
+func (keep) String(s string) string { return s }
+
+// redactAll redacts each element of ss in place.
+func redactAll(r muster.Redactor, ss []string) {
+	for i := range ss {
+		ss[i] = r.String(ss[i])
+	}
+}
+
+// redactEvent redacts every text of an event an agent, a gate or an
+// error may have put a secret in, before the event is journaled, shown
+// or used in a prompt. IDs, commits and the run's inputs (config, the
+// user's plan) are left as they are: the CLI journals a config with its
+// secrets taken out (runner.Journaled), and tasks an agent planned are
+// redacted when they are spliced in.
+func (d *Driver) redactEvent(e *muster.Event) {
+	r := d.red()
+	e.Tool = r.String(e.Tool)
+	e.Args = r.String(e.Args)
+	e.Model = r.String(e.Model)
+	e.Output = r.String(e.Output)
+	e.Reason = r.String(e.Reason)
+	e.Message = r.String(e.Message)
+	redactAll(r, e.Paths)
+	for i := range e.Findings {
+		redactFinding(r, &e.Findings[i])
+	}
+}
+
+func redactFinding(r muster.Redactor, f *muster.Finding) {
+	f.Severity = r.String(f.Severity)
+	f.Title = r.String(f.Title)
+	f.Detail = r.String(f.Detail)
+	f.Path = r.String(f.Path)
+}
+
+// redactTask redacts the texts of a task an agent wrote (a delegated one).
+func (d *Driver) redactTask(t *muster.Task) {
+	r := d.red()
+	t.Title = r.String(t.Title)
+	t.Prompt = r.String(t.Prompt)
+	redactAll(r, t.Gates)
+	redactAll(r, t.Owns)
+	redactAll(r, t.Reads)
+	redactAll(r, t.Satisfies)
+	t.Run = r.String(t.Run)
+}
+
+// findings bounds and redacts the findings of one reviewer.
+func (d *Driver) findings(fs []muster.Finding) []muster.Finding {
+	if len(fs) > maxFindings {
+		fs = fs[:maxFindings]
+	}
+	out := make([]muster.Finding, len(fs))
+	for i, f := range fs {
+		f.Severity = bound(f.Severity, maxName)
+		f.Title = bound(f.Title, maxFindingTitle)
+		f.Detail = bound(f.Detail, maxFindingDetail)
+		f.Path = bound(f.Path, maxFindingTitle)
+		if f.Line < 0 {
+			f.Line = 0
+		}
+		redactFinding(d.red(), &f)
+		out[i] = f
+	}
+	return out
+}
+
+// sane checks a usage record: counts below zero or past the bounds of
+// muster.Usage.Sane are refused with a warning naming the agent and the
+// record, and count as the bound they claim (never as a credit).
+func (w *worker) sane(r *muster.Record, slot string) []muster.Event {
+	u, why := r.Usage.Sane()
+	if r.Problem != "" {
+		if why != "" {
+			why = r.Problem + "; " + why
+		} else {
+			why = r.Problem
+		}
+	}
+	r.Usage = u
+	if why == "" {
+		return nil
+	}
+	return []muster.Event{{Type: muster.EvWarning, Executor: w.a.Executor, Reason: "usage refused",
+		Message: fmt.Sprintf("%s reported an impossible usage record (model %q): %s", slot, bound(r.Model, maxName), why)}}
+}
+
+// overflow returns the summary events of the records the caps dropped
+// or held back since the last call: one "N more tool calls" ToolUse, one
+// Message, and the usage summed past maxUsageRecords.
+func (w *worker) overflow(spec *muster.ExecutorSpec, role string, clone int) []muster.Event {
+	c := &w.counts
+	var evs []muster.Event
+	if c.droppedTools > 0 {
+		evs = append(evs, muster.Event{Type: muster.EvToolUse, Executor: spec.Name, Clone: clone, Tool: "…",
+			Args: fmt.Sprintf("%d more tool calls (not recorded: at most %d a task attempt)", c.droppedTools, maxToolRecords)})
+		c.droppedTools = 0
+	}
+	if c.droppedMessages > 0 {
+		evs = append(evs, muster.Event{Type: muster.EvMessage, Executor: spec.Name, Clone: clone,
+			Message: fmt.Sprintf("[%d more messages not recorded: at most %d a task attempt]", c.droppedMessages, maxMessageRecords)})
+		c.droppedMessages = 0
+	}
+	if c.droppedNotes > 0 {
+		evs = append(evs, muster.Event{Type: muster.EvWarning, Executor: spec.Name,
+			Message: fmt.Sprintf("%s: %d more notes not recorded (at most %d a task attempt)", muster.Slot(spec.Name, clone), c.droppedNotes, maxNoteRecords)})
+		c.droppedNotes = 0
+	}
+	for _, m := range c.extraOrder {
+		evs = append(evs, muster.Event{Type: muster.EvTokensUsed, Executor: spec.Name, Clone: clone, Role: role, Model: m, Usage: c.extra[m]})
+	}
+	c.extra, c.extraOrder = nil, nil
+	return evs
+}

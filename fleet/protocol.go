@@ -1,0 +1,119 @@
+package fleet
+
+import (
+	"encoding/base32"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/muster-run/muster"
+)
+
+// Job is one agent invocation sent to the fleet: the orchestrator's
+// ExecRequest, with the code named by commits that travel as bundles.
+type Job struct {
+	Run string `json:"run"`
+	ID  string `json:"id"`
+	// Gen is the orchestrator's generation: a resume starts a new one,
+	// and a worker drops (or cancels) the work of older generations.
+	Gen int64 `json:"gen"`
+	// Repo names the repository (its root commit); Start is the commit
+	// the clone must hold when the agent starts.
+	Repo  string `json:"repo"`
+	Start string `json:"start"`
+
+	Task      *muster.Task     `json:"task"`
+	Executor  string           `json:"executor"`
+	Role      string           `json:"role"`
+	Attempt   int              `json:"attempt"`
+	Round     int              `json:"round"`
+	Authority muster.Authority `json:"authority"`
+	Model     string           `json:"model,omitempty"`
+	Prompt    string           `json:"prompt"`
+	SessionID string           `json:"session_id,omitempty"`
+	Timeout   time.Duration    `json:"timeout,omitempty"`
+	Grace     time.Duration    `json:"grace,omitempty"`
+	Stall     time.Duration    `json:"stall,omitempty"`
+	// Diff is the change under review (reviewers).
+	Diff string `json:"diff,omitempty"`
+	// PlanOut asks for the delegating task's plan file back.
+	PlanOut bool `json:"plan_out,omitempty"`
+	// Gates run in the clone after the agent (coders).
+	Gates       []muster.GateSpec `json:"gates,omitempty"`
+	GateTimeout time.Duration     `json:"gate_timeout,omitempty"`
+}
+
+// Kinds of Report.
+const (
+	RepClaim    = "claim"    // a worker took the job (Delivery is its lease epoch)
+	RepRecord   = "record"   // an executor record
+	RepResult   = "result"   // the invocation ended
+	RepHandback = "handback" // the worker stopped and gave the job back
+)
+
+// Report is what a worker says about a job, on muster.ev.<run>.<job>.
+// Worker and Delivery (the JetStream delivery count of the job's
+// message: the lease epoch) say which lease it comes under; the
+// orchestrator takes only reports of the lease it accepted.
+type Report struct {
+	Kind    string        `json:"kind"`
+	Job     string        `json:"job"`
+	Task    muster.TaskID `json:"task"`
+	Attempt int           `json:"attempt"`
+	Worker  string        `json:"worker"`
+	// Msg is the job message's stream sequence and Delivery its delivery
+	// count: together the lease epoch.
+	Msg      uint64 `json:"msg"`
+	Delivery uint64 `json:"delivery"`
+	Clone    int    `json:"clone,omitempty"`
+	Seq      int    `json:"seq,omitempty"`
+
+	Record *muster.Record `json:"record,omitempty"`
+
+	// Result fields: Commit is the clone's tree on Start as a commit
+	// (empty: nothing changed), Bundle the object holding it.
+	Commit string              `json:"commit,omitempty"`
+	Bundle string              `json:"bundle,omitempty"`
+	Exec   *muster.ExecResult  `json:"exec,omitempty"`
+	Error  *muster.AgentError  `json:"error,omitempty"`
+	Fail   string              `json:"fail,omitempty"` // the worker could not run the job (not the agent's fault)
+	Gates  []muster.GateResult `json:"gates,omitempty"`
+	Plan   string              `json:"plan,omitempty"` // a delegating task's plan file
+}
+
+// holder names a lease: "worker/msg.delivery".
+func (r *Report) holder() string {
+	return r.Worker + "/" + strconv.FormatUint(r.Msg, 10) + "." + strconv.FormatUint(r.Delivery, 10)
+}
+
+// BundleRequest asks the orchestrator for the objects a clone lacks.
+type BundleRequest struct {
+	Job    string   `json:"job"`
+	Worker string   `json:"worker"`
+	Want   string   `json:"want"`
+	Have   []string `json:"have,omitempty"`
+}
+
+// BundleReply names the object holding the bundle (or why not).
+type BundleReply struct {
+	Object string `json:"object,omitempty"`
+	Error  string `json:"error,omitempty"`
+}
+
+var tokenEnc = base32.HexEncoding.WithPadding(base32.NoPadding)
+
+// token makes a name safe as one subject token (executor names may hold dots).
+func token(name string) string { return strings.ToLower(tokenEnc.EncodeToString([]byte(name))) }
+
+func taskSubject(run, executor string) string { return "muster.task." + run + "." + token(executor) }
+func consumerName(executor string) string     { return "exec_" + token(executor) }
+func eventSubject(run, job string) string     { return "muster.ev." + run + "." + job }
+func bundleSubject(run string) string         { return "muster.bundle." + run }
+func leaseKey(run, job string) string         { return run + "." + job }
+func genKey(run string) string                { return run + ".gen" }
+
+// Lease values besides a holder ("worker/delivery").
+const (
+	LeaseDone   = "done"
+	LeaseCancel = "cancel"
+)

@@ -1,0 +1,138 @@
+package fleet
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/muster-run/muster"
+)
+
+// HeartbeatEvery is how often a worker refreshes its registration.
+const HeartbeatEvery = 2 * time.Second
+
+// Registration is what a worker publishes about itself.
+type Registration struct {
+	Name      string          `json:"name"`
+	Version   string          `json:"version"`
+	Started   time.Time       `json:"started"`
+	Executors []ExecutorState `json:"executors"`
+	// Stopping is set while a worker finishes or hands back its work.
+	Stopping bool `json:"stopping,omitempty"`
+	// LeaseS is the worker's lease in seconds.
+	LeaseS float64 `json:"lease_s,omitempty"`
+}
+
+// ExecutorState is one executor a worker serves.
+type ExecutorState struct {
+	Name   string   `json:"name"`
+	Kind   string   `json:"kind"`
+	Roles  []string `json:"roles,omitempty"`
+	Clones int      `json:"clones"`
+	Busy   int      `json:"busy"`
+	// Doing lists the busy clones' work.
+	Doing []Doing `json:"doing,omitempty"`
+}
+
+// Doing is the work of one busy clone.
+type Doing struct {
+	Clone   int           `json:"clone"`
+	Run     string        `json:"run"`
+	Task    muster.TaskID `json:"task"`
+	Attempt int           `json:"attempt"`
+	Round   int           `json:"round"`
+	Role    string        `json:"role"`
+}
+
+// WorkerInfo is a registration as read back, with its age.
+type WorkerInfo struct {
+	Registration
+	// Heartbeat is when the server stored the last refresh.
+	Heartbeat time.Time
+}
+
+// Register stores (or refreshes) a worker's registration.
+func (c *Conn) Register(ctx context.Context, r *Registration) error {
+	data, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	_, err = c.Workers.Put(ctx, "w."+r.Name, data)
+	return err
+}
+
+// Unregister removes a worker's registration (on a clean stop).
+func (c *Conn) Unregister(ctx context.Context, name string) error {
+	return c.Workers.Purge(ctx, "w."+name)
+}
+
+// Workers lists the registered workers, by name. A registration that
+// does not decode is skipped (another program may share the bucket).
+func (c *Conn) ListWorkers(ctx context.Context) ([]WorkerInfo, error) {
+	keys, err := c.Workers.ListKeys(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []WorkerInfo
+	for k := range keys.Keys() {
+		e, err := c.Workers.Get(ctx, k)
+		if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("worker %s: %w", k, err)
+		}
+		var r Registration
+		if json.Unmarshal(e.Value(), &r) != nil || r.Name == "" {
+			continue
+		}
+		out = append(out, WorkerInfo{Registration: r, Heartbeat: e.Created()})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// Lease is the longest lease of the workers (DefaultLease when none
+// says): how long the orchestrator waits before it suspects a job lost.
+func Lease(workers []WorkerInfo) time.Duration {
+	var l time.Duration
+	for _, w := range workers {
+		l = max(l, time.Duration(w.LeaseS*float64(time.Second)))
+	}
+	if l <= 0 {
+		return DefaultLease
+	}
+	return l
+}
+
+// Crew is the executors the fleet serves, pooled by name: an executor
+// served by several workers has the sum of their clones.
+func Crew(workers []WorkerInfo) []*muster.ExecutorSpec {
+	by := map[string]*muster.ExecutorSpec{}
+	var order []string
+	for _, w := range workers {
+		if w.Stopping {
+			continue
+		}
+		for _, e := range w.Executors {
+			s := by[e.Name]
+			if s == nil {
+				s = &muster.ExecutorSpec{Name: e.Name, Kind: e.Kind, Roles: e.Roles}
+				by[e.Name] = s
+				order = append(order, e.Name)
+			}
+			s.Clones += e.Clones
+		}
+	}
+	sort.Strings(order)
+	out := make([]*muster.ExecutorSpec, 0, len(order))
+	for _, n := range order {
+		out = append(out, by[n])
+	}
+	return out
+}

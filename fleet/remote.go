@@ -1,0 +1,437 @@
+package fleet
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/muster-run/muster"
+)
+
+// Local is the orchestrator's git side of remote invocations, in the
+// worktree of the driver's slot (package git's functions).
+type Local interface {
+	Head(ctx context.Context, dir string) (string, error)
+	Snapshot(ctx context.Context, dir, parent string) (string, error)
+	WriteBundle(ctx context.Context, dir, tip string, have []string, out string) error
+	ReadBundle(ctx context.Context, dir, bundle string) (string, error)
+	Parents(ctx context.Context, dir, commit string) ([]string, error)
+	Apply(ctx context.Context, dir, from, to string) error
+}
+
+// maxPlan bounds a delegating task's plan file that comes back.
+const maxPlan = 1 << 20
+
+// Dispatcher sends a run's invocations to the fleet and takes back the
+// results of the leases it accepts. One per run (orchestrator process).
+type Dispatcher struct {
+	conn    *Conn
+	run     string
+	runTok  string
+	gen     int64
+	repo    string
+	local   Local
+	scratch string
+	lease   time.Duration
+
+	mu   sync.Mutex // guards jobs
+	jobs map[string]*pending
+
+	bundleMu sync.Mutex // serialises bundle creation
+	sub      *nats.Subscription
+	cc       jetstream.ConsumeContext
+}
+
+// pending is one job in flight. Reports reach it on ch, in stream order.
+type pending struct {
+	job *Job
+	dir string
+	ch  chan Report
+	// holder is the lease accepted ("worker/msg.delivery"), seen the
+	// records already taken (by holder and sequence).
+	holder string
+	seen   map[string]bool
+	msgSeq uint64
+}
+
+// DispatchOptions configure Open.
+type DispatchOptions struct {
+	Run string
+	// Repo names the repository across machines (its root commit).
+	Repo    string
+	Local   Local
+	Scratch string
+	// Lease is the workers' lease, for the watchdog (default DefaultLease).
+	Lease time.Duration
+}
+
+// Open starts a new generation of run on the fleet: work of earlier
+// generations (an orchestrator that was killed) is dropped by workers
+// when they see it, and its results are never taken.
+func Open(ctx context.Context, c *Conn, o DispatchOptions) (*Dispatcher, error) {
+	if o.Lease <= 0 {
+		o.Lease = DefaultLease
+	}
+	d := &Dispatcher{conn: c, run: o.Run, runTok: token(o.Run), repo: o.Repo, local: o.Local, scratch: o.Scratch, lease: o.Lease, jobs: map[string]*pending{}}
+	if err := os.MkdirAll(o.Scratch, 0o700); err != nil {
+		return nil, err
+	}
+	var gen int64
+	if e, err := c.Leases.Get(ctx, genKey(o.Run)); err == nil {
+		gen, _ = strconv.ParseInt(string(e.Value()), 10, 64)
+	}
+	d.gen = gen + 1
+	if _, err := c.Leases.Put(ctx, genKey(o.Run), []byte(strconv.FormatInt(d.gen, 10))); err != nil {
+		return nil, fmt.Errorf("fleet: record the run's generation: %w", err)
+	}
+	cons, err := c.JS.OrderedConsumer(ctx, EventsStream, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{"muster.ev." + d.runTok + ".>"}, DeliverPolicy: jetstream.DeliverNewPolicy,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("fleet: events consumer: %w", err)
+	}
+	if d.cc, err = cons.Consume(d.onEvent); err != nil {
+		return nil, fmt.Errorf("fleet: consume events: %w", err)
+	}
+	if d.sub, err = c.NC.Subscribe(bundleSubject(d.runTok), d.onBundleRequest); err != nil {
+		d.cc.Stop()
+		return nil, fmt.Errorf("fleet: bundle requests: %w", err)
+	}
+	return d, nil
+}
+
+// Close stops taking reports and bundle requests.
+func (d *Dispatcher) Close() {
+	if d.sub != nil {
+		_ = d.sub.Unsubscribe()
+	}
+	if d.cc != nil {
+		d.cc.Stop()
+	}
+}
+
+func (d *Dispatcher) onEvent(m jetstream.Msg) {
+	var r Report
+	if json.Unmarshal(m.Data(), &r) != nil {
+		return
+	}
+	d.mu.Lock()
+	p := d.jobs[r.Job]
+	d.mu.Unlock()
+	if p == nil {
+		return // a job of another generation or already ended: dropped
+	}
+	p.ch <- r
+}
+
+// onBundleRequest answers a worker that lacks a job's start commit with
+// a bundle of it, less what the worker says it has.
+func (d *Dispatcher) onBundleRequest(m *nats.Msg) {
+	var req BundleRequest
+	if err := json.Unmarshal(m.Data, &req); err != nil {
+		return
+	}
+	go func() { // a first bundle of a large repository takes a while
+		reply := func(r BundleReply) {
+			b, _ := json.Marshal(r)
+			_ = m.Respond(b)
+		}
+		d.mu.Lock()
+		p := d.jobs[req.Job]
+		d.mu.Unlock()
+		if p == nil || req.Want != p.job.Start {
+			reply(BundleReply{Error: "no such job in flight"})
+			return
+		}
+		have := append([]string(nil), req.Have...)
+		sort.Strings(have)
+		h := sha256.Sum256([]byte(strings.Join(have, ",")))
+		name := fmt.Sprintf("%s/b/%s-%s", d.run, req.Want, hex.EncodeToString(h[:8]))
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		d.bundleMu.Lock()
+		defer d.bundleMu.Unlock()
+		if _, err := d.conn.Bundles.GetInfo(ctx, name); err == nil {
+			reply(BundleReply{Object: name})
+			return
+		}
+		path := filepath.Join(d.scratch, "b-"+randomID()+".bundle")
+		defer os.Remove(path)
+		if err := d.local.WriteBundle(ctx, p.dir, req.Want, have, path); err != nil {
+			reply(BundleReply{Error: "bundle: " + err.Error()})
+			return
+		}
+		if err := putFile(ctx, d.conn.Bundles, name, path); err != nil {
+			reply(BundleReply{Error: "store bundle: " + err.Error()})
+			return
+		}
+		reply(BundleReply{Object: name})
+	}()
+}
+
+func randomID() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// Executor returns the adapter of an executor the fleet serves.
+func (d *Dispatcher) Executor(spec *muster.ExecutorSpec) muster.Executor {
+	return &remote{d: d, name: spec.Name}
+}
+
+type remote struct {
+	d    *Dispatcher
+	name string
+}
+
+var _ muster.Executor = (*remote)(nil)
+
+// Execute sends one invocation to the fleet and waits for the result of
+// the lease it accepts. A coder's result is applied to req.Dir, as if the
+// agent had written it there; the gates it ran come back in the result.
+func (r *remote) Execute(ctx context.Context, req *muster.ExecRequest, emit func(muster.Record)) (*muster.ExecResult, error) {
+	d := r.d
+	bg := context.WithoutCancel(ctx)
+	start := req.Base
+	if req.Role != muster.RoleCoder || req.Round != 0 || start == "" {
+		// The worktree holds more than a commit (a fix round's state, a
+		// change under review): record it as one.
+		parent := req.Base
+		if parent == "" {
+			h, err := d.local.Head(ctx, req.Dir)
+			if err != nil {
+				return nil, fmt.Errorf("fleet: %w", err)
+			}
+			parent = h
+		}
+		s, err := d.local.Snapshot(ctx, req.Dir, parent)
+		if err != nil {
+			return nil, fmt.Errorf("fleet: snapshot the worktree: %w", err)
+		}
+		start = s
+	}
+	job := &Job{
+		Run: d.run, ID: randomID(), Gen: d.gen, Repo: d.repo, Start: start,
+		Task: req.Task, Executor: r.name, Role: req.Role, Attempt: req.Attempt, Round: req.Round,
+		Authority: req.Authority, Model: req.Model, Prompt: req.Prompt, SessionID: req.SessionID,
+		Timeout: req.Timeout, Grace: req.Grace, Stall: req.Stall, PlanOut: req.PlanOut != "",
+	}
+	if req.Role == muster.RoleCoder {
+		job.Gates, job.GateTimeout = req.Gates, req.GateTimeout
+	}
+	if req.DiffFile != "" {
+		b, err := os.ReadFile(req.DiffFile)
+		if err != nil {
+			return nil, fmt.Errorf("fleet: %w", err)
+		}
+		job.Diff = string(b)
+	}
+	p := &pending{job: job, dir: req.Dir, ch: make(chan Report, 1024), seen: map[string]bool{}}
+	d.mu.Lock()
+	d.jobs[job.ID] = p
+	d.mu.Unlock()
+	defer func() {
+		d.mu.Lock()
+		delete(d.jobs, job.ID)
+		d.mu.Unlock()
+	}()
+	if err := d.publish(ctx, p); err != nil {
+		return nil, err
+	}
+	watch := time.NewTicker(d.lease)
+	defer watch.Stop()
+	lastSeen := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			_, _ = d.conn.Leases.Put(bg, leaseKey(d.run, job.ID), []byte(LeaseCancel))
+			return nil, ctx.Err()
+		case <-watch.C:
+			if time.Since(lastSeen) > 2*d.lease {
+				d.rescue(ctx, p)
+				lastSeen = time.Now()
+			}
+		case rep := <-p.ch:
+			if rep.Task != job.Task.ID || rep.Attempt != job.Attempt {
+				continue // a report that names another task than its job's: refused
+			}
+			who := rep.holder()
+			switch rep.Kind {
+			case RepClaim:
+				if rep.Msg != p.msgSeq || rep.Delivery == 0 {
+					continue // not a delivery of the job's message: refused
+				}
+				if p.holder != "" && !newer(rep, p.holder) {
+					continue // an older lease's claim
+				}
+				p.holder, lastSeen = who, time.Now()
+				_, _ = d.conn.Leases.Put(bg, leaseKey(d.run, job.ID), []byte(who))
+				emit(muster.Record{Type: muster.RecWorker, Worker: rep.Worker, WorkerClone: rep.Clone})
+			case RepRecord:
+				if who != p.holder || rep.Record == nil {
+					continue
+				}
+				lastSeen = time.Now()
+				key := who + "#" + strconv.Itoa(rep.Seq)
+				if p.seen[key] {
+					continue // a redelivered report: counted once
+				}
+				p.seen[key] = true
+				switch rep.Record.Type {
+				case muster.RecPID, muster.RecWorker:
+					continue // another host's processes are none of ours
+				}
+				emit(*rep.Record)
+			case RepHandback:
+				if who == p.holder {
+					p.holder = ""
+					lastSeen = time.Now()
+				}
+			case RepResult:
+				if who != p.holder {
+					continue // not the accepted lease: a late or foreign result, dropped
+				}
+				res, err := d.accept(ctx, req, p, &rep)
+				if ctx.Err() != nil {
+					return nil, ctx.Err()
+				}
+				_, _ = d.conn.Leases.Put(bg, leaseKey(d.run, job.ID), []byte(LeaseDone))
+				return res, err
+			}
+		}
+	}
+}
+
+// newer reports whether a claim's lease comes after the holder's.
+func newer(r Report, holder string) bool { return epochAfter(r.holder(), holder) }
+
+func (d *Dispatcher) publish(ctx context.Context, p *pending) error {
+	data, err := json.Marshal(p.job)
+	if err != nil {
+		return err
+	}
+	ack, err := d.conn.JS.Publish(ctx, taskSubject(d.runTok, p.job.Executor), data, jetstream.WithMsgID(p.job.ID+"."+strconv.FormatUint(p.msgSeq, 10)))
+	if err != nil {
+		return fmt.Errorf("fleet: send the task: %w", err)
+	}
+	p.msgSeq = ack.Sequence
+	return nil
+}
+
+// rescue sends a job again whose message is gone from the work queue
+// while no lease holds it: its redeliveries ran out, or a late ack of an
+// expired lease removed it (nats-server#4786).
+func (d *Dispatcher) rescue(ctx context.Context, p *pending) {
+	if p.holder != "" && d.holderAlive(ctx, p) {
+		return
+	}
+	st, err := d.conn.JS.Stream(ctx, TasksStream)
+	if err != nil {
+		return
+	}
+	if _, err := st.GetMsg(ctx, p.msgSeq); !errors.Is(err, jetstream.ErrMsgNotFound) {
+		return // still queued (or we cannot tell): JetStream redelivers it
+	}
+	_ = d.publish(ctx, p)
+}
+
+// holderAlive reports whether the lease holder's worker is registered
+// and says it does the job.
+func (d *Dispatcher) holderAlive(ctx context.Context, p *pending) bool {
+	name, _, _ := strings.Cut(p.holder, "/")
+	e, err := d.conn.Workers.Get(ctx, "w."+name)
+	if err != nil {
+		return false
+	}
+	var r Registration
+	if json.Unmarshal(e.Value(), &r) != nil {
+		return false
+	}
+	for _, ex := range r.Executors {
+		for _, dg := range ex.Doing {
+			if dg.Run == d.run && dg.Task == p.job.Task.ID && dg.Attempt == p.job.Attempt {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// accept takes the accepted lease's result: the commit it returns must be
+// a child of the job's start, and is applied to the worktree.
+func (d *Dispatcher) accept(ctx context.Context, req *muster.ExecRequest, p *pending, rep *Report) (*muster.ExecResult, error) {
+	if rep.Fail != "" {
+		return nil, &muster.AgentError{Class: muster.FailTransient, Message: "fleet worker " + rep.Worker + ": " + rep.Fail}
+	}
+	res := rep.Exec
+	if res == nil {
+		res = &muster.ExecResult{}
+	}
+	res.Gates = nil
+	if req.Role == muster.RoleCoder && rep.Error == nil {
+		if rep.Commit != "" {
+			if err := d.take(ctx, req.Dir, p.job.Start, rep); err != nil {
+				return nil, &muster.AgentError{Class: muster.FailInvalid, Message: "fleet worker " + rep.Worker + ": result refused: " + err.Error()}
+			}
+		}
+		if rep.Gates != nil {
+			res.Gates = rep.Gates
+		}
+	}
+	if req.PlanOut != "" && rep.Plan != "" {
+		if len(rep.Plan) > maxPlan {
+			return nil, &muster.AgentError{Class: muster.FailInvalid, Message: "fleet worker " + rep.Worker + ": plan file over 1 MiB"}
+		}
+		if err := os.WriteFile(req.PlanOut, []byte(rep.Plan), 0o644); err != nil {
+			return nil, err
+		}
+	}
+	if rep.Error != nil {
+		return res, rep.Error
+	}
+	return res, nil
+}
+
+// take fetches the result bundle, checks that it holds one commit on
+// start, and writes its change into dir.
+func (d *Dispatcher) take(ctx context.Context, dir, start string, rep *Report) error {
+	if !strings.HasPrefix(rep.Bundle, d.run+"/r/"+rep.Job+".") {
+		return fmt.Errorf("bundle %q is not this job's", rep.Bundle)
+	}
+	path := filepath.Join(d.scratch, "r-"+randomID()+".bundle")
+	defer os.Remove(path)
+	if err := d.conn.Bundles.GetFile(ctx, rep.Bundle, path); err != nil {
+		return fmt.Errorf("get bundle: %w", err)
+	}
+	_ = d.conn.Bundles.Delete(context.WithoutCancel(ctx), rep.Bundle)
+	tip, err := d.local.ReadBundle(ctx, dir, path)
+	if err != nil {
+		return err
+	}
+	if tip != rep.Commit {
+		return fmt.Errorf("the bundle holds %s, not the reported %s", tip, rep.Commit)
+	}
+	parents, err := d.local.Parents(ctx, dir, tip)
+	if err != nil {
+		return err
+	}
+	if len(parents) != 1 || parents[0] != start {
+		return fmt.Errorf("commit %s is not one commit on the job's start %s", tip, start)
+	}
+	return d.local.Apply(ctx, dir, start, tip)
+}

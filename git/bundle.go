@@ -1,0 +1,283 @@
+package git
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Code moves between an orchestrator and fleet workers as git bundles.
+// Every call here runs git with muster's safe settings (no hooks, no
+// fsmonitor, no automatic gc) in the directory it is given, which must be
+// a repository (or a worktree of one) muster manages: no agent ever ran
+// in it with these calls.
+
+// bundleRef is the one ref every fleet bundle carries.
+const bundleRef = "refs/muster/fleet"
+
+// safe are the settings of every bundle call, on top of cmd's own.
+var safe = []string{"-c", "core.fsmonitor=false", "-c", "core.untrackedCache=false", "-c", "transfer.fsckObjects=true"}
+
+func safeCmd(dir string, args ...string) cmd {
+	return cmd{dir: dir, args: append(append([]string(nil), safe...), args...)}
+}
+
+// WriteBundle writes to out a bundle that holds tip and every object it
+// reaches that the commits in have do not (they become the bundle's
+// prerequisites: the receiver has them). A have that dir does not know is
+// left out, so the bundle is then larger, never wrong.
+func WriteBundle(ctx context.Context, dir, tip string, have []string, out string) (err error) {
+	var prereq []string
+	for _, h := range have {
+		if h == "" || h == tip || !isHex(h) {
+			continue
+		}
+		if _, err := run(ctx, safeCmd(dir, "cat-file", "-e", h+"^{commit}")); err == nil {
+			prereq = append(prereq, h)
+		}
+	}
+	f, err := os.Create(out)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			os.Remove(out)
+		}
+	}()
+	var hdr strings.Builder
+	hdr.WriteString("# v2 git bundle\n")
+	for _, p := range prereq {
+		hdr.WriteString("-" + p + "\n")
+	}
+	hdr.WriteString(tip + " " + bundleRef + "\n\n")
+	if _, err := f.WriteString(hdr.String()); err != nil {
+		return err
+	}
+	var revs strings.Builder
+	revs.WriteString(tip + "\n")
+	for _, p := range prereq {
+		revs.WriteString("^" + p + "\n")
+	}
+	c := safeCmd(dir, "pack-objects", "--revs", "--stdout", "--thin", "--delta-base-offset", "-q")
+	return stream(ctx, c, strings.NewReader(revs.String()), f)
+}
+
+// stream runs c with stdin and its standard output into w (a bundle may
+// be large: it is not held in memory).
+func stream(ctx context.Context, c cmd, stdin io.Reader, w io.Writer) error {
+	x := exec.CommandContext(ctx, "git", c.gitArgs()...)
+	x.Dir = c.dir
+	x.Env = append(append([]string(nil), baseEnv()...), c.env...)
+	x.Cancel = func() error { return x.Process.Signal(syscall.SIGTERM) }
+	x.WaitDelay = 3 * time.Second
+	x.Stdin, x.Stdout = stdin, w
+	var stderr bytes.Buffer
+	x.Stderr = &stderr
+	if err := x.Run(); err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return &GitError{Args: c.args, ExitCode: ee.ExitCode(), Stderr: stderr.String()}
+		}
+		return fmt.Errorf("git %s: %w", strings.Join(c.args, " "), err)
+	}
+	return nil
+}
+
+// ReadBundle stores the objects of a bundle in dir's repository (its
+// prerequisites must be there already) and returns the commit its ref
+// names. Objects are checked as they are indexed.
+func ReadBundle(ctx context.Context, dir, bundle string) (string, error) {
+	tip, err := bundleTip(bundle)
+	if err != nil {
+		return "", err
+	}
+	if _, err := run(ctx, safeCmd(dir, "bundle", "unbundle", bundle)); err != nil {
+		return "", fmt.Errorf("unbundle: %w", err)
+	}
+	if _, err := run(ctx, safeCmd(dir, "cat-file", "-e", tip+"^{commit}")); err != nil {
+		return "", fmt.Errorf("bundle: its commit %s is missing after unbundle", tip)
+	}
+	return tip, nil
+}
+
+// bundleTip reads the one ref of a fleet bundle's header.
+func bundleTip(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	r := bufio.NewReader(io.LimitReader(f, 1<<20))
+	first, err := r.ReadString('\n')
+	if err != nil || first != "# v2 git bundle\n" {
+		return "", fmt.Errorf("bundle %s: not a v2 git bundle", filepath.Base(path))
+	}
+	tip := ""
+	for {
+		l, err := r.ReadString('\n')
+		if err != nil {
+			return "", fmt.Errorf("bundle %s: truncated header", filepath.Base(path))
+		}
+		l = strings.TrimSuffix(l, "\n")
+		if l == "" {
+			break
+		}
+		if strings.HasPrefix(l, "-") {
+			continue
+		}
+		sha, ref, ok := strings.Cut(l, " ")
+		if !ok || ref != bundleRef || !isHex(sha) || tip != "" {
+			return "", fmt.Errorf("bundle %s: want exactly one ref %s", filepath.Base(path), bundleRef)
+		}
+		tip = sha
+	}
+	if tip == "" {
+		return "", fmt.Errorf("bundle %s: no ref", filepath.Base(path))
+	}
+	return tip, nil
+}
+
+func isHex(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	for _, r := range s {
+		if (r < '0' || r > '9') && (r < 'a' || r > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// Snapshot records the whole state of the work tree dir (tracked,
+// untracked, deletions; not ignored files) as a commit whose parent is
+// parent, through a throw-away index: no ref, no HEAD and not the
+// worktree's own index change.
+func Snapshot(ctx context.Context, dir, parent string) (string, error) {
+	tmp, err := os.CreateTemp("", "muster-snap-*.index")
+	if err != nil {
+		return "", err
+	}
+	idx := tmp.Name()
+	tmp.Close()
+	os.Remove(idx)
+	defer os.Remove(idx)
+	env := []string{"GIT_INDEX_FILE=" + idx}
+	c := safeCmd(dir, "read-tree", parent)
+	c.env = env
+	if _, err := run(ctx, c); err != nil {
+		return "", err
+	}
+	c = safeCmd(dir, "add", "-A", "--", ".")
+	c.env = env
+	if _, err := run(ctx, c); err != nil {
+		return "", err
+	}
+	c = safeCmd(dir, "write-tree")
+	c.env = env
+	tree, err := line(ctx, c)
+	if err != nil {
+		return "", err
+	}
+	return commitOf(ctx, dir, tree, parent, "muster fleet snapshot")
+}
+
+// commitOf makes an unsigned commit of tree on parent with muster's
+// fixed identity (snapshots and results are never what lands: the
+// orchestrator commits the change itself).
+func commitOf(ctx context.Context, dir, tree, parent, msg string) (string, error) {
+	c := safeCmd(dir, "commit-tree", "--no-gpg-sign", "-p", parent, "-F", "-", tree)
+	c.stdin = []byte(msg + "\n")
+	c.env = []string{"GIT_AUTHOR_NAME=muster", "GIT_AUTHOR_EMAIL=muster@localhost", "GIT_COMMITTER_NAME=muster",
+		"GIT_COMMITTER_EMAIL=muster@localhost", "GIT_AUTHOR_DATE=@0 +0000", "GIT_COMMITTER_DATE=@0 +0000"}
+	return line(ctx, c)
+}
+
+// Parent returns a commit's parents.
+func Parents(ctx context.Context, dir, commit string) ([]string, error) {
+	out, err := line(ctx, safeCmd(dir, "rev-list", "--parents", "-n", "1", commit+"^{commit}"))
+	if err != nil {
+		return nil, err
+	}
+	f := strings.Fields(out)
+	if len(f) == 0 {
+		return nil, fmt.Errorf("no commit %s", commit)
+	}
+	return f[1:], nil
+}
+
+// ChangedPaths lists the paths that differ between two commits' trees
+// (renames as a deletion and an addition).
+func ChangedPaths(ctx context.Context, dir, from, to string) (changed, deleted []string, err error) {
+	out, err := run(ctx, safeCmd(dir, "diff-tree", "-r", "-z", "--no-renames", "--name-status", from, to))
+	if err != nil {
+		return nil, nil, err
+	}
+	f := splitZ(out)
+	for i := 0; i+1 < len(f); i += 2 {
+		if f[i] == "D" {
+			deleted = append(deleted, f[i+1])
+		} else {
+			changed = append(changed, f[i+1])
+		}
+	}
+	return changed, deleted, nil
+}
+
+// Apply changes the work tree dir, which holds from, to hold to: it
+// writes the files that differ and removes those to deletes, as an agent
+// would have written them (the worktree's own index follows).
+func Apply(ctx context.Context, dir, from, to string) error {
+	changed, deleted, err := ChangedPaths(ctx, dir, from, to)
+	if err != nil {
+		return err
+	}
+	if len(deleted) > 0 {
+		c := safeCmd(dir, "rm", "-r", "-q", "-f", "--ignore-unmatch", "--pathspec-from-file=-", "--pathspec-file-nul")
+		c.stdin, c.paths = []byte(strings.Join(deleted, "\x00")), true
+		if _, err := run(ctx, c); err != nil {
+			return err
+		}
+	}
+	if len(changed) > 0 {
+		c := safeCmd(dir, "checkout", to, "--pathspec-from-file=-", "--pathspec-file-nul")
+		c.stdin, c.paths = []byte(strings.Join(changed, "\x00")), true
+		if _, err := run(ctx, c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// RootCommit returns the first root commit reachable from commit: it
+// names a repository across machines (a fleet worker keeps one object
+// store per root).
+func RootCommit(ctx context.Context, dir, commit string) (string, error) {
+	out, err := line(ctx, safeCmd(dir, "rev-list", "--max-parents=0", commit))
+	if err != nil {
+		return "", err
+	}
+	f := strings.Fields(out)
+	if len(f) == 0 {
+		return "", fmt.Errorf("no root commit below %s", commit)
+	}
+	return f[len(f)-1], nil
+}
+
+// Head returns the commit HEAD of dir names.
+func Head(ctx context.Context, dir string) (string, error) {
+	return line(ctx, safeCmd(dir, "rev-parse", "--verify", "HEAD^{commit}"))
+}

@@ -1,0 +1,219 @@
+package git
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Host keeps a fleet worker's repositories: one object store per
+// repository (named by its root commit) that receives the bundles, and
+// one clone per executor clone that borrows the store's objects. Agents
+// work in the clones; muster rewrites a clone's config, hooks and info
+// before each of its own calls there, so nothing an agent planted runs.
+type Host struct {
+	Root string
+	mu   sync.Mutex // serialises store updates
+}
+
+// maxTips bounds the tips a store remembers as "have" for the next bundle.
+const maxTips = 16
+
+func (h *Host) store(repo string) string { return filepath.Join(h.Root, "repos", repo+".git") }
+
+func (h *Host) ensureStore(ctx context.Context, repo string) (string, error) {
+	if !isHex(repo) {
+		return "", fmt.Errorf("bad repository key %q", repo)
+	}
+	dir := h.store(repo)
+	if _, err := os.Stat(filepath.Join(dir, "objects")); err == nil {
+		return dir, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return "", err
+	}
+	if _, err := run(ctx, safeCmd("", "init", "-q", "--bare", dir)); err != nil {
+		return "", err
+	}
+	return dir, nil
+}
+
+// Has reports whether the store of repo holds commit.
+func (h *Host) Has(ctx context.Context, repo, commit string) bool {
+	if !isHex(repo) || !isHex(commit) {
+		return false
+	}
+	_, err := run(ctx, safeCmd(h.store(repo), "cat-file", "-e", commit+"^{commit}"))
+	return err == nil
+}
+
+// Tips returns the commits the store of repo received last (newest
+// first): an orchestrator leaves them out of the next bundle.
+func (h *Host) Tips(ctx context.Context, repo string) []string {
+	if !isHex(repo) {
+		return nil
+	}
+	out, err := line(ctx, safeCmd(h.store(repo), "for-each-ref", "--sort=-refname", "--format=%(objectname)", "refs/tips/"))
+	if err != nil || out == "" {
+		return nil
+	}
+	return strings.Fields(out)
+}
+
+// Receive stores a bundle's objects in the store of repo and remembers
+// its commit as a tip.
+func (h *Host) Receive(ctx context.Context, repo, bundle string) (string, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	dir, err := h.ensureStore(ctx, repo)
+	if err != nil {
+		return "", err
+	}
+	tip, err := ReadBundle(ctx, dir, bundle)
+	if err != nil {
+		return "", err
+	}
+	name := fmt.Sprintf("refs/tips/%020d", time.Now().UnixNano())
+	if _, err := run(ctx, safeCmd(dir, "update-ref", name, tip)); err != nil {
+		return "", err
+	}
+	out, err := line(ctx, safeCmd(dir, "for-each-ref", "--sort=-refname", "--format=%(refname)", "refs/tips/"))
+	if err == nil {
+		refs := strings.Fields(out)
+		for _, r := range refs[min(len(refs), maxTips):] {
+			_, _ = run(ctx, safeCmd(dir, "update-ref", "-d", r))
+		}
+	}
+	return tip, nil
+}
+
+// CloneDir is where clone n of an executor works on repo.
+func (h *Host) CloneDir(repo, executor string, n int) string {
+	return filepath.Join(h.Root, "clones", repo, executor+"-"+strconv.Itoa(n))
+}
+
+// cloneGit runs git in a clone with its git directory named explicitly.
+func cloneGit(dir string, args ...string) cmd {
+	c := safeCmd(dir, args...)
+	c.env = []string{"GIT_DIR=" + filepath.Join(dir, ".git"), "GIT_WORK_TREE=" + dir}
+	return c
+}
+
+// cloneConfig is a clone's whole config: muster writes it before its own
+// calls, so a filter, fsmonitor, hooks path or worktree an agent set is gone.
+const cloneConfig = "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n\tlogallrefupdates = false\n[gc]\n\tauto = 0\n"
+
+// Checkout makes clone n of executor hold commit of repo, cleaned of
+// everything else (untracked and ignored files too); it is created on
+// first use. It returns the clone's directory.
+func (h *Host) Checkout(ctx context.Context, repo, executor string, n int, commit string) (string, error) {
+	store := h.store(repo)
+	dir := h.CloneDir(repo, executor, n)
+	gd := filepath.Join(dir, ".git")
+	if st, err := os.Lstat(gd); err != nil || !st.IsDir() {
+		if err := os.RemoveAll(dir); err != nil {
+			return "", err
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return "", err
+		}
+		if _, err := run(ctx, safeCmd(dir, "init", "-q", dir)); err != nil {
+			return "", err
+		}
+	}
+	if err := scrubGitDir(gd, filepath.Join(store, "objects")); err != nil {
+		return "", err
+	}
+	for _, args := range [][]string{
+		{"checkout", "--force", "--detach", "--quiet", "--no-recurse-submodules", commit},
+		{"clean", "-ffdxq"},
+	} {
+		if _, err := run(ctx, cloneGit(dir, args...)); err != nil {
+			return "", err
+		}
+	}
+	return dir, nil
+}
+
+// scrubGitDir rewrites what of a clone's git directory could make git run
+// a program or look elsewhere: config, hooks, info, alternates; and drops
+// an agent's leftover operations and locks.
+func scrubGitDir(gd, objects string) error {
+	for _, f := range []string{"hooks", "info", "config.worktree", "commondir", "index.lock", "HEAD.lock",
+		"rebase-merge", "rebase-apply", "MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "sequencer", "objects/info/alternates"} {
+		if err := os.RemoveAll(filepath.Join(gd, f)); err != nil {
+			return err
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(gd, "objects", "info"), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(gd, "objects", "info", "alternates"), []byte(objects+"\n"), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(gd, "config"), []byte(cloneConfig), 0o644)
+}
+
+// Result records what the clone's work tree holds as a commit on start
+// and writes a bundle of it (start is its prerequisite) to out. changed
+// is false, and no bundle is written, when the work tree holds start.
+func (h *Host) Result(ctx context.Context, repo, executor string, n int, start, out string) (commit string, changed bool, err error) {
+	dir := h.CloneDir(repo, executor, n)
+	if err := scrubGitDir(filepath.Join(dir, ".git"), filepath.Join(h.store(repo), "objects")); err != nil {
+		return "", false, err
+	}
+	tmp, err := os.CreateTemp("", "muster-result-*.index")
+	if err != nil {
+		return "", false, err
+	}
+	idx := tmp.Name()
+	tmp.Close()
+	os.Remove(idx)
+	defer os.Remove(idx)
+	run1 := func(args ...string) (string, error) {
+		c := cloneGit(dir, args...)
+		c.env = append(c.env, "GIT_INDEX_FILE="+idx)
+		return line(ctx, c)
+	}
+	if _, err := run1("read-tree", start); err != nil {
+		return "", false, err
+	}
+	if _, err := run1("add", "-A", "--", "."); err != nil {
+		return "", false, err
+	}
+	tree, err := run1("write-tree")
+	if err != nil {
+		return "", false, err
+	}
+	base, err := run1("rev-parse", start+"^{tree}")
+	if err != nil {
+		return "", false, err
+	}
+	if tree == base {
+		return start, false, nil
+	}
+	commit, err = commitOf(ctx, dir, tree, start, "muster fleet result")
+	if err != nil {
+		return "", false, err
+	}
+	return commit, true, WriteBundle(ctx, dir, commit, []string{start}, out)
+}
+
+// Repos lists the repository keys the host has stores for.
+func (h *Host) Repos() []string {
+	ents, _ := os.ReadDir(filepath.Join(h.Root, "repos"))
+	var out []string
+	for _, e := range ents {
+		if k, ok := strings.CutSuffix(e.Name(), ".git"); ok && isHex(k) {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,55 @@
+package cli_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/muster-run/muster/confine"
+)
+
+// TestConfineScripts runs the scripts in testdata/confine: attacks by
+// agents and gates on what lies outside their clone, under real
+// Landlock. Their work directory lies outside /tmp (in /var/tmp), since
+// confined processes may write /tmp: the user's repository must not be
+// in it for the attacks to mean anything.
+func TestConfineScripts(t *testing.T) {
+	root, err := os.MkdirTemp("/var/tmp", "muster-confine-")
+	if err != nil {
+		t.Skipf("need a directory outside /tmp: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	testscript.Run(t, testscript.Params{
+		Dir:         "testdata/confine",
+		WorkdirRoot: root,
+		Setup: func(env *testscript.Env) error {
+			gitconfig := filepath.Join(env.WorkDir, ".gitconfig")
+			if err := os.WriteFile(gitconfig, []byte("[user]\n\tname = Test\n\temail = test@example.com\n[init]\n\tdefaultBranch = main\n"), 0o644); err != nil {
+				return err
+			}
+			env.Setenv("GIT_CONFIG_GLOBAL", gitconfig)
+			env.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+			env.Setenv("NO_COLOR", "1")
+			env.Setenv("CI", "true")
+			home := filepath.Join(env.WorkDir, "home")
+			if err := os.MkdirAll(home, 0o755); err != nil {
+				return err
+			}
+			env.Setenv("HOME", home)
+			env.Setenv("XDG_CACHE_HOME", filepath.Join(home, ".cache"))
+			return nil
+		},
+		Condition: func(cond string) (bool, error) {
+			if cond == "landlock" {
+				return confine.Probe().Available(), nil
+			}
+			return false, nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"jsonget":  cmdJSONGet,
+			"waitfile": cmdWaitFile,
+		},
+	})
+}

@@ -1,0 +1,108 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/fleet"
+	"github.com/muster-run/muster/git"
+	"github.com/muster-run/muster/internal/cli/cmdutil"
+)
+
+// fleetCrew is the fleet a run joined: its connection and the executors
+// its workers serve.
+type fleetCrew struct {
+	conn  *fleet.Conn
+	specs []*muster.ExecutorSpec
+	lease time.Duration
+}
+
+// joinFleet connects to the fleet (--nats, else [fleet] nats) and adds
+// the executors its workers serve to cfg, pooled by name; a local
+// executor of the same name keeps it. Executors a journaled config
+// recorded as the fleet's are dropped first: the fleet of now counts.
+// It returns nil when the run has no fleet.
+func joinFleet(ctx context.Context, io *cmdutil.IOStreams, cfg *muster.Config, f *Flags) (*fleetCrew, error) {
+	kept := cfg.Executors[:0:0]
+	for _, e := range cfg.Executors {
+		if !e.Fleet {
+			kept = append(kept, e)
+		}
+	}
+	cfg.Executors = kept
+	url := f.NATS
+	if url == "" {
+		url = cfg.Fleet.NATS
+	}
+	if url == "" {
+		return nil, nil
+	}
+	if err := fleet.CheckURL(url); err != nil {
+		return nil, &cmdutil.FlagError{Err: err}
+	}
+	conn, err := fleet.Connect(ctx, url, "muster run", fleet.AuthFrom(cfg))
+	if err != nil {
+		return nil, err
+	}
+	workers, err := conn.ListWorkers(ctx)
+	if err != nil {
+		conn.Close()
+		return nil, cmdutil.Env("fleet at %s: %v", url, err)
+	}
+	fc := &fleetCrew{conn: conn, lease: fleet.Lease(workers)}
+	for _, s := range fleet.Crew(workers) {
+		if local := cfg.Executor(s.Name); local != nil {
+			fmt.Fprintf(io.ErrOut, "warning: executor %s is local and the fleet's: the local one runs it\n", s.Name)
+			continue
+		}
+		s.Fleet = true
+		cfg.Executors = append(cfg.Executors, s)
+		fc.specs = append(fc.specs, s)
+	}
+	if len(workers) == 0 {
+		fmt.Fprintf(io.ErrOut, "warning: the fleet at %s has no workers\n", url)
+	}
+	cfg.Fleet.NATS = url
+	return fc, nil
+}
+
+// dispatch opens the run on the fleet and returns the adapters of its
+// executors.
+func (fc *fleetCrew) dispatch(ctx context.Context, runID, top, base, runDir string) (*fleet.Dispatcher, map[string]muster.Executor, error) {
+	root, err := git.RootCommit(ctx, top, base)
+	if err != nil {
+		return nil, nil, cmdutil.Env("fleet: %v", err)
+	}
+	d, err := fleet.Open(ctx, fc.conn, fleet.DispatchOptions{Run: runID, Repo: root, Local: gitLocal{}, Scratch: filepath.Join(runDir, "fleet"), Lease: fc.lease})
+	if err != nil {
+		return nil, nil, cmdutil.Env("%v", err)
+	}
+	out := map[string]muster.Executor{}
+	for _, s := range fc.specs {
+		out[s.Name] = d.Executor(s)
+	}
+	return d, out, nil
+}
+
+// gitLocal is fleet.Local over package git.
+type gitLocal struct{}
+
+func (gitLocal) Head(ctx context.Context, dir string) (string, error) { return git.Head(ctx, dir) }
+func (gitLocal) Snapshot(ctx context.Context, dir, parent string) (string, error) {
+	return git.Snapshot(ctx, dir, parent)
+}
+func (gitLocal) WriteBundle(ctx context.Context, dir, tip string, have []string, out string) error {
+	return git.WriteBundle(ctx, dir, tip, have, out)
+}
+func (gitLocal) ReadBundle(ctx context.Context, dir, bundle string) (string, error) {
+	return git.ReadBundle(ctx, dir, bundle)
+}
+func (gitLocal) Parents(ctx context.Context, dir, commit string) ([]string, error) {
+	return git.Parents(ctx, dir, commit)
+}
+func (gitLocal) Apply(ctx context.Context, dir, from, to string) error {
+	return git.Apply(ctx, dir, from, to)
+}
