@@ -2,6 +2,7 @@ package confine_test
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -80,7 +81,7 @@ func confined(t *testing.T, script string, env []string, writable ...string) (st
 	cmd.Env = append(append(os.Environ(), "LC_ALL=C"), env...)
 	out, err := cmd.CombinedOutput()
 	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
+	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
 		code = ee.ExitCode()
 	} else if err != nil {
 		t.Fatal(err)

@@ -72,13 +72,15 @@ type Report struct {
 
 	// Result fields: Commit is the clone's tree on Start as a commit
 	// (empty: nothing changed), Bundle the object holding it.
-	Commit string              `json:"commit,omitempty"`
-	Bundle string              `json:"bundle,omitempty"`
-	Exec   *muster.ExecResult  `json:"exec,omitempty"`
-	Error  *muster.AgentError  `json:"error,omitempty"`
-	Fail   string              `json:"fail,omitempty"` // the worker could not run the job (not the agent's fault)
-	Gates  []muster.GateResult `json:"gates,omitempty"`
-	Plan   string              `json:"plan,omitempty"` // a delegating task's plan file
+	Commit string `json:"commit,omitempty"`
+	Bundle string `json:"bundle,omitempty"`
+	// BundleData holds a small bundle itself (then Bundle is empty).
+	BundleData []byte              `json:"bundle_data,omitempty"`
+	Exec       *muster.ExecResult  `json:"exec,omitempty"`
+	Error      *muster.AgentError  `json:"error,omitempty"`
+	Fail       string              `json:"fail,omitempty"` // the worker could not run the job (not the agent's fault)
+	Gates      []muster.GateResult `json:"gates,omitempty"`
+	Plan       string              `json:"plan,omitempty"` // a delegating task's plan file
 }
 
 // holder names a lease: "worker/msg.delivery".
@@ -97,7 +99,9 @@ type BundleRequest struct {
 // BundleReply names the object holding the bundle (or why not).
 type BundleReply struct {
 	Object string `json:"object,omitempty"`
-	Error  string `json:"error,omitempty"`
+	// Data holds a small bundle itself (then Object is empty).
+	Data  []byte `json:"data,omitempty"`
+	Error string `json:"error,omitempty"`
 }
 
 var tokenEnc = base32.HexEncoding.WithPadding(base32.NoPadding)
@@ -111,6 +115,11 @@ func eventSubject(run, job string) string     { return "muster.ev." + run + "." 
 func bundleSubject(run string) string         { return "muster.bundle." + run }
 func leaseKey(run, job string) string         { return run + "." + job }
 func genKey(run string) string                { return run + ".gen" }
+
+// inlineMax is the largest bundle sent inside a message; larger ones go
+// through the object store (a message stays well under any server's
+// default 1 MB payload limit).
+const inlineMax = 256 << 10
 
 // Lease values besides a holder ("worker/delivery").
 const (

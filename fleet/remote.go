@@ -28,8 +28,9 @@ type Local interface {
 	Head(ctx context.Context, dir string) (string, error)
 	Snapshot(ctx context.Context, dir, parent string) (string, error)
 	WriteBundle(ctx context.Context, dir, tip string, have []string, out string) error
-	ReadBundle(ctx context.Context, dir, bundle string) (string, error)
-	Parents(ctx context.Context, dir, commit string) ([]string, error)
+	// ReadBundle stores a bundle's objects; it returns its commit and
+	// that commit's parents.
+	ReadBundle(ctx context.Context, dir, bundle string) (tip string, parents []string, err error)
 	Apply(ctx context.Context, dir, from, to string) error
 }
 
@@ -48,9 +49,14 @@ type Dispatcher struct {
 	scratch string
 	lease   time.Duration
 
-	mu   sync.Mutex // guards jobs
+	mu   sync.Mutex // guards jobs and stored
 	jobs map[string]*pending
+	// stored names the large bundles already in the object store.
+	stored map[string]bool
 
+	// base is Open's context without its cancellation: bundle requests
+	// run under it (with their own deadline).
+	base     context.Context
 	bundleMu sync.Mutex // serialises bundle creation
 	sub      *nats.Subscription
 	cc       jetstream.ConsumeContext
@@ -86,7 +92,7 @@ func Open(ctx context.Context, c *Conn, o DispatchOptions) (*Dispatcher, error) 
 	if o.Lease <= 0 {
 		o.Lease = DefaultLease
 	}
-	d := &Dispatcher{conn: c, run: o.Run, runTok: token(o.Run), repo: o.Repo, local: o.Local, scratch: o.Scratch, lease: o.Lease, jobs: map[string]*pending{}}
+	d := &Dispatcher{conn: c, run: o.Run, runTok: token(o.Run), repo: o.Repo, local: o.Local, scratch: o.Scratch, lease: o.Lease, jobs: map[string]*pending{}, stored: map[string]bool{}, base: context.WithoutCancel(ctx)}
 	if err := os.MkdirAll(o.Scratch, 0o700); err != nil {
 		return nil, err
 	}
@@ -161,11 +167,14 @@ func (d *Dispatcher) onBundleRequest(m *nats.Msg) {
 		sort.Strings(have)
 		h := sha256.Sum256([]byte(strings.Join(have, ",")))
 		name := fmt.Sprintf("%s/b/%s-%s", d.run, req.Want, hex.EncodeToString(h[:8]))
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		ctx, cancel := context.WithTimeout(d.base, 5*time.Minute)
 		defer cancel()
 		d.bundleMu.Lock()
 		defer d.bundleMu.Unlock()
-		if _, err := d.conn.Bundles.GetInfo(ctx, name); err == nil {
+		d.mu.Lock()
+		stored := d.stored[name]
+		d.mu.Unlock()
+		if stored {
 			reply(BundleReply{Object: name})
 			return
 		}
@@ -175,10 +184,17 @@ func (d *Dispatcher) onBundleRequest(m *nats.Msg) {
 			reply(BundleReply{Error: "bundle: " + err.Error()})
 			return
 		}
+		if b, err := os.ReadFile(path); err == nil && len(b) <= inlineMax {
+			reply(BundleReply{Data: b})
+			return
+		}
 		if err := putFile(ctx, d.conn.Bundles, name, path); err != nil {
 			reply(BundleReply{Error: "store bundle: " + err.Error()})
 			return
 		}
+		d.mu.Lock()
+		d.stored[name] = true
+		d.mu.Unlock()
 		reply(BundleReply{Object: name})
 	}()
 }
@@ -410,25 +426,27 @@ func (d *Dispatcher) accept(ctx context.Context, req *muster.ExecRequest, p *pen
 // take fetches the result bundle, checks that it holds one commit on
 // start, and writes its change into dir.
 func (d *Dispatcher) take(ctx context.Context, dir, start string, rep *Report) error {
-	if !strings.HasPrefix(rep.Bundle, d.run+"/r/"+rep.Job+".") {
-		return fmt.Errorf("bundle %q is not this job's", rep.Bundle)
-	}
 	path := filepath.Join(d.scratch, "r-"+randomID()+".bundle")
 	defer os.Remove(path)
-	if err := d.conn.Bundles.GetFile(ctx, rep.Bundle, path); err != nil {
-		return fmt.Errorf("get bundle: %w", err)
+	switch {
+	case len(rep.BundleData) > 0:
+		if err := os.WriteFile(path, rep.BundleData, 0o600); err != nil {
+			return err
+		}
+	case !strings.HasPrefix(rep.Bundle, d.run+"/r/"+rep.Job+"."):
+		return fmt.Errorf("bundle %q is not this job's", rep.Bundle)
+	default:
+		if err := d.conn.Bundles.GetFile(ctx, rep.Bundle, path); err != nil {
+			return fmt.Errorf("get bundle: %w", err)
+		}
+		_ = d.conn.Bundles.Delete(context.WithoutCancel(ctx), rep.Bundle)
 	}
-	_ = d.conn.Bundles.Delete(context.WithoutCancel(ctx), rep.Bundle)
-	tip, err := d.local.ReadBundle(ctx, dir, path)
+	tip, parents, err := d.local.ReadBundle(ctx, dir, path)
 	if err != nil {
 		return err
 	}
 	if tip != rep.Commit {
 		return fmt.Errorf("the bundle holds %s, not the reported %s", tip, rep.Commit)
-	}
-	parents, err := d.local.Parents(ctx, dir, tip)
-	if err != nil {
-		return err
 	}
 	if len(parents) != 1 || parents[0] != start {
 		return fmt.Errorf("commit %s is not one commit on the job's start %s", tip, start)

@@ -405,11 +405,16 @@ func (w *Worker) run(ctx context.Context, spec *muster.ExecutorSpec, n int, job 
 		return fail("record the result: %v", err)
 	}
 	if changed {
-		name := fmt.Sprintf("%s/r/%s.%d.%d", job.Run, job.ID, seq, delivery)
-		if err := putFile(ctx, w.o.Conn.Bundles, name, bundle); err != nil {
-			return fail("send the result: %v", err)
+		out.Commit = commit
+		if b, err := os.ReadFile(bundle); err == nil && len(b) <= inlineMax {
+			out.BundleData = b
+		} else {
+			name := fmt.Sprintf("%s/r/%s.%d.%d", job.Run, job.ID, seq, delivery)
+			if err := putFile(ctx, w.o.Conn.Bundles, name, bundle); err != nil {
+				return fail("send the result: %v", err)
+			}
+			out.Bundle = name
 		}
-		out.Commit, out.Bundle = commit, name
 	}
 	return out
 }
@@ -446,7 +451,11 @@ func (w *Worker) fetchStart(ctx context.Context, job *Job, scratch string) error
 		return errors.New(rep.Error)
 	}
 	path := filepath.Join(scratch, "start.bundle")
-	if err := w.o.Conn.Bundles.GetFile(rctx, rep.Object, path); err != nil {
+	if len(rep.Data) > 0 {
+		if err := os.WriteFile(path, rep.Data, 0o600); err != nil {
+			return err
+		}
+	} else if err := w.o.Conn.Bundles.GetFile(rctx, rep.Object, path); err != nil {
 		return fmt.Errorf("get bundle %s: %w", rep.Object, err)
 	}
 	defer os.Remove(path)

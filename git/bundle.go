@@ -36,14 +36,9 @@ func safeCmd(dir string, args ...string) cmd {
 // prerequisites: the receiver has them). A have that dir does not know is
 // left out, so the bundle is then larger, never wrong.
 func WriteBundle(ctx context.Context, dir, tip string, have []string, out string) (err error) {
-	var prereq []string
-	for _, h := range have {
-		if h == "" || h == tip || !isHex(h) {
-			continue
-		}
-		if _, err := run(ctx, safeCmd(dir, "cat-file", "-e", h+"^{commit}")); err == nil {
-			prereq = append(prereq, h)
-		}
+	prereq, err := known(ctx, dir, tip, have)
+	if err != nil {
+		return err
 	}
 	f, err := os.Create(out)
 	if err != nil {
@@ -75,6 +70,32 @@ func WriteBundle(ctx context.Context, dir, tip string, have []string, out string
 	return stream(ctx, c, strings.NewReader(revs.String()), f)
 }
 
+// known returns the commits of have that dir holds (one git call).
+func known(ctx context.Context, dir, tip string, have []string) ([]string, error) {
+	var ask []string
+	for _, h := range have {
+		if h != "" && h != tip && isHex(h) {
+			ask = append(ask, h)
+		}
+	}
+	if len(ask) == 0 {
+		return nil, nil
+	}
+	c := safeCmd(dir, "cat-file", "--batch-check=%(objectname) %(objecttype)")
+	c.stdin = []byte(strings.Join(ask, "\n") + "\n")
+	out, err := run(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	var got []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if sha, typ, ok := strings.Cut(l, " "); ok && typ == "commit" {
+			got = append(got, sha)
+		}
+	}
+	return got, nil
+}
+
 // stream runs c with stdin and its standard output into w (a bundle may
 // be large: it is not held in memory).
 func stream(ctx context.Context, c cmd, stdin io.Reader, w io.Writer) error {
@@ -98,19 +119,47 @@ func stream(ctx context.Context, c cmd, stdin io.Reader, w io.Writer) error {
 
 // ReadBundle stores the objects of a bundle in dir's repository (its
 // prerequisites must be there already) and returns the commit its ref
-// names. Objects are checked as they are indexed.
-func ReadBundle(ctx context.Context, dir, bundle string) (string, error) {
-	tip, err := bundleTip(bundle)
+// names, with that commit's parents. Objects are checked as they are
+// indexed.
+func ReadBundle(ctx context.Context, dir, bundle string) (tip string, parents []string, err error) {
+	tip, _, parents, err = readBundle(ctx, dir, bundle)
+	return tip, parents, err
+}
+
+func readBundle(ctx context.Context, dir, bundle string) (tip, tree string, parents []string, err error) {
+	tip, err = bundleTip(bundle)
 	if err != nil {
-		return "", err
+		return "", "", nil, err
 	}
 	if _, err := run(ctx, safeCmd(dir, "bundle", "unbundle", bundle)); err != nil {
-		return "", fmt.Errorf("unbundle: %w", err)
+		return "", "", nil, fmt.Errorf("unbundle: %w", err)
 	}
-	if _, err := run(ctx, safeCmd(dir, "cat-file", "-e", tip+"^{commit}")); err != nil {
-		return "", fmt.Errorf("bundle: its commit %s is missing after unbundle", tip)
+	tree, parents, err = commitInfo(ctx, dir, tip)
+	if err != nil {
+		return "", "", nil, fmt.Errorf("bundle: its commit %s is missing after unbundle", tip)
 	}
-	return tip, nil
+	return tip, tree, parents, nil
+}
+
+// commitInfo reads a commit's tree and parents (one git call).
+func commitInfo(ctx context.Context, dir, commit string) (tree string, parents []string, err error) {
+	out, err := run(ctx, safeCmd(dir, "cat-file", "commit", commit))
+	if err != nil {
+		return "", nil, err
+	}
+	hdr, _, _ := strings.Cut(string(out), "\n\n")
+	for _, l := range strings.Split(hdr, "\n") {
+		switch k, v, _ := strings.Cut(l, " "); k {
+		case "tree":
+			tree = v
+		case "parent":
+			parents = append(parents, v)
+		}
+	}
+	if tree == "" {
+		return "", nil, fmt.Errorf("commit %s has no tree", commit)
+	}
+	return tree, parents, nil
 }
 
 // bundleTip reads the one ref of a fleet bundle's header.
@@ -204,19 +253,6 @@ func commitOf(ctx context.Context, dir, tree, parent, msg string) (string, error
 	c.env = []string{"GIT_AUTHOR_NAME=muster", "GIT_AUTHOR_EMAIL=muster@localhost", "GIT_COMMITTER_NAME=muster",
 		"GIT_COMMITTER_EMAIL=muster@localhost", "GIT_AUTHOR_DATE=@0 +0000", "GIT_COMMITTER_DATE=@0 +0000"}
 	return line(ctx, c)
-}
-
-// Parent returns a commit's parents.
-func Parents(ctx context.Context, dir, commit string) ([]string, error) {
-	out, err := line(ctx, safeCmd(dir, "rev-list", "--parents", "-n", "1", commit+"^{commit}"))
-	if err != nil {
-		return nil, err
-	}
-	f := strings.Fields(out)
-	if len(f) == 0 {
-		return nil, fmt.Errorf("no commit %s", commit)
-	}
-	return f[1:], nil
 }
 
 // ChangedPaths lists the paths that differ between two commits' trees

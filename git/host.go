@@ -2,14 +2,15 @@ package git
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 )
 
 // Host keeps a fleet worker's repositories: one object store per
@@ -19,13 +20,19 @@ import (
 // before each of its own calls there, so nothing an agent planted runs.
 type Host struct {
 	Root string
-	mu   sync.Mutex // serialises store updates
+
+	mu    sync.Mutex        // serialises store updates; guards trees
+	trees map[string]string // commit -> its tree, as learnt
 }
 
 // maxTips bounds the tips a store remembers as "have" for the next bundle.
 const maxTips = 16
 
 func (h *Host) store(repo string) string { return filepath.Join(h.Root, "repos", repo+".git") }
+
+// tipsFile lists a store's tips, newest first. The store is muster's
+// alone and never collected, so its objects stay without refs.
+func (h *Host) tipsFile(repo string) string { return filepath.Join(h.Root, "repos", repo+".tips") }
 
 func (h *Host) ensureStore(ctx context.Context, repo string) (string, error) {
 	if !isHex(repo) {
@@ -44,13 +51,32 @@ func (h *Host) ensureStore(ctx context.Context, repo string) (string, error) {
 	return dir, nil
 }
 
-// Has reports whether the store of repo holds commit.
+func (h *Host) readTips(repo string) []string {
+	b, err := os.ReadFile(h.tipsFile(repo))
+	if err != nil {
+		return nil
+	}
+	var tips []string
+	if json.Unmarshal(b, &tips) != nil {
+		return nil
+	}
+	return tips
+}
+
+// Has reports whether the store of repo received commit (among its
+// last tips: the commits a job starts from are always received ones).
 func (h *Host) Has(ctx context.Context, repo, commit string) bool {
 	if !isHex(repo) || !isHex(commit) {
 		return false
 	}
-	_, err := run(ctx, safeCmd(h.store(repo), "cat-file", "-e", commit+"^{commit}"))
-	return err == nil
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, t := range h.readTips(repo) {
+		if t == commit {
+			return true
+		}
+	}
+	return false
 }
 
 // Tips returns the commits the store of repo received last (newest
@@ -59,11 +85,9 @@ func (h *Host) Tips(ctx context.Context, repo string) []string {
 	if !isHex(repo) {
 		return nil
 	}
-	out, err := line(ctx, safeCmd(h.store(repo), "for-each-ref", "--sort=-refname", "--format=%(objectname)", "refs/tips/"))
-	if err != nil || out == "" {
-		return nil
-	}
-	return strings.Fields(out)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.readTips(repo)
 }
 
 // Receive stores a bundle's objects in the store of repo and remembers
@@ -75,27 +99,65 @@ func (h *Host) Receive(ctx context.Context, repo, bundle string) (string, error)
 	if err != nil {
 		return "", err
 	}
-	tip, err := ReadBundle(ctx, dir, bundle)
+	tip, tree, _, err := readBundle(ctx, dir, bundle)
 	if err != nil {
 		return "", err
 	}
-	name := fmt.Sprintf("refs/tips/%020d", time.Now().UnixNano())
-	if _, err := run(ctx, safeCmd(dir, "update-ref", name, tip)); err != nil {
-		return "", err
-	}
-	out, err := line(ctx, safeCmd(dir, "for-each-ref", "--sort=-refname", "--format=%(refname)", "refs/tips/"))
-	if err == nil {
-		refs := strings.Fields(out)
-		for _, r := range refs[min(len(refs), maxTips):] {
-			_, _ = run(ctx, safeCmd(dir, "update-ref", "-d", r))
+	h.learn(tip, tree)
+	tips := []string{tip}
+	for _, t := range h.readTips(repo) {
+		if t != tip {
+			tips = append(tips, t)
 		}
 	}
+	if len(tips) > maxTips {
+		tips = tips[:maxTips]
+	}
+	b, _ := json.Marshal(tips)
+	if err := os.WriteFile(h.tipsFile(repo), b, 0o644); err != nil {
+		return "", err
+	}
 	return tip, nil
+}
+
+// learn remembers a commit's tree; the caller holds mu.
+func (h *Host) learn(commit, tree string) {
+	if h.trees == nil {
+		h.trees = map[string]string{}
+	}
+	if len(h.trees) > 4096 {
+		clear(h.trees)
+	}
+	h.trees[commit] = tree
+}
+
+// treeOf returns commit's tree from what the host learnt, else from git.
+func (h *Host) treeOf(ctx context.Context, dir, commit string) (string, error) {
+	h.mu.Lock()
+	t, ok := h.trees[commit]
+	h.mu.Unlock()
+	if ok {
+		return t, nil
+	}
+	t, _, err := commitInfo(ctx, dir, commit)
+	if err != nil {
+		return "", err
+	}
+	h.mu.Lock()
+	h.learn(commit, t)
+	h.mu.Unlock()
+	return t, nil
 }
 
 // CloneDir is where clone n of an executor works on repo.
 func (h *Host) CloneDir(repo, executor string, n int) string {
 	return filepath.Join(h.Root, "clones", repo, executor+"-"+strconv.Itoa(n))
+}
+
+// savedIndex is where muster keeps, outside the clone, the index its
+// checkout wrote: a stat cache no agent can touch.
+func (h *Host) savedIndex(repo, executor string, n int) string {
+	return filepath.Join(h.Root, "index", repo, executor+"-"+strconv.Itoa(n))
 }
 
 // cloneGit runs git in a clone with its git directory named explicitly.
@@ -138,13 +200,44 @@ func (h *Host) Checkout(ctx context.Context, repo, executor string, n int, commi
 			return "", err
 		}
 	}
+	saved := h.savedIndex(repo, executor, n)
+	if err := os.MkdirAll(filepath.Dir(saved), 0o755); err != nil {
+		return "", err
+	}
+	if err := copyFile(filepath.Join(gd, "index"), saved); err != nil {
+		return "", err
+	}
 	return dir, nil
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	tmp := dst + ".tmp"
+	out, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	if err := out.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, dst)
 }
 
 // scrubGitDir rewrites what of a clone's git directory could make git run
 // a program or look elsewhere: config, hooks, info, alternates; and drops
 // an agent's leftover operations and locks.
 func scrubGitDir(gd, objects string) error {
+	if st, err := os.Lstat(gd); err != nil || !st.IsDir() {
+		return fmt.Errorf("clone's git directory %s is gone or not a directory", gd)
+	}
 	for _, f := range []string{"hooks", "info", "config.worktree", "commondir", "index.lock", "HEAD.lock",
 		"rebase-merge", "rebase-apply", "MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "sequencer", "objects/info/alternates"} {
 		if err := os.RemoveAll(filepath.Join(gd, f)); err != nil {
@@ -163,6 +256,8 @@ func scrubGitDir(gd, objects string) error {
 // Result records what the clone's work tree holds as a commit on start
 // and writes a bundle of it (start is its prerequisite) to out. changed
 // is false, and no bundle is written, when the work tree holds start.
+// The state is read through a copy of the index muster's checkout wrote
+// (never the agent's own index), so only the work tree counts.
 func (h *Host) Result(ctx context.Context, repo, executor string, n int, start, out string) (commit string, changed bool, err error) {
 	dir := h.CloneDir(repo, executor, n)
 	if err := scrubGitDir(filepath.Join(dir, ".git"), filepath.Join(h.store(repo), "objects")); err != nil {
@@ -174,24 +269,27 @@ func (h *Host) Result(ctx context.Context, repo, executor string, n int, start, 
 	}
 	idx := tmp.Name()
 	tmp.Close()
-	os.Remove(idx)
 	defer os.Remove(idx)
-	run1 := func(args ...string) (string, error) {
+	gitIdx := func(args ...string) (string, error) {
 		c := cloneGit(dir, args...)
 		c.env = append(c.env, "GIT_INDEX_FILE="+idx)
 		return line(ctx, c)
 	}
-	if _, err := run1("read-tree", start); err != nil {
+	if err := copyFile(h.savedIndex(repo, executor, n), idx); err != nil {
+		// No saved index: build one from start (slower, same result).
+		os.Remove(idx)
+		if _, err := gitIdx("read-tree", start); err != nil {
+			return "", false, err
+		}
+	}
+	if _, err := gitIdx("add", "-A", "--", "."); err != nil {
 		return "", false, err
 	}
-	if _, err := run1("add", "-A", "--", "."); err != nil {
-		return "", false, err
-	}
-	tree, err := run1("write-tree")
+	tree, err := gitIdx("write-tree")
 	if err != nil {
 		return "", false, err
 	}
-	base, err := run1("rev-parse", start+"^{tree}")
+	base, err := h.treeOf(ctx, h.store(repo), start)
 	if err != nil {
 		return "", false, err
 	}

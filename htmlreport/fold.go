@@ -18,6 +18,8 @@ type span struct {
 	Start   time.Time
 	End     time.Time
 	Outcome string // a task state, "retried" or "review"
+	// Worker is the fleet worker's "worker/executor#clone" ("": local).
+	Worker string
 }
 
 // costPoint is the run's cumulative cost after one TokensUsed.
@@ -109,6 +111,10 @@ func (r *run) apply(e *muster.Event) {
 				s.Outcome = outcome(t.State)
 			}
 			delete(r.open, e.Slot())
+		}
+	case muster.EvWorkerAssigned:
+		if s := r.open[e.Slot()]; s != nil && s.Task == e.Task {
+			s.Worker = e.Worker + "/" + muster.Slot(e.Executor, e.WorkerClone)
 		}
 	case muster.EvTaskStarted:
 		r.openSpan(e, e.Role)

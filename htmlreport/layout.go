@@ -128,7 +128,7 @@ func layoutGraph(r *run) graph {
 		pos[id] = [2]float64{x, y}
 		detail := string(t.State)
 		if t.Slot != "" {
-			detail += " · " + t.Slot
+			detail += " · " + t.Where()
 		}
 		g.Nodes = append(g.Nodes, node{X: x, Y: y, ID: string(id), Label: clipText(string(id), 20),
 			State: t.State, Title: t.Title, Detail: clipText(detail, 24)})
@@ -214,7 +214,11 @@ func layoutGantt(r *run) gantt {
 		if b.W > 8*float64(len(s.Task))+6 {
 			b.Label = string(s.Task)
 		}
-		b.Tip = fmt.Sprintf("%s on %s (%s): %s–%s, %s", s.Task, s.Slot, s.Role,
+		where := s.Slot
+		if s.Worker != "" {
+			where = s.Worker
+		}
+		b.Tip = fmt.Sprintf("%s on %s (%s): %s–%s, %s", s.Task, where, s.Role,
 			s.Start.UTC().Format(time.TimeOnly), s.End.UTC().Format(time.TimeOnly), s.Outcome)
 		if t := r.Tasks[s.Task]; t != nil && s.Role != muster.RoleReviewer {
 			in := func(at time.Time) bool { return !at.Before(s.Start) && !at.After(s.End) }

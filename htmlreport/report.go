@@ -156,7 +156,7 @@ func Write(w io.Writer, events []muster.Event, opts Options) error {
 }
 
 func makeRow(t *runview.Task) row {
-	rw := row{ID: string(t.ID), Title: t.Title, State: string(t.State), Slot: t.Slot, Attempts: t.Attempt,
+	rw := row{ID: string(t.ID), Title: t.Title, State: string(t.State), Slot: t.Where(), Attempts: t.Attempt,
 		Rounds: t.FixRounds, Commit: t.Commit, Paths: t.Paths, Reason: t.Reason,
 		Tokens: runview.Tokens(t.Usage.Tokens()), Cost: muster.FormatUSD(t.Usage.CostMicros)}
 	if !t.Start.IsZero() && !t.End.IsZero() && t.End.After(t.Start) {

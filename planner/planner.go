@@ -70,6 +70,11 @@ type Options struct {
 	Grace time.Duration
 	// Env holds extra variables for the agent.
 	Env map[string]string
+	// Confine, when set, confines the planner: it may write the paths
+	// Confine lists, its try's scratch directory (plan-out file, home,
+	// TMPDIR) and the executor's writable paths; never its clone (read
+	// authority). nil: unconfined.
+	Confine *muster.Confinement
 	// OnEvent sees every event once it is durable.
 	OnEvent func(e *muster.Event)
 }
@@ -207,9 +212,14 @@ func (s *session) ask(ctx context.Context, task *muster.Task, try int, dir, prom
 	if timeout <= 0 {
 		timeout = defaultTimeout
 	}
+	env, err := tmpdir(o.Env, o.Spec, scratch)
+	if err != nil {
+		return nil, "", s.fail(try, muster.Errorf(muster.CodeInternal, "planner scratch: %v", err))
+	}
 	req := &muster.ExecRequest{Run: o.RunID, Task: task, Role: muster.RolePlanner, Spec: o.Spec, Clone: s.clone,
 		Attempt: try, Dir: dir, Prompt: prompt, Authority: muster.AuthorityRead, Scratch: scratch,
-		PlanOut: filepath.Join(scratch, "plan-out.md"), Timeout: timeout, Grace: o.Grace, Env: o.Env}
+		PlanOut: filepath.Join(scratch, "plan-out.md"), Timeout: timeout, Grace: o.Grace, Env: env,
+		Confine: o.Confine.With(append([]string{scratch}, o.Spec.Writable...)...)}
 	var journalErr error
 	res, execErr := o.Executor.Execute(ctx, req, func(r muster.Record) {
 		if ev, ok := s.record(r); ok && journalErr == nil {
@@ -240,6 +250,24 @@ func (s *session) ask(ctx context.Context, task *muster.Task, try int, dir, prom
 		return nil, "the planner gave no plan: nothing in the file named by MUSTER_PLAN_OUT, and no Markdown plan (a \"# Plan:\" title or a \"## [ ] ID: Title\" task) in its final message", nil
 	}
 	return text, "", nil
+}
+
+// tmpdir gives the planner a TMPDIR in its try's scratch directory (as
+// the driver gives each attempt), unless the executor's env sets one.
+func tmpdir(env map[string]string, spec *muster.ExecutorSpec, scratch string) (map[string]string, error) {
+	if _, ok := spec.Env["TMPDIR"]; ok {
+		return env, nil
+	}
+	dir := filepath.Join(scratch, "tmp")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(env)+1)
+	for k, v := range env {
+		out[k] = v
+	}
+	out["TMPDIR"] = dir
+	return out, nil
 }
 
 // record turns an agent's record into a journal event.

@@ -77,6 +77,12 @@ func TestRunRetriesWithProblems(t *testing.T) {
 		if req.Authority != muster.AuthorityRead || req.Role != muster.RolePlanner || req.PlanOut == "" {
 			t.Errorf("request: authority %s, role %s, plan out %q", req.Authority, req.Role, req.PlanOut)
 		}
+		// Confined: the run's paths and the try's scratch (plan-out file,
+		// TMPDIR), never the clone.
+		if c := req.Confine; c == nil || strings.Join(c.Writable, ",") != "/shared,"+req.Scratch ||
+			!strings.HasPrefix(req.PlanOut, req.Scratch) || req.Env["TMPDIR"] != filepath.Join(req.Scratch, "tmp") {
+			t.Errorf("confinement %+v, scratch %s, plan out %s, env %v", req.Confine, req.Scratch, req.PlanOut, req.Env)
+		}
 		emit(muster.Record{Type: muster.RecUsage, Model: "m", Usage: muster.Usage{InputTokens: 100, OutputTokens: 10, CostMicros: 1000}})
 		text := cyclic
 		if req.Attempt == 2 {
@@ -85,6 +91,7 @@ func TestRunRetriesWithProblems(t *testing.T) {
 		return &muster.ExecResult{}, os.WriteFile(req.PlanOut, []byte(text), 0o644)
 	}}
 	opts, j := options(t, exec)
+	opts.Confine = &muster.Confinement{Launcher: "/bin/muster", Writable: []string{"/shared"}}
 	res, err := planner.Run(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)

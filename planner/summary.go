@@ -127,7 +127,11 @@ func (s Summary) Lines() []string {
 		fmt.Sprintf("critical path  %d tasks: %s", len(path), strings.Join(path, " -> ")),
 	}
 	if s.Clones > 0 {
-		out = append(out, fmt.Sprintf("at once        %d (the graph allows %d; the crew runs %d coders at once)", s.AtOnce, s.Width, s.Clones))
+		coders := "coders"
+		if s.Clones == 1 {
+			coders = "coder"
+		}
+		out = append(out, fmt.Sprintf("at once        %d (the graph allows %d; the crew runs %d %s at once)", s.AtOnce, s.Width, s.Clones, coders))
 	} else {
 		out = append(out, fmt.Sprintf("at once        up to %d by the graph (no crew configured)", s.Width))
 	}

@@ -39,11 +39,20 @@ func (r *Run) Apply(e *muster.Event) {
 		}
 	case muster.EvExecutorRelease:
 		if c := r.slots[e.Slot()]; c != nil {
-			c.Task, c.Work = "", muster.Usage{}
+			c.Task, c.Work, c.Worker = "", muster.Usage{}, ""
+		}
+	case muster.EvWorkerAssigned:
+		where := e.Worker + "/" + muster.Slot(e.Executor, e.WorkerClone)
+		if slot := e.Slot(); slot != "" {
+			r.Clone(slot).Worker = where
+		}
+		if e.Role != muster.RoleReviewer && e.Task != "" {
+			r.Task(e.Task).Worker = where
 		}
 	case muster.EvTaskStarted:
 		t := r.Task(e.Task)
 		t.State, t.Attempt, t.Phase, t.Round, t.Reason = muster.StateRunning, e.Attempt, "agent", 0, ""
+		t.Worker = ""
 		if t.Start.IsZero() {
 			t.Start = e.Time
 		}
@@ -51,7 +60,7 @@ func (r *Run) Apply(e *muster.Event) {
 			t.Slot = slot
 			c := r.Clone(slot)
 			if c.Task != e.Task {
-				c.Task, c.Since, c.Work = e.Task, e.Time, muster.Usage{}
+				c.Task, c.Since, c.Work, c.Worker = e.Task, e.Time, muster.Usage{}, ""
 			}
 			if c.Role == "" {
 				c.Role = e.Role

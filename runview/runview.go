@@ -24,6 +24,9 @@ type Task struct {
 	Attempt int
 	// Slot is the coder clone of the latest attempt.
 	Slot string
+	// Worker is "worker/executor#clone" when the latest attempt's coder
+	// ran on a fleet worker ("" locally; untrusted).
+	Worker string
 	// Phase is the current phase (agent, gates, review, integrating, …),
 	// "" once the task ended.
 	Phase string
@@ -97,6 +100,27 @@ type Clone struct {
 	Since time.Time     // when it took the current task
 	Work  muster.Usage  // spent on the current task by this clone
 	Total muster.Usage  // spent by this clone in the run
+	// Worker is "worker/executor#clone" while a fleet worker does the
+	// current task ("" locally; untrusted).
+	Worker string
+}
+
+// Name is how views show the clone: the fleet worker's clone doing its
+// task, else its slot.
+func (c *Clone) Name() string {
+	if c.Worker != "" && c.Task != "" {
+		return c.Worker
+	}
+	return c.Slot
+}
+
+// Where is how views show where the task's latest attempt ran: the fleet
+// worker's clone, else the slot.
+func (t *Task) Where() string {
+	if t.Worker != "" {
+		return t.Worker
+	}
+	return t.Slot
 }
 
 // Run is the fold of a run's events.

@@ -75,3 +75,25 @@ func TestFormats(t *testing.T) {
 		t.Errorf("Blocking = %d, want 2", n)
 	}
 }
+
+func TestWorkerAssigned(t *testing.T) {
+	r := New()
+	at := time.Unix(100, 0)
+	for _, e := range []muster.Event{
+		{Type: muster.EvTasksPlanned, Tasks: []*muster.Task{{ID: "a", Title: "A"}}},
+		{Type: muster.EvTaskStarted, Task: "a", Attempt: 1, Executor: "sh", Clone: 2, Role: muster.RoleCoder, Time: at},
+		{Type: muster.EvWorkerAssigned, Task: "a", Attempt: 1, Executor: "sh", Clone: 2, Role: muster.RoleCoder, Worker: "w1", WorkerClone: 1, Time: at},
+	} {
+		r.Apply(&e)
+	}
+	if got := r.Tasks["a"].Where(); got != "w1/sh#1" {
+		t.Errorf("task where %q, want w1/sh#1", got)
+	}
+	if got := r.Clone("sh#2").Name(); got != "w1/sh#1" {
+		t.Errorf("busy clone name %q, want w1/sh#1", got)
+	}
+	r.Apply(&muster.Event{Type: muster.EvExecutorRelease, Executor: "sh", Clone: 2})
+	if got := r.Clone("sh#2").Name(); got != "sh#2" {
+		t.Errorf("idle clone name %q, want its slot", got)
+	}
+}

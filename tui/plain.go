@@ -32,6 +32,11 @@ func PlainLine(e muster.Event) string {
 			s += fmt.Sprintf(" (attempt %d)", e.Attempt)
 		}
 		return s
+	case muster.EvWorkerAssigned:
+		if e.Role == muster.RoleReviewer {
+			return ""
+		}
+		return fmt.Sprintf("%s: taken by fleet worker %s", id, textsafe.Sanitize(e.Worker+"/"+muster.Slot(e.Executor, e.WorkerClone)))
 	case muster.EvPhase:
 		switch e.Phase {
 		case "agent":

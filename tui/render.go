@@ -132,11 +132,11 @@ func (m Model) elapsed() time.Duration {
 func (m Model) laneLines(w int) []string {
 	sw := 8
 	for _, l := range m.st.Clones {
-		sw = max(sw, lipgloss.Width(textsafe.Sanitize(l.Slot)))
+		sw = max(sw, lipgloss.Width(textsafe.Sanitize(l.Name())))
 	}
 	var lines []string
 	for _, l := range m.st.Clones {
-		slot := pad(textsafe.Sanitize(l.Slot), sw)
+		slot := pad(textsafe.Sanitize(l.Name()), sw)
 		total := fmt.Sprintf("Σ %s tok %s", runview.Tokens(l.Total.Tokens()), muster.FormatUSD(l.Total.CostMicros))
 		if l.Task == "" {
 			state, detail := "idle", ""
@@ -249,7 +249,7 @@ func (m Model) detail(w, n int) []string {
 	lines := []string{stHeader.Render(clip(textsafe.Sanitize(string(t.ID))+": "+textsafe.Sanitize(t.Title), w))}
 	info := fmt.Sprintf("%s  attempt %d", t.State, t.Attempt)
 	if t.Slot != "" {
-		info += "  on " + textsafe.Sanitize(t.Slot)
+		info += "  on " + textsafe.Sanitize(t.Where())
 	}
 	if t.State == muster.StateRunning {
 		info += "  " + phaseText(t)

@@ -28,6 +28,7 @@ for s in $SLOW; do
     exec sleep 60
   fi
 done
+[ "$t" = r ] && sleep 2
 if [ "$t" = w ]; then
   while [ ! -e "$m/awake" ]; do sleep 0.1; done
   sleep 2

@@ -97,6 +97,15 @@ func Make(ctx context.Context, repo *cmdutil.Repo, cfg *muster.Config, req Reque
 	if err != nil {
 		return nil, err
 	}
+	confinement, warnings, err := runner.RepoConfinement(repo, cfg)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range warnings {
+		if req.Log != nil {
+			fmt.Fprintln(req.Log, "warning: "+w)
+		}
+	}
 	id := "plan-" + cmdutil.NewRunID(time.Now())
 	ws, err := git.Open(ctx, git.Options{Repo: repo.Top, RunID: id, Keep: cfg.Run.Keep, MaxClones: cfg.Pool.MaxClones})
 	if err != nil {
@@ -126,7 +135,7 @@ func Make(ctx context.Context, repo *cmdutil.Repo, cfg *muster.Config, req Reque
 	res, err := planner.Run(ctx, planner.Options{
 		Goal: req.Goal, RunID: id, Output: name, Tries: req.Tries, Spec: spec, Executor: exec,
 		Workspace: ws, Base: ws.Base(), Config: cfg, Journal: j, Check: Checker(cfg),
-		ScratchDir: filepath.Join(ws.RunDir(), "scratch"), Price: prices.Cost, Grace: cfg.Grace(),
+		ScratchDir: filepath.Join(ws.RunDir(), "scratch"), Price: prices.Cost, Grace: cfg.Grace(), Confine: confinement,
 		OnEvent: func(e *muster.Event) { progress(req.Log, spec, e, req.Tries) },
 	})
 	if res != nil {

@@ -64,6 +64,11 @@ func (p *Printer) OnEvent(e *muster.Event, s *engine.State) {
 			a = fmt.Sprintf(" (attempt %d)", e.Attempt)
 		}
 		line = fmt.Sprintf("%s %s started on %s%s", p.c(bold, "▶"), task, textsafe.Sanitize(e.Slot()), a)
+	case muster.EvWorkerAssigned:
+		if e.Role == muster.RoleReviewer {
+			return
+		}
+		line = fmt.Sprintf("  %s %s taken by fleet worker %s", p.c(dim, "⇢"), task, textsafe.Sanitize(e.Worker+"/"+muster.Slot(e.Executor, e.WorkerClone)))
 	case muster.EvTaskSucceeded:
 		t := s.Tasks[e.Task]
 		extra := ""

@@ -8,6 +8,7 @@ import (
 
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/confine"
+	"github.com/muster-run/muster/git"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
 )
 
@@ -46,6 +47,17 @@ func Confinement(cfg *muster.Config, protect ...string) (c *muster.Confinement, 
 		writable = append(writable, shared)
 	}
 	return &muster.Confinement{Launcher: exe, Writable: writable}, warnings, nil
+}
+
+// RepoConfinement is Confinement for agents working on repo: they must
+// never write the user's repository, muster's run directory in it, or
+// the pool of other clones in the cache.
+func RepoConfinement(repo *cmdutil.Repo, cfg *muster.Config) (*muster.Confinement, []string, error) {
+	protect := []string{repo.Top, repo.GitDir}
+	if cache, err := git.CacheRoot(); err == nil {
+		protect = append(protect, cache)
+	}
+	return Confinement(cfg, protect...)
 }
 
 // UnconfinedWarning says that agents run unconfined, why, and what to do.

@@ -97,11 +97,8 @@ func (gitLocal) Snapshot(ctx context.Context, dir, parent string) (string, error
 func (gitLocal) WriteBundle(ctx context.Context, dir, tip string, have []string, out string) error {
 	return git.WriteBundle(ctx, dir, tip, have, out)
 }
-func (gitLocal) ReadBundle(ctx context.Context, dir, bundle string) (string, error) {
+func (gitLocal) ReadBundle(ctx context.Context, dir, bundle string) (string, []string, error) {
 	return git.ReadBundle(ctx, dir, bundle)
-}
-func (gitLocal) Parents(ctx context.Context, dir, commit string) ([]string, error) {
-	return git.Parents(ctx, dir, commit)
 }
 func (gitLocal) Apply(ctx context.Context, dir, from, to string) error {
 	return git.Apply(ctx, dir, from, to)

@@ -195,13 +195,7 @@ func (s *Session) Drive(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// Agents must never write the user's repository, muster's run
-	// directory in it, or the pool of other clones in the cache.
-	protect := []string{s.Repo.Top, s.Repo.GitDir}
-	if cache, err := git.CacheRoot(); err == nil {
-		protect = append(protect, cache)
-	}
-	confinement, warnings, err := Confinement(s.Config, protect...)
+	confinement, warnings, err := RepoConfinement(s.Repo, s.Config)
 	if err != nil {
 		return err
 	}

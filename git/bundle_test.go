@@ -1,0 +1,199 @@
+package git
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func size(t *testing.T, p string) int64 {
+	t.Helper()
+	st, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Size()
+}
+
+// TestBundleRoundTrip: the base goes to a worker's host as a bundle, the
+// agent's change comes back as one commit on it and lands in another
+// worktree as the same change; the next base travels as only what is new.
+func TestBundleRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	files := map[string]string{}
+	for i := range 300 {
+		files[fmt.Sprintf("src/f%03d.txt", i)] = strings.Repeat(fmt.Sprintf("line %d of a file that compresses only so well\n", i), 40)
+	}
+	repo := newRepo(t, files)
+	base := g(t, repo, "rev-parse", "HEAD")
+	root, err := RootCommit(ctx, repo, base)
+	if err != nil || root != base {
+		t.Fatalf("root %s, %v", root, err)
+	}
+	tmp := t.TempDir()
+	h := &Host{Root: filepath.Join(tmp, "host")}
+	if h.Has(ctx, root, base) {
+		t.Fatal("an empty host has the base")
+	}
+	first := filepath.Join(tmp, "first.bundle")
+	if err := WriteBundle(ctx, repo, base, h.Tips(ctx, root), first); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := h.Receive(ctx, root, first); err != nil || got != base {
+		t.Fatalf("receive: %s, %v", got, err)
+	}
+	dir, err := h.Checkout(ctx, root, "sh", 1, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The agent: edits, adds, deletes, and leaves an ignored-looking
+	// untracked file too.
+	write(t, dir, "src/f001.txt", "changed\n")
+	write(t, dir, "new/added.txt", "added\n")
+	if err := os.Remove(filepath.Join(dir, "src/f002.txt")); err != nil {
+		t.Fatal(err)
+	}
+	back := filepath.Join(tmp, "back.bundle")
+	commit, changed, err := h.Result(ctx, root, "sh", 1, base, back)
+	if err != nil || !changed {
+		t.Fatalf("result: %s %v %v", commit, changed, err)
+	}
+	if n := size(t, back); n > 4096 {
+		t.Errorf("the result bundle of a three-file change is %d bytes", n)
+	}
+	// The orchestrator's side: a worktree at base takes the change.
+	orch := filepath.Join(tmp, "orch")
+	g(t, tmp, "clone", "-q", "--no-hardlinks", repo, orch)
+	tip, ps, err := ReadBundle(ctx, orch, back)
+	if err != nil || tip != commit {
+		t.Fatalf("read bundle: %s, %v", tip, err)
+	}
+	if len(ps) != 1 || ps[0] != base {
+		t.Fatalf("parents %v", ps)
+	}
+	if err := Apply(ctx, orch, base, tip); err != nil {
+		t.Fatal(err)
+	}
+	if got := g(t, orch, "status", "--porcelain", "--untracked-files=all"); got != "M src/f001.txt\nD  src/f002.txt\n?? new/added.txt" && got != " M src/f001.txt\nD  src/f002.txt\n?? new/added.txt" {
+		// checkout writes the index for the files it writes; rm too.
+		if !strings.Contains(got, "src/f001.txt") || !strings.Contains(got, "src/f002.txt") || !strings.Contains(got, "new/added.txt") {
+			t.Errorf("status after apply:\n%s", got)
+		}
+	}
+	if read(t, orch, "src/f001.txt") != "changed\n" || read(t, orch, "new/added.txt") != "added\n" {
+		t.Error("apply did not write the change")
+	}
+	if _, err := os.Stat(filepath.Join(orch, "src/f002.txt")); !os.IsNotExist(err) {
+		t.Error("apply did not delete src/f002.txt")
+	}
+	// Nothing changed: no bundle.
+	if _, err := h.Checkout(ctx, root, "sh", 1, base); err != nil {
+		t.Fatal(err)
+	}
+	if c, changed, err := h.Result(ctx, root, "sh", 1, base, filepath.Join(tmp, "none.bundle")); err != nil || changed || c != base {
+		t.Errorf("an unchanged clone: %s %v %v", c, changed, err)
+	}
+	// The next base: one more commit; the bundle against the host's tips
+	// holds only it.
+	write(t, repo, "src/f003.txt", "next\n")
+	g(t, repo, "commit", "-qam", "next")
+	next := g(t, repo, "rev-parse", "HEAD")
+	second := filepath.Join(tmp, "second.bundle")
+	if err := WriteBundle(ctx, repo, next, h.Tips(ctx, root), second); err != nil {
+		t.Fatal(err)
+	}
+	if a, b := size(t, first), size(t, second); b*20 > a {
+		t.Errorf("incremental bundle %d bytes against a first one of %d", b, a)
+	}
+	if got, err := h.Receive(ctx, root, second); err != nil || got != next {
+		t.Fatalf("receive next: %s, %v", got, err)
+	}
+	if !h.Has(ctx, root, next) || len(h.Tips(ctx, root)) != 2 {
+		t.Errorf("tips %v", h.Tips(ctx, root))
+	}
+}
+
+// TestHostIgnoresPlantedConfig: hooks, an fsmonitor and a filter an agent
+// writes into its clone's git directory never run in muster's calls.
+func TestHostIgnoresPlantedConfig(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t, map[string]string{"a.txt": "a\n", ".gitattributes": "*.txt filter=evil\n"})
+	base := g(t, repo, "rev-parse", "HEAD")
+	tmp := t.TempDir()
+	h := &Host{Root: filepath.Join(tmp, "host")}
+	b := filepath.Join(tmp, "b.bundle")
+	if err := WriteBundle(ctx, repo, base, nil, b); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Receive(ctx, base, b); err != nil {
+		t.Fatal(err)
+	}
+	dir, err := h.Checkout(ctx, base, "sh", 1, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	marker := filepath.Join(tmp, "ran")
+	evil := "#!/bin/sh\necho ran >> " + marker + "\ncat\n"
+	write(t, dir, ".git/hooks/post-checkout", evil)
+	write(t, dir, ".git/evil.sh", evil)
+	for _, p := range []string{".git/hooks/post-checkout", ".git/evil.sh"} {
+		if err := os.Chmod(filepath.Join(dir, p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := filepath.Join(dir, ".git", "config")
+	f, err := os.OpenFile(cfg, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(f, "[core]\n\tfsmonitor = %s\n\thooksPath = %s\n[filter \"evil\"]\n\tclean = %s\n\tsmudge = %s\n",
+		filepath.Join(dir, ".git/evil.sh"), filepath.Join(dir, ".git/hooks"), filepath.Join(dir, ".git/evil.sh"), filepath.Join(dir, ".git/evil.sh"))
+	f.Close()
+	write(t, dir, "a.txt", "changed\n")
+	if _, _, err := h.Result(ctx, base, "sh", 1, base, filepath.Join(tmp, "r.bundle")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Checkout(ctx, base, "sh", 1, base); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatalf("a program the agent planted ran: %s", read(t, tmp, "ran"))
+	}
+}
+
+// TestReadBundleRefuses: a bundle that is not one of muster's (several
+// refs, another ref, garbage, a truncated pack) is refused.
+func TestReadBundleRefuses(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t, nil)
+	base := g(t, repo, "rev-parse", "HEAD")
+	tmp := t.TempDir()
+	good := filepath.Join(tmp, "good.bundle")
+	if err := WriteBundle(ctx, repo, base, nil, good); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hdr := "# v2 git bundle\n" + base + " " + bundleRef + "\n\n"
+	for name, body := range map[string]string{
+		"two refs":  "# v2 git bundle\n" + base + " " + bundleRef + "\n" + base + " refs/heads/main\n\n" + string(data[len(hdr):]),
+		"other ref": "# v2 git bundle\n" + base + " refs/heads/main\n\n" + string(data[len(hdr):]),
+		"garbage":   "not a bundle",
+		"truncated": string(data[:len(data)-30]),
+	} {
+		p := filepath.Join(tmp, strings.ReplaceAll(name, " ", "-")+".bundle")
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		dst := filepath.Join(tmp, "dst-"+strings.ReplaceAll(name, " ", "-"))
+		g(t, tmp, "init", "-q", "--bare", dst)
+		if tip, _, err := ReadBundle(ctx, dst, p); err == nil {
+			t.Errorf("%s: read as %s", name, tip)
+		}
+	}
+}

@@ -1,0 +1,197 @@
+package fleet_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/muster-run/muster/fleet"
+)
+
+const resumePlan = `# Plan: resume
+
+## [ ] a: Slow the first time
+Owns: a.txt
+
+## [ ] b: After a
+After: a
+Owns: b.txt
+
+## [ ] c: C
+Owns: c.txt
+
+## [ ] d: After c
+After: c
+Owns: d.txt
+`
+
+// TestFleetResumeAfterOrchestratorKill: the orchestrator killed with
+// kill -9 while a worker runs a task; muster resume --nats finishes the
+// run as an uninterrupted one would (every task once, one commit each,
+// the receipt verifies) and the worker drops the interrupted attempt.
+func TestFleetResumeAfterOrchestratorKill(t *testing.T) {
+	e := newEnv(t)
+	e.vars = append(e.vars, "SLOW=a")
+	e.initRepo(map[string]string{"agent.sh": agentScript})
+	plan := e.write("plan.md", resumePlan)
+	e.worker("w1", fmt.Sprintf(workerToml, 1))
+	e.worker("w2", fmt.Sprintf(workerToml, 1))
+	orch := e.start(e.repo, "orch.log", "run", plan, "--nats", e.url, "--plain", "--run-id", "resumed")
+	e.waitFor(60*time.Second, func() bool { return e.mark("a") != "" }, "a starts\n"+e.log("orch.log"))
+	holder := e.mark("a")
+	if err := orch.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = orch.Wait()
+	code, _, errs := e.run(e.repo, 90*time.Second, "resume", "resumed", "--nats", e.url, "--plain")
+	if code != 0 {
+		t.Fatalf("resume: exit %d\n%s", code, errs)
+	}
+	e.checkOnce("resumed", []string{"a", "b", "c", "d"}, 1)
+	e.waitFor(30*time.Second, func() bool { return strings.Contains(e.log(holder+".log"), "dropped resumed/a") },
+		"the worker drops the interrupted attempt\n"+e.log(holder+".log"))
+}
+
+const refusePlan = `# Plan: refuse
+
+## [ ] r: Real work, with forgers about
+Owns: r.txt
+
+## [ ] o: Writes outside its Owns
+Owns: o.txt
+`
+
+// TestFleetRefusesForeignResults: a client of the fleet that does not
+// hold a job forges a claim (of another message) and a result for it;
+// both are refused and the task's commit is the real worker's. A worker
+// whose change touches paths outside Owns is refused as a local agent
+// would be: the task fails with a boundary violation and nothing of it
+// lands.
+func TestFleetRefusesForeignResults(t *testing.T) {
+	e := newEnv(t)
+	e.initRepo(map[string]string{"agent.sh": agentScript})
+	plan := e.write("plan.md", refusePlan)
+	e.worker("w1", fmt.Sprintf(workerToml, 2))
+
+	rogue, err := fleet.Connect(context.Background(), e.url, "rogue", fleet.Auth{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rogue.Close()
+	var mu sync.Mutex
+	forged := 0
+	sub, err := rogue.NC.Subscribe("muster.ev.>", func(m *nats.Msg) {
+		var r fleet.Report
+		if json.Unmarshal(m.Data, &r) != nil || r.Kind != fleet.RepClaim || r.Task != "r" || r.Worker == "rogue" {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		claim := r
+		claim.Worker, claim.Msg, claim.Delivery = "rogue", r.Msg+1000, 9
+		result := r
+		result.Kind, result.Worker, result.Commit, result.Bundle = fleet.RepResult, "rogue", strings.Repeat("a", 40), "refuse/r/"+r.Job+".1.1"
+		result.Exec = nil
+		for _, f := range []fleet.Report{claim, result} {
+			b, _ := json.Marshal(f)
+			if _, err := rogue.JS.Publish(ctx, m.Subject, b, jetstream.WithMsgID("forged-"+f.Kind)); err == nil {
+				mu.Lock()
+				forged++
+				mu.Unlock()
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+
+	code, _, errs := e.run(e.repo, 90*time.Second, "run", plan, "--nats", e.url, "--plain", "--run-id", "refuse")
+	if code != 1 {
+		t.Fatalf("run: exit %d, want 1 (o fails)\n%s", code, errs)
+	}
+	mu.Lock()
+	if forged != 2 {
+		t.Fatalf("the forger sent %d reports, want 2", forged)
+	}
+	mu.Unlock()
+	st := e.runStatus()
+	for _, tk := range st.Tasks {
+		switch tk.ID {
+		case "r":
+			if tk.State != "succeeded" || tk.Worker == nil || *tk.Worker != "w1" {
+				t.Errorf("r: %s on %v", tk.State, tk.Worker)
+			}
+		case "o":
+			if tk.State != "failed" || tk.Reason == nil || !strings.Contains(*tk.Reason, "boundary violation") || !strings.Contains(*tk.Reason, "evil.txt") {
+				t.Errorf("o: %s, reason %v", tk.State, tk.Reason)
+			}
+		}
+	}
+	if got := e.git("show", "muster/refuse:r.txt"); got != "r on w1" {
+		t.Errorf("r.txt on the run branch: %q", got)
+	}
+	if out := e.git("ls-tree", "-r", "--name-only", "muster/refuse"); strings.Contains(out, "evil.txt") || strings.Contains(out, "o.txt") {
+		t.Errorf("the refused change landed:\n%s", out)
+	}
+	// The views say where the task ran: worker/executor#clone.
+	html := filepath.Join(e.dir, "report.html")
+	if code, _, errs := e.run(e.repo, 30*time.Second, "report", "refuse", "--html", html); code != 0 {
+		t.Fatalf("report --html: exit %d\n%s", code, errs)
+	}
+	if b, err := os.ReadFile(html); err != nil || !regexp.MustCompile(`w1/sh#[12]`).Match(b) {
+		t.Errorf("the HTML report does not show w1/sh#N (%v)", err)
+	}
+	if code, out, _ := e.run(e.repo, 30*time.Second, "status", "refuse"); code != 0 || !regexp.MustCompile(`r\s+w1/sh#[12]`).MatchString(out) {
+		t.Errorf("status does not show w1/sh#N for r:\n%s", out)
+	}
+	for _, ev := range e.journal("refuse") {
+		if ev["worker"] == "rogue" {
+			t.Errorf("journal took the forger: %v", ev)
+		}
+	}
+}
+
+// TestWorkerHandsBack: a worker stopped with SIGTERM while it runs a
+// task hands the task back at once (no lease to wait out) and exits 0;
+// another worker does it, and the run succeeds.
+func TestWorkerHandsBack(t *testing.T) {
+	e := newEnv(t)
+	e.vars = append(e.vars, "SLOW=h")
+	e.initRepo(map[string]string{"agent.sh": agentScript})
+	plan := e.write("plan.md", "# Plan: handback\n\n## [ ] h: Handed back\nOwns: h.txt\n\n## [ ] i: I\nOwns: i.txt\n")
+	ws := map[string]*exec.Cmd{"w1": e.worker("w1", fmt.Sprintf(workerToml, 1)), "w2": e.worker("w2", fmt.Sprintf(workerToml, 1))}
+	orch := e.start(e.repo, "orch.log", "run", plan, "--nats", e.url, "--plain", "--run-id", "handback")
+	e.waitFor(60*time.Second, func() bool { return e.mark("h") != "" }, "h starts\n"+e.log("orch.log"))
+	holder := e.mark("h")
+	if err := ws[holder].Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := waitExit(t, ws[holder], 30*time.Second); code != 0 {
+		t.Errorf("worker after SIGTERM: exit %d\n%s", code, e.log(holder+".log"))
+	}
+	if !strings.Contains(e.log(holder+".log"), "handed back handback/h") {
+		t.Errorf("no hand-back in the log:\n%s", e.log(holder+".log"))
+	}
+	if code := waitExit(t, orch, 60*time.Second); code != 0 {
+		t.Fatalf("run: exit %d\n%s", code, e.log("orch.log"))
+	}
+	e.checkOnce("handback", []string{"h", "i"}, 1)
+	for _, tk := range e.runStatus().Tasks {
+		if tk.ID == "h" && (tk.Worker == nil || *tk.Worker == holder) {
+			t.Errorf("h ran on %v, not on the other worker", tk.Worker)
+		}
+	}
+}
