@@ -17,6 +17,10 @@ const (
 	ExecSim        = "sim"
 	ExecACP        = "acp"
 	ExecClaudeACP  = "claude-acp"
+	ExecCodexACP   = "codex-acp"
+	ExecGeminiACP  = "gemini-acp"
+	ExecQwen       = "qwen"
+	ExecCopilot    = "copilot"
 )
 
 // KindFamily groups executor kinds by how muster drives them.
@@ -50,6 +54,10 @@ var Kinds = []KindInfo{
 	{Name: ExecOpencode, Family: FamilyCLI},
 	{Name: ExecACP, Family: FamilyACP, NeedsCommand: true},
 	{Name: ExecClaudeACP, Family: FamilyACP},
+	{Name: ExecCodexACP, Family: FamilyACP},
+	{Name: ExecGeminiACP, Family: FamilyACP},
+	{Name: ExecQwen, Family: FamilyACP},
+	{Name: ExecCopilot, Family: FamilyACP},
 	{Name: ExecOpenAI, Family: FamilyHTTP},
 	{Name: ExecAnthropic, Family: FamilyHTTP},
 	{Name: ExecCommand, Family: FamilyCommand, NeedsCommand: true},
@@ -94,11 +102,11 @@ const (
 
 // ExecutorSpec is one [executors.NAME] table of muster.toml, or a --crew flag.
 type ExecutorSpec struct {
-	Name   string   `json:"name"`
-	Kind   string   `json:"kind"`
-	Clones int      `json:"clones"`
-	Roles  []string `json:"roles,omitempty"`
-	Model  string   `json:"model,omitempty"`
+	Name   string `json:"name"`
+	Kind   string `json:"kind"`
+	Clones int    `json:"clones"`
+	Roles  []Role `json:"roles,omitempty"`
+	Model  string `json:"model,omitempty"`
 	// Models are the models a task may ask for (Model:) on this executor;
 	// empty: any model, passed to the agent as it is.
 	Models        []string          `json:"models,omitempty"`
@@ -129,7 +137,7 @@ type ExecutorSpec struct {
 
 // HasRole reports whether the executor's clones take the role. An
 // executor with no roles listed is a coder.
-func (e *ExecutorSpec) HasRole(role string) bool {
+func (e *ExecutorSpec) HasRole(role Role) bool {
 	if len(e.Roles) == 0 {
 		return role == RoleCoder
 	}

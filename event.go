@@ -81,7 +81,7 @@ type Event struct {
 	Round    int    `json:"round,omitempty"`
 	Executor string `json:"executor,omitempty"`
 	Clone    int    `json:"clone,omitempty"`
-	Role     string `json:"role,omitempty"`
+	Role     Role   `json:"role,omitempty"`
 	Phase    string `json:"phase,omitempty"`
 
 	Tool string `json:"tool,omitempty"`

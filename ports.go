@@ -26,7 +26,7 @@ type Journal interface {
 type ExecRequest struct {
 	Run       string
 	Task      *Task
-	Role      string
+	Role      Role
 	Spec      *ExecutorSpec
 	Clone     int
 	Attempt   int

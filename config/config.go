@@ -205,6 +205,9 @@ func (r *reader) run(rc *muster.RunConfig, t map[string]any) {
 		case "budget_usd":
 			if f, ok := r.number(v, p); ok {
 				rc.BudgetUSDMicros = int64(math.Round(f * 1e6))
+				if rc.BudgetUSDMicros > muster.MaxBudgetMicros {
+					r.at(p, "budget_usd = %g is more than the cap of %d", f, muster.MaxBudgetMicros/1_000_000)
+				}
 			}
 		case "budget_tokens":
 			rc.BudgetTokens = int64(r.count(v, 0, p))
@@ -329,12 +332,16 @@ func (r *reader) executor(e *muster.ExecutorSpec, t map[string]any, path []strin
 			e.Kind = s
 		case "clones":
 			e.Clones = r.count(v, 1, p)
+			if e.Clones > muster.MaxClones {
+				r.at(p, "executor %s: clones = %d is more than the cap of %d", e.Name, e.Clones, muster.MaxClones)
+				e.Clones = muster.MaxClones
+			}
 			if e.Clones < 1 {
 				e.Clones = 1
 			}
 		case "roles":
-			e.Roles = r.strings(v, p)
-			for _, role := range e.Roles {
+			for _, role := range r.strings(v, p) {
+				e.Roles = append(e.Roles, muster.Role(role))
 				if !namePattern.MatchString(role) {
 					r.at(p, "executor %s: bad role %q: use letters, digits, \".\", \"_\" and \"-\"", e.Name, role)
 				}
@@ -364,6 +371,9 @@ func (r *reader) executor(e *muster.ExecutorSpec, t map[string]any, path []strin
 			e.Command = r.strings(v, p)
 		case "timeout":
 			e.Timeout = r.duration(v, p)
+			if e.Timeout > muster.MaxTaskTimeout {
+				r.at(p, "executor %s: timeout %s is more than the cap of %s", e.Name, e.Timeout, muster.MaxTaskTimeout)
+			}
 		case "max_concurrent":
 			e.MaxConcurrent = r.count(v, 0, p)
 		case "env_allow":
@@ -389,11 +399,13 @@ func (r *reader) executor(e *muster.ExecutorSpec, t map[string]any, path []strin
 		r.at(path, "executor %s: missing kind (one of %s)", e.Name, strings.Join(muster.ExecutorKinds, ", "))
 	case e.Kind != "" && muster.LookupKind(e.Kind).NeedsCommand && len(e.Command) == 0:
 		r.at(path, `executor %s: kind %q needs command = ["program", "arg", ...]`, e.Name, e.Kind)
+	case len(e.Command) > 0 && strings.TrimSpace(e.Command[0]) == "":
+		r.at(append(append([]string{}, path...), "command"), `executor %s: command = [%q, ...] names no program: its first element is the program to run`, e.Name, e.Command[0])
 	case e.Kind == muster.ExecSim && e.HasRole(muster.RolePlanner):
 		r.at(append(append([]string{}, path...), "roles"), `executor %s: kind "sim" cannot plan: give the role "planner" to an agent or a command`, e.Name)
 	}
 	if len(e.Roles) == 0 {
-		e.Roles = []string{muster.RoleCoder}
+		e.Roles = []muster.Role{muster.RoleCoder}
 	}
 }
 

@@ -36,7 +36,7 @@ func ParseCrew(flag string) (*muster.ExecutorSpec, error) {
 	if !contains(muster.ExecutorKinds, kind) {
 		return nil, bad("unknown kind %q (known kinds: %s)", kind, strings.Join(muster.ExecutorKinds, ", "))
 	}
-	e := &muster.ExecutorSpec{Name: name, Kind: kind, Clones: 1, Roles: []string{muster.RoleCoder}}
+	e := &muster.ExecutorSpec{Name: name, Kind: kind, Clones: 1, Roles: []muster.Role{muster.RoleCoder}}
 	if hasRest {
 		first, prog, hasProg := strings.Cut(rest, ":")
 		if n, err := strconv.Atoi(strings.TrimSpace(first)); err == nil {

@@ -35,6 +35,8 @@ func opts(env map[string]string) Options {
 }
 
 func TestCheck(t *testing.T) {
+	t.Setenv("PATH", "/usr/bin:/bin") // the added kinds: not found, not started
+	t.Chdir(t.TempDir())
 	good := fakeCLI(t, "9.9.9 (Fake)", 0)
 	broken := fakeCLI(t, "boom", 1)
 	cfg := &muster.Config{Executors: []*muster.ExecutorSpec{
@@ -95,6 +97,10 @@ func TestCheck(t *testing.T) {
 }
 
 func TestCheckAddsKnownKinds(t *testing.T) {
+	// The installed CLIs out of reach: the kinds are reported missing at
+	// once instead of being started.
+	t.Setenv("PATH", "/usr/bin:/bin")
+	t.Chdir(t.TempDir())
 	res := Check(context.Background(), nil, Options{
 		Getenv:   func(string) string { return "" },
 		HasLogin: func(k *agentkit.Kind) bool { return k.Name == muster.ExecCodex },
@@ -131,4 +137,40 @@ func listed(cfg *muster.Config) int {
 		}
 	}
 	return n
+}
+
+// TestACPHandshake: an ACP agent's version comes from its initialize
+// reply; one that does not answer is a problem.
+func TestACPHandshake(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "acp-agent")
+	if err := os.WriteFile(good, []byte("#!/bin/sh\nread line\n"+
+		`echo '{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1,"agentCapabilities":{},"agentInfo":{"name":"sh-acp","version":"0.0.7"}}}'`+
+		"\ncat >/dev/null\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mute := filepath.Join(dir, "mute-agent")
+	if err := os.WriteFile(mute, []byte("#!/bin/sh\necho not json\nexit 3\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := &muster.Config{Executors: []*muster.ExecutorSpec{
+		{Name: "good", Kind: muster.ExecACP, Command: []string{good}},
+		{Name: "mute", Kind: muster.ExecACP, Command: []string{mute}},
+		{Name: "none", Kind: muster.ExecACP},
+	}}
+	o := opts(nil)
+	o.OnlyConfigured, o.VersionTimeout = true, 10*time.Second
+	res := Check(context.Background(), cfg, o)
+	if len(res) != 3 {
+		t.Fatalf("%d results", len(res))
+	}
+	if r := res[0]; !r.OK() || r.Version != "0.0.7 (sh-acp, ACP v1)" || r.Credentials != CredNotKnown {
+		t.Errorf("good: %+v", r)
+	}
+	if r := res[1]; r.OK() || !strings.Contains(strings.Join(r.Problems, ";"), "ACP handshake") {
+		t.Errorf("mute: %+v", r)
+	}
+	if r := res[2]; r.OK() || !strings.Contains(strings.Join(r.Problems, ";"), "no command configured") {
+		t.Errorf("none: %+v", r)
+	}
 }

@@ -138,7 +138,7 @@ type spliceRequest struct {
 
 type leaseRequest struct {
 	task  muster.TaskID
-	role  string
+	role  muster.Role
 	avoid string
 	reply chan engine.Lease
 }

@@ -31,7 +31,7 @@ func plan(specs ...string) *muster.Plan {
 	return p
 }
 
-func crew(clones int, roles ...string) *muster.Config {
+func crew(clones int, roles ...muster.Role) *muster.Config {
 	return &muster.Config{Executors: []*muster.ExecutorSpec{{Name: "x", Kind: "mock", Clones: clones, Roles: roles}}}
 }
 
@@ -39,8 +39,8 @@ func crew(clones int, roles ...string) *muster.Config {
 // clone "rev".
 func coderAndReviewer() *muster.Config {
 	return &muster.Config{Executors: []*muster.ExecutorSpec{
-		{Name: "x", Clones: 1, Roles: []string{"coder"}},
-		{Name: "rev", Clones: 1, Roles: []string{"reviewer"}},
+		{Name: "x", Clones: 1, Roles: []muster.Role{"coder"}},
+		{Name: "rev", Clones: 1, Roles: []muster.Role{"reviewer"}},
 	}}
 }
 
@@ -411,7 +411,8 @@ func TestStalemateEndsTheLoop(t *testing.T) {
 	p.Task("a").Gates = []string{"false"}
 	h := newHarness(t, p, crew(1))
 	h.opts.Gates = &mock.Gates{RunFn: func(ctx context.Context, dir string, g muster.GateSpec, timeout time.Duration) muster.GateResult {
-		return muster.GateResult{Name: g.Name, Passed: false}
+		return muster.GateResult{Name: g.Name, Passed: false, ExitCode: 1,
+			Output: "=== RUN   TestCountExtra\n--- FAIL: TestCountExtra (0.00s)\n    count_test.go:12: count = 3, want 2\nFAIL\nFAIL\tx\t0.01s\n"}
 	}}
 	h.ws.DiffFn = func(context.Context, string, string) (string, error) { return "same diff", nil }
 	calls := 0
@@ -420,7 +421,30 @@ func TestStalemateEndsTheLoop(t *testing.T) {
 		return &muster.ExecResult{}, nil
 	}
 	st, _ := h.run(t)
-	if a := st.Tasks["a"]; a.State != muster.StateFailed || !strings.HasPrefix(a.Reason, "stalemate") || calls != 2 {
+	// The reason names the check that kept failing, down to the test.
+	want := "stalemate: fix round 1 changed nothing; still failing: gate a/gate1 failed: TestCountExtra: count = 3, want 2"
+	if a := st.Tasks["a"]; a.State != muster.StateFailed || a.Reason != want || calls != 2 {
+		t.Fatalf("%s %q after %d calls, want %q", a.State, a.Reason, calls, want)
+	}
+}
+
+// A gate whose program is not installed (exit 127) fails the task at
+// once as an environment error: no fix round can install it.
+func TestGateCommandNotFoundFailsAtOnce(t *testing.T) {
+	p := plan("a")
+	p.Task("a").Gates = []string{"gotestsum ./..."}
+	h := newHarness(t, p, crew(1))
+	h.opts.Gates = &mock.Gates{RunFn: func(ctx context.Context, dir string, g muster.GateSpec, timeout time.Duration) muster.GateResult {
+		return muster.GateResult{Name: g.Name, Command: g.Command, ExitCode: 127, Output: "sh: 1: gotestsum: not found\n"}
+	}}
+	calls := 0
+	h.ex.ExecuteFn = func(ctx context.Context, req *muster.ExecRequest, emit func(muster.Record)) (*muster.ExecResult, error) {
+		calls++
+		return &muster.ExecResult{}, nil
+	}
+	st, _ := h.run(t)
+	a := st.Tasks["a"]
+	if a.State != muster.StateFailed || calls != 1 || !strings.HasPrefix(a.Reason, "environment error: gate a/gate1 (gotestsum ./...) could not run, command not found (exit 127): sh: 1: gotestsum: not found") {
 		t.Fatalf("%s %q after %d calls", a.State, a.Reason, calls)
 	}
 }

@@ -44,6 +44,11 @@ func (w *worker) gates(ctx context.Context, round int) (feedback, failed string)
 			w.send(ev)
 			continue
 		}
+		if why := envFailure(g, r); why != "" {
+			w.send(ev)
+			w.envFailed = why
+			return "", why
+		}
 		charged, newly := w.judge(ctx, g, r, &ev, w.base, "the base commit")
 		w.send(ev)
 		switch {
@@ -74,6 +79,10 @@ func (w *worker) gates(ctx context.Context, round int) (feedback, failed string)
 			}
 		}
 		w.send(ev)
+		if why := envFailure(g, r); why != "" {
+			w.envFailed = why
+			return "", why
+		}
 		if !r.Passed {
 			charge(g, r, "")
 		}
@@ -120,12 +129,72 @@ func (w *worker) judge(ctx context.Context, g muster.GateSpec, r muster.GateResu
 	return charged, newly
 }
 
-// gateSummary is a failing gate's last line of output, or its exit code.
+// gateSummary is a failing gate's root cause in one line: for go test
+// output, the failing tests with the first message of the first one
+// ("TestCount: count = 3, want 2; also TestOther"); else its last line of
+// output, or its exit code.
 func gateSummary(r muster.GateResult) string {
+	if names, first := goFailures(r.Output); len(names) > 0 {
+		s := names[0]
+		if first != "" {
+			s += ": " + first
+		}
+		if len(names) > 1 {
+			more := names[1:]
+			if len(more) > 4 {
+				more = append(more[:4:4], fmt.Sprintf("%d more", len(names)-5))
+			}
+			s += "; also " + strings.Join(more, ", ")
+		}
+		return bound(s, 300)
+	}
 	if l := strings.TrimSpace(lastLines(r.Output, 1)); l != "" {
 		return l
 	}
 	return fmt.Sprintf("exit %d, no output", r.ExitCode)
+}
+
+// goMessage is a test's message line under its --- FAIL line, with the
+// file:line prefix go test puts on it.
+var goMessage = regexp.MustCompile(`^\s+(?:\S+\.go:\d+: )?(.*\S)`)
+
+// goFailures returns the failing Go tests of a gate's output, in order
+// (subtests after their parents are left out when the parent is named
+// too), and the first message line of the first one.
+func goFailures(out string) (names []string, first string) {
+	lines := strings.Split(out, "\n")
+	seen := map[string]bool{}
+	for i, l := range lines {
+		m := goFail.FindStringSubmatch(l)
+		if m == nil || seen[m[1]] {
+			continue
+		}
+		seen[m[1]] = true
+		if parent, _, sub := strings.Cut(m[1], "/"); sub && seen[parent] {
+			continue
+		}
+		names = append(names, m[1])
+		if first == "" && i+1 < len(lines) && !goFail.MatchString(lines[i+1]) {
+			if mm := goMessage.FindStringSubmatch(lines[i+1]); mm != nil {
+				first = mm[1]
+			}
+		}
+	}
+	return names, first
+}
+
+// exitNotFound is the shell's exit status for a command it cannot find.
+const exitNotFound = 127
+
+// envFailure says why a gate that could not run at all (its program is
+// not installed: exit 127) fails the task at once, with no fix round: no
+// change of the agent's can install it.
+func envFailure(g muster.GateSpec, r muster.GateResult) string {
+	if r.ExitCode != exitNotFound {
+		return ""
+	}
+	return fmt.Sprintf("environment error: gate %s (%s) could not run, command not found (exit 127): %s; install it or fix the gate",
+		g.Name, g.Command, strings.TrimSpace(lastLines(r.Output, 1)))
 }
 
 func (w *worker) taskGates() []muster.GateSpec {

@@ -79,7 +79,7 @@ func (w *worker) loop(ctx context.Context, exec muster.Executor) ([]muster.Event
 		}
 		if change, err = w.d.opts.Workspace.Change(ctx, w.dir, w.base); err != nil {
 			end(LoopFailed, attempt, "compute change: "+err.Error())
-			return w.fail("compute change: "+err.Error(), false), ""
+			return w.opFailed("compute the change in the clone's worktree", err, false), ""
 		}
 		if viol := w.d.opts.Workspace.Violations(ctx, w.dir, change, w.task.Owns); len(viol) > 0 {
 			w.send(muster.Event{Type: muster.EvViolation, Paths: viol, Round: attempt})
@@ -99,7 +99,7 @@ func (w *worker) loop(ctx context.Context, exec muster.Executor) ([]muster.Event
 	}
 	commit, err := w.commit(ctx, change)
 	if err != nil {
-		return w.fail("commit: "+err.Error(), false), ""
+		return w.opFailed("commit the change", err, false), ""
 	}
 	return nil, commit
 }

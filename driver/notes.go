@@ -92,12 +92,34 @@ func findingsSection(transcript string) string {
 	return strings.TrimSpace(strings.Join(out, "\n"))
 }
 
-// shareFindings appends the coder's "## Findings" section to the run's
-// notes, before the task's success reaches the loop (so dependents,
-// started after it, read them).
+// maxPendingNotes bounds the notes records one round may share.
+const maxPendingNotes = 20
+
+// pendingNote is a notes record of the round under way.
+type pendingNote struct {
+	text     string
+	executor string
+	clone    int
+}
+
+// shareFindings appends the accepted round's notes records and the
+// coder's "## Findings" section to the run's notes, before the task's
+// success reaches the loop (so dependents, started after it, read them).
+// A findings section that says what a notes record said is shared once.
 func (w *worker) shareFindings() {
+	said := map[string]bool{}
+	for _, n := range w.pendingNotes {
+		t := strings.TrimSpace(n.text)
+		if t == "" || said[t] {
+			continue
+		}
+		said[t] = true
+		w.d.notes.add(w.a.Task, t)
+		w.send(muster.Event{Type: muster.EvNote, Executor: n.executor, Clone: n.clone, Message: bound(t, maxGateOutput)})
+	}
+	w.pendingNotes = nil
 	f := findingsSection(w.transcript)
-	if f == "" {
+	if f == "" || said[f] {
 		return
 	}
 	w.d.notes.add(w.a.Task, f)

@@ -2,6 +2,7 @@ package driver_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -132,7 +133,7 @@ func TestPreExistingFailureNotCharged(t *testing.T) {
 func reviewCrew() *muster.Config {
 	return &muster.Config{Executors: []*muster.ExecutorSpec{
 		{Name: "x", Kind: "mock", Clones: 1},
-		{Name: "r", Kind: "mock", Clones: 1, Roles: []string{"reviewer"}},
+		{Name: "r", Kind: "mock", Clones: 1, Roles: []muster.Role{"reviewer"}},
 	}}
 }
 
@@ -312,6 +313,44 @@ func TestNotesAndHandOffReachLaterTasks(t *testing.T) {
 	}
 }
 
+// Notes a rejected round printed (its gate failed) do not reach later
+// tasks; the accepted round's note does, once, though it said it both as
+// a notes record and in its ## Findings section.
+func TestNotesOfRejectedRoundsAreDropped(t *testing.T) {
+	p := plan("a", "b:a")
+	p.Task("a").Gates = []string{"check"}
+	h := newHarness(t, p, crew(1))
+	h.opts.NotesFile = filepath.Join(t.TempDir(), "notes.md")
+	h.opts.Gates = gateFn(func(dir, name string, n int) (bool, string) { return n > 1, "FAIL" })
+	diffs := 0
+	h.ws.DiffFn = func(context.Context, string, string) (string, error) { diffs++; return fmt.Sprint("diff ", diffs), nil }
+	var prompt string
+	h.ex.ExecuteFn = func(ctx context.Context, req *muster.ExecRequest, emit func(muster.Record)) (*muster.ExecResult, error) {
+		switch {
+		case req.Task.ID == "b":
+			prompt = req.Prompt
+		case req.Round == 0:
+			emit(muster.Record{Type: muster.RecNotes, Text: "wrong: the cache is global"})
+			emit(muster.Record{Type: muster.RecMessage, Text: "## Findings\n- wrong: tabs are fine\n"})
+		default:
+			emit(muster.Record{Type: muster.RecNotes, Text: "- the cache is per request"})
+			emit(muster.Record{Type: muster.RecMessage, Text: "Fixed.\n## Findings\n- the cache is per request\n"})
+		}
+		return &muster.ExecResult{}, nil
+	}
+	st, err := h.run(t)
+	if err != nil || st.Tasks["a"].State != muster.StateSucceeded || st.Tasks["b"].State != muster.StateSucceeded {
+		t.Fatalf("run: %v %+v", err, st.Tasks["a"])
+	}
+	if strings.Contains(prompt, "wrong:") {
+		t.Errorf("b's prompt has notes of a's rejected round:\n%s", prompt)
+	}
+	_, shared, _ := strings.Cut(prompt, "## Notes from earlier tasks")
+	if n := strings.Count(shared, "the cache is per request"); n != 1 {
+		t.Errorf("b's prompt has the accepted note %d times, want once:\n%s", n, prompt)
+	}
+}
+
 func TestIntegrationFailureOnTipTooIsNotCharged(t *testing.T) {
 	// The task that lands second does so on a tip that fails the gate
 	// already: not its doing.
@@ -352,7 +391,7 @@ func TestIntegrationFailureOnTipTooIsNotCharged(t *testing.T) {
 func TestReviewersPerTaskAreDistinctClones(t *testing.T) {
 	cfg := &muster.Config{Run: muster.RunConfig{Reviewers: 2}, Executors: []*muster.ExecutorSpec{
 		{Name: "x", Kind: "mock", Clones: 1},
-		{Name: "r", Kind: "mock", Clones: 2, Roles: []string{"reviewer"}},
+		{Name: "r", Kind: "mock", Clones: 2, Roles: []muster.Role{"reviewer"}},
 	}}
 	h := newHarness(t, plan("a"), cfg)
 	h.opts.Executors["r"] = &mock.Executor{ExecuteFn: func(ctx context.Context, req *muster.ExecRequest, emit func(muster.Record)) (*muster.ExecResult, error) {

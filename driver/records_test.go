@@ -2,6 +2,7 @@ package driver_test
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -20,7 +21,7 @@ func TestRecordFloodIsBounded(t *testing.T) {
 			emit(muster.Record{Type: muster.RecTool, Tool: strings.Repeat("T", 5000), Args: strings.Repeat("a", 5000)})
 			emit(muster.Record{Type: muster.RecMessage, Text: "hello"})
 			emit(muster.Record{Type: muster.RecUsage, Model: strings.Repeat("m", 5000), Usage: muster.Usage{InputTokens: 1, CostMicros: 1}})
-			emit(muster.Record{Type: muster.RecNotes, Text: "a note"})
+			emit(muster.Record{Type: muster.RecNotes, Text: fmt.Sprint("note ", i)}) // distinct: the same note is shared once
 		}
 		return &muster.ExecResult{}, nil
 	}

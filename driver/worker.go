@@ -52,6 +52,12 @@ type worker struct {
 	baselined map[string]bool
 	// planOut is where a delegating task's agent may write new tasks.
 	planOut string
+	// pendingNotes are the notes records of the round under way, shared
+	// when it is accepted (shareFindings).
+	pendingNotes []pendingNote
+	// envFailed is set when a gate could not run at all (exit 127): the
+	// task fails at once, with no fix round.
+	envFailed string
 	// remoteGates holds the gate results of the last coder invocation
 	// when its executor ran them where the agent ran (a fleet worker).
 	remoteGates []muster.GateResult
@@ -147,7 +153,7 @@ func (w *worker) run(ctx context.Context) []muster.Event {
 				return w.stopRun(err)
 			}
 			if err != nil {
-				return w.fail("prepare worktree: "+err.Error(), w.charged() <= w.task.Retries)
+				return w.opFailed("prepare the clone's worktree", err, w.charged() <= w.task.Retries)
 			}
 			w.dir, w.base = dir, base
 		}
@@ -194,7 +200,7 @@ func (w *worker) run(ctx context.Context) []muster.Event {
 		case errors.Is(l.err, muster.ErrBranchMoved):
 			return w.stopRun(l.err)
 		case l.err != nil:
-			return w.fail("integrate: "+l.err.Error(), false)
+			return w.opFailed("integrate the change onto the run branch", l.err, false)
 		case len(l.conflicts) > 0:
 			if conflictRetried {
 				return w.fail("conflict on integration: "+strings.Join(l.conflicts, ", "), false)
@@ -216,7 +222,7 @@ func (w *worker) run(ctx context.Context) []muster.Event {
 				return w.cancelled(ctx)
 			}
 			if err != nil {
-				return w.fail("check out the merged tree: "+err.Error(), false)
+				return w.opFailed("check out the merged tree in the clone's worktree", err, false)
 			}
 			w.dir, w.base, prepared = dir, l.tip, true
 			feedback = l.failed + "\n\nYour change passed its checks alone, but merged with work that landed meanwhile it breaks a check. " +
@@ -284,7 +290,7 @@ func (w *worker) rounds(ctx context.Context, exec muster.Executor, feedback stri
 func (w *worker) check(ctx context.Context, m *engine.Attempt, res *muster.ExecResult, round int) (feedback string, final []muster.Event, commit string) {
 	change, err := w.d.opts.Workspace.Change(ctx, w.dir, w.base)
 	if err != nil {
-		return "", w.fail("compute change: "+err.Error(), false), ""
+		return "", w.opFailed("compute the change in the clone's worktree", err, false), ""
 	}
 	readOnly := w.task.EffectiveAuthority() == muster.AuthorityRead
 	viol := w.d.opts.Workspace.Violations(ctx, w.dir, change, w.task.Owns)
@@ -292,21 +298,26 @@ func (w *worker) check(ctx context.Context, m *engine.Attempt, res *muster.ExecR
 		viol = changedPaths(change)
 	}
 	if len(viol) > 0 {
-		outside, ev := "changed paths outside Owns: ", muster.Event{Type: muster.EvViolation, Paths: viol, Round: round}
+		// Named for what they are: reserved files, symlinks leaving the
+		// worktree, paths outside the repository or outside Owns.
+		what, ev := strings.Join(explainViolations(w.dir, viol), "; "), muster.Event{Type: muster.EvViolation, Paths: viol, Round: round}
 		if readOnly {
-			outside, ev.Reason = "changed paths with read authority: ", "read authority"
+			what, ev.Reason = "changed paths with read authority: "+strings.Join(viol, ", "), "read authority"
 		}
 		w.send(ev)
-		switch st := m.Violation(outside+strings.Join(viol, ", "), w.cfg.Run.OnViolation == muster.OnViolationDiscard); st.Kind {
+		switch st := m.Violation(what, w.cfg.Run.OnViolation == muster.OnViolationDiscard); st.Kind {
 		case engine.StepFix:
 			if readOnly {
 				return "This task has read authority: it may not change files. Revert these:\n  " + strings.Join(viol, "\n  "), nil, ""
 			}
-			return "You changed files outside the paths this task owns. Revert these, keep to your paths:\n  " +
-				strings.Join(viol, "\n  ") + "\nYou own:\n  " + strings.Join(w.task.Owns, "\n  "), nil, ""
+			fb := "You changed files this task may not change (" + what + "). Revert these, keep to your paths:\n  " + strings.Join(viol, "\n  ")
+			if len(w.task.Owns) > 0 {
+				fb += "\nYou own:\n  " + strings.Join(w.task.Owns, "\n  ")
+			}
+			return fb, nil, ""
 		default:
 			if err := w.d.opts.Workspace.Revert(ctx, w.dir, w.base, viol); err != nil {
-				return "", w.fail("revert out-of-bounds paths: "+err.Error(), false), ""
+				return "", w.opFailed("revert the paths the task may not change", err, false), ""
 			}
 			// Gates that ran elsewhere saw the paths just reverted.
 			w.remoteGates = nil
@@ -315,7 +326,7 @@ func (w *worker) check(ctx context.Context, m *engine.Attempt, res *muster.ExecR
 			}
 			w.send(muster.Event{Type: muster.EvWarning, Message: "discarded out-of-bounds paths: " + strings.Join(viol, ", ")})
 			if change, err = w.d.opts.Workspace.Change(ctx, w.dir, w.base); err != nil {
-				return "", w.fail("compute change: "+err.Error(), false), ""
+				return "", w.opFailed("compute the change in the clone's worktree", err, false), ""
 			}
 		}
 	}
@@ -339,7 +350,7 @@ func (w *worker) check(ctx context.Context, m *engine.Attempt, res *muster.ExecR
 	}
 	diff, err := w.d.opts.Workspace.Diff(ctx, w.dir, w.base)
 	if err != nil {
-		return "", w.fail("diff: "+err.Error(), false), ""
+		return "", w.opFailed("diff the change", err, false), ""
 	}
 	w.log(muster.LogRecord{Kind: muster.LogDiffStat, Round: round, Text: diffStat(diff)})
 	if st := m.Diff(fmt.Sprintf("%x", sha256.Sum256([]byte(diff)))); st.Kind != engine.StepGo {
@@ -350,6 +361,10 @@ func (w *worker) check(ctx context.Context, m *engine.Attempt, res *muster.ExecR
 	fb, failed := w.gates(ctx, round)
 	if ctx.Err() != nil {
 		return "", w.cancelled(ctx), ""
+	}
+	if w.envFailed != "" {
+		// A gate that cannot start: no fix round can install it.
+		return "", w.fail(w.envFailed, false), ""
 	}
 	if st := m.Gates(failed); st.Kind != engine.StepGo {
 		return fb, w.stepUnlessFix(st), ""
@@ -366,7 +381,7 @@ func (w *worker) check(ctx context.Context, m *engine.Attempt, res *muster.ExecR
 		if ctx.Err() != nil {
 			return "", w.cancelled(ctx), ""
 		}
-		return "", w.fail("commit: "+err.Error(), false), ""
+		return "", w.opFailed("commit the change", err, false), ""
 	}
 	return "", nil, commit
 }
@@ -424,6 +439,9 @@ func (w *worker) execute(ctx context.Context, exec muster.Executor, round int, f
 	}
 	w.remoteGates = nil
 	req.Prompt = w.d.red().String(buildPrompt(w, feedback, round))
+	// What the coder says from here on is this round's: notes and
+	// findings of a rejected round are not shared.
+	w.transcript, w.pendingNotes = "", nil
 	w.log(muster.LogRecord{Kind: muster.LogPrompt, Round: round, Role: w.a.Role, Slot: w.slot(), Text: promptHead(req.Prompt)})
 	w.lastMsg = ""
 	req.Scratch = filepath.Join(w.scratch, fmt.Sprintf("r%d", round))
@@ -483,6 +501,15 @@ func (w *worker) execute(ctx context.Context, exec muster.Executor, round int, f
 }
 
 func (w *worker) agentFailure(err error, res *muster.ExecResult) []muster.Event {
+	// An agent that failed because the disk is full is not the task's
+	// failure: the run stops, and a resume runs it again.
+	detail := err
+	if res != nil && res.Tail != "" {
+		detail = fmt.Errorf("%w: %s", err, lastLines(res.Tail, 3))
+	}
+	if env := diskFull(detail); env != nil {
+		return w.stopRun(env)
+	}
 	var ae *muster.AgentError
 	retryable := true
 	reason := err.Error()
@@ -536,7 +563,7 @@ func (w *worker) charged() int { return w.a.Attempt - w.a.Uncharged }
 
 // record turns an executor's records into events: redacted, bounded
 // (the caps of records.go) and, for usage, checked (sane).
-func (w *worker) record(spec *muster.ExecutorSpec, role string, clone int) func(muster.Record) {
+func (w *worker) record(spec *muster.ExecutorSpec, role muster.Role, clone int) func(muster.Record) {
 	return func(r muster.Record) {
 		d, c := w.d, &w.counts
 		red := d.red()
@@ -590,9 +617,12 @@ func (w *worker) record(spec *muster.ExecutorSpec, role string, clone int) func(
 				c.droppedNotes++
 				return
 			}
-			text := red.String(bound(r.Text, maxNote))
-			d.notes.add(w.a.Task, text)
-			w.send(muster.Event{Type: muster.EvNote, Executor: spec.Name, Clone: clone, Message: text})
+			// Held until the round is accepted: a rejected round's notes
+			// (its gate failed, its review asked for changes) are not
+			// shared.
+			if len(w.pendingNotes) < maxPendingNotes {
+				w.pendingNotes = append(w.pendingNotes, pendingNote{text: red.String(bound(r.Text, maxNote)), executor: spec.Name, clone: clone})
+			}
 		case muster.RecViolation:
 			w.send(muster.Event{Type: muster.EvViolation, Executor: spec.Name, Clone: clone, Paths: []string{red.String(bound(r.Text, maxMessage))},
 				Reason: "the agent asked for a path outside its worktree (" + bound(r.Tool, 40) + "); refused"})

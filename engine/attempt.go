@@ -136,7 +136,9 @@ func (a *Attempt) AskedEmpty() bool { return a.askedEmpty }
 // change as the round before it did is a stalemate.
 func (a *Attempt) Diff(sum string) Step {
 	if a.round > a.start && sum == a.lastDiff {
-		return Step{Kind: StepFail, Reason: fmt.Sprintf("stalemate: fix round %d changed nothing", a.round)}
+		// The reason names the check that kept failing (a gate, down to
+		// its failing test; a finding), not only the stalemate.
+		return Step{Kind: StepFail, Reason: fmt.Sprintf("stalemate: fix round %d changed nothing", a.round) + stillFailing(a.why)}
 	}
 	a.lastDiff = sum
 	return Step{Kind: StepGo}
@@ -169,5 +171,14 @@ func (a *Attempt) Review(failed string, stop bool) Step {
 
 // Exhausted is the end of an attempt that used up its rounds.
 func (a *Attempt) Exhausted() Step {
-	return Step{Kind: StepFail, Reason: fmt.Sprintf("still failing after %d fix rounds", a.maxRounds)}
+	return Step{Kind: StepFail, Reason: fmt.Sprintf("still failing after %d fix rounds", a.maxRounds) + stillFailing(a.why)}
+}
+
+// stillFailing is the tail of a reason that names the last check that
+// failed ("" when there is none).
+func stillFailing(why string) string {
+	if why == "" {
+		return ""
+	}
+	return "; still failing: " + why
 }

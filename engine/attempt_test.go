@@ -115,7 +115,7 @@ func TestAttemptExamples(t *testing.T) {
 	}
 	m.Gates("gate test failed")
 	m.Next("")
-	if st := m.Diff("d1"); st.Kind != engine.StepFail || st.Reason != "stalemate: fix round 1 changed nothing" {
+	if st := m.Diff("d1"); st.Kind != engine.StepFail || st.Reason != "stalemate: fix round 1 changed nothing; still failing: gate test failed" {
 		t.Fatalf("unchanged diff: %+v", st)
 	}
 	m = engine.NewAttempt(0, 1)

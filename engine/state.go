@@ -67,7 +67,7 @@ type Lease struct {
 	Task     muster.TaskID
 	Executor string
 	Clone    int
-	Role     string
+	Role     muster.Role
 }
 
 // State is everything the scheduler knows, folded from events.
@@ -82,6 +82,10 @@ type State struct {
 	RunState string
 	LastSeq  int64
 	LastTime time.Time
+	// Gaps are the stretches no muster process ran the run (a crash or
+	// an interrupt until the resume): Elapsed and Active leave them out.
+	Gaps []muster.Gap
+	gaps muster.GapTracker
 
 	Tasks map[muster.TaskID]*TaskState
 	Order []muster.TaskID
@@ -165,6 +169,8 @@ func (s *State) Apply(e *muster.Event) error {
 		}
 		s.LastSeq = e.Seq
 	}
+	s.gaps.Add(e)
+	s.Gaps = s.gaps.Gaps
 	if !e.Time.IsZero() {
 		s.LastTime = e.Time
 	}
@@ -535,6 +541,13 @@ func (s *State) removeReady(id muster.TaskID) {
 
 // Ready returns the tasks ready to start, highest priority first.
 func (s *State) Ready() []muster.TaskID { return append([]muster.TaskID(nil), s.ready...) }
+
+// Elapsed is the run's active time so far: from its start to its latest
+// event, less the gaps.
+func (s *State) Elapsed() time.Duration { return muster.Active(s.Gaps, s.Start, s.LastTime) }
+
+// Active is how much of [from, to] the run was running (not in a gap).
+func (s *State) Active(from, to time.Time) time.Duration { return muster.Active(s.Gaps, from, to) }
 
 // Counts returns how many tasks are in each state.
 func (s *State) Counts() map[muster.TaskState]int {

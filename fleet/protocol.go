@@ -24,7 +24,7 @@ type Job struct {
 
 	Task      *muster.Task     `json:"task"`
 	Executor  string           `json:"executor"`
-	Role      string           `json:"role"`
+	Role      muster.Role      `json:"role"`
 	Attempt   int              `json:"attempt"`
 	Round     int              `json:"round"`
 	Authority muster.Authority `json:"authority"`
@@ -115,6 +115,7 @@ func eventSubject(run, job string) string     { return "muster.ev." + run + "." 
 func bundleSubject(run string) string         { return "muster.bundle." + run }
 func leaseKey(run, job string) string         { return run + "." + job }
 func genKey(run string) string                { return run + ".gen" }
+func runKey(run string) string                { return "r." + run }
 
 // inlineMax is the largest bundle sent inside a message; larger ones go
 // through the object store (a message stays well under any server's

@@ -74,7 +74,7 @@ func WriteBundle(ctx context.Context, dir, tip string, have []string, out string
 func known(ctx context.Context, dir, tip string, have []string) ([]string, error) {
 	var ask []string
 	for _, h := range have {
-		if h != "" && h != tip && isHex(h) {
+		if h != "" && h != tip && isObjectID(h) {
 			ask = append(ask, h)
 		}
 	}
@@ -188,7 +188,7 @@ func bundleTip(path string) (string, error) {
 			continue
 		}
 		sha, ref, ok := strings.Cut(l, " ")
-		if !ok || ref != bundleRef || !isHex(sha) || tip != "" {
+		if !ok || ref != bundleRef || !isObjectID(sha) || tip != "" {
 			return "", fmt.Errorf("bundle %s: want exactly one ref %s", filepath.Base(path), bundleRef)
 		}
 		tip = sha
@@ -197,18 +197,6 @@ func bundleTip(path string) (string, error) {
 		return "", fmt.Errorf("bundle %s: no ref", filepath.Base(path))
 	}
 	return tip, nil
-}
-
-func isHex(s string) bool {
-	if len(s) != 40 && len(s) != 64 {
-		return false
-	}
-	for _, r := range s {
-		if (r < '0' || r > '9') && (r < 'a' || r > 'f') {
-			return false
-		}
-	}
-	return true
 }
 
 // Snapshot records the whole state of the work tree dir (tracked,
@@ -316,4 +304,32 @@ func RootCommit(ctx context.Context, dir, commit string) (string, error) {
 // Head returns the commit HEAD of dir names.
 func Head(ctx context.Context, dir string) (string, error) {
 	return line(ctx, safeCmd(dir, "rev-parse", "--verify", "HEAD^{commit}"))
+}
+
+// Bundles is the orchestrator's side of a fleet's code transport over
+// this package (the fleet's Local port): bundles out and in, snapshots
+// of a worktree, and applying a returned commit to one.
+type Bundles struct{}
+
+// Head returns the commit HEAD of dir names.
+func (Bundles) Head(ctx context.Context, dir string) (string, error) { return Head(ctx, dir) }
+
+// Snapshot records dir's work tree as a commit on parent.
+func (Bundles) Snapshot(ctx context.Context, dir, parent string) (string, error) {
+	return Snapshot(ctx, dir, parent)
+}
+
+// WriteBundle writes a bundle of tip less what have reaches.
+func (Bundles) WriteBundle(ctx context.Context, dir, tip string, have []string, out string) error {
+	return WriteBundle(ctx, dir, tip, have, out)
+}
+
+// ReadBundle stores a bundle's objects and returns its commit and parents.
+func (Bundles) ReadBundle(ctx context.Context, dir, bundle string) (string, []string, error) {
+	return ReadBundle(ctx, dir, bundle)
+}
+
+// Apply writes the change from one commit to another into dir.
+func (Bundles) Apply(ctx context.Context, dir, from, to string) error {
+	return Apply(ctx, dir, from, to)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -35,7 +34,7 @@ func (h *Host) store(repo string) string { return filepath.Join(h.Root, "repos",
 func (h *Host) tipsFile(repo string) string { return filepath.Join(h.Root, "repos", repo+".tips") }
 
 func (h *Host) ensureStore(ctx context.Context, repo string) (string, error) {
-	if !isHex(repo) {
+	if !isObjectID(repo) {
 		return "", fmt.Errorf("bad repository key %q", repo)
 	}
 	dir := h.store(repo)
@@ -66,7 +65,7 @@ func (h *Host) readTips(repo string) []string {
 // Has reports whether the store of repo received commit (among its
 // last tips: the commits a job starts from are always received ones).
 func (h *Host) Has(ctx context.Context, repo, commit string) bool {
-	if !isHex(repo) || !isHex(commit) {
+	if !isObjectID(repo) || !isObjectID(commit) {
 		return false
 	}
 	h.mu.Lock()
@@ -82,7 +81,7 @@ func (h *Host) Has(ctx context.Context, repo, commit string) bool {
 // Tips returns the commits the store of repo received last (newest
 // first): an orchestrator leaves them out of the next bundle.
 func (h *Host) Tips(ctx context.Context, repo string) []string {
-	if !isHex(repo) {
+	if !isObjectID(repo) {
 		return nil
 	}
 	h.mu.Lock()
@@ -204,31 +203,10 @@ func (h *Host) Checkout(ctx context.Context, repo, executor string, n int, commi
 	if err := os.MkdirAll(filepath.Dir(saved), 0o755); err != nil {
 		return "", err
 	}
-	if err := copyFile(filepath.Join(gd, "index"), saved); err != nil {
+	if err := copyIndex(filepath.Join(gd, "index"), saved); err != nil {
 		return "", err
 	}
 	return dir, nil
-}
-
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	tmp := dst + ".tmp"
-	out, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	if err := out.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, dst)
 }
 
 // scrubGitDir rewrites what of a clone's git directory could make git run
@@ -275,7 +253,7 @@ func (h *Host) Result(ctx context.Context, repo, executor string, n int, start, 
 		c.env = append(c.env, "GIT_INDEX_FILE="+idx)
 		return line(ctx, c)
 	}
-	if err := copyFile(h.savedIndex(repo, executor, n), idx); err != nil {
+	if err := copyIndex(h.savedIndex(repo, executor, n), idx); err != nil {
 		// No saved index: build one from start (slower, same result).
 		os.Remove(idx)
 		if _, err := gitIdx("read-tree", start); err != nil {
@@ -308,7 +286,7 @@ func (h *Host) Repos() []string {
 	ents, _ := os.ReadDir(filepath.Join(h.Root, "repos"))
 	var out []string
 	for _, e := range ents {
-		if k, ok := strings.CutSuffix(e.Name(), ".git"); ok && isHex(k) {
+		if k, ok := strings.CutSuffix(e.Name(), ".git"); ok && isObjectID(k) {
 			out = append(out, k)
 		}
 	}

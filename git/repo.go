@@ -88,3 +88,18 @@ func isAncestor(ctx context.Context, dir, a, b string) (bool, error) {
 	}
 	return false, err
 }
+
+// TreeMode returns the mode of path in the tree of rev ("100755" for an
+// executable file, "100644" for another file, "120000" for a symlink), or
+// "" when the tree has no such path. path is relative to the top.
+func TreeMode(ctx context.Context, repo, rev, path string) (string, error) {
+	out, err := line(ctx, cmd{dir: repo, readOnly: true, args: []string{"ls-tree", rev, "--", path}})
+	if err != nil {
+		return "", err
+	}
+	mode, _, ok := strings.Cut(out, " ")
+	if !ok {
+		return "", nil
+	}
+	return mode, nil
+}

@@ -13,7 +13,7 @@ import (
 type span struct {
 	Slot    string
 	Task    muster.TaskID
-	Role    string
+	Role    muster.Role
 	Attempt int
 	Start   time.Time
 	End     time.Time
@@ -39,6 +39,9 @@ type run struct {
 	models  []string
 	cost    []costPoint
 	leased  bool // the journal records leases (else spans are attempts)
+	// gaps are the stretches no muster ran the run (crash or interrupt
+	// until the resume): left out of durations, marked on the timeline.
+	gaps []muster.Gap
 }
 
 func fold(events []muster.Event) *run {
@@ -46,6 +49,7 @@ func fold(events []muster.Event) *run {
 	for i := range events {
 		r.apply(&events[i])
 	}
+	r.gaps = muster.Gaps(events)
 	end := r.End
 	if end.IsZero() {
 		end = r.last(events)
@@ -76,7 +80,7 @@ func (r *run) last(events []muster.Event) time.Time {
 	return r.Start
 }
 
-func (r *run) openSpan(e *muster.Event, role string) {
+func (r *run) openSpan(e *muster.Event, role muster.Role) {
 	slot := e.Slot()
 	if slot == "" {
 		return

@@ -184,6 +184,9 @@ type gantt struct {
 	Bars  []bar
 	Ticks []tick
 	Grid  []float64 // y of row separators
+	// Gaps shade the stretches no muster ran the run (a crash or an
+	// interrupt, until the resume).
+	Gaps []mark
 }
 
 func layoutGantt(r *run) gantt {
@@ -207,6 +210,12 @@ func layoutGantt(r *run) gantt {
 		g.Grid = append(g.Grid, y+ganttRow)
 	}
 	g.H = ganttTop + float64(len(r.Clones))*ganttRow + 8
+	for _, gp := range r.gaps {
+		x1, x2 := xAt(gp.From), xAt(gp.To)
+		g.Gaps = append(g.Gaps, mark{X: x1, Y: ganttTop, W: math.Max(x2-x1, 2), H: g.H - ganttTop, Class: "gap",
+			Tip: fmt.Sprintf("muster not running from %s to %s (%s, until the resume): left out of the times",
+				gp.From.UTC().Format(time.TimeOnly), gp.To.UTC().Format(time.TimeOnly), runview.Duration(gp.To.Sub(gp.From)))})
+	}
 	for _, s := range r.spans {
 		y := ganttTop + float64(rowOf[s.Slot])*ganttRow + 4
 		x1, x2 := xAt(s.Start), xAt(s.End)

@@ -103,7 +103,10 @@ func Write(w io.Writer, events []muster.Event, opts Options) error {
 		p.VerifyClass = "unknown"
 	}
 	if !r.Start.IsZero() {
-		p.Duration = runview.Duration(r.End.Sub(r.Start))
+		p.Duration = runview.Duration(muster.Active(r.gaps, r.Start, r.End))
+		if len(r.gaps) > 0 {
+			p.Duration += " active"
+		}
 	}
 	for _, id := range r.Order {
 		switch r.Tasks[id].State {
@@ -145,7 +148,7 @@ func Write(w io.Writer, events []muster.Event, opts Options) error {
 	p.BarX = barLabel
 	p.Legend = []string{string(muster.StateSucceeded), string(muster.StateFailed), "retried", string(muster.StateCancelled), string(muster.StateRunning), "review"}
 	for _, id := range r.Order {
-		p.Rows = append(p.Rows, makeRow(r.Tasks[id]))
+		p.Rows = append(p.Rows, makeRow(r.Tasks[id], r.gaps))
 	}
 	var buf bytes.Buffer
 	if err := tmpl().Execute(&buf, p); err != nil {
@@ -155,12 +158,12 @@ func Write(w io.Writer, events []muster.Event, opts Options) error {
 	return err
 }
 
-func makeRow(t *runview.Task) row {
+func makeRow(t *runview.Task, gaps []muster.Gap) row {
 	rw := row{ID: string(t.ID), Title: t.Title, State: string(t.State), Slot: t.Where(), Attempts: t.Attempt,
 		Rounds: t.FixRounds, Commit: t.Commit, Paths: t.Paths, Reason: t.Reason,
 		Tokens: runview.Tokens(t.Usage.Tokens()), Cost: muster.FormatUSD(t.Usage.CostMicros)}
-	if !t.Start.IsZero() && !t.End.IsZero() && t.End.After(t.Start) {
-		rw.Time = runview.Duration(t.End.Sub(t.Start))
+	if d := muster.Active(gaps, t.Start, t.End); d > 0 {
+		rw.Time = runview.Duration(d)
 	}
 	rw.CommitShort = t.Commit
 	if len(rw.CommitShort) > 10 {

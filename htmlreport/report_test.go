@@ -222,3 +222,35 @@ func TestPreExistingGateFailureIsMarked(t *testing.T) {
 		t.Error("the task's own failure (failing on the base too) is not a plain failure")
 	}
 }
+
+// The time between a crash and the resume is marked on the timeline and
+// left out of the run's and the task's times.
+func TestGapBeforeResumeMarked(t *testing.T) {
+	lease := func(s int, typ muster.EventType) muster.Event {
+		return muster.Event{Time: at(s), Type: typ, Task: "a", Executor: "sim", Clone: 1, Role: muster.RoleCoder}
+	}
+	evs := []muster.Event{
+		{Time: at(0), Type: muster.EvRunStarted, Run: "g", Config: &muster.Config{Executors: []*muster.ExecutorSpec{{Name: "sim", Kind: "sim", Clones: 1}}}},
+		{Time: at(0), Type: muster.EvTasksPlanned, Tasks: []*muster.Task{{ID: "a", Title: "A"}}},
+		lease(1, muster.EvExecutorLeased), started(1, "a", "sim", 1),
+		{Time: at(11), Type: muster.EvMessage, Task: "a"}, // then kill -9
+		{Time: at(100), Type: muster.EvTaskCancelled, Task: "a", Attempt: 1, Reason: "interrupted"},
+		lease(100, muster.EvExecutorRelease),
+		{Time: at(100), Type: muster.EvRunResumed},
+		lease(100, muster.EvExecutorLeased), {Time: at(100), Type: muster.EvTaskStarted, Task: "a", Attempt: 2, Executor: "sim", Clone: 1},
+		{Time: at(110), Type: muster.EvTaskSucceeded, Task: "a", Attempt: 2, Commit: "abc"},
+		lease(110, muster.EvExecutorRelease),
+		{Time: at(110), Type: muster.EvRunFinished, State: muster.RunSucceeded},
+	}
+	html := render(t, evs, Options{})
+	if n := strings.Count(html, `<rect class="gap"`); n != 1 {
+		t.Errorf("%d gap marks, want 1", n)
+	}
+	if !strings.Contains(html, "muster not running from") || !strings.Contains(html, "(1m29s, until the resume)") {
+		t.Error("the gap's title should say when muster was not running")
+	}
+	// 110 s from start to end, 89 of them in the gap.
+	if !strings.Contains(html, `<div class="v">21s active</div>`) {
+		t.Errorf("wall time should be the active 21s:\n%s", html[strings.Index(html, "Wall time"):][:200])
+	}
+}

@@ -40,6 +40,8 @@ rect.node.pending { stroke: #aab; } rect.node.skipped, rect.node.cancelled { str
 .bar { opacity: .9; } .bar-label { fill: #fff; font-size: 11px; font-weight: 600; }
 .gate-pass { fill: #b9f6ca; } .gate-fail { fill: #fff; stroke: var(--bad); stroke-width: 1; }
 .fix { fill: #ffd180; stroke: #e65100; stroke-width: 1; }
+rect.gap { fill: #9aa3b2; fill-opacity: 0.25; stroke: #7a8292; stroke-dasharray: 3 3; }
+.legend i.gap-key { background: repeating-linear-gradient(45deg, #d5d9e0, #d5d9e0 3px, #fff 3px, #fff 6px); border: 1px dashed #7a8292; }
 .review-ok { fill: #e1bee7; } .review-block { fill: #fff; stroke: #4a148c; }
 .grid { stroke: #eceff3; } .axis { stroke: #b6bcc7; }
 .cost-bar { fill: #3f6fd8; } .cost-line { fill: none; stroke: #3f6fd8; stroke-width: 2; } .cost-area { fill: #3f6fd8; opacity: .12; }
@@ -84,10 +86,11 @@ footer { color: #7a8292; font-size: 12px; }
 
 <section id="gantt">
 <h2>Timeline of the clones</h2>
-<div class="legend">{{range .Legend}}<span><i class="{{.}}"></i>{{.}}</span>{{end}}<span><i class="gate-pass" style="background:#b9f6ca"></i>gate passed</span><span><i style="background:#fff;border:1px solid #c62828"></i>gate failed</span><span><i style="background:#ffd180;border:1px solid #e65100"></i>fix round</span></div>
+<div class="legend">{{range .Legend}}<span><i class="{{.}}"></i>{{.}}</span>{{end}}<span><i class="gate-pass" style="background:#b9f6ca"></i>gate passed</span><span><i style="background:#fff;border:1px solid #c62828"></i>gate failed</span><span><i style="background:#ffd180;border:1px solid #e65100"></i>fix round</span>{{if .Gantt.Gaps}}<span><i class="gap-key"></i>muster not running (until the resume)</span>{{end}}</div>
 <svg id="gantt-svg" viewBox="0 0 {{f .Gantt.W}} {{f .Gantt.H}}" role="img" aria-label="Gantt chart of tasks on executor clones">
 {{range .Gantt.Ticks}}<line class="grid" x1="{{f .X}}" x2="{{f .X}}" y1="18" y2="{{f $.Gantt.H}}"/><text class="small" x="{{f .X}}" y="12" text-anchor="middle">{{.Label}}</text>
 {{end}}{{range .Gantt.Grid}}<line class="grid" x1="0" x2="{{f $.Gantt.W}}" y1="{{f .}}" y2="{{f .}}"/>
+{{end}}{{range .Gantt.Gaps}}<rect class="gap" x="{{f .X}}" y="{{f .Y}}" width="{{f .W}}" height="{{f .H}}"><title>{{.Tip}}</title></rect>
 {{end}}{{range .Gantt.Rows}}<text class="mono" x="6" y="{{f .Y}}">{{.Label}}</text>
 {{end}}{{range .Gantt.Bars}}<g class="span"><title>{{.Tip}}</title><rect class="bar {{.Class}}" x="{{f .X}}" y="{{f .Y}}" width="{{f .W}}" height="{{f .H}}" rx="3"/>{{if .Label}}<text class="bar-label" x="{{f (add .X 5)}}" y="{{f (add .Y 15)}}">{{.Label}}</text>{{end}}{{range .Marks}}<rect class="mark {{.Class}}" x="{{f .X}}" y="{{f .Y}}" width="{{f .W}}" height="{{f .H}}"><title>{{.Tip}}</title></rect>{{end}}</g>
 {{end}}</svg>

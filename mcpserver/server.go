@@ -26,7 +26,9 @@ type Backend interface {
 	// Root is the repository's top directory.
 	Root() string
 	Validate(ctx context.Context, plan, text string) (*ValidateOutput, error)
-	Plan(ctx context.Context, in PlanInput, output string) (*PlanOutput, error)
+	// Plan calls progress with a line for people at each step (a try
+	// starts, a try fails), if progress is not nil.
+	Plan(ctx context.Context, in PlanInput, output string, progress func(string)) (*PlanOutput, error)
 	Run(ctx context.Context, plan string, in RunInput) (*RunOutput, error)
 	Status(ctx context.Context, run string) (any, error)
 	Report(ctx context.Context, run string) (*ReportOutput, error)
@@ -145,7 +147,7 @@ func New(b Backend, version string) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "muster", Title: "muster", Version: version}, nil)
 	add(s, "validate", "Check a muster plan file (and muster.toml) as `muster validate` does: every problem as FILE:LINE: message. isError when there is an error.",
 		func(sc *jsonschema.Schema) { minLen(sc, "plan") },
-		func(ctx context.Context, in ValidateInput) (*mcp.CallToolResult, *ValidateOutput, error) {
+		func(ctx context.Context, _ *mcp.CallToolRequest, in ValidateInput) (*mcp.CallToolResult, *ValidateOutput, error) {
 			path, err := Inside(b.Root(), in.Plan)
 			if err != nil {
 				return nil, nil, err
@@ -163,7 +165,7 @@ func New(b Backend, version string) *mcp.Server {
 			sc.Properties["executor"].Pattern = idPattern
 			sc.Properties["tries"].Minimum, sc.Properties["tries"].Maximum = ptr(0.0), ptr(10.0)
 		},
-		func(ctx context.Context, in PlanInput) (*mcp.CallToolResult, *PlanOutput, error) {
+		func(ctx context.Context, req *mcp.CallToolRequest, in PlanInput) (*mcp.CallToolResult, *PlanOutput, error) {
 			if in.Output == "" {
 				in.Output = "plan.md"
 			}
@@ -174,7 +176,7 @@ func New(b Backend, version string) *mcp.Server {
 			if err != nil {
 				return nil, nil, err
 			}
-			out, err := b.Plan(ctx, in, path)
+			out, err := b.Plan(ctx, in, path, progress(ctx, req))
 			if err != nil {
 				return nil, nil, err
 			}
@@ -192,7 +194,7 @@ func New(b Backend, version string) *mcp.Server {
 			sc.Properties["max_parallel"].Minimum = ptr(0.0)
 			sc.Properties["budget_usd"].Minimum = ptr(0.0)
 		},
-		func(ctx context.Context, in RunInput) (*mcp.CallToolResult, *RunOutput, error) {
+		func(ctx context.Context, _ *mcp.CallToolRequest, in RunInput) (*mcp.CallToolResult, *RunOutput, error) {
 			path, err := Inside(b.Root(), in.Plan)
 			if err != nil {
 				return nil, nil, err
@@ -205,7 +207,7 @@ func New(b Backend, version string) *mcp.Server {
 		})
 	add(s, "status", "Where a run stands: the object of `muster status --json` (state, tasks with their state, attempts, executor, commit and reason, usage).",
 		func(sc *jsonschema.Schema) { sc.Properties["run"].Pattern = idPattern },
-		func(ctx context.Context, in RunRef) (*mcp.CallToolResult, any, error) {
+		func(ctx context.Context, _ *mcp.CallToolRequest, in RunRef) (*mcp.CallToolResult, any, error) {
 			out, err := b.Status(ctx, in.Run)
 			if err != nil {
 				return nil, nil, err
@@ -214,7 +216,7 @@ func New(b Backend, version string) *mcp.Server {
 		})
 	add(s, "report", "A run's tokens and cost by executor clone (claude#2), with the total.",
 		func(sc *jsonschema.Schema) { sc.Properties["run"].Pattern = idPattern },
-		func(ctx context.Context, in RunRef) (*mcp.CallToolResult, *ReportOutput, error) {
+		func(ctx context.Context, _ *mcp.CallToolRequest, in RunRef) (*mcp.CallToolResult, *ReportOutput, error) {
 			out, err := b.Report(ctx, in.Run)
 			if err != nil {
 				return nil, nil, err
@@ -227,7 +229,7 @@ func New(b Backend, version string) *mcp.Server {
 			sc.Properties["task"].Pattern = idPattern
 			sc.Properties["attempt"].Minimum = ptr(0.0)
 		},
-		func(ctx context.Context, in LogsInput) (*mcp.CallToolResult, *LogsOutput, error) {
+		func(ctx context.Context, _ *mcp.CallToolRequest, in LogsInput) (*mcp.CallToolResult, *LogsOutput, error) {
 			out, err := b.Logs(ctx, in)
 			if err != nil {
 				return nil, nil, err
@@ -236,7 +238,7 @@ func New(b Backend, version string) *mcp.Server {
 		})
 	add(s, "cancel", "Stop a run that muster mcp started, as Ctrl-C would (SIGINT): agents get SIGTERM, the run stays resumable.",
 		func(sc *jsonschema.Schema) { sc.Properties["run"].Pattern = idPattern },
-		func(ctx context.Context, in RunRef) (*mcp.CallToolResult, *CancelOutput, error) {
+		func(ctx context.Context, _ *mcp.CallToolRequest, in RunRef) (*mcp.CallToolResult, *CancelOutput, error) {
 			out, err := b.Cancel(ctx, in.Run)
 			if err != nil {
 				return nil, nil, err
@@ -248,22 +250,41 @@ func New(b Backend, version string) *mcp.Server {
 
 // add registers a tool with the input schema inferred from In, adjusted
 // by tune, and a handler that turns a panic into a tool error.
-func add[In, Out any](s *mcp.Server, name, desc string, tune func(*jsonschema.Schema), h func(context.Context, In) (*mcp.CallToolResult, Out, error)) {
+func add[In, Out any](s *mcp.Server, name, desc string, tune func(*jsonschema.Schema), h func(context.Context, *mcp.CallToolRequest, In) (*mcp.CallToolResult, Out, error)) {
 	sc, err := jsonschema.For[In](nil)
 	if err != nil {
 		panic(fmt.Sprintf("mcpserver: schema of %s: %v", name, err))
 	}
 	tune(sc)
 	mcp.AddTool(s, &mcp.Tool{Name: name, Description: desc, InputSchema: sc},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in In) (res *mcp.CallToolResult, out Out, err error) {
+		func(ctx context.Context, req *mcp.CallToolRequest, in In) (res *mcp.CallToolResult, out Out, err error) {
 			defer func() {
 				if r := recover(); r != nil {
 					var zero Out
 					res, out, err = nil, zero, fmt.Errorf("muster: internal error in %s: %v\n%s", name, r, firstLines(string(debug.Stack()), 12))
 				}
 			}()
-			return h(ctx, in)
+			return h(ctx, req, in)
 		})
+}
+
+// progress returns a function that sends each line as a progress
+// notification, when the client asked for them (a progress token); nil
+// otherwise.
+func progress(ctx context.Context, req *mcp.CallToolRequest) func(string) {
+	if req == nil || req.Params == nil || req.Session == nil {
+		return nil
+	}
+	token := req.Params.GetProgressToken()
+	if token == nil {
+		return nil
+	}
+	n := 0
+	return func(msg string) {
+		n++
+		// A client that went away only misses a notification.
+		_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Message: msg, Progress: float64(n)})
+	}
 }
 
 func minLen(sc *jsonschema.Schema, prop string) {

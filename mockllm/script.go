@@ -196,6 +196,9 @@ var cwdPatterns = []*regexp.Regexp{
 	regexp.MustCompile(`Working directory: ([^\s<"\\]+)`),
 	regexp.MustCompile(`Workspace Directories:\*{0,2}\s*(?:\\n)?\s*-\s*([^\s<"\\]+)`),
 	regexp.MustCompile(`MUSTER_WORKTREE=([^\s<"\\]+)`),
+	// Copilot CLI's and Qwen Code's environment contexts.
+	regexp.MustCompile(`Current working directory: ([^\s<"\\]+)`),
+	regexp.MustCompile(`currently working in the directory: ([^\s<"\\]+)`),
 }
 
 func findCwd(body string) string {

@@ -86,6 +86,9 @@ type problems struct {
 	file     string
 	list     muster.Problems
 	hasCycle bool // checkCycles found one
+	// reserved are paths no task may own besides muster.ReservedPaths
+	// (the config file in use).
+	reserved []string
 }
 
 func (ps *problems) addf(line int, format string, args ...any) {
@@ -151,7 +154,7 @@ func (ps *problems) setField(t *muster.Task, name, value string, line int) {
 	case "model":
 		t.Model = value
 	case "role":
-		t.Role = value
+		t.Role = muster.Role(value)
 	case "run":
 		t.Run = value
 	case "kind":
@@ -167,11 +170,19 @@ func (ps *problems) setField(t *muster.Task, name, value string, line int) {
 			ps.addf(line, "bad Timeout %q: want a duration such as 20m or 1h30m", value)
 			return
 		}
+		if d > muster.MaxTaskTimeout {
+			ps.addf(line, "Timeout %s is more than the cap of %s: a task that runs longer should be split", d, muster.MaxTaskTimeout)
+			return
+		}
 		t.Timeout = d
 	case "retries":
 		n, err := strconv.Atoi(value)
 		if err != nil || n < 0 {
 			ps.addf(line, "bad Retries %q: want a whole number, 0 or more", value)
+			return
+		}
+		if n > muster.MaxRetries {
+			ps.addf(line, "Retries %d is more than the cap of %d", n, muster.MaxRetries)
 			return
 		}
 		t.Retries = n
@@ -243,8 +254,11 @@ func ParseBudget(s string) (muster.Budget, error) {
 				return b, errBudget
 			}
 			f, err := strconv.ParseFloat(strings.TrimSpace(p[1:]), 64)
-			if err != nil || !(f > 0) || f > 1e9 {
+			if err != nil || !(f > 0) {
 				return b, errBudget
+			}
+			if f*1e6 > muster.MaxBudgetMicros {
+				return b, fmt.Errorf("$%g is more than the cap of $%d", f, muster.MaxBudgetMicros/1_000_000)
 			}
 			b.USDMicros = int64(math.Round(f * 1e6))
 			if b.USDMicros == 0 {
@@ -269,8 +283,11 @@ func ParseBudget(s string) (muster.Budget, error) {
 			mult, num = 1e6, num[:len(num)-1]
 		}
 		f, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
-		if err != nil || !(f > 0) || f*mult > 1e15 {
+		if err != nil || !(f > 0) {
 			return b, errBudget
+		}
+		if f*mult > muster.MaxBudgetTokens {
+			return b, fmt.Errorf("%g tokens is more than the cap of %d", f*mult, int64(muster.MaxBudgetTokens))
 		}
 		b.Tokens = int64(math.Round(f * mult))
 		if b.Tokens == 0 {

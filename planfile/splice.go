@@ -13,6 +13,17 @@ func Splice(parent *muster.Task, frag *muster.Plan) []*muster.Task {
 	for _, t := range frag.Tasks {
 		c := *t
 		c.Parent = parent.ID
+		// A delegated task inherits the limits its delegator has and it
+		// leaves unset (checkTrust refused any above them).
+		if c.Timeout == 0 {
+			c.Timeout = parent.Timeout
+		}
+		if c.Budget.USDMicros == 0 {
+			c.Budget.USDMicros = parent.Budget.USDMicros
+		}
+		if c.Budget.Tokens == 0 {
+			c.Budget.Tokens = parent.Budget.Tokens
+		}
 		c.After = append([]muster.TaskID(nil), t.After...)
 		c.Owns = append([]string(nil), t.Owns...)
 		c.Reads = append([]string(nil), t.Reads...)

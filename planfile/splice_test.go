@@ -3,6 +3,7 @@ package planfile
 import (
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/muster-run/muster"
 )
@@ -29,5 +30,20 @@ func TestSplice(t *testing.T) {
 	plan.Tasks = append(plan.Tasks, got...)
 	if probs := Validate(plan, nil, Options{Strict: true}); len(probs) != 0 {
 		t.Errorf("grown plan: %v", probs)
+	}
+}
+
+// A delegated task inherits the delegator's Timeout and Budget when it
+// sets none, and keeps a lower one of its own.
+func TestSpliceInheritsLimits(t *testing.T) {
+	t.Parallel()
+	plan := mustParse(t, "plan.md", "## [ ] plan: P\nDelegates: yes\nTimeout: 30m\nBudget: $3, 100k tokens\n")
+	frag := mustParse(t, "out.md", "## [ ] p1: One\n\n## [ ] p2: Two\nTimeout: 5m\nBudget: $1\n")
+	got := Splice(plan.Tasks[0], frag)
+	if got[0].Timeout != 30*time.Minute || got[0].Budget != (muster.Budget{USDMicros: 3_000_000, Tokens: 100_000}) {
+		t.Errorf("p1 limits: %v %+v", got[0].Timeout, got[0].Budget)
+	}
+	if got[1].Timeout != 5*time.Minute || got[1].Budget != (muster.Budget{USDMicros: 1_000_000, Tokens: 100_000}) {
+		t.Errorf("p2 limits: %v %+v", got[1].Timeout, got[1].Budget)
 	}
 }

@@ -16,6 +16,10 @@ type Options struct {
 	// Strict makes overlapping Owns between tasks that may run at the
 	// same time an error instead of a warning.
 	Strict bool
+	// Reserved are repository paths no task may own besides
+	// muster.ReservedPaths: the config file in use, relative to the
+	// repository's top.
+	Reserved []string
 }
 
 // Validate checks a parsed plan against the crew in cfg and returns every
@@ -27,7 +31,7 @@ type Options struct {
 // against the crew. Done tasks count as satisfied dependencies and are
 // not checked for overlaps. The problems name p.Source.
 func Validate(p *muster.Plan, cfg *muster.Config, opts Options) muster.Problems {
-	ps := &problems{file: p.Source}
+	ps := &problems{file: p.Source, reserved: opts.Reserved}
 	if len(p.Tasks) == 0 {
 		ps.addf(1, `plan has no tasks: a task starts with a heading "## [ ] ID: Title"`)
 		return ps.list
@@ -99,16 +103,35 @@ func ValidateFragment(parent *muster.Task, existing *muster.Plan, frag *muster.P
 // authorityRank orders authorities from least to most.
 var authorityRank = map[muster.Authority]int{muster.AuthorityRead: 0, muster.AuthorityWrite: 1, muster.AuthorityShell: 2}
 
-// checkTrust holds agent-written tasks to their parent's authority: no
-// task may ask for more than the parent has, and commands (Run, Gate,
-// Loop), which muster would execute, come only from a parent with shell
-// authority (DESIGN.md §7: agent output is never run as a command unless
-// an approved authority says so).
+// checkTrust holds agent-written tasks to their parent's limits: no task
+// may ask for more authority than the parent has, skip the review the
+// parent gets, or get more Retries, a longer Timeout or a larger Budget
+// than the parent (a limit the parent leaves unset is the cap of
+// muster's limits.go); commands (Run, Gate, Loop), which muster would
+// execute, come only from a parent with shell authority (ARCHITECTURE.md:
+// agent output is never run as a command unless an approved authority
+// says so). Each refusal names the key and the cap.
 func (ps *problems) checkTrust(parent *muster.Task, tasks []*muster.Task) {
 	pa := parent.EffectiveAuthority()
 	for _, t := range tasks {
 		if a := t.EffectiveAuthority(); authorityRank[a] > authorityRank[pa] {
 			ps.addf(t.LineOf("authority"), "task %s: Authority %s is more than task %s has (%s)", t.ID, a, parent.ID, pa)
+		}
+		if t.Review == "none" && parent.Review != "none" {
+			ps.addf(t.LineOf("review"), "task %s: Review none skips the review task %s gets; a delegated task is reviewed as its delegator is", t.ID, parent.ID)
+		}
+		if t.Retries > parent.Retries {
+			ps.addf(t.LineOf("retries"), "task %s: Retries %d is more than task %s has (%d)", t.ID, t.Retries, parent.ID, parent.Retries)
+		}
+		if parent.Timeout > 0 && t.Timeout > parent.Timeout {
+			ps.addf(t.LineOf("timeout"), "task %s: Timeout %s is more than task %s has (%s)", t.ID, t.Timeout, parent.ID, parent.Timeout)
+		}
+		pb := parent.Budget
+		if pb.USDMicros > 0 && t.Budget.USDMicros > pb.USDMicros {
+			ps.addf(t.LineOf("budget"), "task %s: Budget $%.2f is more than task %s has ($%.2f)", t.ID, float64(t.Budget.USDMicros)/1e6, parent.ID, float64(pb.USDMicros)/1e6)
+		}
+		if pb.Tokens > 0 && t.Budget.Tokens > pb.Tokens {
+			ps.addf(t.LineOf("budget"), "task %s: Budget of %d tokens is more than task %s has (%d tokens)", t.ID, t.Budget.Tokens, parent.ID, pb.Tokens)
 		}
 		if pa == muster.AuthorityShell {
 			continue
@@ -127,7 +150,11 @@ func (ps *problems) checkTrust(parent *muster.Task, tasks []*muster.Task) {
 func (ps *problems) checkIDs(tasks []*muster.Task, old map[muster.TaskID]*muster.Task) map[muster.TaskID]int {
 	ids := map[muster.TaskID]int{}
 	for i, t := range tasks {
-		if !muster.IDPattern.MatchString(string(t.ID)) {
+		switch {
+		case len(t.ID) > muster.MaxIDLength:
+			ps.addf(t.Line, "task ID of %d characters: the cap is %d", len(t.ID), muster.MaxIDLength)
+			continue
+		case !muster.IDPattern.MatchString(string(t.ID)):
 			ps.addf(t.Line, `bad task ID %q: use letters, digits, ".", "_" and "-", starting with a letter or digit`, t.ID)
 		}
 		if first, dup := ids[t.ID]; dup {
@@ -329,10 +356,15 @@ func (ps *problems) checkTasks(tasks []*muster.Task, cfg *muster.Config) [][]str
 		}
 	}
 	for i, t := range tasks {
+		ps.checkTitle(t)
 		for _, e := range t.Owns {
 			n, err := owns.Normalize(e)
 			if err != nil {
 				ps.addf(t.LineOf("owns"), "task %s: Owns %q: %v", t.ID, e, err)
+				continue
+			}
+			if r := ps.reservedBy(n); r != "" {
+				ps.addf(t.LineOf("owns"), "task %s: Owns %q: %s is muster's or git's, which no task may change; own the files the task works on", t.ID, e, r)
 				continue
 			}
 			norm[i] = append(norm[i], n)
@@ -374,6 +406,29 @@ func (ps *problems) checkTasks(tasks []*muster.Task, cfg *muster.Config) [][]str
 		}
 	}
 	return norm
+}
+
+// checkTitle reports a title too long or with control characters.
+func (ps *problems) checkTitle(t *muster.Task) {
+	switch {
+	case len(t.Title) > muster.MaxTitleLength:
+		ps.addf(t.Line, "task %s: title of %d bytes: the cap is %d; put the detail in the task's text", t.ID, len(t.Title), muster.MaxTitleLength)
+	case muster.HasControl(t.Title):
+		ps.addf(t.Line, "task %s: the title holds a control character (such as NUL or an escape); write it as plain text", t.ID)
+	}
+}
+
+// reservedBy returns the reserved path (muster.ReservedPaths, then the
+// extra ones) that the normalised Owns entry n names or lies in; "" when
+// none.
+func (ps *problems) reservedBy(n string) string {
+	for _, r := range append(append([]string(nil), muster.ReservedPaths...), ps.reserved...) {
+		dir := strings.TrimSuffix(r, "/")
+		if n == r || n == dir || strings.HasPrefix(n, dir+"/") {
+			return r
+		}
+	}
+	return ""
 }
 
 // checkModel reports a task's Model: that its executor does not list, or,

@@ -11,7 +11,7 @@ import (
 
 func crew() *muster.Config {
 	return &muster.Config{Executors: []*muster.ExecutorSpec{
-		{Name: "claude", Kind: muster.ExecClaudeCode, Clones: 2, Roles: []string{"coder", "reviewer"}, Models: []string{"sonnet", "opus"}},
+		{Name: "claude", Kind: muster.ExecClaudeCode, Clones: 2, Roles: []muster.Role{"coder", "reviewer"}, Models: []string{"sonnet", "opus"}},
 		{Name: "codex", Kind: muster.ExecCodex, Clones: 1, Model: "gpt-5.5", Models: []string{"gpt-5.5-mini"}},
 	}}
 }
@@ -23,6 +23,19 @@ func mustParse(t *testing.T, name, src string) *muster.Plan {
 		t.Fatalf("parse %s: %v", name, probs)
 	}
 	return p
+}
+
+func TestCapsOfTaskLimits(t *testing.T) {
+	t.Parallel()
+	_, probs := Parse("p.md", []byte("## [ ] a: A\nRetries: 1000000\nTimeout: 9999h\nBudget: $100000000\n\n## [ ] b: B\nRetries: 10\nTimeout: 48h\nBudget: $1000000\n"))
+	want := []string{
+		`p.md:2: Retries 1000000 is more than the cap of 10`,
+		`p.md:3: Timeout 9999h0m0s is more than the cap of 48h0m0s: a task that runs longer should be split`,
+		`p.md:4: bad Budget "$100000000": $1e+08 is more than the cap of $1000000`,
+	}
+	if got := problemStrings(probs); !reflect.DeepEqual(got, want) {
+		t.Errorf("got %q\nwant %q", got, want)
+	}
 }
 
 func TestValidate(t *testing.T) {
@@ -74,9 +87,22 @@ func TestValidate(t *testing.T) {
 			[]string{`p.md:8: warning: tasks a (line 1) and c may run at the same time and their Owns overlap: "pkg/x.go" and "**/x.go"`}},
 		{"ordered transitively", "## [ ] a: A\nOwns: x.go\n\n## [ ] b: B\nAfter: a\n\n## [ ] c: C\nAfter: b\nOwns: x.go\n", true, nil},
 		{"done tasks do not overlap", "## [x] a: A\nOwns: x.go\n\n## [ ] c: C\nOwns: x.go\n", true, nil},
+		{"long id", "## [ ] " + strings.Repeat("a", 5000) + ": A\n", false,
+			[]string{`p.md:1: task ID of 5000 characters: the cap is 100`}},
+		{"long title", "## [ ] a: " + strings.Repeat("t", 1<<20) + "\n", false,
+			[]string{`p.md:1: task a: title of 1048576 bytes: the cap is 300; put the detail in the task's text`}},
+		{"nul in title", "## [ ] a: bad\x00title\n", false,
+			[]string{`p.md:1: task a: the title holds a control character (such as NUL or an escape); write it as plain text`}},
+		{"reserved owns", "## [ ] a: A\nOwns: muster.toml, .git/hooks/, .muster/x, ci/muster.ci.toml, ok.go\n", false,
+			[]string{
+				`p.md:2: task a: Owns "muster.toml": muster.toml is muster's or git's, which no task may change; own the files the task works on`,
+				`p.md:2: task a: Owns ".git/hooks/": .git/ is muster's or git's, which no task may change; own the files the task works on`,
+				`p.md:2: task a: Owns ".muster/x": .muster/ is muster's or git's, which no task may change; own the files the task works on`,
+				`p.md:2: task a: Owns "ci/muster.ci.toml": ci/muster.ci.toml is muster's or git's, which no task may change; own the files the task works on`,
+			}},
 	} {
 		p := mustParse(t, "p.md", tc.src)
-		got := problemStrings(Validate(p, crew(), Options{Strict: tc.strict}))
+		got := problemStrings(Validate(p, crew(), Options{Strict: tc.strict, Reserved: []string{"ci/muster.ci.toml"}}))
 		if tc.want == nil {
 			tc.want = []string{}
 		}
@@ -130,7 +156,7 @@ func TestValidateLargeChain(t *testing.T) {
 
 func TestValidateFragment(t *testing.T) {
 	t.Parallel()
-	existing := mustParse(t, "plan.md", "## [ ] plan: P\nOwns: parser/, docs/parser.md\nDelegates: yes\n\n## [ ] other: O\nOwns: x.go\n")
+	existing := mustParse(t, "plan.md", "## [ ] plan: P\nOwns: parser/, docs/parser.md\nDelegates: yes\nRetries: 1\nTimeout: 1h\nBudget: $2, 200k tokens\n\n## [ ] other: O\nOwns: x.go\n")
 	parent := existing.Tasks[0]
 	for _, tc := range []struct {
 		name string
@@ -168,6 +194,14 @@ func TestValidateFragment(t *testing.T) {
 				`out.md:5: task p1: Run is a command; only a delegating task with Authority shell may propose commands`,
 				`out.md:6: task p1: Gate is a command; only a delegating task with Authority shell may propose commands`,
 				`out.md:7: task p1: Loop is a command; only a delegating task with Authority shell may propose commands`,
+			}},
+		{"limits above the delegator's", "## [ ] p1: One\nOwns: parser/a\nReview: none\nRetries: 3\nTimeout: 9h\nBudget: $100000, 5M tokens\n", 5,
+			[]string{
+				`out.md:3: task p1: Review none skips the review task plan gets; a delegated task is reviewed as its delegator is`,
+				`out.md:4: task p1: Retries 3 is more than task plan has (1)`,
+				`out.md:5: task p1: Timeout 9h0m0s is more than task plan has (1h0m0s)`,
+				`out.md:6: task p1: Budget $100000.00 is more than task plan has ($2.00)`,
+				`out.md:6: task p1: Budget of 5000000 tokens is more than task plan has (200000 tokens)`,
 			}},
 		{"owns escape", "## [ ] p1: One\nOwns: parser/../../x\n", 5,
 			[]string{`out.md:2: task p1: Owns "parser/../../x": path escapes the repository with ..`}},

@@ -91,7 +91,7 @@ func WriteText(w io.Writer, r *Report) error {
 	fmt.Fprintf(tw, "Run\tState\tStarted\tElapsed\tTasks ok\tTasks failed\tTokens\tCost\tCost/day\t\n")
 	for _, run := range r.Runs {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t\n", run.Run, run.State, run.Started.In(zone(r)).Format("2006-01-02 15:04"),
-			run.Ended.Sub(run.Started).Round(time.Second), run.Succeeded, run.Failed, num(run.TotalTokens),
+			(time.Duration(run.ActiveSeconds * float64(time.Second))).Round(time.Second), run.Succeeded, run.Failed, num(run.TotalTokens),
 			money(run.Figures), usd(run.CostPerDayMicros))
 	}
 	tw.Flush()

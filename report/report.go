@@ -45,7 +45,9 @@ type Figures struct {
 	// EstimatedMicros is the part of CostMicros estimated from the price
 	// table rather than reported by the agent.
 	EstimatedMicros int64 `json:"estimated_micros"`
-	// Estimated says some of the cost is estimated.
+	// Estimated says some of the cost is estimated (EstimatedMicros > 0):
+	// a cost the agent reported, or an estimate of $0 for a model the
+	// price table does not know, is not.
 	Estimated bool `json:"estimated"`
 	// SharePercent is this line's share of all tokens in the report.
 	SharePercent float64 `json:"share_percent"`
@@ -68,7 +70,7 @@ func (f *Figures) add(u muster.Usage, estimated int64) {
 	f.CostMicros = muster.SatAdd(f.CostMicros, u.CostMicros)
 	f.CostUSD = float64(f.CostMicros) / 1e6
 	f.EstimatedMicros = muster.SatAdd(f.EstimatedMicros, estimated)
-	f.Estimated = f.Estimated || u.Estimated
+	f.Estimated = f.EstimatedMicros > 0
 	f.Events++
 }
 
@@ -84,13 +86,16 @@ type Run struct {
 	State string `json:"state"` // running, succeeded, failed, interrupted
 	// Started and Ended bound the run (Ended: its last event, or Now
 	// while it runs).
-	Started   time.Time `json:"started"`
-	Ended     time.Time `json:"ended"`
-	Succeeded int       `json:"tasks_succeeded"`
-	Failed    int       `json:"tasks_failed"`
+	Started time.Time `json:"started"`
+	Ended   time.Time `json:"ended"`
+	// ActiveSeconds is Ended - Started less the gaps when no muster ran
+	// the run (between a crash or an interrupt and its resume).
+	ActiveSeconds float64 `json:"active_seconds"`
+	Succeeded     int     `json:"tasks_succeeded"`
+	Failed        int     `json:"tasks_failed"`
 	Figures
 	// CostPerDayMicros projects the run's cost over a day at its rate so
-	// far (cost ÷ elapsed time × 24 h); 0 when no time has elapsed.
+	// far (cost ÷ active time × 24 h); 0 when no time has elapsed.
 	CostPerDayMicros int64   `json:"cost_per_day_micros"`
 	CostPerDayUSD    float64 `json:"cost_per_day_usd"`
 }
@@ -227,7 +232,7 @@ func Build(runs [][]muster.Event, opts Options) *Report {
 				bump("day", t.Format("2006-01-02"), u, est)
 				bump("hour", t.Format("2006-01-02 15:00"), u, est)
 				bump("model", modelKey(e.Model), u, est)
-				bump("role", orNone(e.Role), u, est)
+				bump("role", orNone(string(e.Role)), u, est)
 				bump("task", orNone(string(e.Task)), u, est)
 				bump("clone", orNone(e.Slot()), u, est)
 			}
@@ -244,7 +249,9 @@ func Build(runs [][]muster.Event, opts Options) *Report {
 				run.Failed++
 			}
 		}
-		if el := run.Ended.Sub(run.Started); el > 0 {
+		el := muster.Active(muster.Gaps(events), run.Started, run.Ended)
+		run.ActiveSeconds = el.Seconds()
+		if el > 0 {
 			run.CostPerDayMicros = int64(float64(run.CostMicros) * float64(24*time.Hour) / float64(el))
 			run.CostPerDayUSD = float64(run.CostPerDayMicros) / 1e6
 		}

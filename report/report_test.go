@@ -24,7 +24,7 @@ func at(minute int) time.Time { return t0.Add(time.Duration(minute) * time.Minut
 func demoRun() []muster.Event {
 	tok := func(minute int, task, exec string, clone int, role, model string, in, out int64, costMicros int64, est bool) muster.Event {
 		return muster.Event{Time: at(minute), Type: muster.EvTokensUsed, Task: muster.TaskID(task), Executor: exec, Clone: clone,
-			Role: role, Model: model, Usage: muster.Usage{InputTokens: in, OutputTokens: out, CacheReadTokens: in * 10, CostMicros: costMicros, Estimated: est}}
+			Role: muster.Role(role), Model: model, Usage: muster.Usage{InputTokens: in, OutputTokens: out, CacheReadTokens: in * 10, CostMicros: costMicros, Estimated: est}}
 	}
 	return []muster.Event{
 		{Time: at(0), Type: muster.EvRunStarted, Run: "r1", Schema: 1},
@@ -97,6 +97,13 @@ func TestEstimatedVersusReported(t *testing.T) {
 	}
 	if len(r.Unpriced) != 1 || r.Unpriced[0] != "mystery-model" {
 		t.Errorf("unpriced = %v", r.Unpriced)
+	}
+	// A model with no price is counted as $0, not starred as estimated
+	// (the report says it has no price).
+	for _, l := range r.ByModel {
+		if l.Key == "mystery-model" && (l.Estimated || l.EstimatedMicros != 0) {
+			t.Errorf("mystery-model = %+v", l.Figures)
+		}
 	}
 	if r.SucceededTasks != 2 || r.CostPerSucceededTaskMicros != 41_000 {
 		t.Errorf("succeeded %d, per task %d", r.SucceededTasks, r.CostPerSucceededTaskMicros)
@@ -179,5 +186,29 @@ func TestCloneOrderNumeric(t *testing.T) {
 	r := report.Build([][]muster.Event{ev}, report.Options{TZ: time.UTC})
 	if r.ByClone[0].Key != "claude#1" || r.ByClone[1].Key != "claude#2" || r.ByClone[2].Key != "claude#10" {
 		t.Errorf("order: %v %v %v", r.ByClone[0].Key, r.ByClone[1].Key, r.ByClone[2].Key)
+	}
+}
+
+// The time between a crash and its resume is not the run's: active time
+// and the cost per day leave it out.
+func TestGapBeforeResumeLeftOut(t *testing.T) {
+	t.Parallel()
+	evs := []muster.Event{
+		{Time: at(0), Type: muster.EvRunStarted, Run: "g"},
+		{Time: at(1), Type: muster.EvTokensUsed, Task: "a", Usage: muster.Usage{CostMicros: 60_000}},
+		{Time: at(10), Type: muster.EvMessage, Task: "a"}, // then kill -9
+		{Time: at(70), Type: muster.EvTaskCancelled, Task: "a"},
+		{Time: at(70), Type: muster.EvRunResumed},
+		{Time: at(80), Type: muster.EvRunFinished, State: muster.RunSucceeded},
+	}
+	r := report.Build([][]muster.Event{evs}, report.Options{TZ: time.UTC})
+	run := r.Runs[0]
+	// 80 minutes from start to end, 60 of them with no muster running.
+	if run.ActiveSeconds != 20*60 {
+		t.Errorf("active %v s, want 1200", run.ActiveSeconds)
+	}
+	// $0.06 over 20 active minutes → $4.32 a day.
+	if run.CostPerDayMicros != 4_320_000 {
+		t.Errorf("cost per day %d, want 4320000", run.CostPerDayMicros)
 	}
 }

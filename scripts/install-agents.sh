@@ -7,8 +7,10 @@
 # Pitfalls on Node 20 (see docs/agents.md):
 #   - Claude Code's newest releases declare engines.node >= 22, so the
 #     exact version is pinned; 2.1.197 runs on Node 20.
-#   - Claude Code, Codex and opencode ship a native binary as an optional
-#     per-platform dependency; optional dependencies must not be omitted.
+#   - Claude Code, Codex, codex-acp, Copilot and opencode ship a native
+#     binary as an optional per-platform dependency; optional dependencies
+#     must not be omitted.
+#   - Qwen Code's releases after 0.15.10 declare engines.node >= 22.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -20,6 +22,9 @@ pins=(
 	"@google/gemini-cli@0.61.0"
 	"opencode-ai@1.18.33"
 	"@zed-industries/claude-agent-acp@0.23.1"
+	"@zed-industries/codex-acp@0.16.0"
+	"@qwen-code/qwen-code@0.15.10"
+	"@github/copilot@1.0.102"
 )
 
 if ! command -v npm >/dev/null 2>&1; then
@@ -59,7 +64,7 @@ export npm_config_update_notifier=false npm_config_fund=false npm_config_audit=f
 npm install --prefix "$dir" --save-exact --include=optional --engine-strict=false \
 	--loglevel=error "${pins[@]}"
 
-for bin in claude codex gemini opencode claude-agent-acp; do
+for bin in claude codex gemini opencode claude-agent-acp codex-acp qwen copilot; do
 	if [ ! -x "$dir/node_modules/.bin/$bin" ]; then
 		echo "install-agents: $bin missing after install" >&2
 		exit 3

@@ -47,11 +47,14 @@ type Model struct {
 	detached bool // the user pressed q
 	stopped  bool // the user pressed ctrl+c
 	closed   bool // the event stream ended
+	// stopsRun says ctrl+c stops the run (the view of muster run); in
+	// muster watch it only leaves the view.
+	stopsRun bool
 }
 
 // New returns a model with no events yet.
 func New(opts Options) Model {
-	m := Model{st: newState(), now: opts.Now, width: opts.Width, height: opts.Height}
+	m := Model{st: newState(), now: opts.Now, width: opts.Width, height: opts.Height, stopsRun: opts.OnInterrupt != nil}
 	if m.now == nil {
 		m.now = time.Now
 	}

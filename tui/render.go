@@ -57,7 +57,11 @@ func (m Model) render() string {
 	out = append(out, stHeader.Render(clip(m.header(), w)))
 
 	lanes := m.laneLines(w)
-	footer := stDim.Render(clip("↑/↓ j/k select task · q leave view (run continues) · ctrl+c stop run", w))
+	keys := "↑/↓ j/k select task · q or ctrl+c leave view (the run goes on)"
+	if m.stopsRun {
+		keys = "↑/↓ j/k select task · q leave view (run continues) · ctrl+c stop run"
+	}
+	footer := stDim.Render(clip(keys, w))
 	// Budget the rows: header, lanes title + lanes, tasks title + rows,
 	// events title + at least 3 lines, footer.
 	rest := h - 1 - 1 - (1 + len(lanes)) - 1

@@ -331,6 +331,19 @@ func TestLiveInterruptCallsBack(t *testing.T) {
 	}
 }
 
+// The footer tells what ctrl+c does: in muster run it stops the run; in
+// muster watch it only leaves the view, as watch's help says.
+func TestFooterSaysWhatCtrlCDoes(t *testing.T) {
+	watch := frame(New(Options{Now: fixed(0), Width: 100, Height: 24}))
+	if !strings.Contains(watch, "q or ctrl+c leave view (the run goes on)") || strings.Contains(watch, "stop run") {
+		t.Errorf("watch's footer:\n%s", watch)
+	}
+	run := frame(New(Options{Now: fixed(0), Width: 100, Height: 24, OnInterrupt: func() {}}))
+	if !strings.Contains(run, "ctrl+c stop run") {
+		t.Errorf("run's footer:\n%s", run)
+	}
+}
+
 // TestLanesShowThePace: after a rate limit the idle lanes of the
 // credential say so, with the time left; once the backoff (10 s, and up
 // to half as much jitter) is over and

@@ -76,6 +76,7 @@ func (e *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit fu
 	}
 	inv := s.Invocation(req, append(args, spec.Args...), e.preset.env(spec, req, s.Home, s.Key), nil)
 	sess := newSession(req, root, emit, inv.Secrets, inv.Env)
+	sess.home, sess.missingAsEmpty = s.Home, e.preset.missingAsEmpty
 	if err := e.preset.prepare(spec, req, s.Home, s.KeyName); err != nil {
 		return nil, agentkit.StartFailure(err)
 	}
@@ -152,6 +153,9 @@ func (e *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit fu
 		kill()
 		out = <-done
 	}
+	if e.preset.after != nil {
+		e.preset.after(s.Home)
+	}
 	return e.result(ctx, req, sess, turn, out.res, out.err, stderr, timeout)
 }
 
@@ -205,11 +209,21 @@ func (e *Executor) result(ctx context.Context, req *muster.ExecRequest, sess *se
 		}
 		return res, ae
 	}
+	if p := e.preset.errorPrefix; p != "" && strings.HasPrefix(strings.TrimSpace(sess.last), p) {
+		now := time.Now
+		if e.Now != nil {
+			now = e.Now
+		}
+		return res, agentkit.Classify(0, pr.ExitCode, st.Redact(strings.TrimSpace(sess.last)), now())
+	}
 	switch turn.stop {
 	case acp.StopRefusal:
 		return res, &muster.AgentError{Class: muster.FailExit, ExitCode: pr.ExitCode, Message: name + " refused the prompt (stop reason refusal)"}
 	case acp.StopCancelled:
-		return res, &muster.AgentError{Class: muster.FailExit, ExitCode: pr.ExitCode, Message: name + " cancelled its turn"}
+		// Not asked for: agents end their turn so when muster refuses a
+		// permission (Codex does). The turn is over; its change is
+		// checked as any other.
+		st.Note(name + " ended its turn as cancelled")
 	}
 	if req.Role == muster.RoleReviewer {
 		if f, ok := agentkit.ParseFindings(st.Final); ok {

@@ -206,6 +206,9 @@ func (x *session) readFile(p *acp.ReadFileParams) (any, *acp.Error) {
 	}
 	defer r.Close()
 	f, err := r.Open(rel)
+	if errors.Is(err, fs.ErrNotExist) && x.missingAsEmpty {
+		return acp.ReadFileResult{}, nil
+	}
 	if err != nil {
 		return nil, x.fsError(acp.MethodReadFile, p.Path, err)
 	}
@@ -238,7 +241,7 @@ func (x *session) readFile(p *acp.ReadFileParams) (any, *acp.Error) {
 func (x *session) fsError(method, path string, err error) *acp.Error {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return acp.Errorf(acp.CodeNotFound, "%s: no such file", path)
+		return acp.Errorf(acp.CodeNotFound, "Resource not found: %s (No such file or directory)", path)
 	case strings.Contains(err.Error(), "escapes"):
 		return x.violation(method, path)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -28,21 +29,32 @@ const (
 // records, and what the agent has said in this turn.
 type session struct {
 	req  *muster.ExecRequest
-	root string // the worktree, symlinks resolved
-	env  []string
-	conn *acp.Conn
+	home string // the clone's home
+	// missingAsEmpty: see preset.missingAsEmpty.
+	missingAsEmpty bool
+	// total, when set, reads the session's cumulative usage (preset.usage)
+	total     func(home, session string) (muster.Usage, bool)
+	totalBase muster.Usage
+	root      string // the worktree, symlinks resolved
+	env       []string
+	conn      *acp.Conn
 
 	mu        sync.Mutex // guards everything below; emit runs under it
 	s         *agentkit.Stream
 	sessionID string
 	loading   bool // a session/load replays history: not this turn's records
 	msg       strings.Builder
+	last      string // the turn's latest message chunk (bounded)
 	final     strings.Builder
 	tools     map[string]*toolState
 	plan      []acp.PlanEntry
 	cost      float64 // last cumulative cost (USD) reported
 	costBase  float64 // the cumulative cost before this turn
 	costSeen  bool
+	// calls sums the per-call usage some agents put in their message
+	// chunks' _meta (Qwen Code), for a turn whose reply carries none.
+	calls     muster.Usage
+	callsSeen bool
 	updates   int
 	flooded   bool
 	terms     *terminals
@@ -75,6 +87,12 @@ func (x *session) redact(text string) string {
 
 // line handles one stdout line of the agent.
 func (x *session) line(l string) {
+	if tr := os.Getenv("MUSTER_ACP_TRACE"); tr != "" {
+		if f, err := os.OpenFile(tr, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
+			fmt.Fprintln(f, l)
+			f.Close()
+		}
+	}
 	t := strings.TrimSpace(l)
 	if t == "" {
 		return
@@ -143,6 +161,10 @@ func (x *session) drive(ctx context.Context, p *preset, spec *muster.ExecutorSpe
 	x.mu.Lock()
 	x.costBase = x.cost
 	x.mu.Unlock()
+	if p.usage != nil {
+		x.total = p.usage
+		x.totalBase, _ = p.usage(x.home, x.sessionID)
+	}
 	type reply struct {
 		res acp.PromptResult
 		err error
@@ -283,6 +305,31 @@ func (x *session) turnEnd(r acp.PromptResult) {
 			CacheReadTokens: clamp(r.Usage.CachedReadTokens), CacheWriteTokens: clamp(r.Usage.CachedWriteTokens),
 		}
 	}
+	if r.Usage == nil && r.Meta != nil && r.Meta.Quota != nil && len(r.Meta.Quota.ModelUsage) > 0 {
+		// Tokens by model, as the Gemini CLI reports them; the cost
+		// (when reported) goes with the first.
+		for i, mu := range r.Meta.Quota.ModelUsage {
+			if i >= 20 {
+				break
+			}
+			tc := mu.TokenCount
+			cached := min(clamp(tc.CachedInputTokens), clamp(tc.InputTokens))
+			mu2 := muster.Usage{InputTokens: clamp(tc.InputTokens) - cached, CacheReadTokens: cached, OutputTokens: clamp(tc.OutputTokens)}
+			if i == 0 && x.costSeen && x.cost > x.costBase {
+				mu2.CostMicros = int64(math.Round((x.cost - x.costBase) * 1e6))
+			}
+			x.s.UsageRecord(agentkit.Clip(x.s.Redact(mu.Model), 100), mu2)
+		}
+		return
+	}
+	if r.Usage == nil && x.callsSeen {
+		u = x.calls
+	}
+	if r.Usage == nil && x.total != nil {
+		if t, ok := x.total(x.home, x.sessionID); ok {
+			u = sub(t, x.totalBase)
+		}
+	}
 	if x.costSeen && x.cost > x.costBase {
 		u.CostMicros = int64(math.Round((x.cost - x.costBase) * 1e6))
 	}
@@ -349,8 +396,17 @@ func (x *session) Notify(method string, params json.RawMessage) {
 	}
 	switch u.Kind {
 	case acp.UpdateMessageChunk:
+		if u.Meta != nil && u.Meta.Usage != nil {
+			mu := u.Meta.Usage
+			cached := min(clamp(mu.CachedReadTokens), clamp(mu.InputTokens))
+			x.calls.Add(muster.Usage{InputTokens: clamp(mu.InputTokens) - cached, CacheReadTokens: cached, OutputTokens: clamp(mu.OutputTokens)})
+			x.callsSeen = true
+		}
 		var c acp.ContentBlock
 		if json.Unmarshal(u.Content, &c) == nil && c.Type == "text" {
+			if strings.TrimSpace(c.Text) != "" {
+				x.last = agentkit.Clip(c.Text, 2000)
+			}
 			if x.msg.Len() < maxMessageBuf {
 				x.msg.WriteString(c.Text)
 			}

@@ -86,28 +86,9 @@ func buildArgs(spec *muster.ExecutorSpec, req *muster.ExecRequest, resume bool) 
 	return append(args, "-")
 }
 
-// configTOML is the clone's config.toml: with a base URL, a custom
-// provider speaking the Responses API whose key is read from keyName.
+// configTOML is the clone's config.toml (agentkit.CodexConfig).
 func configTOML(spec *muster.ExecutorSpec, keyName string) string {
-	var b strings.Builder
-	b.WriteString("# Written by muster for this executor clone; rewritten on each run.\n")
-	if spec.BaseURL == "" {
-		return b.String()
-	}
-	fmt.Fprintf(&b, "model_provider = %s\n\n", tomlString(providerID))
-	fmt.Fprintf(&b, "[model_providers.%s]\n", providerID)
-	fmt.Fprintf(&b, "name = %s\n", tomlString("muster: "+spec.Name))
-	fmt.Fprintf(&b, "base_url = %s\n", tomlString(spec.BaseURL))
-	fmt.Fprintf(&b, "env_key = %s\n", tomlString(keyName))
-	b.WriteString("wire_api = \"responses\"\n")
-	b.WriteString("request_max_retries = 1\nstream_max_retries = 1\n")
-	return b.String()
-}
-
-// tomlString quotes s as a TOML basic string (JSON's escapes are valid).
-func tomlString(s string) string {
-	q, _ := json.Marshal(s)
-	return string(q)
+	return agentkit.CodexConfig(spec, keyName, providerID)
 }
 
 // kindEnv returns the variables Codex needs: its home and the key, under

@@ -164,6 +164,25 @@ const (
 type PromptResult struct {
 	StopReason string `json:"stopReason"`
 	Usage      *Usage `json:"usage,omitempty"`
+	Meta       *Meta  `json:"_meta,omitempty"`
+}
+
+// Meta is the part of a prompt reply's _meta muster reads: the Gemini
+// CLI's (and Qwen Code's) quota, with the turn's tokens by model.
+type Meta struct {
+	Quota *struct {
+		ModelUsage []struct {
+			Model      string     `json:"model"`
+			TokenCount TokenCount `json:"token_count"`
+		} `json:"model_usage"`
+	} `json:"quota,omitempty"`
+}
+
+// TokenCount is one model's tokens in a Meta quota.
+type TokenCount struct {
+	InputTokens       int64 `json:"input_tokens"`
+	OutputTokens      int64 `json:"output_tokens"`
+	CachedInputTokens int64 `json:"cached_input_tokens"`
 }
 
 // Usage is a turn's token counts (unstable in the spec).
@@ -208,6 +227,10 @@ type SessionUpdate struct {
 	ToolCall
 	// plan
 	Entries []PlanEntry `json:"entries,omitempty"`
+	// _meta of a message chunk: Qwen Code's usage of one model call.
+	Meta *struct {
+		Usage *Usage `json:"usage"`
+	} `json:"_meta,omitempty"`
 	// usage_update
 	Used int64 `json:"used,omitempty"`
 	Size int64 `json:"size,omitempty"`

@@ -105,6 +105,31 @@ var Kinds = []Kind{
 		Authority: acpAuthority(" (mode default)", " (mode default: every edit and command asks)",
 			" (mode bypassPermissions)"),
 	},
+	{
+		Name: muster.ExecCodexACP, Binary: "codex-acp", ACP: true,
+		KeyEnv:     "OPENAI_API_KEY",
+		LoginFiles: []string{".codex/auth.json"},
+		Authority: acpAuthority(" (sandbox read-only, approval untrusted)", " (sandbox workspace-write, approval untrusted)",
+			" (sandbox danger-full-access, approval never)"),
+	},
+	{
+		Name: muster.ExecGeminiACP, Binary: "gemini", ACP: true, ACPArgs: []string{"--acp"},
+		KeyEnv:     "GEMINI_API_KEY",
+		LoginFiles: []string{".gemini/oauth_creds.json", ".gemini/google_accounts.json"},
+		Authority:  acpAuthority(" (--approval-mode default)", " (--approval-mode default)", " (--approval-mode yolo)"),
+	},
+	{
+		Name: muster.ExecQwen, Binary: "qwen", ACP: true, ACPArgs: []string{"--acp"},
+		KeyEnv:    "OPENAI_API_KEY",
+		Authority: acpAuthority(" (--approval-mode default)", " (--approval-mode default)", " (--approval-mode yolo)"),
+		Note:      "Qwen Code 0.15.10 is the newest release that runs on Node 20 (later ones need Node 22)",
+	},
+	{
+		Name: muster.ExecCopilot, Binary: "copilot", ACP: true, ACPArgs: []string{"--acp"},
+		KeyEnv:    "COPILOT_PROVIDER_API_KEY",
+		Authority: acpAuthority("", "", " (--allow-all)"),
+		Note:      "with base_url: the endpoint is Copilot's own model provider (BYOK, offline, no GitHub login); without: the user's Copilot login",
+	},
 }
 
 // acpAuthority is how muster answers an ACP agent's permission requests

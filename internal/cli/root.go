@@ -78,7 +78,7 @@ Start with: muster demo`,
 		usage.NewCmd(),
 		watch.NewCmd(resolveJournal),
 		mockllm.NewCmd(),
-		doctor.NewCmd(repoConfig),
+		doctorCmd(),
 		clean.NewCmd(io),
 		clifleet.NewCmd(io),
 		worker.NewCmd(io, buildVersion()),
@@ -118,10 +118,10 @@ func unknownSubcommand(cmd *cobra.Command, args []string) error {
 	return nil
 }
 
-// resolveJournal maps a run ID ("" for the latest) in the current
-// repository to its journal.
-func resolveJournal(run string) (string, error) {
-	repo, err := cmdutil.OpenRepo(context.Background(), "")
+// resolveJournal maps a run ID ("" for the latest) in a repository (""
+// for the current directory's) to its journal.
+func resolveJournal(dir, run string) (string, error) {
+	repo, err := cmdutil.OpenRepo(context.Background(), dir)
 	if err != nil {
 		return "", err
 	}
@@ -130,6 +130,19 @@ func resolveJournal(run string) (string, error) {
 		return "", err
 	}
 	return repo.JournalPath(id), nil
+}
+
+// doctorCmd is muster doctor, which also checks that relative agent
+// commands are committed (they are resolved in each task's worktree).
+func doctorCmd() *cobra.Command {
+	return doctor.NewCmdOpts(&doctor.Options{LoadConfig: repoConfig,
+		Committed: func(ctx context.Context, cfg *muster.Config) map[string]string {
+			repo, err := cmdutil.OpenRepo(ctx, "")
+			if err != nil {
+				return nil
+			}
+			return runner.CommittedCommands(ctx, repo.Top, cfg)
+		}})
 }
 
 // repoConfig returns the current repository's configuration, or nil

@@ -108,7 +108,7 @@ func (f *Fake) Stdin(t testing.TB) string {
 
 // Request returns a request for spec in fresh temporary directories: Dir
 // is the worktree, Scratch lies outside it.
-func Request(t testing.TB, spec *muster.ExecutorSpec, role string, auth muster.Authority, prompt string) *muster.ExecRequest {
+func Request(t testing.TB, spec *muster.ExecutorSpec, role muster.Role, auth muster.Authority, prompt string) *muster.ExecRequest {
 	t.Helper()
 	root := t.TempDir()
 	dir := filepath.Join(root, "worktree")
@@ -239,9 +239,10 @@ func Script() *mockllm.Script {
 		{Steps: []mockllm.Step{{Tools: []mockllm.ToolCall{{Name: "exec_command", Input: map[string]any{"cmd": "printf 'hello\\n' > hello.txt"}}}}, {Text: "Done."}}},
 		{Steps: []mockllm.Step{{Tools: []mockllm.ToolCall{{Name: "bash", Input: map[string]any{"command": "printf 'hello\\n' > hello.txt", "description": "write"}}}}, {Text: "Done."}}},
 		{Steps: []mockllm.Step{{Tools: []mockllm.ToolCall{{Name: "run_shell_command", Input: map[string]any{"command": "printf 'hello\\n' > hello.txt"}}}}, {Text: "Done."}}},
+		write("create", map[string]any{"path": "{{cwd}}/hello.txt", "file_text": "hello\n"}),
 	}
 	names := []string{"claude-write", "codex-write", "gemini-write", "opencode-write", "review", "auth", "ratelimit", "slow",
-		"claude-shell", "codex-shell", "opencode-shell", "gemini-shell"}
+		"claude-shell", "codex-shell", "opencode-shell", "gemini-shell", "copilot-write"}
 	for i := range sc {
 		sc[i].Name = names[i]
 	}

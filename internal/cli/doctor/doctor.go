@@ -22,6 +22,10 @@ type Options struct {
 	JSON       bool
 	LoadConfig func() (*muster.Config, error)
 	Check      doctor.Options
+	// Committed, when set, returns by executor name why a program given
+	// as a relative path would not start in a task's worktree (it is
+	// resolved in the committed tree, not the work tree).
+	Committed func(ctx context.Context, cfg *muster.Config) map[string]string
 	// Probe tells what kernel confinement this system offers (nil:
 	// confine.Probe).
 	Probe func() confine.Status
@@ -30,7 +34,11 @@ type Options struct {
 // NewCmd returns the `doctor` command. loadConfig returns the repository's
 // configuration (nil when there is none).
 func NewCmd(loadConfig func() (*muster.Config, error)) *cobra.Command {
-	opts := &Options{LoadConfig: loadConfig}
+	return NewCmdOpts(&Options{LoadConfig: loadConfig})
+}
+
+// NewCmdOpts returns the `doctor` command with its inputs set.
+func NewCmdOpts(opts *Options) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "doctor",
 		Short: "Check which agents are installed, their versions and credentials, and confinement",
@@ -39,7 +47,9 @@ program is found (on PATH, in the executor's command, or in .cache/agents),
 its version, whether its credentials are present (never printed: only "set",
 "login" or "missing"), and whether each authority (read, write, shell) is
 enforced by the agent or only advisory; then whether the kernel can confine
-agents and gates (Landlock). Exits 1 when a configured executor cannot run,
+agents and gates (Landlock). A program given as a relative path (command =
+["./agent.sh"]) must be committed: it is resolved in each task's worktree, a
+clone of the committed tree. Exits 1 when a configured executor cannot run,
 or when [run] confine = "required" and the kernel cannot confine.`,
 		Args:         cobra.NoArgs,
 		SilenceUsage: true,
@@ -66,6 +76,14 @@ func Run(ctx context.Context, opts *Options, out io.Writer) error {
 		cfg = c
 	}
 	results := doctor.Check(ctx, cfg, opts.Check)
+	if opts.Committed != nil && cfg != nil {
+		probs := opts.Committed(ctx, cfg)
+		for i := range results {
+			if p, ok := probs[results[i].Executor]; ok && results[i].Executor != "" {
+				results[i].Problems = append(results[i].Problems, p)
+			}
+		}
+	}
 	var err error
 	if opts.JSON {
 		err = doctor.WriteJSON(out, results)

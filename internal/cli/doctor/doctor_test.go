@@ -12,7 +12,17 @@ import (
 	"github.com/muster-run/muster/internal/agentkit"
 )
 
+// hideAgents keeps the installed agent CLIs out of a test's reach (no
+// PATH entry, a working directory without .cache/agents): the unconfigured
+// kinds doctor adds are then reported missing at once instead of being
+// started.
+func hideAgents(t *testing.T) {
+	t.Setenv("PATH", "/usr/bin:/bin")
+	t.Chdir(t.TempDir())
+}
+
 func TestNewCmd(t *testing.T) {
+	hideAgents(t)
 	bin := filepath.Join(t.TempDir(), "fake")
 	if err := os.WriteFile(bin, []byte("#!/bin/sh\necho 1.0\n"), 0o755); err != nil {
 		t.Fatal(err)

@@ -85,7 +85,7 @@ func BenchmarkDispatch(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					d, err := fleet.Open(git.WithCPUCounter(ctx, &cpu), oc, fleet.DispatchOptions{Run: runID, Repo: root, Local: localGit{}, Scratch: filepath.Join(runDir, "fleet")})
+					d, err := fleet.Open(git.WithCPUCounter(ctx, &cpu), oc, fleet.DispatchOptions{Run: runID, Repo: root, Local: git.Bundles{}, Scratch: filepath.Join(runDir, "fleet")})
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -147,21 +147,4 @@ func benchRuns(b *testing.B, repo, dir string, n int, cpu *atomic.Int64, crew fu
 func loadavg() string {
 	b, _ := os.ReadFile("/proc/loadavg")
 	return strings.TrimSpace(string(b))
-}
-
-// localGit is fleet.Local over package git (as the runner wires it).
-type localGit struct{}
-
-func (localGit) Head(ctx context.Context, dir string) (string, error) { return git.Head(ctx, dir) }
-func (localGit) Snapshot(ctx context.Context, dir, parent string) (string, error) {
-	return git.Snapshot(ctx, dir, parent)
-}
-func (localGit) WriteBundle(ctx context.Context, dir, tip string, have []string, out string) error {
-	return git.WriteBundle(ctx, dir, tip, have, out)
-}
-func (localGit) ReadBundle(ctx context.Context, dir, bundle string) (string, []string, error) {
-	return git.ReadBundle(ctx, dir, bundle)
-}
-func (localGit) Apply(ctx context.Context, dir, from, to string) error {
-	return git.Apply(ctx, dir, from, to)
 }

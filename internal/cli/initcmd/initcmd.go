@@ -148,11 +148,11 @@ func pickCrew(results []doctor.Result) crewResult {
 			if r.Version != "" {
 				note = r.Version
 			}
-			c.members = append(c.members, member{name: shortName(r.Kind), kind: r.Kind, clones: 2, roles: []string{muster.RoleCoder, muster.RoleReviewer}, note: note})
+			c.members = append(c.members, member{name: shortName(r.Kind), kind: r.Kind, clones: 2, roles: []string{string(muster.RoleCoder), string(muster.RoleReviewer)}, note: note})
 		}
 	}
 	if len(c.members) == 0 {
-		c.members = []member{{name: "sim", kind: muster.ExecSim, clones: 2, roles: []string{muster.RoleCoder, muster.RoleReviewer},
+		c.members = []member{{name: "sim", kind: muster.ExecSim, clones: 2, roles: []string{string(muster.RoleCoder), string(muster.RoleReviewer)},
 			note: "SIMULATED: no agent CLI with credentials was found; it edits files without any model"}}
 		c.sim = true
 	}

@@ -113,7 +113,7 @@ func (b *backend) Validate(ctx context.Context, path, text string) (*mcpserver.V
 	return &mcpserver.ValidateOutput{Valid: len(probs.Errors()) == 0, Problems: problems(probs)}, nil
 }
 
-func (b *backend) Plan(ctx context.Context, in mcpserver.PlanInput, output string) (*mcpserver.PlanOutput, error) {
+func (b *backend) Plan(ctx context.Context, in mcpserver.PlanInput, output string, progress func(string)) (*mcpserver.PlanOutput, error) {
 	cfg, err := b.loadConfig()
 	if err != nil {
 		return nil, err
@@ -121,7 +121,11 @@ func (b *backend) Plan(ctx context.Context, in mcpserver.PlanInput, output strin
 	if err := os.MkdirAll(filepath.Dir(output), 0o755); err != nil {
 		return nil, fmt.Errorf("create the plan's directory: %w", err)
 	}
-	out, err := plan.Make(ctx, b.repo, cfg, plan.Request{Goal: in.Goal, Executor: in.Executor, Output: output, Force: in.Force, Tries: in.Tries})
+	var log io.Writer
+	if progress != nil {
+		log = &lineWriter{emit: progress}
+	}
+	out, err := plan.Make(ctx, b.repo, cfg, plan.Request{Goal: in.Goal, Executor: in.Executor, Output: output, Force: in.Force, Tries: in.Tries, Log: log})
 	if err != nil {
 		return nil, err
 	}
@@ -325,6 +329,26 @@ func readTail(path string, n int64) (string, error) {
 	}
 	data, err := io.ReadAll(f)
 	return string(data), err
+}
+
+// lineWriter calls emit with each whole line written to it.
+type lineWriter struct {
+	emit func(string)
+	buf  []byte
+}
+
+func (l *lineWriter) Write(p []byte) (int, error) {
+	l.buf = append(l.buf, p...)
+	for {
+		i := bytes.IndexByte(l.buf, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		if line := strings.TrimSpace(string(l.buf[:i])); line != "" {
+			l.emit(line)
+		}
+		l.buf = l.buf[i+1:]
+	}
 }
 
 // limited writes at most n bytes to w and drops the rest.

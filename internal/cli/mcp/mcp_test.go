@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -15,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/muster-run/muster/internal/cli"
+	"github.com/muster-run/muster/internal/cli/cmdutil"
 )
 
 // The test binary is muster when this variable is set: the MCP server
@@ -104,8 +107,14 @@ func write(t *testing.T, dir string, files map[string]string) {
 // client to `muster mcp --repo` over stdio.
 func setup(t *testing.T, env ...string) (string, *mcp.ClientSession) {
 	t.Helper()
+	return setupWith(t, nil, env...)
+}
+
+// setupWith is setup with client options (handlers of notifications).
+func setupWith(t *testing.T, opts *mcp.ClientOptions, env ...string) (string, *mcp.ClientSession) {
+	t.Helper()
 	repo, cmd := server(t, env...)
-	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, opts)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
@@ -148,6 +157,43 @@ func server(t *testing.T, env ...string) (string, *exec.Cmd) {
 	cmd.Env = append(base, env...)
 	cmd.Stderr = os.Stderr
 	return repo, cmd
+}
+
+// A client that asks for progress hears of each try of the plan tool.
+func TestPlanProgress(t *testing.T) {
+	var mu sync.Mutex
+	var heard []string
+	_, cs := setupWith(t, &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+		mu.Lock()
+		defer mu.Unlock()
+		heard = append(heard, fmt.Sprintf("%v %v %s", req.Params.ProgressToken, req.Params.Progress, req.Params.Message))
+	}})
+	params := &mcp.CallToolParams{Name: "plan", Arguments: map[string]any{"goal": "x", "executor": "bad", "output": "p.md", "tries": 2}}
+	params.SetProgressToken("tok")
+	res, err := cs.CallTool(context.Background(), params)
+	if err != nil || !res.IsError {
+		t.Fatalf("plan: %v %+v", err, res)
+	}
+	// Notifications may trail the result a little.
+	done := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return strings.Contains(strings.Join(heard, "\n"), "try 2: ")
+	}
+	for i := 0; i < 200 && !done(); i++ {
+		time.Sleep(20 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	got := strings.Join(heard, "\n")
+	if !strings.Contains(got, "planning with bad (command), try 1 of 2") || !strings.Contains(got, "try 2: 1 problems: p.md:2:") {
+		t.Errorf("progress heard:\n%s", got)
+	}
+	for i, h := range heard {
+		if !strings.HasPrefix(h, fmt.Sprintf("tok %d ", i+1)) {
+			t.Errorf("notification %d: %q (want the token and progress %d)", i, h, i+1)
+		}
+	}
 }
 
 // A client's garbage line gets a JSON-RPC parse error; the session goes
@@ -397,6 +443,39 @@ func TestCancel(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustFail(t, cs, "cancel", map[string]any{"run": id}, "not running")
+}
+
+// A run started through MCP goes on after the session (and the server)
+// ends, and finishes.
+func TestRunOutlivesSession(t *testing.T) {
+	goFile := filepath.Join(t.TempDir(), "go")
+	repo, cs := setup(t, "WAIT_FOR="+goFile)
+	write(t, repo, map[string]string{"good.md": valid})
+	_, obj := mustOK(t, cs, "run", map[string]any{"plan": "good.md"})
+	id, _ := obj["run"].(string)
+	pid := int(obj["pid"].(float64))
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	waitState(t, cs, id, "running")
+	if err := cs.Close(); err != nil { // the server exits with its stdin
+		t.Logf("close: %v", err)
+	}
+	if err := os.WriteFile(goFile, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var state string
+	for i := 0; i < 1200 && state != "succeeded"; i++ {
+		var out, errOut strings.Builder
+		io := &cmdutil.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}
+		if cli.Execute(context.Background(), io, []string{"status", id, "--json", "--repo", repo}) == 0 {
+			var st map[string]any
+			_ = json.Unmarshal([]byte(out.String()), &st)
+			state, _ = st["state"].(string)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if state != "succeeded" {
+		t.Fatalf("the run after the session: %s", state)
+	}
 }
 
 // waitState polls status until the run is in state (bounded).

@@ -159,10 +159,19 @@ func (p *Printer) OnEvent(e *muster.Event, s *engine.State) {
 	if line == "" {
 		return // most events (messages, tool uses, usage) print nothing
 	}
-	counts := s.Counts()
-	done := counts[muster.StateSucceeded] + counts[muster.StateFailed] + counts[muster.StateSkipped] + counts[muster.StateCancelled]
-	prefix := p.c(dim, fmt.Sprintf("%7s [%d/%d]", fmtDur(e.Time.Sub(p.start)), done, len(s.Tasks)))
-	fmt.Fprintf(p.w, "%s %s\n", prefix, line)
+	prefix := fmt.Sprintf("%7s", fmtDur(e.Time.Sub(p.start)))
+	if len(s.Tasks) > 0 {
+		prefix += fmt.Sprintf(" [%d/%d]", Finished(s), len(s.Tasks))
+	}
+	fmt.Fprintf(p.w, "%s %s\n", p.c(dim, prefix), line)
+}
+
+// Finished counts the tasks that are done for good: succeeded, failed or
+// skipped. A cancelled task is not (resume runs it again), so an
+// interrupt does not push the count up for a resume to pull it back.
+func Finished(s *engine.State) int {
+	c := s.Counts()
+	return c[muster.StateSucceeded] + c[muster.StateFailed] + c[muster.StateSkipped]
 }
 
 func fmtDur(d time.Duration) string {

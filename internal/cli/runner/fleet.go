@@ -12,6 +12,8 @@ import (
 	"github.com/muster-run/muster/internal/cli/cmdutil"
 )
 
+var _ fleet.Local = git.Bundles{}
+
 // fleetCrew is the fleet a run joined: its connection and the executors
 // its workers serve.
 type fleetCrew struct {
@@ -76,7 +78,7 @@ func (fc *fleetCrew) dispatch(ctx context.Context, runID, top, base, runDir stri
 	if err != nil {
 		return nil, nil, cmdutil.Env("fleet: %v", err)
 	}
-	d, err := fleet.Open(ctx, fc.conn, fleet.DispatchOptions{Run: runID, Repo: root, Local: gitLocal{}, Scratch: filepath.Join(runDir, "fleet"), Lease: fc.lease})
+	d, err := fleet.Open(ctx, fc.conn, fleet.DispatchOptions{Run: runID, Repo: root, Local: git.Bundles{}, Scratch: filepath.Join(runDir, "fleet"), Lease: fc.lease})
 	if err != nil {
 		return nil, nil, cmdutil.Env("%v", err)
 	}
@@ -85,21 +87,4 @@ func (fc *fleetCrew) dispatch(ctx context.Context, runID, top, base, runDir stri
 		out[s.Name] = d.Executor(s)
 	}
 	return d, out, nil
-}
-
-// gitLocal is fleet.Local over package git.
-type gitLocal struct{}
-
-func (gitLocal) Head(ctx context.Context, dir string) (string, error) { return git.Head(ctx, dir) }
-func (gitLocal) Snapshot(ctx context.Context, dir, parent string) (string, error) {
-	return git.Snapshot(ctx, dir, parent)
-}
-func (gitLocal) WriteBundle(ctx context.Context, dir, tip string, have []string, out string) error {
-	return git.WriteBundle(ctx, dir, tip, have, out)
-}
-func (gitLocal) ReadBundle(ctx context.Context, dir, bundle string) (string, []string, error) {
-	return git.ReadBundle(ctx, dir, bundle)
-}
-func (gitLocal) Apply(ctx context.Context, dir, from, to string) error {
-	return git.Apply(ctx, dir, from, to)
 }

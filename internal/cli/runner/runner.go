@@ -95,8 +95,8 @@ func ApplyFlags(cfg *muster.Config, f *Flags) error {
 	default:
 		return cmdutil.FlagErrorf("--on-failure must be stop or continue, not %q", f.OnFailure)
 	}
-	if f.BudgetUSD < 0 {
-		return cmdutil.FlagErrorf("--budget-usd must not be negative")
+	if err := CheckBudget(f.BudgetUSD); err != nil {
+		return err
 	}
 	if f.BudgetUSD > 0 {
 		cfg.Run.BudgetUSDMicros = muster.MicrosFromUSD(f.BudgetUSD)

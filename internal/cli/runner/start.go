@@ -15,7 +15,6 @@ import (
 	"github.com/muster-run/muster/git"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
 	"github.com/muster-run/muster/internal/textsafe"
-	"github.com/muster-run/muster/planfile"
 )
 
 // Start validates a plan and runs it as a new run.
@@ -47,23 +46,19 @@ func start(ctx context.Context, io *cmdutil.IOStreams, repo *cmdutil.Repo, planP
 	if err != nil {
 		return nil, err
 	}
-	plan, probs, err := planfile.Check(planPath, cfg, planfile.Options{Strict: f.Strict})
-	if err != nil {
-		return nil, err
-	}
-	if err := NoCrew(plan, cfg); err != nil {
-		return nil, err
-	}
-	probs = append(probs, Unapproved(plan, cfg)...)
-	PrintProblems(io.ErrOut, probs)
-	if len(probs.Errors()) > 0 {
-		return nil, &cmdutil.Silent{Err: probs.Errors()}
-	}
 	runID := f.RunID
 	if runID == "" {
 		runID = cmdutil.NewRunID(time.Now())
-	} else if !muster.IDPattern.MatchString(runID) {
-		return nil, cmdutil.FlagErrorf("--run-id %q: use letters, digits, '.', '_' and '-'", runID)
+	} else if err := CheckRunID(runID); err != nil {
+		return nil, err
+	}
+	plan, probs, err := Preflight(ctx, repo, planPath, cfg, f.Strict)
+	if err != nil {
+		return nil, err
+	}
+	PrintProblems(io.ErrOut, probs)
+	if len(probs.Errors()) > 0 {
+		return nil, &cmdutil.Silent{Err: probs.Errors()}
 	}
 	// A detached HEAD has no branch to merge into (--merge says so).
 	ref, err := git.CurrentBranch(ctx, repo.Top)
@@ -108,6 +103,9 @@ func (s *Session) finish(ctx context.Context, runErr error) error {
 	if s.Receipt != nil {
 		fmt.Fprintf(s.IO.ErrOut, "  receipt    sealed: %d journal lines, chain %s (muster verify %s)\n", s.Receipt.Journal.Lines, textsafe.Short(s.Receipt.Journal.Hash), s.RunID)
 	}
+	if s.State.RunState == muster.RunFailed && !errors.Is(runErr, muster.ErrInterrupted) {
+		fmt.Fprintf(s.IO.ErrOut, "  next       muster logs %s (why), then muster resume %s (runs what did not succeed again)\n", logsArg(s.RunID), s.RunID)
+	}
 	if s.Flags.Merge && (runErr != nil || s.State.RunState != muster.RunSucceeded) {
 		fmt.Fprintf(s.IO.ErrOut, "not merged: --merge fast-forwards %s only when every task succeeded; the run branch %s is left for you\n", s.refOrRecorded(), s.State.Branch)
 	}
@@ -121,22 +119,34 @@ func (s *Session) finish(ctx context.Context, runErr error) error {
 		return &cmdutil.Silent{Err: &muster.Error{Code: muster.CodeFailed, Message: "the run ended with failed or skipped tasks"}}
 	}
 	if s.Flags.Merge {
+		// An unmerged --merge is a failure (exit 1): `muster run --merge &&
+		// deploy` must not deploy a branch that did not move.
+		notMerged := func(why string) error {
+			fmt.Fprintf(s.IO.ErrOut, "not merged: %s\nthe run branch %s is left for you to merge\n", why, s.State.Branch)
+			return &cmdutil.Silent{Err: &muster.Error{Code: muster.CodeFailed, Message: "not merged: " + why}}
+		}
 		if s.refOrRecorded() == "" {
-			fmt.Fprintf(s.IO.ErrOut, "not merged: HEAD was detached when the run started, so there is no branch to fast-forward\nthe run branch %s is left for you to merge\n", s.State.Branch)
-		} else if changed, err := git.HooksChanged(context.WithoutCancel(ctx), s.Repo.Top, filepath.Join(s.Dir, HooksFile)); err != nil || len(changed) > 0 {
+			return notMerged("HEAD was detached when the run started, so there is no branch to fast-forward")
+		}
+		// --merge runs the user's own hooks and config: only those the run
+		// started with.
+		if changed, err := git.HooksChanged(context.WithoutCancel(ctx), s.Repo.Top, filepath.Join(s.Dir, HooksFile)); err != nil || len(changed) > 0 {
 			why := strings.Join(changed, ", ")
 			if err != nil {
 				why = err.Error()
 			}
-			fmt.Fprintf(s.IO.ErrOut, "not merged: your repository's config or hooks changed since the run started (%s); --merge would run them in your work tree\nthe run branch %s is left for you to merge\n", why, s.State.Branch)
-		} else if err := git.FastForward(context.WithoutCancel(ctx), s.Repo.Top, s.refOrRecorded(), s.State.Branch); err != nil {
-			fmt.Fprintf(s.IO.ErrOut, "not merged: %v\nthe run branch %s is left for you to merge\n", err, s.State.Branch)
-		} else {
-			fmt.Fprintf(s.IO.ErrOut, "merged: %s fast-forwarded to %s\n", s.refOrRecorded(), textsafe.Short(s.Tip))
+			return notMerged("your repository's config or hooks changed since the run started (" + why + "); --merge would run them in your work tree")
 		}
+		if err := git.FastForward(context.WithoutCancel(ctx), s.Repo.Top, s.refOrRecorded(), s.State.Branch); err != nil {
+			return notMerged(err.Error())
+		}
+		fmt.Fprintf(s.IO.ErrOut, "merged: %s fast-forwarded to %s\n", s.refOrRecorded(), textsafe.Short(s.Tip))
 	}
 	return nil
 }
+
+// logsArg is the --run argument of muster logs for a run.
+func logsArg(run string) string { return "--run " + run }
 
 func (s *Session) refOrRecorded() string {
 	if s.Ref != "" {
@@ -154,19 +164,26 @@ func (s *Session) refOrRecorded() string {
 // usage by executor clone.
 func Summary(w io.Writer, s *engine.State, dir, tip string) {
 	c := s.Counts()
-	end := s.LastTime
-	wall := end.Sub(s.Start)
+	// Times leave out the gaps between a crash (or an interrupt) and the
+	// resume: muster was not running then.
+	wall := s.Elapsed()
 	var busy time.Duration
 	for _, t := range s.Tasks {
-		if !t.Started.IsZero() && !t.Ended.IsZero() && t.Ended.After(t.Started) {
-			busy += t.Ended.Sub(t.Started)
-		}
+		busy += s.Active(t.Started, t.Ended)
 	}
 	fmt.Fprintf(w, "\nrun %s: %s\n", s.Run, s.RunState)
 	fmt.Fprintf(w, "  tasks      %d succeeded, %d failed, %d skipped, %d cancelled, %d pending (of %d)\n",
 		c[muster.StateSucceeded], c[muster.StateFailed], c[muster.StateSkipped], c[muster.StateCancelled], c[muster.StatePending], len(s.Tasks))
 	if wall > 0 {
-		fmt.Fprintf(w, "  time       %s wall, %s of task work, parallelism %.2fx\n", wall.Round(100*time.Millisecond), busy.Round(100*time.Millisecond), busy.Seconds()/wall.Seconds())
+		gaps := ""
+		if n := len(s.Gaps); n > 0 {
+			var off time.Duration
+			for _, g := range s.Gaps {
+				off += g.To.Sub(g.From)
+			}
+			gaps = fmt.Sprintf(" (active; %s not running between a stop and %d resume(s) left out)", off.Round(100*time.Millisecond), n)
+		}
+		fmt.Fprintf(w, "  time       %s wall, %s of task work, parallelism %.2fx%s\n", wall.Round(100*time.Millisecond), busy.Round(100*time.Millisecond), busy.Seconds()/wall.Seconds(), gaps)
 	}
 	fmt.Fprintf(w, "  usage      %s tokens, %s\n", fmtInt(s.Usage.Tokens()), muster.FormatUSD(s.Usage.CostMicros))
 	var failed []string

@@ -166,7 +166,7 @@ func printText(io *cmdutil.IOStreams, s *Status, st *engine.State) {
 			done++
 		}
 	}
-	elapsed := st.LastTime.Sub(st.Start).Round(time.Second)
+	elapsed := st.Elapsed().Round(time.Second) // active time: gaps before resumes left out
 	fmt.Fprintf(w, "run %s  %s  [%d/%d]  %s  %s\n", s.Run, s.State, done, len(s.Tasks), elapsed, muster.FormatUSD(muster.MicrosOfUSD(s.Usage.CostUSD)))
 	fmt.Fprintf(w, "branch %s  base %s\n\n", s.Branch, textsafe.Short(s.Base))
 	for _, t := range s.Tasks {

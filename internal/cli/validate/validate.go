@@ -9,7 +9,6 @@ import (
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
 	"github.com/muster-run/muster/internal/cli/runner"
-	"github.com/muster-run/muster/planfile"
 )
 
 // NewCmd returns muster validate.
@@ -37,20 +36,10 @@ overlapping Owns between tasks that may run at once) alone exit 0, unless
 			if err != nil {
 				return err
 			}
-			crew := cfg
-			if len(cfg.Executors) == 0 {
-				crew = nil // no crew configured: executors and roles are not checked
-			}
-			plan, probs, err := planfile.Check(args[0], crew, planfile.Options{Strict: f.Strict})
+			_, probs, err := runner.Preflight(cmd.Context(), repo, args[0], cfg, f.Strict)
 			if err != nil {
 				return err
 			}
-			if plan != nil && len(probs.Errors()) == 0 {
-				if err := runner.NoCrew(plan, cfg); err != nil {
-					return err
-				}
-			}
-			probs = append(probs, runner.Unapproved(plan, cfg)...)
 			runner.PrintProblems(io.ErrOut, probs)
 			if f.JSON {
 				if err := writeProblems(io, probs); err != nil {

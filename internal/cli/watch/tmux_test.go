@@ -17,7 +17,7 @@ const helperEnv = "MUSTER_WATCH_HELPER_JOURNAL"
 
 func TestMain(m *testing.M) {
 	if j := os.Getenv(helperEnv); j != "" {
-		cmd := NewCmd(func(string) (string, error) { return j, nil })
+		cmd := NewCmd(func(string, string) (string, error) { return j, nil })
 		cmd.SetArgs([]string{})
 		if err := cmd.Execute(); err != nil {
 			fmt.Fprintln(os.Stderr, err)

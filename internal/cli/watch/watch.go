@@ -22,6 +22,7 @@ const PollInterval = 200 * time.Millisecond
 // Options are the parsed command line of muster watch.
 type Options struct {
 	Run     string // run ID, "" for the latest
+	Repo    string // repository, "" for the current directory
 	Plain   bool   // plain progress lines even on a terminal
 	Journal string // path of the run's journal
 	In      io.Reader
@@ -31,9 +32,10 @@ type Options struct {
 	TUI *bool
 }
 
-// NewCmd returns the watch command. resolve maps a run ID ("" for the
-// latest run) to the path of its journal.
-func NewCmd(resolve func(run string) (journalPath string, err error)) *cobra.Command {
+// NewCmd returns the watch command. resolve maps a repository (--repo,
+// "" for the current directory) and a run ID ("" for the latest run) to
+// the path of the run's journal.
+func NewCmd(resolve func(repo, run string) (journalPath string, err error)) *cobra.Command {
 	opts := &Options{}
 	cmd := &cobra.Command{
 		Use:   "watch [RUN]",
@@ -47,7 +49,7 @@ prints one progress line per event instead.`,
 			if len(args) == 1 {
 				opts.Run = args[0]
 			}
-			path, err := resolve(opts.Run)
+			path, err := resolve(opts.Repo, opts.Run)
 			if err != nil {
 				return err
 			}
@@ -61,6 +63,7 @@ prints one progress line per event instead.`,
 		},
 	}
 	cmd.Flags().BoolVar(&opts.Plain, "plain", false, "print plain progress lines instead of the live view")
+	cmd.Flags().StringVar(&opts.Repo, "repo", "", "repository (default: current directory)")
 	return cmd
 }
 

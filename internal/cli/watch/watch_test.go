@@ -125,7 +125,7 @@ func TestWatchCommandPlain(t *testing.T) {
 		t.Fatal(err)
 	}
 	var asked string
-	cmd := NewCmd(func(run string) (string, error) { asked = run; return path, nil })
+	cmd := NewCmd(func(_, run string) (string, error) { asked = run; return path, nil })
 	var out bytes.Buffer
 	cmd.SetOut(&out)
 	cmd.SetErr(&out)
@@ -146,14 +146,14 @@ func TestWatchCommandPlain(t *testing.T) {
 
 func TestWatchCommandErrors(t *testing.T) {
 	t.Parallel()
-	cmd := NewCmd(func(string) (string, error) { return "", muster.Errorf(muster.CodeInvalid, "no run named x") })
+	cmd := NewCmd(func(string, string) (string, error) { return "", muster.Errorf(muster.CodeInvalid, "no run named x") })
 	cmd.SetOut(&bytes.Buffer{})
 	cmd.SetErr(&bytes.Buffer{})
 	cmd.SetArgs([]string{"x"})
 	if err := cmd.Execute(); err == nil || muster.ErrorCode(err) != muster.CodeInvalid {
 		t.Errorf("got %v, want the resolver's error", err)
 	}
-	cmd = NewCmd(func(string) (string, error) { return filepath.Join(t.TempDir(), "missing.jsonl"), nil })
+	cmd = NewCmd(func(string, string) (string, error) { return filepath.Join(t.TempDir(), "missing.jsonl"), nil })
 	cmd.SetOut(&bytes.Buffer{})
 	cmd.SetErr(&bytes.Buffer{})
 	cmd.SetArgs([]string{"--plain"})

@@ -1,0 +1,89 @@
+package driver_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/muster-run/muster"
+)
+
+func realDir(t *testing.T) func(ctx context.Context, slot string) (string, string, error) {
+	dir := t.TempDir()
+	return func(ctx context.Context, slot string) (string, string, error) { return dir, "base", nil }
+}
+
+func finalOf(h *harness, task muster.TaskID) muster.Event {
+	var last muster.Event
+	for _, e := range h.j.Snapshot() {
+		if e.Task == task && (e.Type == muster.EvTaskFailed || e.Type == muster.EvTaskCancelled || e.Type == muster.EvTaskSucceeded) {
+			last = e
+		}
+	}
+	return last
+}
+
+// A full disk is not the task's failure: the run stops (exit 3) and the
+// task is cancelled, for a resume to run again, with one sentence and the
+// raw error as detail.
+func TestDiskFullStopsTheRunWithoutChargingTheTask(t *testing.T) {
+	h := newHarness(t, plan("a"), crew(1))
+	h.ws.PrepareFn = realDir(t)
+	h.ws.CommitFn = func(ctx context.Context, dir, base string, info muster.CommitInfo) (string, error) {
+		return "", fmt.Errorf("git commit-tree: unable to write loose object file: %w", syscall.ENOSPC)
+	}
+	_, err := h.run(t)
+	if muster.ErrorCode(err) != muster.CodeInternal {
+		t.Fatalf("err %v (code %v), want an environment error", err, muster.ErrorCode(err))
+	}
+	e := finalOf(h, "a")
+	if e.Type != muster.EvTaskCancelled || !strings.Contains(e.Reason, "the disk is full: free some space, then run muster resume (detail: git commit-tree") {
+		t.Fatalf("final %s %q", e.Type, e.Reason)
+	}
+}
+
+// A worktree removed under muster, or a git lock held past git's
+// retries, stops the run the same way.
+func TestVanishedWorktreeAndHeldLockStopTheRun(t *testing.T) {
+	for name, tc := range map[string]struct {
+		dir  string
+		err  error
+		want string
+	}{
+		"vanished": {filepath.Join(t.TempDir(), "gone"), errors.New("git diff: chdir: no such file or directory"), "vanished (removed by something outside muster)"},
+		"lock":     {t.TempDir(), fmt.Errorf("git: %s", "fatal: Unable to create '/x/index.lock': File exists."), "a git lock is held by another process"},
+	} {
+		h := newHarness(t, plan("a"), crew(1))
+		dir := tc.dir
+		h.ws.PrepareFn = func(ctx context.Context, slot string) (string, string, error) { return dir, "base", nil }
+		err := tc.err
+		h.ws.ChangeFn = func(ctx context.Context, dir, base string) (*muster.Change, error) { return nil, err }
+		if _, rerr := h.run(t); muster.ErrorCode(rerr) != muster.CodeInternal {
+			t.Fatalf("%s: err %v", name, rerr)
+		}
+		if e := finalOf(h, "a"); e.Type != muster.EvTaskCancelled || !strings.Contains(e.Reason, tc.want) {
+			t.Fatalf("%s: final %s %q", name, e.Type, e.Reason)
+		}
+	}
+}
+
+// Any other failure of muster's own steps is a sentence, not a raw git
+// error: it says it is not the agent's doing and what to do.
+func TestGitFailureIsASentence(t *testing.T) {
+	h := newHarness(t, plan("a"), crew(1))
+	h.ws.PrepareFn = realDir(t)
+	h.ws.CommitFn = func(ctx context.Context, dir, base string, info muster.CommitInfo) (string, error) {
+		return "", errors.New("git update-ref refs/heads/x: exit status 128: fatal: bad object")
+	}
+	if _, err := h.run(t); err != nil {
+		t.Fatal(err)
+	}
+	e := finalOf(h, "a")
+	if e.Type != muster.EvTaskFailed || !strings.HasPrefix(e.Reason, "muster could not commit the change, an error of muster or git rather than of the agent's work: check the detail, then run muster resume (detail: git update-ref") {
+		t.Fatalf("final %s %q", e.Type, e.Reason)
+	}
+}

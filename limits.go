@@ -1,0 +1,40 @@
+package muster
+
+import "time"
+
+// Caps on what a plan, a config or a flag may ask for. validate and run
+// refuse more, each with FILE:LINE (README "Caps"); an agent-written
+// fragment is held to its delegator's values, which are within them.
+const (
+	// MaxIDLength bounds a task ID and a run ID (characters).
+	MaxIDLength = 100
+	// MaxTitleLength bounds a task title (bytes).
+	MaxTitleLength = 300
+	// MaxClones bounds an executor's clones (muster.toml and --crew).
+	MaxClones = 1000
+	// MaxRetries bounds a task's Retries.
+	MaxRetries = 10
+	// MaxTaskTimeout bounds a task's Timeout and an executor's timeout.
+	MaxTaskTimeout = 48 * time.Hour
+	// MaxBudgetMicros bounds a task's Budget and the run's budget_usd
+	// ($1,000,000).
+	MaxBudgetMicros = 1_000_000 * 1_000_000
+	// MaxBudgetTokens bounds a task's and the run's token budget.
+	MaxBudgetTokens = 1_000_000_000_000
+)
+
+// ReservedPaths are the repository paths no task may own or change: the
+// config (muster.toml; the file in use, when another, is reserved by the
+// command line), muster's directory and git's.
+var ReservedPaths = []string{"muster.toml", ".muster/", ".git/"}
+
+// HasControl reports whether s holds a control character (NUL, a
+// newline, an escape...), which an ID or a title may not.
+func HasControl(s string) bool {
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return true
+		}
+	}
+	return false
+}
