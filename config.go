@@ -5,22 +5,25 @@ import (
 	"time"
 )
 
+// ExecKind names an executor kind: the adapter that drives an executor.
+type ExecKind string
+
 // Executor kinds known to muster.
 const (
-	ExecClaudeCode = "claude-code"
-	ExecCodex      = "codex"
-	ExecGemini     = "gemini"
-	ExecOpencode   = "opencode"
-	ExecOpenAI     = "openai"
-	ExecAnthropic  = "anthropic"
-	ExecCommand    = "command"
-	ExecSim        = "sim"
-	ExecACP        = "acp"
-	ExecClaudeACP  = "claude-acp"
-	ExecCodexACP   = "codex-acp"
-	ExecGeminiACP  = "gemini-acp"
-	ExecQwen       = "qwen"
-	ExecCopilot    = "copilot"
+	ExecClaudeCode ExecKind = "claude-code"
+	ExecCodex      ExecKind = "codex"
+	ExecGemini     ExecKind = "gemini"
+	ExecOpencode   ExecKind = "opencode"
+	ExecOpenAI     ExecKind = "openai"
+	ExecAnthropic  ExecKind = "anthropic"
+	ExecCommand    ExecKind = "command"
+	ExecSim        ExecKind = "sim"
+	ExecACP        ExecKind = "acp"
+	ExecClaudeACP  ExecKind = "claude-acp"
+	ExecCodexACP   ExecKind = "codex-acp"
+	ExecGeminiACP  ExecKind = "gemini-acp"
+	ExecQwen       ExecKind = "qwen"
+	ExecCopilot    ExecKind = "copilot"
 )
 
 // KindFamily groups executor kinds by how muster drives them.
@@ -37,7 +40,7 @@ const (
 
 // KindInfo is one executor kind of the registry.
 type KindInfo struct {
-	Name   string
+	Name   ExecKind
 	Family KindFamily
 	// NeedsCommand says the executor must set command = [...].
 	NeedsCommand bool
@@ -70,13 +73,13 @@ var ExecutorKinds = kindNames()
 func kindNames() []string {
 	out := make([]string, len(Kinds))
 	for i, k := range Kinds {
-		out[i] = k.Name
+		out[i] = string(k.Name)
 	}
 	return out
 }
 
 // LookupKind returns the registry entry of the kind named name, or nil.
-func LookupKind(name string) *KindInfo {
+func LookupKind(name ExecKind) *KindInfo {
 	for i := range Kinds {
 		if Kinds[i].Name == name {
 			return &Kinds[i]
@@ -102,11 +105,11 @@ const (
 
 // ExecutorSpec is one [executors.NAME] table of muster.toml, or a --crew flag.
 type ExecutorSpec struct {
-	Name   string `json:"name"`
-	Kind   string `json:"kind"`
-	Clones int    `json:"clones"`
-	Roles  []Role `json:"roles,omitempty"`
-	Model  string `json:"model,omitempty"`
+	Name   string   `json:"name"`
+	Kind   ExecKind `json:"kind"`
+	Clones int      `json:"clones"`
+	Roles  []Role   `json:"roles,omitempty"`
+	Model  string   `json:"model,omitempty"`
 	// Models are the models a task may ask for (Model:) on this executor;
 	// empty: any model, passed to the agent as it is.
 	Models        []string          `json:"models,omitempty"`
@@ -169,7 +172,7 @@ func (e *ExecutorSpec) Credential() string {
 	if e.APIKeyEnv != "" {
 		return "env:" + e.APIKeyEnv
 	}
-	return "kind:" + e.Kind
+	return "kind:" + string(e.Kind)
 }
 
 // OffersModel reports whether a task asking for model m may run on the

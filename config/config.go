@@ -329,7 +329,7 @@ func (r *reader) executor(e *muster.ExecutorSpec, t map[string]any, path []strin
 				}
 				continue
 			}
-			e.Kind = s
+			e.Kind = muster.ExecKind(s)
 		case "clones":
 			e.Clones = r.count(v, 1, p)
 			if e.Clones > muster.MaxClones {
