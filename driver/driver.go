@@ -213,15 +213,15 @@ func Run(ctx context.Context, opts Options) (*engine.State, error) {
 	for i := range opts.Replayed {
 		d.observe(&opts.Replayed[i])
 	}
-	return d.runGuarded(ctx)
+	return d.runRecovered(ctx)
 }
 
-// runGuarded runs the loop; a panic in it (the loop goroutine: the
+// runRecovered runs the loop; a panic in it (the loop goroutine: the
 // engine, the journal, OnEvent) stops the run cleanly: every attempt is
 // cancelled (its agent stopped) and waited for, RunInterrupted is
 // appended straight to the journal, and the error is a *muster.PanicError
 // (exit 3).
-func (d *Driver) runGuarded(ctx context.Context) (st *engine.State, err error) {
+func (d *Driver) runRecovered(ctx context.Context) (st *engine.State, err error) {
 	defer func() {
 		r := recover()
 		if r == nil {
@@ -283,7 +283,7 @@ func (d *Driver) run(ctx context.Context) (*engine.State, error) {
 	// Each worker goroutine lives for one attempt; the loop below waits
 	// for all of them before it returns. On a panic they are cancelled
 	// first (waiting for them as they are would wait for ever), and the
-	// panic goes on to runGuarded with the stack where it happened.
+	// panic goes on to runRecovered with the stack where it happened.
 	defer func() {
 		if r := recover(); r != nil {
 			pe := &muster.PanicError{Where: "the driver loop", Value: r, Stack: string(debug.Stack())}
@@ -677,15 +677,15 @@ func (d *Driver) start(ctx context.Context, a engine.Action) {
 	go func() {
 		defer d.wg.Done()
 		defer cancel(nil)
-		final := w.runGuarded(actx)
+		final := w.runRecovered(actx)
 		final = append(final, muster.Event{Type: muster.EvExecutorRelease, Task: a.Task, Executor: a.Executor, Clone: a.Clone, Role: a.Role})
 		d.msgs <- message{events: final, done: true}
 	}()
 }
 
-// runGuarded runs the attempt; a panic in it becomes a clean stop of the
+// runRecovered runs the attempt; a panic in it becomes a clean stop of the
 // run (a *muster.PanicError): the attempt is cancelled, like every other.
-func (w *worker) runGuarded(ctx context.Context) (final []muster.Event) {
+func (w *worker) runRecovered(ctx context.Context) (final []muster.Event) {
 	defer func() {
 		if r := recover(); r != nil {
 			pe, ok := r.(*muster.PanicError) // re-raised on this goroutine (gate handlers)
@@ -695,5 +695,5 @@ func (w *worker) runGuarded(ctx context.Context) (final []muster.Event) {
 			final = w.stopRun(pe)
 		}
 	}()
-	return stopped(ctx, w.run(ctx))
+	return stopped(ctx, w.guarded(ctx))
 }

@@ -30,11 +30,11 @@ type Registration struct {
 
 // ExecutorState is one executor a worker serves.
 type ExecutorState struct {
-	Name   string        `json:"name"`
-	Kind   string        `json:"kind"`
-	Roles  []muster.Role `json:"roles,omitempty"`
-	Clones int           `json:"clones"`
-	Busy   int           `json:"busy"`
+	Name   string          `json:"name"`
+	Kind   muster.ExecKind `json:"kind"`
+	Roles  []muster.Role   `json:"roles,omitempty"`
+	Clones int             `json:"clones"`
+	Busy   int             `json:"busy"`
 	// Doing lists the busy clones' work.
 	Doing []Doing `json:"doing,omitempty"`
 }

@@ -172,7 +172,7 @@ func (r *Recorder) Usage() muster.Usage {
 
 // Binary returns the installed CLI of a kind (on PATH or in .cache/agents).
 // Outside CI a missing CLI skips the test; with CI=true it fails it.
-func Binary(t testing.TB, kind string) string {
+func Binary(t testing.TB, kind muster.ExecKind) string {
 	t.Helper()
 	k := agentkit.Lookup(kind)
 	bin, err := agentkit.FindBinary(nil, k.Binary)

@@ -123,10 +123,11 @@ func Run(ctx context.Context, io *cmdutil.IOStreams, opts *Options) error {
 
 // member is one executor init writes.
 type member struct {
-	name, kind string
-	clones     int
-	roles      []string
-	note       string
+	name   string
+	kind   muster.ExecKind
+	clones int
+	roles  []string
+	note   string
 }
 
 // pickCrew keeps the agent CLIs found with credentials, each as coder and
@@ -166,11 +167,11 @@ type crewResult struct {
 	sim     bool
 }
 
-func shortName(kind string) string {
+func shortName(kind muster.ExecKind) string {
 	if kind == muster.ExecClaudeCode {
 		return "claude"
 	}
-	return kind
+	return string(kind)
 }
 
 // gateSpec is one gate init writes; off says why it is commented out.
