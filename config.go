@@ -96,6 +96,9 @@ const (
 	OnViolationDiscard  = "discard"
 	NoopFail            = "fail"
 	NoopComplete        = "complete"
+	GuardRestore        = "restore"
+	GuardDetect         = "detect"
+	GuardOff            = "off"
 	DefaultMaxRounds    = 3
 	DefaultGraceSeconds = 10
 )
@@ -199,23 +202,27 @@ type GateSpec struct {
 
 // RunConfig is the [run] table.
 type RunConfig struct {
-	MaxParallel       int           `json:"max_parallel,omitempty"` // 0: number of coder clones
-	OnFailure         string        `json:"on_failure,omitempty"`
-	BudgetUSDMicros   int64         `json:"budget_usd_micros,omitempty"`
-	BudgetTokens      int64         `json:"budget_tokens,omitempty"`
-	Writers           int           `json:"writers,omitempty"` // 0: unlimited; 1: single-writer mode
-	OnViolation       string        `json:"on_violation,omitempty"`
-	Noop              string        `json:"noop,omitempty"`
-	MaxRounds         int           `json:"max_rounds,omitempty"`
-	VerifyIntegration *bool         `json:"verify_integration,omitempty"`
-	Approve           []Authority   `json:"approve,omitempty"`
-	RequireApproval   []Authority   `json:"require_approval,omitempty"`
-	Keep              []string      `json:"keep,omitempty"` // paths kept when a worktree is cleaned
-	Grace             time.Duration `json:"grace,omitempty"`
-	GateTimeout       time.Duration `json:"gate_timeout,omitempty"`
-	Reviewers         int           `json:"reviewers,omitempty"` // reviewers per task
-	StallTimeout      time.Duration `json:"stall_timeout,omitempty"`
-	PricesFile        string        `json:"prices_file,omitempty"`
+	MaxParallel       int         `json:"max_parallel,omitempty"` // 0: number of coder clones
+	OnFailure         string      `json:"on_failure,omitempty"`
+	BudgetUSDMicros   int64       `json:"budget_usd_micros,omitempty"`
+	BudgetTokens      int64       `json:"budget_tokens,omitempty"`
+	Writers           int         `json:"writers,omitempty"` // 0: unlimited; 1: single-writer mode
+	OnViolation       string      `json:"on_violation,omitempty"`
+	Noop              string      `json:"noop,omitempty"`
+	MaxRounds         int         `json:"max_rounds,omitempty"`
+	VerifyIntegration *bool       `json:"verify_integration,omitempty"`
+	Approve           []Authority `json:"approve,omitempty"`
+	RequireApproval   []Authority `json:"require_approval,omitempty"`
+	Keep              []string    `json:"keep,omitempty"` // paths kept when a worktree is cleaned
+	// Guard is what muster does when the user's repository changes
+	// during an attempt (refs, config, hooks...): GuardRestore (""),
+	// GuardDetect or GuardOff.
+	Guard        string        `json:"guard,omitempty"`
+	Grace        time.Duration `json:"grace,omitempty"`
+	GateTimeout  time.Duration `json:"gate_timeout,omitempty"`
+	Reviewers    int           `json:"reviewers,omitempty"` // reviewers per task
+	StallTimeout time.Duration `json:"stall_timeout,omitempty"`
+	PricesFile   string        `json:"prices_file,omitempty"`
 	// Confine is ConfineAuto (""), ConfineRequired or ConfineOff.
 	Confine string `json:"confine,omitempty"`
 	// Writable lists absolute paths every agent and gate may write under

@@ -600,7 +600,7 @@ func (d *Driver) start(ctx context.Context, a engine.Action) {
 	go func() {
 		defer d.wg.Done()
 		defer cancel(nil)
-		final := stopped(actx, w.run(actx))
+		final := stopped(actx, w.guarded(actx))
 		final = append(final, muster.Event{Type: muster.EvExecutorRelease, Task: a.Task, Executor: a.Executor, Clone: a.Clone, Role: a.Role})
 		d.msgs <- message{events: final, done: true}
 	}()

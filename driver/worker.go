@@ -186,6 +186,9 @@ func (w *worker) run(ctx context.Context) []muster.Event {
 				return w.fail(why, false)
 			}
 		}
+		if tampered := w.tampered(ctx); tampered != nil {
+			return tampered
+		}
 		w.send(muster.Event{Type: muster.EvPhase, Phase: "integrating", Round: w.round})
 		w.d.integ.lock()
 		l := w.land(ctx, commit)

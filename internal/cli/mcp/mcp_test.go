@@ -386,6 +386,12 @@ func TestRunStatusReportLogsCancel(t *testing.T) {
 	}
 	waitGone(t, int(obj["pid"].(float64)))
 	st := waitState(t, cs, id, "succeeded")
+	// The run's process still gives its clones back to muster's cache
+	// after the journal says succeeded: let it finish before the
+	// temporary directory goes.
+	if pid, ok := obj["pid"].(float64); ok {
+		waitExit(int(pid))
+	}
 	if tasks, _ := st["tasks"].([]any); len(tasks) != 2 {
 		t.Errorf("status tasks %v", st["tasks"])
 	}
@@ -495,6 +501,13 @@ func waitGone(t *testing.T, pid int) {
 }
 
 // waitState polls status until the run is in state (bounded).
+// waitExit waits (up to a minute) until process pid is gone.
+func waitExit(pid int) {
+	for i := 0; i < 1200 && syscall.Kill(pid, 0) == nil; i++ {
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 func waitState(t *testing.T, cs *mcp.ClientSession, id, state string) map[string]any {
 	t.Helper()
 	var st map[string]any
