@@ -1,6 +1,7 @@
 package fleet_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -71,6 +72,27 @@ func TestWorkerRegistration(t *testing.T) {
 	ex := s.Workers[0].Executors
 	if len(ex) != 2 || ex[0].Name != "sh" || ex[0].Kind != "command" || ex[0].Clones != 2 || ex[0].Busy != 0 || ex[1].Name != "rv" || ex[1].Clones != 1 {
 		t.Fatalf("executors: %+v", ex)
+	}
+	// Exactly the contract's keys, at every level.
+	_, raw, _ := e.run(e.dir, 30*time.Second, "fleet", "status", "--nats", e.url, "--json")
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(raw), &doc); err != nil {
+		t.Fatal(err)
+	}
+	w0 := doc["workers"].([]any)[0].(map[string]any)
+	x0 := w0["executors"].([]any)[0].(map[string]any)
+	for _, c := range []struct {
+		obj  map[string]any
+		want string
+	}{{doc, "workers"}, {w0, "executors heartbeat_age_s name version"}, {x0, "busy clones kind name"}} {
+		var keys []string
+		for k := range c.obj {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		if got := strings.Join(keys, " "); got != c.want {
+			t.Errorf("keys %q, want %q", got, c.want)
+		}
 	}
 	code, out, _ := e.run(e.dir, 30*time.Second, "fleet", "status", "--nats", e.url)
 	if code != 0 || !strings.Contains(out, "w1") || !strings.Contains(out, "sh") || !strings.Contains(out, "ago") {
