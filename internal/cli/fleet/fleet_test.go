@@ -30,6 +30,10 @@ for s in $SLOW; do
   fi
 done
 [ "$t" = r ] && sleep 2
+if [ "$t" = q ]; then
+  if [ "$MUSTER_ROUND" -gt 0 ] && grep -q "say please" "$MUSTER_PROMPT_FILE"; then echo "q please" > q.txt; else echo q > q.txt; fi
+  exit 0
+fi
 if [ "$t" = w ]; then
   while [ ! -e "$m/awake" ]; do sleep 0.1; done
   sleep 2
@@ -37,6 +41,17 @@ fi
 echo "$t on $MUSTER_FLEET_WORKER" > "$t.txt"
 [ "$t" = o ] && echo evil > evil.txt
 exit 0
+`
+
+// reviewScript is a reviewer: a major finding on its first review, then
+// approval; it fails unless the diff it is given has an added line.
+const reviewScript = `#!/bin/sh
+grep -q '^+q' "$MUSTER_DIFF_FILE" || { echo "no change to review" >&2; exit 3; }
+if mkdir "$MUSTER_MARKS/review.first" 2>/dev/null; then
+  echo '{"type":"findings","findings":[{"severity":"major","title":"say please","path":"q.txt"}]}'
+else
+  echo '{"type":"findings","findings":[]}'
+fi
 `
 
 const workerToml = `[fleet]
