@@ -26,7 +26,7 @@ const (
 	EvGateRan         EventType = "GateRan"       // Task, Gate, Passed, Output, Baseline
 	EvReviewed        EventType = "Reviewed"      // Task, Executor, Clone, Findings
 	EvFixRound        EventType = "FixRound"      // Task, Round, Reason
-	EvViolation       EventType = "Violation"     // Task, Paths
+	EvViolation       EventType = "Violation"     // Task, Paths (Reason "tampered": what changed in the user's repository)
 	EvCommitted       EventType = "Committed"     // Task, Commit (task commit, before integration)
 	EvIntegrating     EventType = "Integrating"   // Task, Commit (the run branch's next tip), Tip (its tip now): durable before muster moves the branch
 	EvIntegrated      EventType = "Integrated"    // Task, Commit (on the run branch), Tip
@@ -40,7 +40,7 @@ const (
 	EvWarning         EventType = "Warning"       // Message
 	EvRunFinished     EventType = "RunFinished"   // State
 	EvRunInterrupted  EventType = "RunInterrupted"
-	EvAgentStarted    EventType = "AgentStarted"   // Task, Executor, Clone, Role, PID: the agent's process (group) runs
+	EvAgentStarted    EventType = "AgentStarted"   // Task, Executor, Clone, Role, PID, PIDStart, BootID: the agent's process (group) runs
 	EvExecutorPaused  EventType = "ExecutorPaused" // Executor, Until, Reason: a usage limit; no new work there until then
 	EvWorkerAssigned  EventType = "WorkerAssigned" // Task, Executor, Clone, Role, Worker, WorkerClone: a fleet worker took the invocation
 	// EvRateLimited (Task, Attempt, Executor, Clone, Reason, Until: the
@@ -86,7 +86,7 @@ type Event struct {
 	Round    int    `json:"round,omitempty"`
 	Executor string `json:"executor,omitempty"`
 	Clone    int    `json:"clone,omitempty"`
-	Role     string `json:"role,omitempty"`
+	Role     Role   `json:"role,omitempty"`
 	Phase    string `json:"phase,omitempty"`
 
 	Tool string `json:"tool,omitempty"`
@@ -117,10 +117,19 @@ type Event struct {
 	// SessionID is the agent's own session, so a fix round can resume it.
 	SessionID string `json:"session_id,omitempty"`
 	PID       int    `json:"pid,omitempty"`
+	// PIDStart and BootID (AgentStarted) tell the journaled process apart
+	// from a later one with the same pid: its start time in clock ticks
+	// after boot, and the boot it started in.
+	PIDStart uint64 `json:"pid_start,omitempty"`
+	BootID   string `json:"boot_id,omitempty"`
 	// Worker is the fleet worker (WorkerAssigned) and WorkerClone its clone.
 	Worker      string `json:"worker,omitempty"`
 	WorkerClone int    `json:"worker_clone,omitempty"`
 }
+
+// ReasonTampered is the Reason of a Violation event for a change to the
+// user's repository found while the attempt ran; Paths name each change.
+const ReasonTampered = "tampered"
 
 // ReasonPreExisting starts the Reason of a GateRan event whose failure
 // was there before the change (on the task's base, or on the tip it was

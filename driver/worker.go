@@ -186,6 +186,9 @@ func (w *worker) run(ctx context.Context) []muster.Event {
 				return w.fail(why, false)
 			}
 		}
+		if tampered := w.tampered(ctx); tampered != nil {
+			return tampered
+		}
 		w.send(muster.Event{Type: muster.EvPhase, Phase: "integrating", Round: w.round})
 		w.d.integ.lock()
 		l := w.land(ctx, commit)
@@ -498,6 +501,10 @@ func (w *worker) execute(ctx context.Context, exec muster.Executor, round int, f
 }
 
 func (w *worker) agentFailure(err error, res *muster.ExecResult) []muster.Event {
+	var pe *muster.PanicError
+	if errors.As(err, &pe) {
+		return w.stopRun(pe)
+	}
 	// An agent that failed because the disk is full is not the task's
 	// failure: the run stops, and a resume runs it again.
 	detail := err
@@ -560,7 +567,7 @@ func (w *worker) charged() int { return w.a.Attempt - w.a.Uncharged }
 
 // record turns an executor's records into events: redacted, bounded
 // (the caps of records.go) and, for usage, checked (sane).
-func (w *worker) record(spec *muster.ExecutorSpec, role string, clone int) func(muster.Record) {
+func (w *worker) record(spec *muster.ExecutorSpec, role muster.Role, clone int) func(muster.Record) {
 	return func(r muster.Record) {
 		d, c := w.d, &w.counts
 		red := d.red()
@@ -626,7 +633,11 @@ func (w *worker) record(spec *muster.ExecutorSpec, role string, clone int) func(
 		case muster.RecSession:
 			w.sessionID = r.SessionID
 		case muster.RecPID:
-			w.send(muster.Event{Type: muster.EvAgentStarted, Executor: spec.Name, Clone: clone, Role: role, PID: r.PID})
+			p := muster.Process{PID: r.PID}
+			if w.d.opts.Identify != nil && r.PID > 0 {
+				p = w.d.opts.Identify(r.PID) // now, while the process runs (or is a zombie)
+			}
+			w.send(muster.Event{Type: muster.EvAgentStarted, Executor: spec.Name, Clone: clone, Role: role, PID: r.PID, PIDStart: p.Start, BootID: p.Boot})
 		case muster.RecWorker:
 			w.send(muster.Event{Type: muster.EvWorkerAssigned, Executor: spec.Name, Clone: clone, Role: role, Worker: r.Worker, WorkerClone: r.WorkerClone})
 		}

@@ -97,6 +97,10 @@ func (e *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit fu
 		// Before the readers start: emit is never called concurrently.
 		OnStart: func(pid int) { emit(muster.Record{Type: muster.RecPID, PID: pid}) },
 	})
+	var pe *muster.PanicError
+	if errors.As(err, &pe) {
+		return nil, pe // a bug of muster's, not the agent's: the run stops
+	}
 	if err != nil {
 		return nil, &muster.AgentError{Class: muster.FailStart, ExitCode: -1,
 			Message: fmt.Sprintf("executor %s: cannot start %s: %v", e.spec.Name, e.argv[0], unwrapStart(err))}
@@ -193,7 +197,7 @@ func Secrets(spec *muster.ExecutorSpec, req *muster.ExecRequest) []string {
 func MusterVars(req *muster.ExecRequest, promptFile string) map[string]string {
 	m := map[string]string{
 		"MUSTER_RUN_ID":      req.Run,
-		"MUSTER_ROLE":        req.Role,
+		"MUSTER_ROLE":        string(req.Role),
 		"MUSTER_CLONE":       strconv.Itoa(req.Clone),
 		"MUSTER_ATTEMPT":     strconv.Itoa(req.Attempt),
 		"MUSTER_ROUND":       strconv.Itoa(req.Round),

@@ -25,6 +25,7 @@ import (
 	"github.com/muster-run/muster/internal/cli/cmdutil"
 	"github.com/muster-run/muster/internal/cli/progress"
 	"github.com/muster-run/muster/internal/proc"
+	"github.com/muster-run/muster/internal/procid"
 	"github.com/muster-run/muster/journal"
 	"github.com/muster-run/muster/planfile"
 	"github.com/muster-run/muster/receipt"
@@ -204,7 +205,10 @@ func (s *Session) Drive(ctx context.Context) error {
 	// that it never disturbs a run another process drives.
 	var j *journal.Journal
 	var replayed []muster.Event
-	gopts := git.Options{Repo: s.Repo.Top, RunID: s.RunID, Base: s.Base, Resume: s.Resume, Keep: s.Config.Run.Keep, MaxClones: s.Config.Pool.MaxClones}
+	gopts := git.Options{Repo: s.Repo.Top, RunID: s.RunID, Base: s.Base, Resume: s.Resume, Keep: s.Config.Run.Keep, MaxClones: s.Config.Pool.MaxClones, Guard: s.Config.Run.Guard}
+	if gopts.Guard == "" {
+		gopts.Guard = muster.GuardRestore
+	}
 	if s.Resume {
 		if j, replayed, err = openJournal(s.Repo, s.RunID); err != nil {
 			return err
@@ -243,6 +247,9 @@ func (s *Session) Drive(ctx context.Context) error {
 		}
 		if err := copyPlan(s.Plan.Source, s.Dir); err != nil {
 			return cmdutil.Env("copy plan: %w", err)
+		}
+		if err := git.RecordHooks(ctx, s.Repo.Top, filepath.Join(s.Dir, HooksFile)); err != nil {
+			return cmdutil.Env("record the repository's config and hooks: %w", err)
 		}
 	}
 	errOut := s.IO.ErrOut
@@ -304,7 +311,7 @@ func (s *Session) Drive(ctx context.Context) error {
 		Replayed: replayed, Journal: j, Workspace: ws, Executors: crew, Gates: runner, Price: prices.Cost,
 		ScratchDir: filepath.Join(s.Dir, "scratch"), Confine: confinement, Warnings: warnings, Owner: proc.Owner(),
 		LogDir: filepath.Join(s.Dir, muster.LogDir), Redactor: Redactor(s.Config),
-		KillOrphan: killOrphan, CrashAt: os.Getenv(CrashEnv),
+		KillOrphan: killOrphan, Identify: procid.Of, CrashAt: os.Getenv(CrashEnv),
 		Fragment: fragment(s.Config),
 		OnEvent: func(e *muster.Event, st *engine.State) {
 			if live != nil && live.Active() {
@@ -336,10 +343,16 @@ func (s *Session) Drive(ctx context.Context) error {
 		s.Tip = st.Tip
 	}
 	if st != nil && st.Run != "" {
-		s.seal(s.Tip)
+		if err := s.seal(j, s.Tip); err != nil && runErr == nil {
+			runErr = err
+		}
 	}
 	return runErr
 }
+
+// HooksFile, in the run directory, holds a digest of the repository's
+// config and hooks as the run started; --merge runs only with those.
+const HooksFile = "hooks.json"
 
 func classifyGit(err error) error {
 	if errors.Is(err, git.ErrBranchExists) {
