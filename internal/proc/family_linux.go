@@ -204,12 +204,14 @@ func startOf(pid int) uint64 {
 // longer running, left behind: after muster was killed (kill -9) or
 // crashed before it could stop them. A process is only killed when its
 // mark names one of owners and that muster process is gone (same pid
-// with another start time, or none). It returns how many it killed.
-func KillStale(owners map[string]bool) int {
+// with another start time, or none). Processes of the process groups in
+// groups (the agents the journal records, which the resume checks and
+// stops itself) are left to that. It returns how many it killed.
+func KillStale(owners map[string]bool, groups map[int]bool) int {
 	n := 0
 	alive := map[string]bool{}
 	for _, p := range scan() {
-		if p.pid == self.pid || p.zombie {
+		if p.pid == self.pid || p.zombie || groups[p.pgid] {
 			continue
 		}
 		m := markOf(p.pid)

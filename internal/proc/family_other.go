@@ -17,7 +17,7 @@ func startOf(int) uint64 { return 0 }
 func BecomeSubreaper() error { return nil }
 
 // KillStale finds nothing without /proc.
-func KillStale(map[string]bool) int { return 0 }
+func KillStale(map[string]bool, map[int]bool) int { return 0 }
 
 // waitExited cannot wait without reaping here: Cmd.Wait does both.
 func waitExited(int) bool { return false }

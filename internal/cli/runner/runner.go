@@ -296,13 +296,18 @@ func (s *Session) Drive(ctx context.Context) error {
 	if s.Resume {
 		// What the agents of a muster that died (kill -9) left running:
 		// every process marked by one of the run's earlier musters.
-		owners := map[string]bool{}
+		// The agents' own process groups, which the journal records, the
+		// driver checks and stops (KillOrphan); this is what left them.
+		owners, groups := map[string]bool{}, map[int]bool{}
 		for _, e := range replayed {
 			if e.Owner != "" {
 				owners[e.Owner] = true
 			}
+			if e.Type == muster.EvAgentStarted && e.PID > 0 {
+				groups[e.PID] = true
+			}
 		}
-		if n := proc.KillStale(owners); n > 0 {
+		if n := proc.KillStale(owners, groups); n > 0 {
 			warnings = append(warnings, fmt.Sprintf("stopped %d processes the interrupted run's agents left running", n))
 		}
 	}
