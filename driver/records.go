@@ -2,6 +2,7 @@ package driver
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/muster-run/muster"
 )
@@ -75,6 +76,10 @@ func (d *Driver) redactEvent(e *muster.Event) {
 	e.Output = r.String(e.Output)
 	e.Reason = r.String(e.Reason)
 	e.Message = r.String(e.Message)
+	// The slices may be shared with the worker that sent the event (it
+	// goes on reading its findings and paths): redact copies.
+	e.Paths = slices.Clone(e.Paths)
+	e.Findings = slices.Clone(e.Findings)
 	redactAll(r, e.Paths)
 	for i := range e.Findings {
 		redactFinding(r, &e.Findings[i])
