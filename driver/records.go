@@ -2,7 +2,6 @@ package driver
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/muster-run/muster"
 )
@@ -76,11 +75,11 @@ func (d *Driver) redactEvent(e *muster.Event) {
 	e.Output = r.String(e.Output)
 	e.Reason = r.String(e.Reason)
 	e.Message = r.String(e.Message)
-	// The slices may be shared with the worker that sent the event (it
-	// goes on reading its findings and paths): redact copies.
-	e.Paths = slices.Clone(e.Paths)
-	e.Findings = slices.Clone(e.Findings)
+	// The worker that sent the event may still read its slices (a review's
+	// findings go on into the fix round's prompt): redact copies.
+	e.Paths = append([]string(nil), e.Paths...)
 	redactAll(r, e.Paths)
+	e.Findings = append([]muster.Finding(nil), e.Findings...)
 	for i := range e.Findings {
 		redactFinding(r, &e.Findings[i])
 	}
