@@ -21,6 +21,7 @@ const (
 	ExecGeminiACP  = "gemini-acp"
 	ExecQwen       = "qwen"
 	ExecCopilot    = "copilot"
+	ExecPi         = "pi"
 )
 
 // KindFamily groups executor kinds by how muster drives them.
@@ -52,6 +53,7 @@ var Kinds = []KindInfo{
 	{Name: ExecCodex, Family: FamilyCLI},
 	{Name: ExecGemini, Family: FamilyCLI},
 	{Name: ExecOpencode, Family: FamilyCLI},
+	{Name: ExecPi, Family: FamilyCLI},
 	{Name: ExecACP, Family: FamilyACP, NeedsCommand: true},
 	{Name: ExecClaudeACP, Family: FamilyACP},
 	{Name: ExecCodexACP, Family: FamilyACP},

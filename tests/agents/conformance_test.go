@@ -30,6 +30,7 @@ var conformanceKinds = []conformance{
 	{spec: muster.ExecutorSpec{Kind: muster.ExecCodex, Model: "gpt-5.5"}, urlPath: "/v1", write: "codex-write"},
 	{spec: muster.ExecutorSpec{Kind: muster.ExecGemini, Model: "gemini-2.5-flash"}, write: "gemini-write"},
 	{spec: muster.ExecutorSpec{Kind: muster.ExecOpencode, Model: "anthropic/claude-sonnet-4-5"}, write: "opencode-write"},
+	{spec: muster.ExecutorSpec{Kind: muster.ExecPi, Model: "mock-model"}, urlPath: "/v1", write: "pi-write"},
 	{spec: muster.ExecutorSpec{Kind: muster.ExecACP, APIKeyEnv: "ANTHROPIC_API_KEY",
 		Env: map[string]string{"IS_SANDBOX": "1", "CLAUDE_CODE_MAX_RETRIES": "0"}}, write: "claude-write", program: muster.ExecClaudeACP},
 	{spec: muster.ExecutorSpec{Kind: muster.ExecClaudeACP, Model: "claude-sonnet-4-5"}, write: "claude-write"},
