@@ -73,6 +73,8 @@ type pending struct {
 	job *Job
 	dir string
 	ch  chan Report
+	// done is closed when Execute returns: reports after it are dropped.
+	done chan struct{}
 	// holder is the lease accepted ("worker/msg.delivery"), seen the
 	// records already taken (by holder and sequence).
 	holder string
@@ -177,7 +179,10 @@ func (d *Dispatcher) onEvent(m jetstream.Msg) {
 	if p == nil {
 		return // a job of another generation or already ended: dropped
 	}
-	p.ch <- r
+	select {
+	case p.ch <- r:
+	case <-p.done: // ended meanwhile: a late report cannot stall the others
+	}
 }
 
 // onBundleRequest answers a worker that lacks a job's start commit with
@@ -293,7 +298,7 @@ func (r *remote) Execute(ctx context.Context, req *muster.ExecRequest, emit func
 		}
 		job.Diff = string(b)
 	}
-	p := &pending{job: job, dir: req.Dir, ch: make(chan Report, 1024), seen: map[string]bool{}}
+	p := &pending{job: job, dir: req.Dir, ch: make(chan Report, 1024), done: make(chan struct{}), seen: map[string]bool{}}
 	d.mu.Lock()
 	d.jobs[job.ID] = p
 	d.mu.Unlock()
@@ -301,6 +306,7 @@ func (r *remote) Execute(ctx context.Context, req *muster.ExecRequest, emit func
 		d.mu.Lock()
 		delete(d.jobs, job.ID)
 		d.mu.Unlock()
+		close(p.done)
 	}()
 	if err := d.publish(ctx, p); err != nil {
 		return nil, err

@@ -57,8 +57,8 @@ func options(t *testing.T, exec *mock.Executor) (planner.Options, *mock.Journal)
 		t.Fatal(err)
 	}
 	j := &mock.Journal{}
-	spec := &muster.ExecutorSpec{Name: "p", Kind: muster.ExecCommand, Clones: 1, Roles: []string{muster.RolePlanner}}
-	cfg := &muster.Config{Executors: []*muster.ExecutorSpec{spec, {Name: "c", Kind: muster.ExecCommand, Clones: 2, Roles: []string{muster.RoleCoder}}}}
+	spec := &muster.ExecutorSpec{Name: "p", Kind: muster.ExecCommand, Clones: 1, Roles: []muster.Role{muster.RolePlanner}}
+	cfg := &muster.Config{Executors: []*muster.ExecutorSpec{spec, {Name: "c", Kind: muster.ExecCommand, Clones: 2, Roles: []muster.Role{muster.RoleCoder}}}}
 	ws := &mock.Workspace{CheckoutFn: func(ctx context.Context, slot, commit string) (string, error) {
 		if slot != "p#1" || commit != "base" {
 			t.Errorf("checkout %s at %s, want p#1 at base", slot, commit)
@@ -244,7 +244,7 @@ func TestSummarize(t *testing.T) {
 	if len(probs) > 0 {
 		t.Fatal(probs)
 	}
-	cfg := &muster.Config{Executors: []*muster.ExecutorSpec{{Name: "c", Clones: 3, Roles: []string{muster.RoleCoder}}}}
+	cfg := &muster.Config{Executors: []*muster.ExecutorSpec{{Name: "c", Clones: 3, Roles: []muster.Role{muster.RoleCoder}}}}
 	cfg.Run.MaxParallel = 1
 	s := planner.Summarize(p, cfg)
 	if s.Tasks != 3 || len(s.CriticalPath) != 2 || s.CriticalPath[1] != "c" || s.Width != 2 || s.Clones != 1 || s.AtOnce != 1 || s.Budgeted != 1 || s.BudgetUSD != 1 {

@@ -22,7 +22,7 @@ type conformance struct {
 	spec    muster.ExecutorSpec
 	urlPath string
 	write   string
-	program string // kind acp: the ACP agent to run (found like a kind's)
+	program muster.ExecKind // kind acp: the ACP agent to run (found like a kind's)
 }
 
 var conformanceKinds = []conformance{
@@ -55,7 +55,7 @@ func TestConformance(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs every installed agent; skipped with -short")
 	}
-	covered := map[string]bool{muster.ExecCommand: true, muster.ExecSim: true}
+	covered := map[muster.ExecKind]bool{muster.ExecCommand: true, muster.ExecSim: true}
 	for _, c := range conformanceKinds {
 		covered[c.spec.Kind] = true
 	}
@@ -66,14 +66,14 @@ func TestConformance(t *testing.T) {
 	}
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
 	for _, c := range conformanceKinds {
-		t.Run(c.spec.Kind, func(t *testing.T) { runConformance(t, c) })
+		t.Run(string(c.spec.Kind), func(t *testing.T) { runConformance(t, c) })
 	}
 }
 
 func runConformance(t *testing.T, c conformance) {
 	spec := c.spec
 	spec.Name, spec.Clones = "conf", 1
-	key := "sk-conformance-secret-" + spec.Kind + "-0123456789"
+	key := "sk-conformance-secret-" + string(spec.Kind) + "-0123456789"
 	if spec.APIKeyEnv == "" {
 		spec.APIKeyEnv = "MUSTER_CONFORMANCE_KEY"
 	}

@@ -106,7 +106,7 @@ func TestFleetRefusesForeignResults(t *testing.T) {
 		result.Exec = nil
 		for _, f := range []fleet.Report{claim, result} {
 			b, _ := json.Marshal(f)
-			if _, err := rogue.JS.Publish(ctx, m.Subject, b, jetstream.WithMsgID("forged-"+f.Kind)); err == nil {
+			if _, err := rogue.JS.Publish(ctx, m.Subject, b, jetstream.WithMsgID("forged-"+string(f.Kind))); err == nil {
 				mu.Lock()
 				forged++
 				mu.Unlock()
