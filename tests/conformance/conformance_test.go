@@ -1,10 +1,15 @@
-package agents_test
+// Package conformance_test is the suite every agent kind runs against the
+// mock model server (its own test binary: it takes minutes, most of it
+// the agents' start-up).
+package conformance_test
 
 import (
 	"context"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,18 +69,24 @@ func TestConformance(t *testing.T) {
 			t.Errorf("kind %s is not in the conformance suite", k.Name)
 		}
 	}
-	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	// The kinds run in parallel (t.Setenv is not allowed then): each has
+	// its own key variable and mock server.
+	setenv(t, "XDG_CACHE_HOME", t.TempDir())
 	for _, c := range conformanceKinds {
-		t.Run(string(c.spec.Kind), func(t *testing.T) { runConformance(t, c) })
+		t.Run(string(c.spec.Kind), func(t *testing.T) {
+			t.Parallel()
+			runConformance(t, c)
+		})
 	}
 }
 
 func runConformance(t *testing.T, c conformance) {
 	spec := c.spec
 	spec.Name, spec.Clones = "conf", 1
+	spec.Env = maps.Clone(spec.Env)
 	key := "sk-conformance-secret-" + string(spec.Kind) + "-0123456789"
 	if spec.APIKeyEnv == "" {
-		spec.APIKeyEnv = "MUSTER_CONFORMANCE_KEY"
+		spec.APIKeyEnv = "MUSTER_CONFORMANCE_KEY_" + strings.ToUpper(strings.ReplaceAll(string(spec.Kind), "-", "_"))
 	}
 	switch {
 	case c.program != "":
@@ -88,7 +99,7 @@ func runConformance(t *testing.T, c conformance) {
 	if spec.Kind == muster.ExecACP {
 		spec.Env["ANTHROPIC_BASE_URL"] = srv.URL
 	}
-	t.Setenv(spec.APIKeyEnv, key)
+	setenv(t, spec.APIKeyEnv, key)
 	e, err := agents.New(&spec)
 	if err != nil {
 		t.Fatal(err)
@@ -120,6 +131,22 @@ func runConformance(t *testing.T, c conformance) {
 		}
 		if d := time.Since(start); d > 4*time.Second+2*req.Grace+5*time.Second {
 			t.Errorf("cancelled after %s", d)
+		}
+	})
+}
+
+// setenv sets an environment variable for the test (parallel tests may
+// not use t.Setenv); every kind uses its own variable.
+func setenv(t *testing.T, name, value string) {
+	old, had := os.LookupEnv(name)
+	if err := os.Setenv(name, value); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if had {
+			_ = os.Setenv(name, old)
+		} else {
+			_ = os.Unsetenv(name)
 		}
 	})
 }
