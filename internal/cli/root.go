@@ -170,6 +170,15 @@ func Main() int {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
+	// A dead reader of stdout or stderr (muster run | tee, and Ctrl-C
+	// ends tee too) must not kill muster mid-stop with SIGPIPE, leaving
+	// its agents running and no RunInterrupted: caught (not ignored, so
+	// agents and gates still get the default SIGPIPE), a write to the
+	// dead pipe fails with EPIPE instead, and the run goes on or stops
+	// cleanly. See issue 13.
+	pipes := make(chan os.Signal, 1)
+	signal.Notify(pipes, syscall.SIGPIPE)
+	defer signal.Stop(pipes)
 	// A first signal cancels, a second exits. It lives as long as the
 	// process: signal.Stop does not close sigs, and main exits as soon as
 	// Main returns.
