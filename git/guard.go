@@ -138,7 +138,7 @@ func sigOf(p string, withData bool) fileSig {
 	}
 	s := fileSig{exists: true, mode: fi.Mode(), size: fi.Size(), mtime: fi.ModTime().UnixNano()}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		s.ino = uint64(st.Ino)
+		s.ino = st.Ino
 	}
 	if withData && fi.Mode().IsRegular() && fi.Size() <= maxGuardedFile {
 		s.data, _ = os.ReadFile(p)

@@ -12,11 +12,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/internal/redact"
 )
 
@@ -58,7 +60,9 @@ type Result struct {
 }
 
 // Run starts the process and waits for it. It returns an error only when
-// the process could not start; a non-zero exit is in Result. When ctx is
+// the process could not start, or a *muster.PanicError when one of the
+// handlers (OnStart, OnLine, OnStderr) panicked (the process group is
+// then stopped, as on cancellation); a non-zero exit is in Result. When ctx is
 // cancelled, or Timeout or Stall elapse, the process group gets SIGTERM,
 // then SIGKILL after Grace.
 func Run(ctx context.Context, s Spec) (Result, error) {
@@ -106,7 +110,11 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	}
 	pid := cmd.Process.Pid
 	if s.OnStart != nil {
-		s.OnStart(pid)
+		if perr := guard("the start handler of "+s.Argv[0], func() { s.OnStart(pid) }); perr != nil {
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+			_ = cmd.Wait()
+			return Result{ExitCode: -1, Stopped: "panic"}, perr
+		}
 	}
 
 	activity := make(chan struct{}, 1)
@@ -116,15 +124,6 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 		default:
 		}
 	}
-	var wg sync.WaitGroup
-	wg.Add(2)
-	// Both readers end when the pipes close: when the process and every
-	// child that inherited them have exited, or the group is killed.
-	go func() { defer wg.Done(); readLines(stdout, s.OnLine, poke) }()
-	go func() { defer wg.Done(); readLines(stderr, s.OnStderr, poke) }()
-	readersDone := make(chan struct{})
-	go func() { wg.Wait(); close(readersDone) }()
-
 	waitDone := make(chan struct{})
 	var res Result
 	var stopOnce sync.Once
@@ -134,6 +133,38 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 			go Kill(pid, s.Grace, waitDone)
 		})
 	}
+	// A handler that panics (on a reader goroutine, where nothing would
+	// recover it) stops the process group; its later lines are dropped
+	// and Run returns the panic.
+	var panicMu sync.Mutex
+	var panicked *muster.PanicError
+	handler := func(what string, fn func(string)) func(string) {
+		if fn == nil {
+			return nil
+		}
+		return func(line string) {
+			panicMu.Lock()
+			dead := panicked != nil
+			panicMu.Unlock()
+			if dead {
+				return
+			}
+			if perr := guard(what+" of "+s.Argv[0], func() { fn(line) }); perr != nil {
+				panicMu.Lock()
+				panicked = perr
+				panicMu.Unlock()
+				stop("panic")
+			}
+		}
+	}
+	var wg sync.WaitGroup
+	wg.Add(2)
+	// Both readers end when the pipes close: when the process and every
+	// child that inherited them have exited, or the group is killed.
+	go func() { defer wg.Done(); readLines(stdout, handler("the output handler", s.OnLine), poke) }()
+	go func() { defer wg.Done(); readLines(stderr, handler("the stderr handler", s.OnStderr), poke) }()
+	readersDone := make(chan struct{})
+	go func() { wg.Wait(); close(readersDone) }()
 	// The watcher lives until the process has been waited for.
 	watcherDone := make(chan struct{})
 	go func() {
@@ -196,7 +227,22 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	_ = syscall.Kill(-pid, syscall.SIGKILL)
 	res.Duration = time.Since(start)
 	res.ExitCode = exitCode(err)
+	if panicked != nil {
+		return res, panicked
+	}
 	return res, nil
+}
+
+// guard runs fn and returns the panic it raised, if any, as a
+// *muster.PanicError (nil when fn returned).
+func guard(where string, fn func()) (perr *muster.PanicError) {
+	defer func() {
+		if r := recover(); r != nil {
+			perr = &muster.PanicError{Where: where, Value: r, Stack: string(debug.Stack())}
+		}
+	}()
+	fn()
+	return nil
 }
 
 // resolve returns the absolute path of the program name runs in dir: a

@@ -24,6 +24,7 @@ import (
 	"github.com/muster-run/muster/internal/agents"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
 	"github.com/muster-run/muster/internal/cli/progress"
+	"github.com/muster-run/muster/internal/procid"
 	"github.com/muster-run/muster/journal"
 	"github.com/muster-run/muster/planfile"
 	"github.com/muster-run/muster/receipt"
@@ -296,7 +297,7 @@ func (s *Session) Drive(ctx context.Context) error {
 		Replayed: replayed, Journal: j, Workspace: ws, Executors: crew, Gates: runner, Price: prices.Cost,
 		ScratchDir: filepath.Join(s.Dir, "scratch"), Confine: confinement, Warnings: warnings,
 		LogDir: filepath.Join(s.Dir, muster.LogDir), Redactor: Redactor(s.Config),
-		KillOrphan: killOrphan, CrashAt: os.Getenv(CrashEnv),
+		KillOrphan: killOrphan, Identify: procid.Of, CrashAt: os.Getenv(CrashEnv),
 		Fragment: fragment(s.Config),
 		OnEvent: func(e *muster.Event, st *engine.State) {
 			if live != nil && live.Active() {
@@ -328,7 +329,9 @@ func (s *Session) Drive(ctx context.Context) error {
 		s.Tip = st.Tip
 	}
 	if st != nil && st.Run != "" {
-		s.seal(s.Tip)
+		if err := s.seal(j, s.Tip); err != nil && runErr == nil {
+			runErr = err
+		}
 	}
 	return runErr
 }
