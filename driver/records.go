@@ -75,17 +75,13 @@ func (d *Driver) redactEvent(e *muster.Event) {
 	e.Output = r.String(e.Output)
 	e.Reason = r.String(e.Reason)
 	e.Message = r.String(e.Message)
-	// The slices may be the worker's own (a reviewer's findings, the paths
-	// of a violation), which it still reads: redact copies, never them.
-	if e.Paths != nil {
-		e.Paths = append([]string(nil), e.Paths...)
-		redactAll(r, e.Paths)
-	}
-	if e.Findings != nil {
-		e.Findings = append([]muster.Finding(nil), e.Findings...)
-		for i := range e.Findings {
-			redactFinding(r, &e.Findings[i])
-		}
+	// The worker that sent the event may still read its slices (a review's
+	// findings go on into the fix round's prompt): redact copies.
+	e.Paths = append([]string(nil), e.Paths...)
+	redactAll(r, e.Paths)
+	e.Findings = append([]muster.Finding(nil), e.Findings...)
+	for i := range e.Findings {
+		redactFinding(r, &e.Findings[i])
 	}
 }
 
