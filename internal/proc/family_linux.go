@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/muster-run/muster/internal/procid"
 )
 
 // readStat reads /proc/PID/stat; ok is false when the process is gone.
@@ -196,8 +198,8 @@ func BecomeSubreaper() error {
 
 // startOf returns the start time of pid (0 when it is gone).
 func startOf(pid int) uint64 {
-	p, _ := readStat(pid)
-	return p.start
+	st, _ := procid.StartTime(pid)
+	return st
 }
 
 // KillStale kills every process that one of owners (see Owner), no
