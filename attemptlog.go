@@ -26,7 +26,7 @@ type LogRecord struct {
 	Kind  string    `json:"kind"`
 	Round int       `json:"round"`
 	// Role and Slot name the agent (prompt, output).
-	Role string `json:"role,omitempty"`
+	Role Role   `json:"role,omitempty"`
 	Slot string `json:"slot,omitempty"`
 	// Gate, Command and Exit describe a gate run.
 	Gate    string `json:"gate,omitempty"`

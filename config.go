@@ -5,22 +5,25 @@ import (
 	"time"
 )
 
+// ExecKind names an executor kind: the adapter that drives an executor.
+type ExecKind string
+
 // Executor kinds known to muster.
 const (
-	ExecClaudeCode = "claude-code"
-	ExecCodex      = "codex"
-	ExecGemini     = "gemini"
-	ExecOpencode   = "opencode"
-	ExecOpenAI     = "openai"
-	ExecAnthropic  = "anthropic"
-	ExecCommand    = "command"
-	ExecSim        = "sim"
-	ExecACP        = "acp"
-	ExecClaudeACP  = "claude-acp"
-	ExecCodexACP   = "codex-acp"
-	ExecGeminiACP  = "gemini-acp"
-	ExecQwen       = "qwen"
-	ExecCopilot    = "copilot"
+	ExecClaudeCode ExecKind = "claude-code"
+	ExecCodex      ExecKind = "codex"
+	ExecGemini     ExecKind = "gemini"
+	ExecOpencode   ExecKind = "opencode"
+	ExecOpenAI     ExecKind = "openai"
+	ExecAnthropic  ExecKind = "anthropic"
+	ExecCommand    ExecKind = "command"
+	ExecSim        ExecKind = "sim"
+	ExecACP        ExecKind = "acp"
+	ExecClaudeACP  ExecKind = "claude-acp"
+	ExecCodexACP   ExecKind = "codex-acp"
+	ExecGeminiACP  ExecKind = "gemini-acp"
+	ExecQwen       ExecKind = "qwen"
+	ExecCopilot    ExecKind = "copilot"
 )
 
 // KindFamily groups executor kinds by how muster drives them.
@@ -37,7 +40,7 @@ const (
 
 // KindInfo is one executor kind of the registry.
 type KindInfo struct {
-	Name   string
+	Name   ExecKind
 	Family KindFamily
 	// NeedsCommand says the executor must set command = [...].
 	NeedsCommand bool
@@ -70,13 +73,13 @@ var ExecutorKinds = kindNames()
 func kindNames() []string {
 	out := make([]string, len(Kinds))
 	for i, k := range Kinds {
-		out[i] = k.Name
+		out[i] = string(k.Name)
 	}
 	return out
 }
 
 // LookupKind returns the registry entry of the kind named name, or nil.
-func LookupKind(name string) *KindInfo {
+func LookupKind(name ExecKind) *KindInfo {
 	for i := range Kinds {
 		if Kinds[i].Name == name {
 			return &Kinds[i]
@@ -93,6 +96,9 @@ const (
 	OnViolationDiscard  = "discard"
 	NoopFail            = "fail"
 	NoopComplete        = "complete"
+	GuardRestore        = "restore"
+	GuardDetect         = "detect"
+	GuardOff            = "off"
 	DefaultMaxRounds    = 3
 	DefaultGraceSeconds = 10
 )
@@ -100,9 +106,9 @@ const (
 // ExecutorSpec is one [executors.NAME] table of muster.toml, or a --crew flag.
 type ExecutorSpec struct {
 	Name   string   `json:"name"`
-	Kind   string   `json:"kind"`
+	Kind   ExecKind `json:"kind"`
 	Clones int      `json:"clones"`
-	Roles  []string `json:"roles,omitempty"`
+	Roles  []Role   `json:"roles,omitempty"`
 	Model  string   `json:"model,omitempty"`
 	// Models are the models a task may ask for (Model:) on this executor;
 	// empty: any model, passed to the agent as it is.
@@ -134,7 +140,7 @@ type ExecutorSpec struct {
 
 // HasRole reports whether the executor's clones take the role. An
 // executor with no roles listed is a coder.
-func (e *ExecutorSpec) HasRole(role string) bool {
+func (e *ExecutorSpec) HasRole(role Role) bool {
 	if len(e.Roles) == 0 {
 		return role == RoleCoder
 	}
@@ -166,7 +172,7 @@ func (e *ExecutorSpec) Credential() string {
 	if e.APIKeyEnv != "" {
 		return "env:" + e.APIKeyEnv
 	}
-	return "kind:" + e.Kind
+	return "kind:" + string(e.Kind)
 }
 
 // OffersModel reports whether a task asking for model m may run on the
@@ -196,23 +202,27 @@ type GateSpec struct {
 
 // RunConfig is the [run] table.
 type RunConfig struct {
-	MaxParallel       int           `json:"max_parallel,omitempty"` // 0: number of coder clones
-	OnFailure         string        `json:"on_failure,omitempty"`
-	BudgetUSDMicros   int64         `json:"budget_usd_micros,omitempty"`
-	BudgetTokens      int64         `json:"budget_tokens,omitempty"`
-	Writers           int           `json:"writers,omitempty"` // 0: unlimited; 1: single-writer mode
-	OnViolation       string        `json:"on_violation,omitempty"`
-	Noop              string        `json:"noop,omitempty"`
-	MaxRounds         int           `json:"max_rounds,omitempty"`
-	VerifyIntegration *bool         `json:"verify_integration,omitempty"`
-	Approve           []Authority   `json:"approve,omitempty"`
-	RequireApproval   []Authority   `json:"require_approval,omitempty"`
-	Keep              []string      `json:"keep,omitempty"` // paths kept when a worktree is cleaned
-	Grace             time.Duration `json:"grace,omitempty"`
-	GateTimeout       time.Duration `json:"gate_timeout,omitempty"`
-	Reviewers         int           `json:"reviewers,omitempty"` // reviewers per task
-	StallTimeout      time.Duration `json:"stall_timeout,omitempty"`
-	PricesFile        string        `json:"prices_file,omitempty"`
+	MaxParallel       int         `json:"max_parallel,omitempty"` // 0: number of coder clones
+	OnFailure         string      `json:"on_failure,omitempty"`
+	BudgetUSDMicros   int64       `json:"budget_usd_micros,omitempty"`
+	BudgetTokens      int64       `json:"budget_tokens,omitempty"`
+	Writers           int         `json:"writers,omitempty"` // 0: unlimited; 1: single-writer mode
+	OnViolation       string      `json:"on_violation,omitempty"`
+	Noop              string      `json:"noop,omitempty"`
+	MaxRounds         int         `json:"max_rounds,omitempty"`
+	VerifyIntegration *bool       `json:"verify_integration,omitempty"`
+	Approve           []Authority `json:"approve,omitempty"`
+	RequireApproval   []Authority `json:"require_approval,omitempty"`
+	Keep              []string    `json:"keep,omitempty"` // paths kept when a worktree is cleaned
+	// Guard is what muster does when the user's repository changes
+	// during an attempt (refs, config, hooks...): GuardRestore (""),
+	// GuardDetect or GuardOff.
+	Guard        string        `json:"guard,omitempty"`
+	Grace        time.Duration `json:"grace,omitempty"`
+	GateTimeout  time.Duration `json:"gate_timeout,omitempty"`
+	Reviewers    int           `json:"reviewers,omitempty"` // reviewers per task
+	StallTimeout time.Duration `json:"stall_timeout,omitempty"`
+	PricesFile   string        `json:"prices_file,omitempty"`
 	// Confine is ConfineAuto (""), ConfineRequired or ConfineOff.
 	Confine string `json:"confine,omitempty"`
 	// Writable lists absolute paths every agent and gate may write under

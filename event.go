@@ -26,7 +26,7 @@ const (
 	EvGateRan         EventType = "GateRan"       // Task, Gate, Passed, Output, Baseline
 	EvReviewed        EventType = "Reviewed"      // Task, Executor, Clone, Findings
 	EvFixRound        EventType = "FixRound"      // Task, Round, Reason
-	EvViolation       EventType = "Violation"     // Task, Paths
+	EvViolation       EventType = "Violation"     // Task, Paths (Reason "tampered": what changed in the user's repository)
 	EvCommitted       EventType = "Committed"     // Task, Commit (task commit, before integration)
 	EvIntegrating     EventType = "Integrating"   // Task, Commit (the run branch's next tip), Tip (its tip now): durable before muster moves the branch
 	EvIntegrated      EventType = "Integrated"    // Task, Commit (on the run branch), Tip
@@ -81,7 +81,7 @@ type Event struct {
 	Round    int    `json:"round,omitempty"`
 	Executor string `json:"executor,omitempty"`
 	Clone    int    `json:"clone,omitempty"`
-	Role     string `json:"role,omitempty"`
+	Role     Role   `json:"role,omitempty"`
 	Phase    string `json:"phase,omitempty"`
 
 	Tool string `json:"tool,omitempty"`
@@ -116,6 +116,10 @@ type Event struct {
 	Worker      string `json:"worker,omitempty"`
 	WorkerClone int    `json:"worker_clone,omitempty"`
 }
+
+// ReasonTampered is the Reason of a Violation event for a change to the
+// user's repository found while the attempt ran; Paths name each change.
+const ReasonTampered = "tampered"
 
 // ReasonPreExisting starts the Reason of a GateRan event whose failure
 // was there before the change (on the task's base, or on the tip it was

@@ -27,12 +27,15 @@ const (
 	KindCode  = "code"  // the Run command is a deterministic step
 )
 
+// Role is what an executor clone is for.
+type Role string
+
 // Roles of executor clones.
 const (
-	RoleCoder    = "coder"
-	RoleReviewer = "reviewer"
+	RoleCoder    Role = "coder"
+	RoleReviewer Role = "reviewer"
 	// RolePlanner clones write plans from a goal (muster plan).
-	RolePlanner = "planner"
+	RolePlanner Role = "planner"
 )
 
 // Plan is a parsed plan file: a brief and its tasks in plan order.
@@ -69,7 +72,7 @@ type Task struct {
 	Gates     []string      `json:"gates,omitempty"`
 	Executor  string        `json:"executor,omitempty"`
 	Model     string        `json:"model,omitempty"`
-	Role      string        `json:"role,omitempty"`
+	Role      Role          `json:"role,omitempty"`
 	Kind      string        `json:"kind,omitempty"`
 	Run       string        `json:"run,omitempty"`
 	Satisfies []string      `json:"satisfies,omitempty"`
@@ -107,7 +110,7 @@ func (t *Task) EffectiveAuthority() Authority {
 }
 
 // EffectiveRole returns the role of clone the task needs, defaulting to coder.
-func (t *Task) EffectiveRole() string {
+func (t *Task) EffectiveRole() Role {
 	if t.Role == "" {
 		return RoleCoder
 	}

@@ -26,7 +26,7 @@ type Journal interface {
 type ExecRequest struct {
 	Run       string
 	Task      *Task
-	Role      string
+	Role      Role
 	Spec      *ExecutorSpec
 	Clone     int
 	Attempt   int
@@ -256,6 +256,23 @@ type Workspace interface {
 	Tip(ctx context.Context) (string, error)
 	// Close releases worktrees and locks.
 	Close(ctx context.Context) error
+}
+
+// Guard is implemented by a Workspace that watches the user's repository
+// around each attempt for what no agent may change there (refs, HEAD,
+// index, config, hooks, info, lock files), undoing what it can. Several
+// attempts may run at once; a change found while they ran is charged to
+// each of them (which one made it cannot be told).
+type Guard interface {
+	// BeginAttempt marks the start of an attempt on slot.
+	BeginAttempt(slot string)
+	// CheckAttempt compares the user's repository with the run's
+	// snapshot, undoes what it can, and returns the tampering charged to
+	// slot's attempt since the last check, each a reason such as
+	// "tampered: refs/heads/main moved (undone)".
+	CheckAttempt(ctx context.Context, slot string) []string
+	// EndAttempt marks the end of the attempt on slot.
+	EndAttempt(slot string)
 }
 
 // GateRunner runs gate commands (through sh -c) in a worktree.

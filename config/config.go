@@ -25,7 +25,7 @@ var (
 	topKeys      = []string{"run", "executors", "gates", "pool", "fleet"}
 	fleetKeys    = []string{"nats", "user", "password_env", "nkey_seed_file", "nkeys", "tls_ca", "tls_cert", "tls_key", "lease"}
 	poolKeys     = []string{"max_clones"}
-	runKeys      = []string{"max_parallel", "on_failure", "budget_usd", "budget_tokens", "writers", "on_violation", "noop", "max_rounds", "verify_integration", "approve", "require_approval", "keep", "grace", "gate_timeout", "reviewers", "stall_timeout", "prices_file", "env_allow", "confine", "writable"}
+	runKeys      = []string{"max_parallel", "on_failure", "budget_usd", "budget_tokens", "writers", "on_violation", "noop", "max_rounds", "verify_integration", "approve", "require_approval", "keep", "guard", "grace", "gate_timeout", "reviewers", "stall_timeout", "prices_file", "env_allow", "confine", "writable"}
 	executorKeys = []string{"kind", "clones", "roles", "model", "models", "base_url", "api_key_env", "env", "args", "command", "timeout", "max_concurrent", "env_allow", "writable", "seed", "speed"}
 )
 
@@ -231,6 +231,8 @@ func (r *reader) run(rc *muster.RunConfig, t map[string]any) {
 			rc.RequireApproval = r.authorities(v, p)
 		case "keep":
 			rc.Keep = r.strings(v, p)
+		case "guard":
+			rc.Guard = r.oneOf(v, p, muster.GuardRestore, muster.GuardDetect, muster.GuardOff)
 		case "grace":
 			rc.Grace = r.duration(v, p)
 		case "gate_timeout":
@@ -327,7 +329,7 @@ func (r *reader) executor(e *muster.ExecutorSpec, t map[string]any, path []strin
 				}
 				continue
 			}
-			e.Kind = s
+			e.Kind = muster.ExecKind(s)
 		case "clones":
 			e.Clones = r.count(v, 1, p)
 			if e.Clones > muster.MaxClones {
@@ -338,8 +340,8 @@ func (r *reader) executor(e *muster.ExecutorSpec, t map[string]any, path []strin
 				e.Clones = 1
 			}
 		case "roles":
-			e.Roles = r.strings(v, p)
-			for _, role := range e.Roles {
+			for _, role := range r.strings(v, p) {
+				e.Roles = append(e.Roles, muster.Role(role))
 				if !namePattern.MatchString(role) {
 					r.at(p, "executor %s: bad role %q: use letters, digits, \".\", \"_\" and \"-\"", e.Name, role)
 				}
@@ -403,7 +405,7 @@ func (r *reader) executor(e *muster.ExecutorSpec, t map[string]any, path []strin
 		r.at(append(append([]string{}, path...), "roles"), `executor %s: kind "sim" cannot plan: give the role "planner" to an agent or a command`, e.Name)
 	}
 	if len(e.Roles) == 0 {
-		e.Roles = []string{muster.RoleCoder}
+		e.Roles = []muster.Role{muster.RoleCoder}
 	}
 }
 

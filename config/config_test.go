@@ -30,11 +30,11 @@ func TestLoadSample(t *testing.T) {
 		t.Errorf("run:\n got %+v\nwant %+v", cfg.Run, wantRun)
 	}
 	wantExec := []*muster.ExecutorSpec{
-		{Name: "local", Kind: "command", Clones: 2, Roles: []string{"coder"}, Command: []string{"./scripts/agent.sh", "--fast"}, Timeout: 20 * time.Minute, Line: 21},
-		{Name: "claude", Kind: "claude-code", Clones: 3, Roles: []string{"coder", "reviewer"}, Model: "claude-sonnet-4-5",
+		{Name: "local", Kind: "command", Clones: 2, Roles: []muster.Role{"coder"}, Command: []string{"./scripts/agent.sh", "--fast"}, Timeout: 20 * time.Minute, Line: 21},
+		{Name: "claude", Kind: "claude-code", Clones: 3, Roles: []muster.Role{"coder", "reviewer"}, Model: "claude-sonnet-4-5",
 			BaseURL: "http://127.0.0.1:8080", APIKeyEnv: "MY_ANTHROPIC_KEY", Env: map[string]string{"NO_PROXY": "localhost"},
 			Args: []string{"--verbose"}, MaxConcurrent: 2, Line: 27},
-		{Name: "sim", Kind: "sim", Clones: 1, Roles: []string{"coder"}, Seed: 42, Speed: 0.5, Line: 38},
+		{Name: "sim", Kind: "sim", Clones: 1, Roles: []muster.Role{"coder"}, Seed: 42, Speed: 0.5, Line: 38},
 	}
 	if !reflect.DeepEqual(cfg.Executors, wantExec) {
 		for i := range cfg.Executors {
@@ -65,7 +65,7 @@ func TestDefaultsAndEmpty(t *testing.T) {
 		t.Errorf("default: %+v", d)
 	}
 	cfg, probs = Parse("m.toml", []byte("[executors.a]\nkind = \"sim\"\n[executors.b]\nkind = \"codex\"\nclones = 1\n"))
-	if len(probs) != 0 || cfg.Executors[0].Clones != 1 || !reflect.DeepEqual(cfg.Executors[1].Roles, []string{"coder"}) {
+	if len(probs) != 0 || cfg.Executors[0].Clones != 1 || !reflect.DeepEqual(cfg.Executors[1].Roles, []muster.Role{"coder"}) {
 		t.Errorf("defaults: %v %+v", probs, cfg.Executors)
 	}
 }

@@ -36,7 +36,7 @@ func ParseCrew(flag string) (*muster.ExecutorSpec, error) {
 	if !contains(muster.ExecutorKinds, kind) {
 		return nil, bad("unknown kind %q (known kinds: %s)", kind, strings.Join(muster.ExecutorKinds, ", "))
 	}
-	e := &muster.ExecutorSpec{Name: name, Kind: kind, Clones: 1, Roles: []string{muster.RoleCoder}}
+	e := &muster.ExecutorSpec{Name: name, Kind: muster.ExecKind(kind), Clones: 1, Roles: []muster.Role{muster.RoleCoder}}
 	if hasRest {
 		first, prog, hasProg := strings.Cut(rest, ":")
 		if n, err := strconv.Atoi(strings.TrimSpace(first)); err == nil {
@@ -54,7 +54,7 @@ func ParseCrew(flag string) (*muster.ExecutorSpec, error) {
 			e.Command = strings.Fields(prog)
 		}
 	}
-	if !muster.LookupKind(kind).NeedsCommand && len(e.Command) > 0 {
+	if !muster.LookupKind(muster.ExecKind(kind)).NeedsCommand && len(e.Command) > 0 {
 		return nil, bad("only kinds command and acp take a program")
 	}
 	// A command executor without a program is fine here: it may override

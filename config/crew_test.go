@@ -14,10 +14,10 @@ func TestParseCrew(t *testing.T) {
 		flag string
 		want *muster.ExecutorSpec
 	}{
-		{"claude=claude-code:3", &muster.ExecutorSpec{Name: "claude", Kind: "claude-code", Clones: 3, Roles: []string{"coder"}}},
-		{"sim=sim", &muster.ExecutorSpec{Name: "sim", Kind: "sim", Clones: 1, Roles: []string{"coder"}}},
-		{"local=command:2:./agent.sh --fast  -v", &muster.ExecutorSpec{Name: "local", Kind: "command", Clones: 2, Roles: []string{"coder"}, Command: []string{"./agent.sh", "--fast", "-v"}}},
-		{"local=command:/opt/bin/agent:x", &muster.ExecutorSpec{Name: "local", Kind: "command", Clones: 1, Roles: []string{"coder"}, Command: []string{"/opt/bin/agent:x"}}},
+		{"claude=claude-code:3", &muster.ExecutorSpec{Name: "claude", Kind: "claude-code", Clones: 3, Roles: []muster.Role{"coder"}}},
+		{"sim=sim", &muster.ExecutorSpec{Name: "sim", Kind: "sim", Clones: 1, Roles: []muster.Role{"coder"}}},
+		{"local=command:2:./agent.sh --fast  -v", &muster.ExecutorSpec{Name: "local", Kind: "command", Clones: 2, Roles: []muster.Role{"coder"}, Command: []string{"./agent.sh", "--fast", "-v"}}},
+		{"local=command:/opt/bin/agent:x", &muster.ExecutorSpec{Name: "local", Kind: "command", Clones: 1, Roles: []muster.Role{"coder"}, Command: []string{"/opt/bin/agent:x"}}},
 	} {
 		got, err := ParseCrew(tc.flag)
 		if err != nil || !reflect.DeepEqual(got, tc.want) {
@@ -58,7 +58,7 @@ func TestMergeCrewCommandOverride(t *testing.T) {
 	if err := MergeCrew(cfg, []string{"rv=sim:2"}); err != nil {
 		t.Fatal(err)
 	}
-	if e := cfg.Executor("rv"); e.Kind != "sim" || e.Clones != 2 || len(e.Command) != 0 || !reflect.DeepEqual(e.Roles, []string{"reviewer"}) {
+	if e := cfg.Executor("rv"); e.Kind != "sim" || e.Clones != 2 || len(e.Command) != 0 || !reflect.DeepEqual(e.Roles, []muster.Role{"reviewer"}) {
 		t.Errorf("rv = %+v", e)
 	}
 	// A new command executor needs its program.
@@ -85,9 +85,9 @@ func TestMerge(t *testing.T) {
 	}
 	Merge(cfg, crew)
 	want := []*muster.ExecutorSpec{
-		{Name: "claude", Kind: "claude-code", Clones: 4, Model: "m", Roles: []string{"coder", "reviewer"}, Line: 1},
-		{Name: "codex", Kind: "command", Clones: 1, Roles: []string{"coder"}, Command: []string{"./a.sh"}},
-		{Name: "sim", Kind: "sim", Clones: 2, Roles: []string{"coder"}},
+		{Name: "claude", Kind: "claude-code", Clones: 4, Model: "m", Roles: []muster.Role{"coder", "reviewer"}, Line: 1},
+		{Name: "codex", Kind: "command", Clones: 1, Roles: []muster.Role{"coder"}, Command: []string{"./a.sh"}},
+		{Name: "sim", Kind: "sim", Clones: 2, Roles: []muster.Role{"coder"}},
 	}
 	if !reflect.DeepEqual(cfg.Executors, want) {
 		for _, e := range cfg.Executors {

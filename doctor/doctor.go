@@ -42,8 +42,8 @@ type Authority struct {
 type Result struct {
 	// Executor is the configured executor's name; "" for a known kind
 	// that no executor uses.
-	Executor string `json:"executor,omitempty"`
-	Kind     string `json:"kind"`
+	Executor string          `json:"executor,omitempty"`
+	Kind     muster.ExecKind `json:"kind"`
 	// Binary is the program's path; "" when not found or not needed.
 	Binary string `json:"binary,omitempty"`
 	Found  bool   `json:"found"`
@@ -88,7 +88,7 @@ func Check(ctx context.Context, cfg *muster.Config, opts Options) []Result {
 		opts.VersionTimeout = 30 * time.Second
 	}
 	var specs []*muster.ExecutorSpec
-	used := map[string]bool{}
+	used := map[muster.ExecKind]bool{}
 	if cfg != nil {
 		for _, s := range cfg.Executors {
 			specs = append(specs, s)
@@ -147,7 +147,7 @@ func check(ctx context.Context, spec *muster.ExecutorSpec, configured bool, opts
 		r.Authority = []Authority{{Authority: "all", Level: agentkit.Enforced, How: "muster's own tool loop, confined to the worktree; shell only with shell authority"}}
 		name := spec.APIKeyEnv
 		if name == "" {
-			name = map[string]string{muster.ExecOpenAI: "OPENAI_API_KEY", muster.ExecAnthropic: "ANTHROPIC_API_KEY"}[spec.Kind]
+			name = map[muster.ExecKind]string{muster.ExecOpenAI: "OPENAI_API_KEY", muster.ExecAnthropic: "ANTHROPIC_API_KEY"}[spec.Kind]
 		}
 		r.CredentialVar = name
 		switch {

@@ -124,7 +124,7 @@ func TestCheckAddsKnownKinds(t *testing.T) {
 // listed counts the known kinds doctor adds to cfg's executors: those with
 // a program of their own that no executor uses.
 func listed(cfg *muster.Config) int {
-	used := map[string]bool{}
+	used := map[muster.ExecKind]bool{}
 	if cfg != nil {
 		for _, e := range cfg.Executors {
 			used[e.Kind] = true

@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/muster-run/muster"
 )
 
 // WriteText prints results as a table, then each kind's authority
@@ -37,7 +39,7 @@ func WriteText(w io.Writer, results []Result) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	seen := map[string]bool{}
+	seen := map[muster.ExecKind]bool{}
 	var b strings.Builder
 	for _, r := range results {
 		if seen[r.Kind] || len(r.Authority) == 0 {
@@ -53,7 +55,7 @@ func WriteText(w io.Writer, results []Result) error {
 		}
 	}
 	for _, r := range results {
-		label := r.Kind
+		label := string(r.Kind)
 		if r.Executor != "" {
 			label = "executor " + r.Executor
 		}

@@ -138,7 +138,7 @@ type spliceRequest struct {
 
 type leaseRequest struct {
 	task  muster.TaskID
-	role  string
+	role  muster.Role
 	avoid string
 	reply chan engine.Lease
 }
@@ -600,7 +600,7 @@ func (d *Driver) start(ctx context.Context, a engine.Action) {
 	go func() {
 		defer d.wg.Done()
 		defer cancel(nil)
-		final := stopped(actx, w.run(actx))
+		final := stopped(actx, w.guarded(actx))
 		final = append(final, muster.Event{Type: muster.EvExecutorRelease, Task: a.Task, Executor: a.Executor, Clone: a.Clone, Role: a.Role})
 		d.msgs <- message{events: final, done: true}
 	}()

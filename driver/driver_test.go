@@ -31,7 +31,7 @@ func plan(specs ...string) *muster.Plan {
 	return p
 }
 
-func crew(clones int, roles ...string) *muster.Config {
+func crew(clones int, roles ...muster.Role) *muster.Config {
 	return &muster.Config{Executors: []*muster.ExecutorSpec{{Name: "x", Kind: "mock", Clones: clones, Roles: roles}}}
 }
 
@@ -39,8 +39,8 @@ func crew(clones int, roles ...string) *muster.Config {
 // clone "rev".
 func coderAndReviewer() *muster.Config {
 	return &muster.Config{Executors: []*muster.ExecutorSpec{
-		{Name: "x", Clones: 1, Roles: []string{"coder"}},
-		{Name: "rev", Clones: 1, Roles: []string{"reviewer"}},
+		{Name: "x", Clones: 1, Roles: []muster.Role{"coder"}},
+		{Name: "rev", Clones: 1, Roles: []muster.Role{"reviewer"}},
 	}}
 }
 

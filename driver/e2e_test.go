@@ -74,7 +74,7 @@ func newE2E(t testing.TB, p *muster.Plan, files map[string]string, coder, review
 	t.Cleanup(func() { ws.Close(ctx) })
 	cfg := &muster.Config{Gates: gates, Run: muster.RunConfig{OnFailure: muster.OnFailureContinue}}
 	execs := map[string]muster.Executor{engine.CodeExecutor: gate.CodeExecutor{}}
-	add := func(name, script string, roles ...string) {
+	add := func(name, script string, roles ...muster.Role) {
 		spec := &muster.ExecutorSpec{Name: name, Kind: muster.ExecCommand, Clones: 2, Roles: roles,
 			Command: []string{"sh", write(name+".sh", script)}, Env: map[string]string{"SCRIPTS": scripts}}
 		if len(roles) > 0 {

@@ -133,7 +133,7 @@ func TestPreExistingFailureNotCharged(t *testing.T) {
 func reviewCrew() *muster.Config {
 	return &muster.Config{Executors: []*muster.ExecutorSpec{
 		{Name: "x", Kind: "mock", Clones: 1},
-		{Name: "r", Kind: "mock", Clones: 1, Roles: []string{"reviewer"}},
+		{Name: "r", Kind: "mock", Clones: 1, Roles: []muster.Role{"reviewer"}},
 	}}
 }
 
@@ -391,7 +391,7 @@ func TestIntegrationFailureOnTipTooIsNotCharged(t *testing.T) {
 func TestReviewersPerTaskAreDistinctClones(t *testing.T) {
 	cfg := &muster.Config{Run: muster.RunConfig{Reviewers: 2}, Executors: []*muster.ExecutorSpec{
 		{Name: "x", Kind: "mock", Clones: 1},
-		{Name: "r", Kind: "mock", Clones: 2, Roles: []string{"reviewer"}},
+		{Name: "r", Kind: "mock", Clones: 2, Roles: []muster.Role{"reviewer"}},
 	}}
 	h := newHarness(t, plan("a"), cfg)
 	h.opts.Executors["r"] = &mock.Executor{ExecuteFn: func(ctx context.Context, req *muster.ExecRequest, emit func(muster.Record)) (*muster.ExecResult, error) {

@@ -143,7 +143,7 @@ func (w *worker) sane(r *muster.Record, slot string) []muster.Event {
 // overflow returns the summary events of the records the caps dropped
 // or held back since the last call: one "N more tool calls" ToolUse, one
 // Message, and the usage summed past maxUsageRecords.
-func (w *worker) overflow(spec *muster.ExecutorSpec, role string, clone int) []muster.Event {
+func (w *worker) overflow(spec *muster.ExecutorSpec, role muster.Role, clone int) []muster.Event {
 	c := &w.counts
 	var evs []muster.Event
 	if c.droppedTools > 0 {

@@ -186,6 +186,9 @@ func (w *worker) run(ctx context.Context) []muster.Event {
 				return w.fail(why, false)
 			}
 		}
+		if tampered := w.tampered(ctx); tampered != nil {
+			return tampered
+		}
 		w.send(muster.Event{Type: muster.EvPhase, Phase: "integrating", Round: w.round})
 		w.d.integ.lock()
 		l := w.land(ctx, commit)
@@ -560,7 +563,7 @@ func (w *worker) charged() int { return w.a.Attempt - w.a.Uncharged }
 
 // record turns an executor's records into events: redacted, bounded
 // (the caps of records.go) and, for usage, checked (sane).
-func (w *worker) record(spec *muster.ExecutorSpec, role string, clone int) func(muster.Record) {
+func (w *worker) record(spec *muster.ExecutorSpec, role muster.Role, clone int) func(muster.Record) {
 	return func(r muster.Record) {
 		d, c := w.d, &w.counts
 		red := d.red()

@@ -33,7 +33,7 @@ type Action struct {
 	// Executor, Clone (from 1), Role and Attempt (from 1) are ActStart's.
 	Executor string
 	Clone    int
-	Role     string
+	Role     muster.Role
 	Attempt  int
 	// Uncharged (ActStart) is how many of the task's earlier attempts
 	// ended in a rate limit and do not count against its Retries.
@@ -194,7 +194,7 @@ func (s *State) needs(t *muster.Task) string {
 	if t.EffectiveKind() == muster.KindCode {
 		return "code"
 	}
-	need := "role " + t.EffectiveRole()
+	need := "role " + string(t.EffectiveRole())
 	if t.Executor != "" {
 		need = "executor " + t.Executor
 	}
@@ -359,7 +359,7 @@ func (s *State) leasedAbove(exec string, limit int) int {
 
 // FreeSlot returns a free clone for a role (reviewers, for instance),
 // preferring executors other than avoid; ok is false when none is free.
-func FreeSlot(s *State, role, avoid string, now time.Time) (exec string, clone int, ok bool) {
+func FreeSlot(s *State, role muster.Role, avoid string, now time.Time) (exec string, clone int, ok bool) {
 	var fallbackExec string
 	var fallbackClone int
 	for _, e := range s.Config.Executors {

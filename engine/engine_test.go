@@ -146,7 +146,7 @@ func TestNamedExecutorAndRoles(t *testing.T) {
 	p.Task("a").Executor = "e2"
 	p.Task("c").Role = "tester"
 	cfg := enginetest.Crew(1, 1)
-	cfg.Executors[1].Roles = []string{"coder", "tester"}
+	cfg.Executors[1].Roles = []muster.Role{"coder", "tester"}
 	sim, _ := enginetest.New(p, cfg, t0)
 	d := engine.Decide(sim.State, engine.Input{Now: t0})
 	got := map[muster.TaskID]string{}

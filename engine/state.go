@@ -73,7 +73,7 @@ type Lease struct {
 	Task     muster.TaskID
 	Executor string
 	Clone    int
-	Role     string
+	Role     muster.Role
 }
 
 // State is everything the scheduler knows, folded from events.

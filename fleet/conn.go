@@ -23,6 +23,7 @@ const (
 	WorkersBucket = "muster_workers"
 	LeasesBucket  = "muster_leases"
 	BundlesBucket = "muster_bundles"
+	RunsBucket    = "muster_runs"
 )
 
 // Environment variables with the credentials (never on argv).
@@ -104,10 +105,16 @@ type Conn struct {
 	Workers jetstream.KeyValue
 	Leases  jetstream.KeyValue
 	Bundles jetstream.ObjectStore
+	// Runs holds one key per run whose orchestrator is alive.
+	Runs jetstream.KeyValue
 }
 
-// WorkerTTL is how long a registration lives without a heartbeat.
-const WorkerTTL = 15 * time.Second
+// WorkerTTL is how long a registration lives without a heartbeat;
+// RunTTL how long a run's presence lives without its orchestrator's.
+const (
+	WorkerTTL = 15 * time.Second
+	RunTTL    = 15 * time.Second
+)
 
 // Connect dials the server at url and makes sure the fleet's streams and
 // buckets exist. name identifies the client in the server's monitoring.
@@ -173,6 +180,9 @@ func (c *Conn) setUp(ctx context.Context) error {
 	}
 	if c.Leases, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: LeasesBucket, TTL: 7 * 24 * time.Hour, History: 1}); err != nil {
 		return fmt.Errorf("bucket %s: %w", LeasesBucket, err)
+	}
+	if c.Runs, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: RunsBucket, TTL: RunTTL, History: 1}); err != nil {
+		return fmt.Errorf("bucket %s: %w", RunsBucket, err)
 	}
 	if c.Bundles, err = js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: BundlesBucket, TTL: 7 * 24 * time.Hour}); err != nil {
 		return fmt.Errorf("bucket %s: %w", BundlesBucket, err)

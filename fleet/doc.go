@@ -17,6 +17,7 @@
 //	stream MUSTER_EVENTS    muster.ev.<run>.<job>          what workers report: claims, records, results
 //	kv     muster_workers   w.<worker>                     registrations, refreshed by heartbeats (TTL)
 //	kv     muster_leases    <run>.<job>                    the holder the orchestrator accepts, or "done"
+//	kv     muster_runs      r.<run>                        the run's orchestrator is alive (TTL)
 //	object muster_bundles   <run>/...                      git bundles both ways
 //	subject muster.bundle.<run>                            a worker asks for the objects it lacks
 package fleet

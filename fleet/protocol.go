@@ -24,7 +24,7 @@ type Job struct {
 
 	Task      *muster.Task     `json:"task"`
 	Executor  string           `json:"executor"`
-	Role      string           `json:"role"`
+	Role      muster.Role      `json:"role"`
 	Attempt   int              `json:"attempt"`
 	Round     int              `json:"round"`
 	Authority muster.Authority `json:"authority"`
@@ -56,11 +56,11 @@ const (
 // message: the lease epoch) say which lease it comes under; the
 // orchestrator takes only reports of the lease it accepted.
 type Report struct {
-	Kind    string        `json:"kind"`
-	Job     string        `json:"job"`
-	Task    muster.TaskID `json:"task"`
-	Attempt int           `json:"attempt"`
-	Worker  string        `json:"worker"`
+	Kind    muster.ExecKind `json:"kind"`
+	Job     string          `json:"job"`
+	Task    muster.TaskID   `json:"task"`
+	Attempt int             `json:"attempt"`
+	Worker  string          `json:"worker"`
 	// Msg is the job message's stream sequence and Delivery its delivery
 	// count: together the lease epoch.
 	Msg      uint64 `json:"msg"`
@@ -115,6 +115,7 @@ func eventSubject(run, job string) string     { return "muster.ev." + run + "." 
 func bundleSubject(run string) string         { return "muster.bundle." + run }
 func leaseKey(run, job string) string         { return run + "." + job }
 func genKey(run string) string                { return run + ".gen" }
+func runKey(run string) string                { return "r." + run }
 
 // inlineMax is the largest bundle sent inside a message; larger ones go
 // through the object store (a message stays well under any server's

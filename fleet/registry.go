@@ -30,11 +30,11 @@ type Registration struct {
 
 // ExecutorState is one executor a worker serves.
 type ExecutorState struct {
-	Name   string   `json:"name"`
-	Kind   string   `json:"kind"`
-	Roles  []string `json:"roles,omitempty"`
-	Clones int      `json:"clones"`
-	Busy   int      `json:"busy"`
+	Name   string          `json:"name"`
+	Kind   muster.ExecKind `json:"kind"`
+	Roles  []muster.Role   `json:"roles,omitempty"`
+	Clones int             `json:"clones"`
+	Busy   int             `json:"busy"`
 	// Doing lists the busy clones' work.
 	Doing []Doing `json:"doing,omitempty"`
 }
@@ -46,7 +46,7 @@ type Doing struct {
 	Task    muster.TaskID `json:"task"`
 	Attempt int           `json:"attempt"`
 	Round   int           `json:"round"`
-	Role    string        `json:"role"`
+	Role    muster.Role   `json:"role"`
 }
 
 // WorkerInfo is a registration as read back, with its age.

@@ -60,13 +60,21 @@ type Dispatcher struct {
 	bundleMu sync.Mutex // serialises bundle creation
 	sub      *nats.Subscription
 	cc       jetstream.ConsumeContext
+	// stopBeat ends the presence heartbeat; beatDone is closed after.
+	stopBeat context.CancelFunc
+	beatDone chan struct{}
 }
+
+// presenceEvery is how often the orchestrator says its run is alive.
+const presenceEvery = RunTTL / 3
 
 // pending is one job in flight. Reports reach it on ch, in stream order.
 type pending struct {
 	job *Job
 	dir string
 	ch  chan Report
+	// done is closed when Execute returns: reports after it are dropped.
+	done chan struct{}
 	// holder is the lease accepted ("worker/msg.delivery"), seen the
 	// records already taken (by holder and sequence).
 	holder string
@@ -117,11 +125,41 @@ func Open(ctx context.Context, c *Conn, o DispatchOptions) (*Dispatcher, error) 
 		d.cc.Stop()
 		return nil, fmt.Errorf("fleet: bundle requests: %w", err)
 	}
+	// The run's presence: workers drop the jobs of a run whose
+	// orchestrator is gone (killed and not resumed), rather than spend an
+	// agent on them.
+	if _, err := c.Runs.Put(ctx, runKey(o.Run), []byte(strconv.FormatInt(d.gen, 10))); err != nil {
+		d.Close()
+		return nil, fmt.Errorf("fleet: record the run's presence: %w", err)
+	}
+	var bctx context.Context
+	bctx, d.stopBeat = context.WithCancel(d.base)
+	d.beatDone = make(chan struct{})
+	go func() { // lives until Close
+		defer close(d.beatDone)
+		t := time.NewTicker(presenceEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-bctx.Done():
+				return
+			case <-t.C:
+				_, _ = c.Runs.Put(bctx, runKey(o.Run), []byte(strconv.FormatInt(d.gen, 10)))
+			}
+		}
+	}()
 	return d, nil
 }
 
-// Close stops taking reports and bundle requests.
+// Close stops taking reports and bundle requests, and says the run's
+// orchestrator is gone.
 func (d *Dispatcher) Close() {
+	if d.stopBeat != nil {
+		d.stopBeat()
+		<-d.beatDone
+		d.stopBeat = nil
+		_ = d.conn.Runs.Purge(d.base, runKey(d.run))
+	}
 	if d.sub != nil {
 		_ = d.sub.Unsubscribe()
 	}
@@ -141,7 +179,10 @@ func (d *Dispatcher) onEvent(m jetstream.Msg) {
 	if p == nil {
 		return // a job of another generation or already ended: dropped
 	}
-	p.ch <- r
+	select {
+	case p.ch <- r:
+	case <-p.done: // ended meanwhile: a late report cannot stall the others
+	}
 }
 
 // onBundleRequest answers a worker that lacks a job's start commit with
@@ -257,7 +298,7 @@ func (r *remote) Execute(ctx context.Context, req *muster.ExecRequest, emit func
 		}
 		job.Diff = string(b)
 	}
-	p := &pending{job: job, dir: req.Dir, ch: make(chan Report, 1024), seen: map[string]bool{}}
+	p := &pending{job: job, dir: req.Dir, ch: make(chan Report, 1024), done: make(chan struct{}), seen: map[string]bool{}}
 	d.mu.Lock()
 	d.jobs[job.ID] = p
 	d.mu.Unlock()
@@ -265,6 +306,7 @@ func (r *remote) Execute(ctx context.Context, req *muster.ExecRequest, emit func
 		d.mu.Lock()
 		delete(d.jobs, job.ID)
 		d.mu.Unlock()
+		close(p.done)
 	}()
 	if err := d.publish(ctx, p); err != nil {
 		return nil, err

@@ -270,6 +270,9 @@ func (w *Worker) stale(ctx context.Context, job *Job, me string) (why string, ac
 			return "the run was resumed", true
 		}
 	}
+	if _, err := w.o.Conn.Runs.Get(ctx, runKey(job.Run)); errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+		return "the run's orchestrator is gone", true
+	}
 	e, err := w.o.Conn.Leases.Get(ctx, leaseKey(job.Run, job.ID))
 	if err != nil {
 		return "", false // not yet accepted (or the bucket is unreachable: keep on)

@@ -280,3 +280,46 @@ func BenchmarkGitOverhead(b *testing.B) {
 			ntasks, size, alloc, create, load)
 	}
 }
+
+// BenchmarkGuardCheck measures the guard's snapshot and compare per
+// attempt (BeginAttempt, CheckAttempt, EndAttempt) on the generated
+// repository with an index of every file, 200 branches and 100 tags
+// (half of them packed) and git's sample hooks. It reports the median and
+// p95 of one check.
+// Run: go test -run '^$' -bench GuardCheck -benchtime 2000x ./git
+func BenchmarkGuardCheck(b *testing.B) {
+	nfiles := envInt("MUSTER_BENCH_FILES", 50000)
+	repo := genRepo(b, nfiles)
+	g(b, repo, "read-tree", "HEAD") // the user's index: every file
+	for i := 0; i < 200; i++ {
+		g(b, repo, "branch", fmt.Sprintf("b%03d", i))
+		if i < 100 {
+			g(b, repo, "tag", fmt.Sprintf("t%03d", i))
+		}
+		if i == 100 {
+			g(b, repo, "pack-refs", "--all")
+		}
+	}
+	w, err := Open(ctx, Options{Repo: repo, RunID: "guard", Guard: GuardRestore})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Close(ctx)
+	ts := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		w.BeginAttempt("a#1")
+		if got := w.CheckAttempt(ctx, "a#1"); len(got) > 0 {
+			b.Fatal(got)
+		}
+		w.EndAttempt("a#1")
+		ts = append(ts, time.Since(t0))
+	}
+	b.StopTimer()
+	slices.Sort(ts)
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	b.ReportMetric(ms(pct(ts, 0.5)), "median-ms")
+	b.ReportMetric(ms(pct(ts, 0.95)), "p95-ms")
+	b.Logf("%d files, %d checks: median %v, p95 %v; load average %s", nfiles, len(ts), pct(ts, 0.5), pct(ts, 0.95), loadavg())
+}

@@ -48,6 +48,9 @@ type Options struct {
 	// MaxClones bounds the clones the repository's pool keeps between
 	// runs ([pool] max_clones; default DefaultMaxClones).
 	MaxClones int
+	// Guard watches the user's repository around each attempt
+	// (muster.Guard): GuardRestore, GuardDetect, or "" / GuardOff for none.
+	Guard string
 }
 
 // Workspace is muster.Workspace over git: the run branch and one clone
@@ -69,6 +72,7 @@ type Workspace struct {
 	fallback  bool
 
 	pool     *pool
+	guard    *guard   // nil without Options.Guard
 	integDir string   // muster's git directory for integration (bare, in the cache)
 	carry    []string // -c pairs carried from the user's config into muster's own calls
 	format   string   // object format: sha1 or sha256
@@ -117,6 +121,9 @@ type slot struct {
 	// private index as files or symlinks (untracked ignored ones left
 	// out); nil when a full staging or a reset came after it.
 	added map[string]bool
+	// idle: no attempt is using the clone (between EndAttempt and the
+	// next BeginAttempt); guarded by Workspace.mu.
+	idle bool
 }
 
 // snapshot is a change computed by Change: the tree of the worktree
@@ -177,6 +184,11 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 		return nil, err
 	}
 	w.agentCfg = w.cloneConfig()
+	if opts.Guard != "" && opts.Guard != GuardOff {
+		if w.guard, err = newGuard(ctx, w.top, w.common, opts.Guard == GuardRestore); err != nil {
+			return nil, fmt.Errorf("snapshot the repository: %w", err)
+		}
+	}
 	return w, nil
 }
 

@@ -13,7 +13,7 @@ import (
 type span struct {
 	Slot    string
 	Task    muster.TaskID
-	Role    string
+	Role    muster.Role
 	Attempt int
 	Start   time.Time
 	End     time.Time
@@ -80,7 +80,7 @@ func (r *run) last(events []muster.Event) time.Time {
 	return r.Start
 }
 
-func (r *run) openSpan(e *muster.Event, role string) {
+func (r *run) openSpan(e *muster.Event, role muster.Role) {
 	slot := e.Slot()
 	if slot == "" {
 		return

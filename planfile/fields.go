@@ -154,7 +154,7 @@ func (ps *problems) setField(t *muster.Task, name, value string, line int) {
 	case "model":
 		t.Model = value
 	case "role":
-		t.Role = value
+		t.Role = muster.Role(value)
 	case "run":
 		t.Run = value
 	case "kind":

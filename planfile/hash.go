@@ -148,7 +148,7 @@ func canonOf(t *muster.Task) canonTaskV1 {
 		Reads:     sortedSet(t.Reads),
 		Gates:     nonNil(t.Gates),
 		Executor:  t.Executor,
-		Role:      t.EffectiveRole(),
+		Role:      string(t.EffectiveRole()),
 		Kind:      t.EffectiveKind(),
 		Run:       strings.TrimSpace(t.Run),
 		Satisfies: sortedSet(t.Satisfies),

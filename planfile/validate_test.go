@@ -11,7 +11,7 @@ import (
 
 func crew() *muster.Config {
 	return &muster.Config{Executors: []*muster.ExecutorSpec{
-		{Name: "claude", Kind: muster.ExecClaudeCode, Clones: 2, Roles: []string{"coder", "reviewer"}, Models: []string{"sonnet", "opus"}},
+		{Name: "claude", Kind: muster.ExecClaudeCode, Clones: 2, Roles: []muster.Role{"coder", "reviewer"}, Models: []string{"sonnet", "opus"}},
 		{Name: "codex", Kind: muster.ExecCodex, Clones: 1, Model: "gpt-5.5", Models: []string{"gpt-5.5-mini"}},
 	}}
 }

@@ -54,6 +54,12 @@ type Options struct {
 	Base      string
 	// Config is the crew the plan is for: executors, roles, gates.
 	Config *muster.Config
+	// Journaled is Config as the journal keeps it, its secrets taken out
+	// (default: Config).
+	Journaled *muster.Config
+	// Redactor removes secrets from what the planner says (events) and
+	// writes (the plan) before muster keeps or shows it (nil: none).
+	Redactor muster.Redactor
 	// Journal records the session; Append makes each event durable.
 	Journal muster.Journal
 	// Check validates a plan's text as `muster validate` would, naming
@@ -104,7 +110,14 @@ type session struct {
 	clock muster.Clock
 	res   *Result
 	clone int
+	// tools and messages count this try's records (capped at maxRecords
+	// each); dropped counts the ones past the caps.
+	tools, messages, dropped int
 }
+
+// maxRecords bounds the ToolUse and the Message events of one try, as
+// the driver bounds an attempt's; usage is never dropped.
+const maxRecords = 500
 
 // Run asks the planner for a plan until one validates or the tries are
 // spent. A plan that never validates is not an error: the Result says so
@@ -122,9 +135,13 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	task := &muster.Task{ID: TaskID, Title: title(opts.Goal), Role: muster.RolePlanner,
 		Authority: muster.AuthorityRead, Executor: opts.Spec.Name, Prompt: opts.Goal, Review: "none"}
+	journaled := opts.Journaled
+	if journaled == nil {
+		journaled = opts.Config
+	}
 	if err := s.emit(
 		muster.Event{Type: muster.EvRunStarted, Schema: muster.SchemaVersion, Kind: muster.RunKindPlan, Run: opts.RunID,
-			Plan: opts.Output, Base: opts.Base, Config: opts.Config},
+			Plan: opts.Output, Base: opts.Base, Config: journaled},
 		muster.Event{Type: muster.EvTasksPlanned, Tasks: []*muster.Task{task}},
 	); err != nil {
 		return nil, err
@@ -229,6 +246,13 @@ func (s *session) ask(ctx context.Context, task *muster.Task, try int, dir, prom
 	if journalErr != nil {
 		return nil, "", journalErr
 	}
+	if s.dropped > 0 {
+		if err := s.emit(muster.Event{Type: muster.EvMessage, Task: TaskID, Executor: o.Spec.Name, Clone: s.clone,
+			Message: fmt.Sprintf("[%d more tool and message records of this try not kept: at most %d of each]", s.dropped, maxRecords)}); err != nil {
+			return nil, "", err
+		}
+	}
+	s.tools, s.messages, s.dropped = 0, 0, 0
 	if ctx.Err() != nil {
 		return nil, "", s.interrupted(ctx, try)
 	}
@@ -245,6 +269,9 @@ func (s *session) ask(ctx context.Context, task *muster.Task, try int, dir, prom
 	}
 	if len(text) == 0 && res != nil {
 		text = Extract(res.Final)
+	}
+	if len(text) > 0 {
+		text = []byte(s.red(string(text)))
 	}
 	if len(text) == 0 {
 		return nil, "the planner gave no plan: nothing in the file named by MUSTER_PLAN_OUT, and no Markdown plan (a \"# Plan:\" title or a \"## [ ] ID: Title\" task) in its final message", nil
@@ -286,8 +313,16 @@ func (s *session) record(r muster.Record) (muster.Event, bool) {
 		s.res.Usage.Add(u)
 		base.Type, base.Role, base.Model, base.Usage = muster.EvTokensUsed, muster.RolePlanner, r.Model, u
 	case muster.RecTool:
-		base.Type, base.Tool, base.Args = muster.EvToolUse, r.Tool, bound(r.Args, 2000)
+		if s.tools++; s.tools > maxRecords {
+			s.dropped++
+			return base, false
+		}
+		base.Type, base.Tool, base.Args = muster.EvToolUse, bound(r.Tool, 100), bound(r.Args, 2000)
 	case muster.RecMessage:
+		if s.messages++; s.messages > maxRecords {
+			s.dropped++
+			return base, false
+		}
 		base.Type, base.Message = muster.EvMessage, bound(r.Text, 2000)
 	case muster.RecPID:
 		base.Type, base.Role, base.PID = muster.EvAgentStarted, muster.RolePlanner, r.PID
@@ -341,6 +376,14 @@ func (s *session) finish(state string) error {
 	return s.emit(muster.Event{Type: muster.EvRunFinished, State: state})
 }
 
+// red removes secrets from text an agent produced.
+func (s *session) red(text string) string {
+	if s.opts.Redactor == nil {
+		return text
+	}
+	return s.opts.Redactor.String(text)
+}
+
 func (s *session) emit(evs ...muster.Event) error {
 	now := s.clock.Now().UTC()
 	for i := range evs {
@@ -348,6 +391,9 @@ func (s *session) emit(evs ...muster.Event) error {
 		if e.Time.IsZero() {
 			e.Time = now
 		}
+		// What an agent or an error said may hold a secret.
+		e.Tool, e.Args, e.Model = s.red(e.Tool), s.red(e.Args), s.red(e.Model)
+		e.Message, e.Reason = s.red(e.Message), s.red(e.Reason)
 		if err := s.opts.Journal.Append(e); err != nil {
 			return &muster.Error{Code: muster.CodeInternal, Op: "journal", Err: err}
 		}

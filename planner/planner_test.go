@@ -57,8 +57,8 @@ func options(t *testing.T, exec *mock.Executor) (planner.Options, *mock.Journal)
 		t.Fatal(err)
 	}
 	j := &mock.Journal{}
-	spec := &muster.ExecutorSpec{Name: "p", Kind: muster.ExecCommand, Clones: 1, Roles: []string{muster.RolePlanner}}
-	cfg := &muster.Config{Executors: []*muster.ExecutorSpec{spec, {Name: "c", Kind: muster.ExecCommand, Clones: 2, Roles: []string{muster.RoleCoder}}}}
+	spec := &muster.ExecutorSpec{Name: "p", Kind: muster.ExecCommand, Clones: 1, Roles: []muster.Role{muster.RolePlanner}}
+	cfg := &muster.Config{Executors: []*muster.ExecutorSpec{spec, {Name: "c", Kind: muster.ExecCommand, Clones: 2, Roles: []muster.Role{muster.RoleCoder}}}}
 	ws := &mock.Workspace{CheckoutFn: func(ctx context.Context, slot, commit string) (string, error) {
 		if slot != "p#1" || commit != "base" {
 			t.Errorf("checkout %s at %s, want p#1 at base", slot, commit)
@@ -244,7 +244,7 @@ func TestSummarize(t *testing.T) {
 	if len(probs) > 0 {
 		t.Fatal(probs)
 	}
-	cfg := &muster.Config{Executors: []*muster.ExecutorSpec{{Name: "c", Clones: 3, Roles: []string{muster.RoleCoder}}}}
+	cfg := &muster.Config{Executors: []*muster.ExecutorSpec{{Name: "c", Clones: 3, Roles: []muster.Role{muster.RoleCoder}}}}
 	cfg.Run.MaxParallel = 1
 	s := planner.Summarize(p, cfg)
 	if s.Tasks != 3 || len(s.CriticalPath) != 2 || s.CriticalPath[1] != "c" || s.Width != 2 || s.Clones != 1 || s.AtOnce != 1 || s.Budgeted != 1 || s.BudgetUSD != 1 {
@@ -253,5 +253,35 @@ func TestSummarize(t *testing.T) {
 	lines := strings.Join(s.Lines(), "\n")
 	if !strings.Contains(lines, "for the 1 of 3 tasks with a Budget") {
 		t.Errorf("lines:\n%s", lines)
+	}
+}
+
+// A chatty planner: its tool and message records are capped per try;
+// its usage is all kept.
+func TestRunCapsRecords(t *testing.T) {
+	exec := &mock.Executor{ExecuteFn: func(ctx context.Context, req *muster.ExecRequest, emit func(muster.Record)) (*muster.ExecResult, error) {
+		for i := 0; i < 2000; i++ {
+			emit(muster.Record{Type: muster.RecMessage, Text: "blah"})
+			emit(muster.Record{Type: muster.RecTool, Tool: "Read", Args: "x"})
+			emit(muster.Record{Type: muster.RecUsage, Model: "m", Usage: muster.Usage{InputTokens: 1}})
+		}
+		return &muster.ExecResult{}, os.WriteFile(req.PlanOut, []byte(valid), 0o644)
+	}}
+	opts, j := options(t, exec)
+	res, err := planner.Run(context.Background(), opts)
+	if err != nil || !res.Valid() {
+		t.Fatalf("%v %+v", err, res)
+	}
+	n := map[muster.EventType]int{}
+	var last string
+	for _, e := range j.Snapshot() {
+		n[e.Type]++
+		if e.Type == muster.EvMessage {
+			last = e.Message
+		}
+	}
+	if n[muster.EvMessage] != 501 || n[muster.EvToolUse] != 500 || n[muster.EvTokensUsed] != 2000 || res.Usage.InputTokens != 2000 ||
+		!strings.Contains(last, "3000 more tool and message records") {
+		t.Errorf("events %v, usage %+v, last message %q", n, res.Usage, last)
 	}
 }

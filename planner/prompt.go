@@ -114,9 +114,12 @@ func writeCrew(b *strings.Builder, cfg *muster.Config) {
 		return
 	}
 	for _, e := range cfg.Executors {
-		roles := append([]string(nil), e.Roles...)
+		var roles []string
+		for _, r := range e.Roles {
+			roles = append(roles, string(r))
+		}
 		if len(roles) == 0 {
-			roles = []string{muster.RoleCoder}
+			roles = []string{string(muster.RoleCoder)}
 		}
 		sort.Strings(roles)
 		model := ""

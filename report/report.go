@@ -232,7 +232,7 @@ func Build(runs [][]muster.Event, opts Options) *Report {
 				bump("day", t.Format("2006-01-02"), u, est)
 				bump("hour", t.Format("2006-01-02 15:00"), u, est)
 				bump("model", modelKey(e.Model), u, est)
-				bump("role", orNone(e.Role), u, est)
+				bump("role", orNone(string(e.Role)), u, est)
 				bump("task", orNone(string(e.Task)), u, est)
 				bump("clone", orNone(e.Slot()), u, est)
 			}

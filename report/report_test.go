@@ -24,7 +24,7 @@ func at(minute int) time.Time { return t0.Add(time.Duration(minute) * time.Minut
 func demoRun() []muster.Event {
 	tok := func(minute int, task, exec string, clone int, role, model string, in, out int64, costMicros int64, est bool) muster.Event {
 		return muster.Event{Time: at(minute), Type: muster.EvTokensUsed, Task: muster.TaskID(task), Executor: exec, Clone: clone,
-			Role: role, Model: model, Usage: muster.Usage{InputTokens: in, OutputTokens: out, CacheReadTokens: in * 10, CostMicros: costMicros, Estimated: est}}
+			Role: muster.Role(role), Model: model, Usage: muster.Usage{InputTokens: in, OutputTokens: out, CacheReadTokens: in * 10, CostMicros: costMicros, Estimated: est}}
 	}
 	return []muster.Event{
 		{Time: at(0), Type: muster.EvRunStarted, Run: "r1", Schema: 1},

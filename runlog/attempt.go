@@ -189,7 +189,7 @@ func (m *merger) unseen(slot, text string) string {
 }
 
 // roleOf tells a reviewer's events from the coder's by their slot.
-func (m *merger) roleOf(e *muster.Event) string {
+func (m *merger) roleOf(e *muster.Event) muster.Role {
 	if s := e.Slot(); s != "" && m.coder != "" && s != m.coder {
 		return muster.RoleReviewer
 	}

@@ -50,8 +50,8 @@ type Entry struct {
 	Round   int       `json:"round"`
 	Kind    string    `json:"kind"`
 	// Slot and Role name the agent ("claude#2", "coder").
-	Slot string `json:"slot,omitempty"`
-	Role string `json:"role,omitempty"`
+	Slot string      `json:"slot,omitempty"`
+	Role muster.Role `json:"role,omitempty"`
 	// Gate, Command, Exit and Passed describe a gate or check.
 	Gate    string `json:"gate,omitempty"`
 	Command string `json:"command,omitempty"`

@@ -95,7 +95,7 @@ func (t *Task) Findings() int {
 // Clone is one executor clone ("executor#n").
 type Clone struct {
 	Slot  string
-	Role  string
+	Role  muster.Role
 	Task  muster.TaskID // current task, "" when idle
 	Since time.Time     // when it took the current task
 	Work  muster.Usage  // spent on the current task by this clone

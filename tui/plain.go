@@ -83,6 +83,9 @@ func PlainLine(e muster.Event) string {
 	case muster.EvFixRound:
 		return fmt.Sprintf("%s: fix round %d%s", id, e.Round, suffix(e.Reason))
 	case muster.EvViolation:
+		if e.Reason == muster.ReasonTampered {
+			return fmt.Sprintf("%s: %s", id, textsafe.Sanitize(strings.Join(e.Paths, "; ")))
+		}
 		return fmt.Sprintf("%s: outside owns: %s", id, textsafe.Sanitize(strings.Join(e.Paths, ", ")))
 	case muster.EvCommitted:
 		return fmt.Sprintf("%s: committed %s", id, textsafe.Short(e.Commit))

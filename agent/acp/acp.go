@@ -166,7 +166,7 @@ func (e *Executor) result(ctx context.Context, req *muster.ExecRequest, sess *se
 	defer sess.mu.Unlock()
 	st := sess.s
 	sess.flushMessage()
-	name := e.base.Kind.Name
+	name := string(e.base.Kind.Name)
 	res := &muster.ExecResult{ExitCode: pr.ExitCode, SessionID: st.SessionID, Tail: st.Tail()}
 	if perr != nil {
 		return nil, &muster.AgentError{Class: muster.FailStart, ExitCode: -1, Message: st.Redact(perr.Error())}

@@ -42,7 +42,7 @@ type preset struct {
 	errorPrefix string
 }
 
-var presets = map[string]*preset{
+var presets = map[muster.ExecKind]*preset{
 	muster.ExecACP:       generic,
 	muster.ExecClaudeACP: claudeACP,
 	muster.ExecCodexACP:  codexACP,

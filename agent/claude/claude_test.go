@@ -58,7 +58,7 @@ func TestBuildArgs(t *testing.T) {
 }
 
 // run executes the adapter against a fake CLI replaying a recorded stream.
-func run(t *testing.T, fixture string, exit int, role string, spec *muster.ExecutorSpec) (*muster.ExecResult, error, *clitest.Recorder, *clitest.Fake, *muster.ExecRequest) {
+func run(t *testing.T, fixture string, exit int, role muster.Role, spec *muster.ExecutorSpec) (*muster.ExecResult, error, *clitest.Recorder, *clitest.Fake, *muster.ExecRequest) {
 	t.Helper()
 	t.Setenv("MUSTER_TEST_CLAUDE_KEY", testKey)
 	req := clitest.Request(t, spec, role, muster.AuthorityWrite, "do the thing")

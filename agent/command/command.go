@@ -193,7 +193,7 @@ func Secrets(spec *muster.ExecutorSpec, req *muster.ExecRequest) []string {
 func MusterVars(req *muster.ExecRequest, promptFile string) map[string]string {
 	m := map[string]string{
 		"MUSTER_RUN_ID":      req.Run,
-		"MUSTER_ROLE":        req.Role,
+		"MUSTER_ROLE":        string(req.Role),
 		"MUSTER_CLONE":       strconv.Itoa(req.Clone),
 		"MUSTER_ATTEMPT":     strconv.Itoa(req.Attempt),
 		"MUSTER_ROUND":       strconv.Itoa(req.Round),

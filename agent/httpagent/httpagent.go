@@ -382,7 +382,7 @@ func (e *Executor) endpoint() string {
 
 // reportSpecs are the tools through which the model reports to muster:
 // reviewers report findings, coders may say the task already holds.
-func reportSpecs(role string) []toolSpec {
+func reportSpecs(role muster.Role) []toolSpec {
 	if role == muster.RoleReviewer {
 		finding := obj(map[string]any{
 			"severity": map[string]any{"type": "string", "enum": []string{"critical", "major", "minor"}},

@@ -105,7 +105,7 @@ func newSetup(t *testing.T, kind string, args ...string) *setup {
 	if kind == "anthropic" {
 		base = srv.URL
 	}
-	spec := &muster.ExecutorSpec{Name: "local", Kind: kind, Model: "mock-model", BaseURL: base, APIKeyEnv: keyEnv,
+	spec := &muster.ExecutorSpec{Name: "local", Kind: muster.ExecKind(kind), Model: "mock-model", BaseURL: base, APIKeyEnv: keyEnv,
 		Args: append([]string{"--retry-delay=1ms"}, args...)}
 	ex, err := httpagent.New(spec)
 	if err != nil {
@@ -457,7 +457,7 @@ func BenchmarkToolLoop(b *testing.B) {
 			if k.kind == "anthropic" {
 				base = srv.URL
 			}
-			spec := &muster.ExecutorSpec{Name: "b", Kind: k.kind, Model: "m", BaseURL: base, Args: k.args}
+			spec := &muster.ExecutorSpec{Name: "b", Kind: muster.ExecKind(k.kind), Model: "m", BaseURL: base, Args: k.args}
 			ex, err := httpagent.New(spec)
 			if err != nil {
 				b.Fatal(err)

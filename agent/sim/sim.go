@@ -142,7 +142,7 @@ func (e *Executor) hash(parts ...string) uint64 {
 // Execute simulates one invocation.
 func (e *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit func(muster.Record)) (*muster.ExecResult, error) {
 	d := parse(req.Task.Prompt)
-	h := e.hash(string(req.Task.ID), req.Role, strconv.Itoa(req.Round), strconv.Itoa(req.Attempt))
+	h := e.hash(string(req.Task.ID), string(req.Role), strconv.Itoa(req.Round), strconv.Itoa(req.Attempt))
 	work := d.sleep
 	if !d.hasSleep {
 		work = time.Duration(1000+h%2000) * time.Millisecond

@@ -18,7 +18,7 @@ type Base struct {
 // NewBase checks that spec is of the executor kind kind (an empty spec
 // kind is taken as kind) and looks the binary up; a missing binary is not
 // an error here but is reported by Prepare, when the invocation runs.
-func NewBase(spec *muster.ExecutorSpec, kind string) (*Base, error) {
+func NewBase(spec *muster.ExecutorSpec, kind muster.ExecKind) (*Base, error) {
 	if spec == nil {
 		return nil, fmt.Errorf("%s: no executor spec", kind)
 	}

@@ -20,7 +20,7 @@ const (
 // Kind is what muster knows about one agent CLI.
 type Kind struct {
 	// Name is the muster executor kind.
-	Name string
+	Name muster.ExecKind
 	// Binary is the command name looked up on PATH and in .cache/agents.
 	Binary string
 	// Package is the npm package that installs Binary.
@@ -106,26 +106,26 @@ var Kinds = []Kind{
 			" (mode bypassPermissions)"),
 	},
 	{
-		Name: muster.ExecCodexACP, Binary: "codex-acp", ACP: true,
+		Name: muster.ExecCodexACP, Binary: "codex-acp", Package: "@zed-industries/codex-acp", ACP: true,
 		KeyEnv:     "OPENAI_API_KEY",
 		LoginFiles: []string{".codex/auth.json"},
 		Authority: acpAuthority(" (sandbox read-only, approval untrusted)", " (sandbox workspace-write, approval untrusted)",
 			" (sandbox danger-full-access, approval never)"),
 	},
 	{
-		Name: muster.ExecGeminiACP, Binary: "gemini", ACP: true, ACPArgs: []string{"--acp"},
+		Name: muster.ExecGeminiACP, Binary: "gemini", Package: "@google/gemini-cli", ACP: true, ACPArgs: []string{"--acp"},
 		KeyEnv:     "GEMINI_API_KEY",
 		LoginFiles: []string{".gemini/oauth_creds.json", ".gemini/google_accounts.json"},
 		Authority:  acpAuthority(" (--approval-mode default)", " (--approval-mode default)", " (--approval-mode yolo)"),
 	},
 	{
-		Name: muster.ExecQwen, Binary: "qwen", ACP: true, ACPArgs: []string{"--acp"},
+		Name: muster.ExecQwen, Binary: "qwen", Package: "@qwen-code/qwen-code", ACP: true, ACPArgs: []string{"--acp"},
 		KeyEnv:    "OPENAI_API_KEY",
 		Authority: acpAuthority(" (--approval-mode default)", " (--approval-mode default)", " (--approval-mode yolo)"),
 		Note:      "Qwen Code 0.15.10 is the newest release that runs on Node 20 (later ones need Node 22)",
 	},
 	{
-		Name: muster.ExecCopilot, Binary: "copilot", ACP: true, ACPArgs: []string{"--acp"},
+		Name: muster.ExecCopilot, Binary: "copilot", Package: "@github/copilot", ACP: true, ACPArgs: []string{"--acp"},
 		KeyEnv:    "COPILOT_PROVIDER_API_KEY",
 		Authority: acpAuthority("", "", " (--allow-all)"),
 		Note:      "with base_url: the endpoint is Copilot's own model provider (BYOK, offline, no GitHub login); without: the user's Copilot login",
@@ -143,7 +143,7 @@ func acpAuthority(read, write, shell string) map[muster.Authority]Grade {
 }
 
 // Lookup returns the kind named name, or nil.
-func Lookup(name string) *Kind {
+func Lookup(name muster.ExecKind) *Kind {
 	for i := range Kinds {
 		if Kinds[i].Name == name {
 			return &Kinds[i]

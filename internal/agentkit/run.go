@@ -93,7 +93,7 @@ func Run(ctx context.Context, req *muster.ExecRequest, inv Invocation, emit func
 	}
 	name := "agent"
 	if inv.Kind != nil {
-		name = inv.Kind.Name
+		name = string(inv.Kind.Name)
 	}
 	pr, err := proc.Run(ctx, spec)
 	if err != nil {

@@ -30,7 +30,7 @@ var adapters = map[muster.KindFamily]func(*muster.ExecutorSpec) (muster.Executor
 }
 
 // clis are the adapters of the CLI family, by kind.
-var clis = map[string]func(*muster.ExecutorSpec) (muster.Executor, error){
+var clis = map[muster.ExecKind]func(*muster.ExecutorSpec) (muster.Executor, error){
 	muster.ExecClaudeCode: func(s *muster.ExecutorSpec) (muster.Executor, error) { return claude.New(s) },
 	muster.ExecCodex:      func(s *muster.ExecutorSpec) (muster.Executor, error) { return codex.New(s) },
 	muster.ExecGemini:     func(s *muster.ExecutorSpec) (muster.Executor, error) { return gemini.New(s) },

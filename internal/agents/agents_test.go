@@ -20,10 +20,10 @@ func TestEveryKindIsComplete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seen := map[string]bool{}
+	seen := map[muster.ExecKind]bool{}
 	var specs []*muster.ExecutorSpec
 	for _, k := range muster.Kinds {
-		t.Run(k.Name, func(t *testing.T) {
+		t.Run(string(k.Name), func(t *testing.T) {
 			if seen[k.Name] {
 				t.Fatal("listed twice")
 			}
@@ -40,7 +40,7 @@ func TestEveryKindIsComplete(t *testing.T) {
 					t.Error("no agentkit.Kinds entry")
 				}
 			}
-			if !strings.Contains(string(doc), "\n| `"+k.Name+"` |") {
+			if !strings.Contains(string(doc), "\n| `"+string(k.Name)+"` |") {
 				t.Errorf("no row in docs/agents.md's table of kinds")
 			}
 			specs = append(specs, spec)

@@ -92,7 +92,11 @@ func TestClaudeCallsMusterOverMCP(t *testing.T) {
 	cmd.Stdin = strings.NewReader("Check bad.md and the latest run. [scenario: mcp-e2e]")
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + tmp, "CLAUDE_CONFIG_DIR=" + filepath.Join(tmp, ".claude"),
 		"ANTHROPIC_BASE_URL=" + srv.URL, "ANTHROPIC_API_KEY=" + claudeKey, "DISABLE_TELEMETRY=1", "DISABLE_AUTOUPDATER=1",
-		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_ERROR_REPORTING=1", "CLAUDE_CODE_MAX_RETRIES=0"}
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_ERROR_REPORTING=1", "CLAUDE_CODE_MAX_RETRIES=0",
+		// Print mode connects MCP servers in the background by default: on
+		// a slow machine the first model turn came before muster's tools
+		// ("No such tool available"). This makes it wait for them.
+		"MCP_CONNECTION_NONBLOCKING=0"}
 	stream, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("claude: %v\n%s", err, stream)

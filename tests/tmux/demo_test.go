@@ -64,7 +64,21 @@ func buildMuster(t *testing.T) string {
 }
 
 func TestMain(m *testing.M) {
+	// muster's clones go to a cache of the tests' own, never the user's.
+	cache, err := os.MkdirTemp("", "muster-tmux-cache-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Setenv("XDG_CACHE_HOME", cache)
 	code := m.Run()
+	_ = filepath.WalkDir(cache, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			_ = os.Chmod(p, 0o755)
+		}
+		return nil
+	})
+	os.RemoveAll(cache)
 	if binPath != "" {
 		os.RemoveAll(filepath.Dir(binPath))
 	}

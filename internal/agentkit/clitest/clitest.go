@@ -108,7 +108,7 @@ func (f *Fake) Stdin(t testing.TB) string {
 
 // Request returns a request for spec in fresh temporary directories: Dir
 // is the worktree, Scratch lies outside it.
-func Request(t testing.TB, spec *muster.ExecutorSpec, role string, auth muster.Authority, prompt string) *muster.ExecRequest {
+func Request(t testing.TB, spec *muster.ExecutorSpec, role muster.Role, auth muster.Authority, prompt string) *muster.ExecRequest {
 	t.Helper()
 	root := t.TempDir()
 	dir := filepath.Join(root, "worktree")
@@ -172,7 +172,7 @@ func (r *Recorder) Usage() muster.Usage {
 
 // Binary returns the installed CLI of a kind (on PATH or in .cache/agents).
 // Outside CI a missing CLI skips the test; with CI=true it fails it.
-func Binary(t testing.TB, kind string) string {
+func Binary(t testing.TB, kind muster.ExecKind) string {
 	t.Helper()
 	k := agentkit.Lookup(kind)
 	bin, err := agentkit.FindBinary(nil, k.Binary)

@@ -185,7 +185,7 @@ func toJSON(ws []fleet.WorkerInfo, now time.Time) statusJSON {
 	for _, w := range ws {
 		wj := workerJSON{Name: w.Name, Version: w.Version, HeartbeatAgeS: age(w, now), Executors: []executorJSON{}}
 		for _, e := range w.Executors {
-			wj.Executors = append(wj.Executors, executorJSON{Name: e.Name, Kind: e.Kind, Clones: e.Clones, Busy: e.Busy})
+			wj.Executors = append(wj.Executors, executorJSON{Name: e.Name, Kind: string(e.Kind), Clones: e.Clones, Busy: e.Busy})
 		}
 		out.Workers = append(out.Workers, wj)
 	}
@@ -212,7 +212,7 @@ func printStatus(w io.Writer, ws []fleet.WorkerInfo, now time.Time) {
 			if len(doing) == 0 {
 				doing = []string{"-"}
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%.1fs ago\t%s\n", name, textsafe.Sanitize(e.Name), textsafe.Sanitize(e.Kind),
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%.1fs ago\t%s\n", name, textsafe.Sanitize(e.Name), textsafe.Sanitize(string(e.Kind)),
 				e.Clones, e.Busy, textsafe.Sanitize(strings.Join(doing, "; ")), age(wk, now), textsafe.Sanitize(wk.Version))
 		}
 	}

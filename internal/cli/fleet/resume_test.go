@@ -106,7 +106,7 @@ func TestFleetRefusesForeignResults(t *testing.T) {
 		result.Exec = nil
 		for _, f := range []fleet.Report{claim, result} {
 			b, _ := json.Marshal(f)
-			if _, err := rogue.JS.Publish(ctx, m.Subject, b, jetstream.WithMsgID("forged-"+f.Kind)); err == nil {
+			if _, err := rogue.JS.Publish(ctx, m.Subject, b, jetstream.WithMsgID("forged-"+string(f.Kind))); err == nil {
 				mu.Lock()
 				forged++
 				mu.Unlock()
@@ -193,5 +193,40 @@ func TestWorkerHandsBack(t *testing.T) {
 		if tk.ID == "h" && (tk.Worker == nil || *tk.Worker == holder) {
 			t.Errorf("h ran on %v, not on the other worker", tk.Worker)
 		}
+	}
+}
+
+// TestWorkerDropsOrphanedJobs: an orchestrator killed and never resumed
+// leaves a job running on a worker; once the run's presence lapses the
+// worker stops the agent and drops the job instead of spending on it.
+func TestWorkerDropsOrphanedJobs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for the run's presence to lapse (15 s)")
+	}
+	e := newEnv(t)
+	e.vars = append(e.vars, "SLOW=a")
+	e.initRepo(map[string]string{"agent.sh": agentScript})
+	plan := e.write("plan.md", resumePlan)
+	e.worker("w1", fmt.Sprintf(workerToml, 1))
+	orch := e.start(e.repo, "orch.log", "run", plan, "--nats", e.url, "--plain", "--run-id", "orphan")
+	e.waitFor(60*time.Second, func() bool { return e.mark("a") != "" }, "a starts\n"+e.log("orch.log"))
+	if err := orch.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = orch.Wait()
+	e.waitFor(40*time.Second, func() bool {
+		return strings.Contains(e.log("w1.log"), "dropped orphan/a") && strings.Contains(e.log("w1.log"), "orchestrator is gone")
+	}, "the worker drops the orphaned job\n"+e.log("w1.log"))
+	b, err := os.ReadFile(filepath.Join(e.dir, "marks", "a.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	if _, err := fmtSscan(strings.TrimSpace(string(b)), &pid); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor(10*time.Second, func() bool { return syscall.Kill(pid, 0) != nil }, "the orphaned agent is stopped")
+	if s := e.status(); len(s.Workers) != 1 || s.Workers[0].Executors[0].Busy != 0 {
+		e.waitFor(10*time.Second, func() bool { s := e.status(); return len(s.Workers) == 1 && s.Workers[0].Executors[0].Busy == 0 }, "the worker is free again")
 	}
 }

@@ -123,10 +123,11 @@ func Run(ctx context.Context, io *cmdutil.IOStreams, opts *Options) error {
 
 // member is one executor init writes.
 type member struct {
-	name, kind string
-	clones     int
-	roles      []string
-	note       string
+	name   string
+	kind   muster.ExecKind
+	clones int
+	roles  []string
+	note   string
 }
 
 // pickCrew keeps the agent CLIs found with credentials, each as coder and
@@ -148,11 +149,11 @@ func pickCrew(results []doctor.Result) crewResult {
 			if r.Version != "" {
 				note = r.Version
 			}
-			c.members = append(c.members, member{name: shortName(r.Kind), kind: r.Kind, clones: 2, roles: []string{muster.RoleCoder, muster.RoleReviewer}, note: note})
+			c.members = append(c.members, member{name: shortName(r.Kind), kind: r.Kind, clones: 2, roles: []string{string(muster.RoleCoder), string(muster.RoleReviewer)}, note: note})
 		}
 	}
 	if len(c.members) == 0 {
-		c.members = []member{{name: "sim", kind: muster.ExecSim, clones: 2, roles: []string{muster.RoleCoder, muster.RoleReviewer},
+		c.members = []member{{name: "sim", kind: muster.ExecSim, clones: 2, roles: []string{string(muster.RoleCoder), string(muster.RoleReviewer)},
 			note: "SIMULATED: no agent CLI with credentials was found; it edits files without any model"}}
 		c.sim = true
 	}
@@ -166,11 +167,11 @@ type crewResult struct {
 	sim     bool
 }
 
-func shortName(kind string) string {
+func shortName(kind muster.ExecKind) string {
 	if kind == muster.ExecClaudeCode {
 		return "claude"
 	}
-	return kind
+	return string(kind)
 }
 
 // gateSpec is one gate init writes; off says why it is commented out.

@@ -384,7 +384,14 @@ func TestRunStatusReportLogsCancel(t *testing.T) {
 	if id == "" {
 		t.Fatalf("run: %v", obj)
 	}
+	waitGone(t, int(obj["pid"].(float64)))
 	st := waitState(t, cs, id, "succeeded")
+	// The run's process still gives its clones back to muster's cache
+	// after the journal says succeeded: let it finish before the
+	// temporary directory goes.
+	if pid, ok := obj["pid"].(float64); ok {
+		waitExit(int(pid))
+	}
 	if tasks, _ := st["tasks"].([]any); len(tasks) != 2 {
 		t.Errorf("status tasks %v", st["tasks"])
 	}
@@ -419,6 +426,7 @@ func TestCancel(t *testing.T) {
 	_, obj := mustOK(t, cs, "run", map[string]any{"plan": "good.md"})
 	id, _ := obj["run"].(string)
 	pid := int(obj["pid"].(float64))
+	waitGone(t, pid) // after the kill below (cleanups run last first)
 	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
 	waitState(t, cs, id, "running")
 	_, c := mustOK(t, cs, "cancel", map[string]any{"run": id})
@@ -448,6 +456,7 @@ func TestRunOutlivesSession(t *testing.T) {
 	_, obj := mustOK(t, cs, "run", map[string]any{"plan": "good.md"})
 	id, _ := obj["run"].(string)
 	pid := int(obj["pid"].(float64))
+	waitGone(t, pid) // after the kill below (cleanups run last first)
 	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
 	waitState(t, cs, id, "running")
 	if err := cs.Close(); err != nil { // the server exits with its stdin
@@ -472,7 +481,33 @@ func TestRunOutlivesSession(t *testing.T) {
 	}
 }
 
+// waitGone makes the test's end wait until the detached run's process is
+// gone (it may still be putting its clones back when the run is over),
+// so that the temporary directories can be removed.
+func waitGone(t *testing.T, pid int) {
+	t.Cleanup(func() {
+		for i := 0; i < 1200; i++ {
+			stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+			if err != nil {
+				return
+			}
+			if f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:])); len(f) > 0 && f[0] == "Z" {
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		t.Errorf("the run's process %d is still there", pid)
+	})
+}
+
 // waitState polls status until the run is in state (bounded).
+// waitExit waits (up to a minute) until process pid is gone.
+func waitExit(pid int) {
+	for i := 0; i < 1200 && syscall.Kill(pid, 0) == nil; i++ {
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 func waitState(t *testing.T, cs *mcp.ClientSession, id, state string) map[string]any {
 	t.Helper()
 	var st map[string]any

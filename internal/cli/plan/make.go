@@ -134,7 +134,8 @@ func Make(ctx context.Context, repo *cmdutil.Repo, cfg *muster.Config, req Reque
 	o := &Outcome{Session: id, Dir: ws.RunDir(), Executor: spec.Name}
 	res, err := planner.Run(ctx, planner.Options{
 		Goal: req.Goal, RunID: id, Output: name, Tries: req.Tries, Spec: spec, Executor: exec,
-		Workspace: ws, Base: ws.Base(), Config: cfg, Journal: j, Check: Checker(cfg),
+		Workspace: ws, Base: ws.Base(), Config: cfg, Journaled: runner.Journaled(cfg), Redactor: runner.Redactor(cfg),
+		Journal: j, Check: Checker(cfg),
 		ScratchDir: filepath.Join(ws.RunDir(), "scratch"), Price: prices.Cost, Grace: cfg.Grace(), Confine: confinement,
 		OnEvent: func(e *muster.Event) { progress(req.Log, spec, e, req.Tries) },
 	})

@@ -117,6 +117,10 @@ func (p *Printer) OnEvent(e *muster.Event, s *engine.State) {
 			line = fmt.Sprintf("  %s approved by %s", task, e.Slot())
 		}
 	case muster.EvViolation:
+		if e.Reason == muster.ReasonTampered {
+			line = fmt.Sprintf("%s %s: your repository changed while it ran: %s", p.c(yellow, "!"), task, textsafe.Sanitize(strings.Join(e.Paths, "; ")))
+			break
+		}
 		where := "outside Owns"
 		if e.Reason != "" {
 			where = "with " + textsafe.Sanitize(e.Reason)

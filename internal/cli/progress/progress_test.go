@@ -25,7 +25,7 @@ func TestCounterCountsFinishedTasks(t *testing.T) {
 		e.Seq, e.Time = seq, t0.Add(time.Duration(seq)*time.Second)
 		return &e
 	}
-	cfg := &muster.Config{Executors: []*muster.ExecutorSpec{{Name: "x", Kind: "sim", Clones: 2, Roles: []string{"coder"}}}}
+	cfg := &muster.Config{Executors: []*muster.ExecutorSpec{{Name: "x", Kind: "sim", Clones: 2, Roles: []muster.Role{"coder"}}}}
 	st := engine.NewState()
 	var out bytes.Buffer
 	p := New(&out, false)

@@ -203,7 +203,10 @@ func (s *Session) Drive(ctx context.Context) error {
 	// that it never disturbs a run another process drives.
 	var j *journal.Journal
 	var replayed []muster.Event
-	gopts := git.Options{Repo: s.Repo.Top, RunID: s.RunID, Base: s.Base, Resume: s.Resume, Keep: s.Config.Run.Keep, MaxClones: s.Config.Pool.MaxClones}
+	gopts := git.Options{Repo: s.Repo.Top, RunID: s.RunID, Base: s.Base, Resume: s.Resume, Keep: s.Config.Run.Keep, MaxClones: s.Config.Pool.MaxClones, Guard: s.Config.Run.Guard}
+	if gopts.Guard == "" {
+		gopts.Guard = muster.GuardRestore
+	}
 	if s.Resume {
 		if j, replayed, err = openJournal(s.Repo, s.RunID); err != nil {
 			return err
@@ -242,6 +245,9 @@ func (s *Session) Drive(ctx context.Context) error {
 		}
 		if err := copyPlan(s.Plan.Source, s.Dir); err != nil {
 			return cmdutil.Env("copy plan: %w", err)
+		}
+		if err := git.RecordHooks(ctx, s.Repo.Top, filepath.Join(s.Dir, HooksFile)); err != nil {
+			return cmdutil.Env("record the repository's config and hooks: %w", err)
 		}
 	}
 	errOut := s.IO.ErrOut
@@ -326,6 +332,10 @@ func (s *Session) Drive(ctx context.Context) error {
 	}
 	return runErr
 }
+
+// HooksFile, in the run directory, holds a digest of the repository's
+// config and hooks as the run started; --merge runs only with those.
+const HooksFile = "hooks.json"
 
 func classifyGit(err error) error {
 	if errors.Is(err, git.ErrBranchExists) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -126,6 +127,15 @@ func (s *Session) finish(ctx context.Context, runErr error) error {
 		}
 		if s.refOrRecorded() == "" {
 			return notMerged("HEAD was detached when the run started, so there is no branch to fast-forward")
+		}
+		// --merge runs the user's own hooks and config: only those the run
+		// started with.
+		if changed, err := git.HooksChanged(context.WithoutCancel(ctx), s.Repo.Top, filepath.Join(s.Dir, HooksFile)); err != nil || len(changed) > 0 {
+			why := strings.Join(changed, ", ")
+			if err != nil {
+				why = err.Error()
+			}
+			return notMerged("your repository's config or hooks changed since the run started (" + why + "); --merge would run them in your work tree")
 		}
 		if err := git.FastForward(context.WithoutCancel(ctx), s.Repo.Top, s.refOrRecorded(), s.State.Branch); err != nil {
 			return notMerged(err.Error())

@@ -1,0 +1,62 @@
+package driver
+
+import (
+	"context"
+	"strings"
+
+	"github.com/muster-run/muster"
+)
+
+// guarded runs the attempt between the workspace guard's begin and end
+// (when the workspace has one): a change to the user's repository found
+// while it ran fails it, unless its commit had already landed.
+func (w *worker) guarded(ctx context.Context) []muster.Event {
+	g, ok := w.d.opts.Workspace.(muster.Guard)
+	if !ok {
+		return w.run(ctx)
+	}
+	g.BeginAttempt(w.slot())
+	defer g.EndAttempt(w.slot())
+	final := w.run(ctx)
+	found := g.CheckAttempt(context.WithoutCancel(ctx), w.slot())
+	if len(found) == 0 {
+		return final
+	}
+	ev := muster.Event{Type: muster.EvViolation, Task: w.a.Task, Attempt: w.a.Attempt, Round: w.round, Reason: muster.ReasonTampered, Paths: found}
+	for _, e := range final {
+		if e.Type == muster.EvTaskSucceeded && e.Commit != "" {
+			// Integrated already (the check before integration was clean):
+			// the change came after; say so, the commit stands.
+			return append([]muster.Event{ev, {Type: muster.EvWarning, Task: w.a.Task,
+				Message: "the user's repository changed after the task's commit landed: " + strings.Join(found, "; ")}}, final...)
+		}
+	}
+	out := []muster.Event{ev}
+	for _, e := range final {
+		switch e.Type {
+		case muster.EvTaskCancelled:
+			return append([]muster.Event{ev}, final...)
+		case muster.EvTaskSucceeded, muster.EvTaskFailed:
+			// The attempt's outcome becomes the tampering (no retry).
+		default:
+			out = append(out, e)
+		}
+	}
+	return append(out, w.fail(strings.Join(found, "; "), false)...)
+}
+
+// tampered checks the user's repository before a commit lands; it returns
+// the attempt's final events when something an agent may not change
+// changed, else nil.
+func (w *worker) tampered(ctx context.Context) []muster.Event {
+	g, ok := w.d.opts.Workspace.(muster.Guard)
+	if !ok {
+		return nil
+	}
+	found := g.CheckAttempt(ctx, w.slot())
+	if len(found) == 0 {
+		return nil
+	}
+	w.send(muster.Event{Type: muster.EvViolation, Round: w.round, Reason: muster.ReasonTampered, Paths: found})
+	return w.fail(strings.Join(found, "; "), false)
+}
