@@ -76,6 +76,21 @@ var (
 	ErrBranchMoved = errors.New("the run branch was moved outside muster")
 )
 
+// PanicError is a panic recovered at a goroutine boundary. It is an
+// internal error (exit 3, never the exit 2 of bad input): the run stops
+// cleanly, its agents are stopped, and RunInterrupted is recorded, so
+// that a resume finishes it.
+type PanicError struct {
+	Where string // the goroutine, e.g. "the attempt of task a"
+	Value any    // what was passed to panic
+	Stack string // the goroutine's stack when it panicked
+}
+
+// Error names where the panic happened and its value.
+func (e *PanicError) Error() string {
+	return fmt.Sprintf("internal error: panic in %s: %v", e.Where, e.Value)
+}
+
 // TimeoutError is the cause of an attempt cancelled at its deadline.
 type TimeoutError struct{ After string }
 

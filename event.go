@@ -40,7 +40,7 @@ const (
 	EvWarning         EventType = "Warning"       // Message
 	EvRunFinished     EventType = "RunFinished"   // State
 	EvRunInterrupted  EventType = "RunInterrupted"
-	EvAgentStarted    EventType = "AgentStarted"   // Task, Executor, Clone, Role, PID: the agent's process (group) runs
+	EvAgentStarted    EventType = "AgentStarted"   // Task, Executor, Clone, Role, PID, PIDStart, BootID: the agent's process (group) runs
 	EvExecutorPaused  EventType = "ExecutorPaused" // Executor, Until, Reason: a usage limit; no new work there until then
 	EvWorkerAssigned  EventType = "WorkerAssigned" // Task, Executor, Clone, Role, Worker, WorkerClone: a fleet worker took the invocation
 	// EvRateLimited (Task, Attempt, Executor, Clone, Reason, Until: the
@@ -68,6 +68,11 @@ type Event struct {
 	Branch string `json:"branch,omitempty"`
 	// Ref is the user's branch the run started from (for --merge).
 	Ref string `json:"ref,omitempty"`
+	// Owner (RunStarted, RunResumed) names the muster process that drives
+	// the run from this event on ("PID.STARTTIME"); every process it
+	// starts carries it in its environment, so that a resume can stop
+	// what a muster that died left running.
+	Owner string `json:"owner,omitempty"`
 	// Config is the effective configuration of a RunStarted.
 	Config *Config `json:"config,omitempty"`
 	Tasks  []*Task `json:"tasks,omitempty"`
@@ -112,6 +117,11 @@ type Event struct {
 	// SessionID is the agent's own session, so a fix round can resume it.
 	SessionID string `json:"session_id,omitempty"`
 	PID       int    `json:"pid,omitempty"`
+	// PIDStart and BootID (AgentStarted) tell the journaled process apart
+	// from a later one with the same pid: its start time in clock ticks
+	// after boot, and the boot it started in.
+	PIDStart uint64 `json:"pid_start,omitempty"`
+	BootID   string `json:"boot_id,omitempty"`
 	// Worker is the fleet worker (WorkerAssigned) and WorkerClone its clone.
 	Worker      string `json:"worker,omitempty"`
 	WorkerClone int    `json:"worker_clone,omitempty"`

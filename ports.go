@@ -22,6 +22,15 @@ type Journal interface {
 	Close() error
 }
 
+// Process names an agent's process beyond its pid, which the kernel
+// reuses: when it started (clock ticks after boot) and in which boot.
+// Zero Start or empty Boot: not known.
+type Process struct {
+	PID   int
+	Start uint64
+	Boot  string
+}
+
 // ExecRequest is one invocation of an executor clone.
 type ExecRequest struct {
 	Run       string

@@ -10,7 +10,8 @@ import (
 )
 
 // Crash points for the crash test (Options.CrashAt, which the CLI takes
-// from MUSTER_CRASH_AT). Besides these named points in an attempt, any
+// from MUSTER_CRASH_AT; "panic:POINT" panics there instead, on the
+// goroutine that reaches it). Besides these named points in an attempt, any
 // event type names the moment right after the journal write of that
 // event (before the fsync that would follow).
 const (
@@ -27,15 +28,26 @@ const (
 type crasher struct {
 	point string
 	n     int
-	mu    sync.Mutex
-	seen  int
+	// panics: panic at the point instead of dying ("panic:POINT[:N]"),
+	// to test the recovery of panics at goroutine boundaries.
+	panics bool
+	mu     sync.Mutex
+	seen   int
 }
 
-// parseCrash reads "POINT" or "POINT:N" (N from 1; default 1).
+// parseCrash reads "POINT" or "POINT:N" (N from 1; default 1), each
+// optionally after "panic:".
 func parseCrash(s string) (*crasher, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return nil, nil
+	}
+	if rest, ok := strings.CutPrefix(s, "panic:"); ok {
+		c, err := parseCrash(rest)
+		if c != nil {
+			c.panics = true
+		}
+		return c, err
 	}
 	point, num, found := strings.Cut(s, ":")
 	n := 1
@@ -58,6 +70,9 @@ func (c *crasher) at(point string) {
 	c.seen++
 	hit := c.seen == c.n
 	c.mu.Unlock()
+	if hit && c.panics {
+		panic("test panic at crash point " + point)
+	}
 	if hit {
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {} // the signal is on its way

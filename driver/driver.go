@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -66,6 +67,9 @@ type Options struct {
 	// paths and what the workspace says its own git commands need
 	// (nil: agents run unconfined).
 	Confine *muster.Confinement
+	// Owner names this muster process in the journal (RunStarted,
+	// RunResumed): see muster.Event.Owner.
+	Owner string
 	// Warnings are said once at the start of the run (and of each
 	// resume), as Warning events: what the user should know of this
 	// run's setting, such as agents running unconfined.
@@ -77,12 +81,23 @@ type Options struct {
 	// NotesFile is the run's notes, shared between tasks (default:
 	// notes.md beside ScratchDir, i.e. in the run directory).
 	NotesFile string
-	// OnEvent sees every event after it is durable and applied, on the
-	// loop goroutine: keep it quick.
+	// OnEvent sees every event after it is durable (synced) and applied,
+	// on the loop goroutine, in journal order: keep it quick. With a
+	// group-commit journal, events are handed over at the sync that
+	// makes them durable, and s is the state as of the last event
+	// applied by then. An event that never becomes durable (the journal
+	// failed) is never seen.
 	OnEvent func(e *muster.Event, s *engine.State)
-	// KillOrphan stops what survives of a crashed attempt's process: pid
-	// leads its own process group. It returns once the group is gone.
-	KillOrphan func(pid int)
+	// KillOrphan stops what survives of a crashed attempt's process: p
+	// leads its own process group. It returns once the group is gone, or
+	// an error saying why it left p alone (p is no longer the agent: the
+	// pid was reused, or the machine rebooted), which is recorded as a
+	// warning.
+	KillOrphan func(p muster.Process) error
+	// Identify returns the identity of an agent's process as it starts
+	// (its start time and boot), journaled in AgentStarted so that a
+	// resume kills only that process; nil journals the pid alone.
+	Identify func(pid int) muster.Process
 	// Fragment reads the tasks a delegating task (Delegates: yes) wrote to
 	// the file at path, validates them against the plan so far (existing)
 	// and returns them ready to splice in (depending on parent); nil, nil
@@ -95,7 +110,8 @@ type Options struct {
 	Redactor muster.Redactor
 	// CrashAt is a test-only hook: "POINT[:N]" kills the process with
 	// SIGKILL the N-th time POINT is reached (an event type, right after
-	// its journal write, or CrashCommit, CrashIntegrate).
+	// its journal write, or CrashCommit, CrashIntegrate); "panic:POINT[:N]"
+	// panics there instead.
 	CrashAt string
 }
 
@@ -161,7 +177,10 @@ type Driver struct {
 	fatal error
 	// waiters are workers waiting for the next sync (message.durable).
 	waiters []chan error
-	crash   *crasher
+	// unseen are events written but not yet synced: OnEvent sees them
+	// after the sync.
+	unseen []*muster.Event
+	crash  *crasher
 	// gc caches gate results per (gate, commit); notes is the run's
 	// notes file; handoffs are what finished tasks left (loop only).
 	gc       gateCache
@@ -197,6 +216,39 @@ func Run(ctx context.Context, opts Options) (*engine.State, error) {
 	for i := range opts.Replayed {
 		d.observe(&opts.Replayed[i])
 	}
+	return d.runRecovered(ctx)
+}
+
+// runRecovered runs the loop; a panic in it (the loop goroutine: the
+// engine, the journal, OnEvent) stops the run cleanly: every attempt is
+// cancelled (its agent stopped) and waited for, RunInterrupted is
+// appended straight to the journal, and the error is a *muster.PanicError
+// (exit 3).
+func (d *Driver) runRecovered(ctx context.Context) (st *engine.State, err error) {
+	defer func() {
+		r := recover()
+		if r == nil {
+			return
+		}
+		pe, ok := r.(*muster.PanicError)
+		if !ok {
+			pe = &muster.PanicError{Where: "the driver loop", Value: r, Stack: string(debug.Stack())}
+			d.abortCause(pe)
+		}
+		e := &muster.Event{Type: muster.EvRunInterrupted, Time: d.clock.Now().UTC(), Reason: pe.Error()}
+		var jerr error
+		if g, ok := d.opts.Journal.(groupJournal); ok {
+			if jerr = g.Write([]*muster.Event{e}); jerr == nil {
+				jerr = g.Sync()
+			}
+		} else {
+			jerr = d.opts.Journal.Append(e)
+		}
+		if st = d.state; st != nil {
+			st.RunState = muster.RunInterrupted
+		}
+		err = &muster.Error{Code: muster.CodeInternal, Op: "run stopped", Err: errors.Join(pe, jerr)}
+	}()
 	return d.run(ctx)
 }
 
@@ -213,7 +265,7 @@ func (d *Driver) run(ctx context.Context) (*engine.State, error) {
 	if len(d.opts.Replayed) == 0 {
 		if err := d.emit(
 			muster.Event{Type: muster.EvRunStarted, Schema: muster.SchemaVersion, Run: d.opts.RunID, Plan: d.opts.PlanPath,
-				Base: d.opts.Base, Branch: d.opts.Branch, Ref: d.opts.Ref, Config: d.opts.Config},
+				Base: d.opts.Base, Branch: d.opts.Branch, Ref: d.opts.Ref, Config: d.opts.Config, Owner: d.opts.Owner},
 			muster.Event{Type: muster.EvTasksPlanned, Tasks: d.opts.Plan.Tasks, Canon: d.opts.PlanCanon},
 		); err != nil {
 			return d.state, err
@@ -226,10 +278,23 @@ func (d *Driver) run(ctx context.Context) (*engine.State, error) {
 			return d.state, err
 		}
 	}
+	// The run's start (or resumption) is durable, and shown, at once.
+	if err := d.sync(); err != nil {
+		return d.state, err
+	}
 
 	// Each worker goroutine lives for one attempt; the loop below waits
-	// for all of them before it returns.
-	defer d.wg.Wait()
+	// for all of them before it returns. On a panic they are cancelled
+	// first (waiting for them as they are would wait for ever), and the
+	// panic goes on to runRecovered with the stack where it happened.
+	defer func() {
+		if r := recover(); r != nil {
+			pe := &muster.PanicError{Where: "the driver loop", Value: r, Stack: string(debug.Stack())}
+			d.abortCause(pe)
+			panic(pe)
+		}
+		d.wg.Wait()
+	}()
 	interrupted := false
 	for {
 		if !interrupted && (ctx.Err() != nil || d.fatal != nil) {
@@ -297,10 +362,13 @@ func causeText(ctx context.Context) string {
 
 // abort cancels every worker after a journal failure; nothing more can be
 // recorded, so the run is left to resume.
-func (d *Driver) abort() {
+func (d *Driver) abort() { d.abortCause(muster.ErrInterrupted) }
+
+// abortCause is abort with the cause the attempts are cancelled with.
+func (d *Driver) abortCause(cause error) {
 	d.answer(errJournal)
 	for _, cancel := range d.cancels {
-		cancel(muster.ErrInterrupted)
+		cancel(cause)
 	}
 	// Discards what workers still send, so that none blocks on a full
 	// channel, and refuses what they ask, so that none waits for a reply;
@@ -516,8 +584,14 @@ func (d *Driver) emit(evs ...muster.Event) error {
 			return &muster.Error{Code: muster.CodeInternal, Op: "apply event", Err: err}
 		}
 		d.observe(e)
-		if d.opts.OnEvent != nil {
-			d.opts.OnEvent(e, d.state)
+	}
+	if d.opts.OnEvent != nil {
+		if d.unsynced {
+			d.unseen = append(d.unseen, ptrs...)
+		} else {
+			for _, e := range ptrs {
+				d.opts.OnEvent(e, d.state)
+			}
 		}
 	}
 	return d.budget(ptrs)
@@ -528,11 +602,17 @@ func (d *Driver) emit(evs ...muster.Event) error {
 func (d *Driver) sync() error {
 	if d.unsynced {
 		if err := d.opts.Journal.(groupJournal).Sync(); err != nil {
+			d.unseen = nil // never durable: never shown
 			d.answer(errors.Join(errJournal, err))
 			return &muster.Error{Code: muster.CodeInternal, Op: "journal", Err: err}
 		}
 		d.unsynced = false
 	}
+	// Only now do the stream and the views see what was written.
+	for _, e := range d.unseen {
+		d.opts.OnEvent(e, d.state)
+	}
+	d.unseen = nil
 	d.answer(nil)
 	return nil
 }
@@ -600,8 +680,23 @@ func (d *Driver) start(ctx context.Context, a engine.Action) {
 	go func() {
 		defer d.wg.Done()
 		defer cancel(nil)
-		final := stopped(actx, w.guarded(actx))
+		final := w.runRecovered(actx)
 		final = append(final, muster.Event{Type: muster.EvExecutorRelease, Task: a.Task, Executor: a.Executor, Clone: a.Clone, Role: a.Role})
 		d.msgs <- message{events: final, done: true}
 	}()
+}
+
+// runRecovered runs the attempt; a panic in it becomes a clean stop of the
+// run (a *muster.PanicError): the attempt is cancelled, like every other.
+func (w *worker) runRecovered(ctx context.Context) (final []muster.Event) {
+	defer func() {
+		if r := recover(); r != nil {
+			pe, ok := r.(*muster.PanicError) // re-raised on this goroutine (gate handlers)
+			if !ok {
+				pe = &muster.PanicError{Where: fmt.Sprintf("the attempt of task %s", w.a.Task), Value: r, Stack: string(debug.Stack())}
+			}
+			final = w.stopRun(pe)
+		}
+	}()
+	return stopped(ctx, w.guarded(ctx))
 }

@@ -18,6 +18,7 @@ import (
 
 func TestResumeKillsSurvivingAgentsFirst(t *testing.T) {
 	h := newHarness(t, plan("a", "b"), crew(2))
+	h.opts.Identify = func(pid int) muster.Process { return muster.Process{PID: pid, Start: uint64(pid) * 10, Boot: "boot-1"} }
 	gate := make(chan struct{})
 	h.ex.ExecuteFn = func(ctx context.Context, req *muster.ExecRequest, emit func(muster.Record)) (*muster.ExecResult, error) {
 		emit(muster.Record{Type: muster.RecPID, PID: 1000 + req.Clone})
@@ -25,19 +26,23 @@ func TestResumeKillsSurvivingAgentsFirst(t *testing.T) {
 		return &muster.ExecResult{}, nil
 	}
 	cut := journalCutAt(t, h, gate, func(e *muster.Event, s *engine.State) bool {
-		return e.Type == muster.EvAgentStarted && len(s.PIDs) == 2
+		return e.Type == muster.EvAgentStarted && len(s.Procs) == 2
 	})
 	h2 := resumeFrom(t, h, cut)
 	var mu sync.Mutex
 	var killed []int
 	ran := false
-	h2.opts.KillOrphan = func(pid int) {
+	h2.opts.KillOrphan = func(p muster.Process) error {
 		mu.Lock()
 		defer mu.Unlock()
 		if ran {
 			t.Error("an orphan was killed after a new attempt started")
 		}
-		killed = append(killed, pid)
+		if p.Start != uint64(p.PID)*10 || p.Boot != "boot-1" {
+			t.Errorf("orphan %+v: not the identity journaled", p)
+		}
+		killed = append(killed, p.PID)
+		return nil
 	}
 	h2.ex.ExecuteFn = func(ctx context.Context, req *muster.ExecRequest, emit func(muster.Record)) (*muster.ExecResult, error) {
 		mu.Lock()

@@ -75,7 +75,11 @@ func (d *Driver) redactEvent(e *muster.Event) {
 	e.Output = r.String(e.Output)
 	e.Reason = r.String(e.Reason)
 	e.Message = r.String(e.Message)
+	// The worker that sent the event may still read its slices (a review's
+	// findings go on into the fix round's prompt): redact copies.
+	e.Paths = append([]string(nil), e.Paths...)
 	redactAll(r, e.Paths)
+	e.Findings = append([]muster.Finding(nil), e.Findings...)
 	for i := range e.Findings {
 		redactFinding(r, &e.Findings[i])
 	}

@@ -48,8 +48,12 @@ func (d *Driver) recover(ctx context.Context) error {
 	// nothing writes into a worktree once it is reset.
 	if d.opts.KillOrphan != nil {
 		for _, o := range orphans {
-			if o.PID > 0 {
-				d.opts.KillOrphan(o.PID)
+			if o.PID <= 0 {
+				continue
+			}
+			if err := d.opts.KillOrphan(o.Proc); err != nil {
+				evs = append(evs, muster.Event{Type: muster.EvWarning, Task: o.Lease.Task,
+					Message: fmt.Sprintf("left process group %d alone: %v", o.PID, err)})
 			}
 		}
 	}
@@ -78,7 +82,7 @@ func (d *Driver) recover(ctx context.Context) error {
 			evs = append(evs, muster.Event{Type: muster.EvTaskSucceeded, Task: id, Attempt: t.Attempts, Commit: c, Reason: "integrated before the interruption"})
 		}
 	}
-	resumed := muster.Event{Type: muster.EvRunResumed, Config: d.opts.ResumeConfig}
+	resumed := muster.Event{Type: muster.EvRunResumed, Config: d.opts.ResumeConfig, Owner: d.opts.Owner}
 	evs = append(evs, resumed)
 	return d.emit(evs...)
 }

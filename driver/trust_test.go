@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/muster-run/muster"
@@ -50,9 +51,12 @@ func TestResumeRecordsTheMoveItAnnounced(t *testing.T) {
 	cut := cutAfter(t, h, "b", integrating("a"))
 	h2 := resumeFrom(t, h, cut)
 	h2.ws.SetTip("c-a") // the move went through
+	var mu sync.Mutex   // two clones run at once
 	ran := map[muster.TaskID]int{}
 	h2.ex.ExecuteFn = func(ctx context.Context, req *muster.ExecRequest, emit func(muster.Record)) (*muster.ExecResult, error) {
+		mu.Lock()
 		ran[req.Task.ID]++
+		mu.Unlock()
 		return &muster.ExecResult{}, nil
 	}
 	st, err := driver.Run(context.Background(), h2.opts)
@@ -76,9 +80,12 @@ func TestResumeRerunsAMoveThatDidNotHappen(t *testing.T) {
 	h := newHarness(t, plan("a", "b"), crew(2))
 	cut := cutAfter(t, h, "b", integrating("a"))
 	h2 := resumeFrom(t, h, cut) // branch at the journal's tip (the base)
+	var mu sync.Mutex           // two clones run at once
 	ran := map[muster.TaskID]int{}
 	h2.ex.ExecuteFn = func(ctx context.Context, req *muster.ExecRequest, emit func(muster.Record)) (*muster.ExecResult, error) {
+		mu.Lock()
 		ran[req.Task.ID]++
+		mu.Unlock()
 		return &muster.ExecResult{}, nil
 	}
 	st, err := driver.Run(context.Background(), h2.opts)

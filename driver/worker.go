@@ -363,8 +363,10 @@ func (w *worker) check(ctx context.Context, m *engine.Attempt, res *muster.ExecR
 		return "", w.cancelled(ctx), ""
 	}
 	if w.envFailed != "" {
-		// A gate that cannot start: no fix round can install it.
-		return "", w.fail(w.envFailed, false), ""
+		// A gate that cannot start: no fix round can install it, and the
+		// task is not charged: the run stops as on any environment error
+		// (exit 3, resumable once the program is installed).
+		return "", w.stopRun(&envError{cause: w.envFailed, err: errors.New("gate exit status 127")}), ""
 	}
 	if st := m.Gates(failed); st.Kind != engine.StepGo {
 		return fb, w.stepUnlessFix(st), ""
@@ -501,6 +503,10 @@ func (w *worker) execute(ctx context.Context, exec muster.Executor, round int, f
 }
 
 func (w *worker) agentFailure(err error, res *muster.ExecResult) []muster.Event {
+	var pe *muster.PanicError
+	if errors.As(err, &pe) {
+		return w.stopRun(pe)
+	}
 	// An agent that failed because the disk is full is not the task's
 	// failure: the run stops, and a resume runs it again.
 	detail := err
@@ -629,7 +635,11 @@ func (w *worker) record(spec *muster.ExecutorSpec, role muster.Role, clone int) 
 		case muster.RecSession:
 			w.sessionID = r.SessionID
 		case muster.RecPID:
-			w.send(muster.Event{Type: muster.EvAgentStarted, Executor: spec.Name, Clone: clone, Role: role, PID: r.PID})
+			p := muster.Process{PID: r.PID}
+			if w.d.opts.Identify != nil && r.PID > 0 {
+				p = w.d.opts.Identify(r.PID) // now, while the process runs (or is a zombie)
+			}
+			w.send(muster.Event{Type: muster.EvAgentStarted, Executor: spec.Name, Clone: clone, Role: role, PID: r.PID, PIDStart: p.Start, BootID: p.Boot})
 		case muster.RecWorker:
 			w.send(muster.Event{Type: muster.EvWorkerAssigned, Executor: spec.Name, Clone: clone, Role: role, Worker: r.Worker, WorkerClone: r.WorkerClone})
 		}

@@ -12,8 +12,9 @@ type Orphan struct {
 	Lease   Lease
 	Running bool // the lease's task is still marked running
 	// PID is the agent process last started on the slot (0: none known);
-	// it leads its own process group.
-	PID int
+	// it leads its own process group. Proc is its full identity.
+	PID  int
+	Proc muster.Process
 }
 
 // Orphans returns the leases still held, in slot order. After a crash the
@@ -32,7 +33,7 @@ func Orphans(s *State) []Orphan {
 		l := s.Leases[slot]
 		t := s.Tasks[l.Task]
 		out = append(out, Orphan{Lease: l, Running: t != nil && t.State == muster.StateRunning && l.Role != muster.RoleReviewer,
-			PID: s.PIDs[slot]})
+			PID: s.Procs[slot].PID, Proc: s.Procs[slot]})
 	}
 	// Tasks marked running without a lease (a journal cut between the
 	// two events) are orphans too.
@@ -42,8 +43,8 @@ func Orphans(s *State) []Orphan {
 			continue
 		}
 		if _, held := s.Leases[muster.Slot(t.Executor, t.Clone)]; !held {
-			out = append(out, Orphan{Lease: Lease{Task: id, Executor: t.Executor, Clone: t.Clone}, Running: true,
-				PID: s.PIDs[muster.Slot(t.Executor, t.Clone)]})
+			p := s.Procs[muster.Slot(t.Executor, t.Clone)]
+			out = append(out, Orphan{Lease: Lease{Task: id, Executor: t.Executor, Clone: t.Clone}, Running: true, PID: p.PID, Proc: p})
 		}
 	}
 	return out

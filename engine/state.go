@@ -114,9 +114,9 @@ type State struct {
 	// nil. After a crash the branch is at Tip or, if the move went
 	// through, at Moving.Commit.
 	Moving *Move
-	// PIDs maps a leased slot to the process its agent runs as (the
+	// Procs maps a leased slot to the process its agent runs as (the
 	// latest AgentStarted), until the lease is released.
-	PIDs map[string]int
+	Procs map[string]muster.Process
 
 	ready     []muster.TaskID        // pending tasks with no waiting deps, by priority
 	doomed    map[muster.TaskID]bool // pending tasks with a failed or skipped dependency
@@ -139,8 +139,8 @@ func NewState() *State {
 		Tasks:        map[muster.TaskID]*TaskState{},
 		Leases:       map[string]Lease{},
 		BlockedUntil: map[string]time.Time{},
+		Procs:        map[string]muster.Process{},
 		Paces:        map[string]muster.Pace{},
-		PIDs:         map[string]int{},
 		doomed:       map[muster.TaskID]bool{},
 		RunState:     muster.RunRunning,
 	}
@@ -230,7 +230,7 @@ func (s *State) Apply(e *muster.Event) error {
 			return fmt.Errorf("event %d: %s released but not leased", e.Seq, slot)
 		}
 		delete(s.Leases, slot)
-		delete(s.PIDs, slot)
+		delete(s.Procs, slot)
 		if l.Role != muster.RoleReviewer {
 			s.coders--
 			if t := s.Tasks[l.Task]; t != nil && t.Task.EffectiveAuthority() != muster.AuthorityRead {
@@ -270,7 +270,7 @@ func (s *State) Apply(e *muster.Event) error {
 		}
 	case muster.EvAgentStarted:
 		if e.PID > 0 {
-			s.PIDs[muster.Slot(e.Executor, e.Clone)] = e.PID
+			s.Procs[muster.Slot(e.Executor, e.Clone)] = muster.Process{PID: e.PID, Start: e.PIDStart, Boot: e.BootID}
 		}
 	case muster.EvWorkerAssigned:
 		if t := s.Tasks[e.Task]; t != nil && e.Role != muster.RoleReviewer {

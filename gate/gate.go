@@ -4,6 +4,7 @@ package gate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -52,6 +53,10 @@ func (r Runner) Run(ctx context.Context, dir string, g muster.GateSpec, timeout 
 		OnLine:   out.line,
 		OnStderr: out.line,
 	})
+	var pe *muster.PanicError
+	if errors.As(err, &pe) {
+		panic(pe) // on the caller's goroutine, which recovers it into a clean stop
+	}
 	gr := muster.GateResult{Name: g.Name, Command: g.Command, ExitCode: res.ExitCode, Duration: res.Duration}
 	switch {
 	case err != nil:

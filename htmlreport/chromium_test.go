@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/muster-run/muster"
 )
 
 // chromium returns the path of a Chromium binary, skipping the test when
@@ -62,6 +64,29 @@ for (const id of ["graph-svg", "gantt-svg", "cost-clone-svg", "cost-model-svg", 
 }
 out.bars = Array.from(document.querySelectorAll("#gantt-svg rect.bar")).filter(r => r.getBoundingClientRect().width > 0).length;
 out.nodes = Array.from(document.querySelectorAll("#graph-svg rect.node")).filter(r => r.getBoundingClientRect().height > 0).length;
+// Every edge, sampled along its rendered path, against every box it does
+// not connect: a point inside one draws a dependency the plan lacks.
+const boxes = Array.from(document.querySelectorAll("#graph-svg g.task-node")).map(g => {
+  const r = g.querySelector("rect");
+  return {id: g.querySelector("title").textContent.split(":")[0], x: +r.getAttribute("x"), y: +r.getAttribute("y"),
+          w: +r.getAttribute("width"), h: +r.getAttribute("height")};
+});
+const crossings = new Set();
+out.edges = 0;
+for (const p of document.querySelectorAll("#graph-svg path.edge")) {
+  out.edges++;
+  const [from, to] = p.querySelector("title").textContent.split(" → ");
+  const len = p.getTotalLength();
+  for (let s = 0; s <= len; s += 1) {
+    const pt = p.getPointAtLength(s);
+    for (const b of boxes) {
+      if (b.id !== from && b.id !== to && pt.x > b.x && pt.x < b.x + b.w && pt.y > b.y && pt.y < b.y + b.h) {
+        crossings.add(from + " → " + to + " crosses " + b.id);
+      }
+    }
+  }
+}
+out.crossings = Array.from(crossings);
 document.body.setAttribute("data-measure", JSON.stringify(out));
 </script>
 </body>`
@@ -120,6 +145,16 @@ func TestChromiumRendersReport(t *testing.T) {
 	if bars != 16 || nodes != 8 {
 		t.Errorf("visible Gantt bars %d (want 16), graph nodes %d (want 8)", bars, nodes)
 	}
+	// No edge of the task graph crosses a box it does not connect.
+	var edges int
+	var crossings []string
+	_ = json.Unmarshal(got["edges"], &edges)
+	if err := json.Unmarshal(got["crossings"], &crossings); err != nil || edges != 10 {
+		t.Errorf("edges %d (want 10), crossings %s: %v", edges, got["crossings"], err)
+	}
+	for _, c := range crossings {
+		t.Errorf("task graph: the edge %s", c)
+	}
 
 	// A screenshot of the page as a person sees it.
 	shot := filepath.Join(dir, "report.png")
@@ -151,5 +186,39 @@ func TestChromiumRendersReport(t *testing.T) {
 	if keep := os.Getenv("VIEWS_SHOT"); keep != "" {
 		data, _ := os.ReadFile(shot)
 		_ = os.WriteFile(keep, data, 0o644)
+	}
+}
+
+// TestChromiumGraphEdgesMissBoxes measures, in the browser, the task graph
+// of a plan whose edges skip columns: sampled along each rendered path, no
+// edge enters a box it does not connect.
+func TestChromiumGraphEdgesMissBoxes(t *testing.T) {
+	bin := chromium(t)
+	tasks := []*muster.Task{{ID: "a"}, {ID: "x"}, {ID: "b", After: []muster.TaskID{"a"}}, {ID: "y", After: []muster.TaskID{"x"}},
+		{ID: "z", After: []muster.TaskID{"x"}}, {ID: "c", After: []muster.TaskID{"b", "y"}}, {ID: "d", After: []muster.TaskID{"a", "c", "z"}},
+		{ID: "e", After: []muster.TaskID{"x", "d"}}}
+	page := render(t, []muster.Event{{Time: t0, Type: muster.EvRunStarted, Run: "g"}, {Time: t0, Type: muster.EvTasksPlanned, Tasks: tasks}}, Options{})
+	measure := filepath.Join(t.TempDir(), "measure.html")
+	probe := strings.Replace(cspMeta.ReplaceAllString(page, ""), "</body>", measureScript, 1)
+	if err := os.WriteFile(measure, []byte(probe), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dom := headless(t, bin, "--dump-dom", "file://"+measure)
+	m := regexp.MustCompile(`data-measure="([^"]*)"`).FindStringSubmatch(dom)
+	if m == nil {
+		t.Fatalf("no measurements in the dumped DOM:\n%.2000s", dom)
+	}
+	var got struct {
+		Edges     int      `json:"edges"`
+		Crossings []string `json:"crossings"`
+	}
+	if err := json.Unmarshal([]byte(html.UnescapeString(m[1])), &got); err != nil {
+		t.Fatalf("measurements %q: %v", m[1], err)
+	}
+	if got.Edges != 10 {
+		t.Errorf("%d edges drawn, want 10", got.Edges)
+	}
+	for _, c := range got.Crossings {
+		t.Errorf("task graph: the edge %s", c)
 	}
 }

@@ -133,6 +133,15 @@ func layoutGraph(r *run) graph {
 		g.Nodes = append(g.Nodes, node{X: x, Y: y, ID: string(id), Label: clipText(string(id), 20),
 			State: t.State, Title: t.Title, Detail: clipText(detail, 24)})
 	}
+	// channelY is the middle of the gap above row k (k = 0: the top
+	// margin; k = maxRow+1: below the last row), where no box lies.
+	channelY := func(k int) float64 {
+		if k == 0 {
+			return graphPad / 2
+		}
+		return graphPad + float64(k)*(nodeH+rowGap) - rowGap/2
+	}
+	inChannel := map[int]int{}
 	for _, id := range r.Order {
 		to := pos[id]
 		for _, d := range r.Tasks[id].After {
@@ -142,9 +151,26 @@ func layoutGraph(r *run) graph {
 			}
 			x1, y1 := from[0]+nodeW, from[1]+nodeH/2
 			x2, y2 := to[0]-6, to[1]+nodeH/2
-			mid := (x1 + x2) / 2
-			g.Edges = append(g.Edges, edge{From: string(d), To: string(id),
-				D: fmt.Sprintf("M%.1f %.1fC%.1f %.1f %.1f %.1f %.1f %.1f", x1, y1, mid, y1, mid, y2, x2, y2)})
+			var path string
+			if layer[id]-layer[d] <= 1 {
+				// Next column: the curve stays in the gap between them.
+				mid := (x1 + x2) / 2
+				path = fmt.Sprintf("M%.1f %.1fC%.1f %.1f %.1f %.1f %.1f %.1f", x1, y1, mid, y1, mid, y2, x2, y2)
+			} else {
+				// Across columns: into the gap after the source column,
+				// along a channel between rows past the boxes of the
+				// columns between, then into the target's gap. Each curve
+				// keeps within a column gap (its control points do), and
+				// the straight run within a row gap: it touches no box.
+				k := (rowOf[d] + rowOf[id] + 1) / 2
+				yc := channelY(k) + float64(inChannel[k]%3-1)*3
+				inChannel[k]++
+				xa, xb := x1+colGap/2, to[0]-colGap/2
+				ma, mb := (x1+xa)/2, (xb+x2)/2
+				path = fmt.Sprintf("M%.1f %.1fC%.1f %.1f %.1f %.1f %.1f %.1fL%.1f %.1fC%.1f %.1f %.1f %.1f %.1f %.1f",
+					x1, y1, ma, y1, ma, yc, xa, yc, xb, yc, mb, yc, mb, y2, x2, y2)
+			}
+			g.Edges = append(g.Edges, edge{From: string(d), To: string(id), D: path})
 		}
 	}
 	g.W = 2*graphPad + float64(maxLayer+1)*nodeW + float64(maxLayer)*colGap

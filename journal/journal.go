@@ -12,10 +12,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sync"
 	"syscall"
 
 	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/internal/fsync"
 )
 
 // FileName is the journal's name inside a run directory.
@@ -26,6 +28,7 @@ const FileName = "journal.jsonl"
 // kernel drops it when the process dies, however it dies.
 type Journal struct {
 	mu   sync.Mutex
+	path string
 	f    *os.File
 	seq  int64
 	buf  bytes.Buffer
@@ -34,6 +37,12 @@ type Journal struct {
 
 // ErrLocked is returned by Open when another live process holds the run.
 var ErrLocked = errors.New("run is in use by another muster process")
+
+// ErrVanished is returned (wrapped) by Sync, Append and Check when the
+// journal's file no longer has a name: its run directory was deleted, or
+// the file itself, while the run went on. Events written to it are lost
+// to every later reader, so the run must stop.
+var ErrVanished = errors.New("the journal file was deleted while the run went on (was its run directory removed?)")
 
 // Options tune Open.
 type Options struct {
@@ -45,9 +54,19 @@ type Options struct {
 // takes its lock, replays it to find the next sequence number, and cuts
 // off a torn last line. It returns the events already in the file.
 func Open(path string, opts Options) (*Journal, []muster.Event, error) {
+	_, statErr := os.Lstat(path)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, nil, fmt.Errorf("open journal: %w", err)
+	}
+	if errors.Is(statErr, os.ErrNotExist) && !opts.NoSync {
+		// A new journal's name, and its run directory's, must survive a
+		// crash as its lines do.
+		dir := filepath.Dir(path)
+		if err := errors.Join(fsync.Dir(dir), fsync.Dir(filepath.Dir(dir))); err != nil {
+			f.Close()
+			return nil, nil, fmt.Errorf("open journal: %w", err)
+		}
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
@@ -81,7 +100,7 @@ func Open(path string, opts Options) (*Journal, []muster.Event, error) {
 		f.Close()
 		return nil, nil, err
 	}
-	j := &Journal{f: f, sync: !opts.NoSync}
+	j := &Journal{f: f, sync: !opts.NoSync, path: path}
 	if n := len(events); n > 0 {
 		j.seq = events[n-1].Seq
 	}
@@ -114,6 +133,29 @@ func (j *Journal) Sync() error {
 	if err := j.f.Sync(); err != nil {
 		return fmt.Errorf("sync journal: %w", err)
 	}
+	return j.linked()
+}
+
+// Check fails with ErrVanished when the journal's file no longer has a
+// name (see ErrVanished). The run checks it after every sync and before
+// it seals the receipt.
+func (j *Journal) Check() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.f == nil {
+		return errors.New("journal is closed")
+	}
+	return j.linked()
+}
+
+func (j *Journal) linked() error {
+	ok, err := fsync.Linked(j.f)
+	if err != nil {
+		return fmt.Errorf("check journal: %w", err)
+	}
+	if !ok {
+		return fmt.Errorf("%s: %w", j.path, ErrVanished)
+	}
 	return nil
 }
 
@@ -144,12 +186,13 @@ func (j *Journal) append(es []*muster.Event, sync bool) error {
 	if _, err := j.f.Write(j.buf.Bytes()); err != nil {
 		return fmt.Errorf("append to journal: %w", err)
 	}
+	j.seq = seq
 	if sync && j.sync {
 		if err := j.f.Sync(); err != nil {
 			return fmt.Errorf("sync journal: %w", err)
 		}
+		return j.linked()
 	}
-	j.seq = seq
 	return nil
 }
 

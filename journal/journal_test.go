@@ -170,3 +170,39 @@ func TestAppendBatch(t *testing.T) {
 		t.Fatalf("%v %+v", err, evs)
 	}
 }
+
+// A run directory deleted while the run goes on: the journal's next sync
+// (and Check) fails with ErrVanished instead of writing to a file no one
+// will ever read.
+func TestSyncFailsWhenTheJournalVanished(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "runs", "r1")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	j, _, err := Open(filepath.Join(dir, FileName), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	if err := j.Append(&muster.Event{Type: muster.EvRunStarted}); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Check(); err != nil {
+		t.Fatalf("check of a linked journal: %v", err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Append(&muster.Event{Type: muster.EvWarning}); !errors.Is(err, ErrVanished) {
+		t.Errorf("append after the run dir was removed: %v, want ErrVanished", err)
+	}
+	if err := j.Write([]*muster.Event{{Type: muster.EvWarning}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Sync(); !errors.Is(err, ErrVanished) {
+		t.Errorf("sync: %v, want ErrVanished", err)
+	}
+	if err := j.Check(); !errors.Is(err, ErrVanished) {
+		t.Errorf("check: %v, want ErrVanished", err)
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/internal/fsync"
 )
 
 // FileName is the receipt's name inside a run directory.
@@ -255,7 +256,8 @@ func Fold(events []muster.Event) *Receipt {
 }
 
 // Write writes the receipt into dir atomically (a temporary file, synced,
-// then renamed over receipt.json).
+// then renamed over receipt.json, then the directory synced so that the
+// rename is durable).
 func (r *Receipt) Write(dir string) error {
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
@@ -277,7 +279,10 @@ func (r *Receipt) Write(dir string) error {
 	if err := tmp.Close(); err != nil {
 		return err
 	}
-	return os.Rename(tmp.Name(), filepath.Join(dir, FileName))
+	if err := os.Rename(tmp.Name(), filepath.Join(dir, FileName)); err != nil {
+		return err
+	}
+	return fsync.Dir(dir)
 }
 
 // Read reads dir's receipt.json.

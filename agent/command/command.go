@@ -97,6 +97,10 @@ func (e *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit fu
 		// Before the readers start: emit is never called concurrently.
 		OnStart: func(pid int) { emit(muster.Record{Type: muster.RecPID, PID: pid}) },
 	})
+	var pe *muster.PanicError
+	if errors.As(err, &pe) {
+		return nil, pe // a bug of muster's, not the agent's: the run stops
+	}
 	if err != nil {
 		return nil, &muster.AgentError{Class: muster.FailStart, ExitCode: -1,
 			Message: fmt.Sprintf("executor %s: cannot start %s: %v", e.spec.Name, e.argv[0], unwrapStart(err))}

@@ -2,6 +2,7 @@ package agentkit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -96,6 +97,10 @@ func Run(ctx context.Context, req *muster.ExecRequest, inv Invocation, emit func
 		name = string(inv.Kind.Name)
 	}
 	pr, err := proc.Run(ctx, spec)
+	var pe *muster.PanicError
+	if errors.As(err, &pe) {
+		return nil, s, pe // a bug of muster's, not the agent's: the run stops
+	}
 	if err != nil {
 		return nil, s, &muster.AgentError{Class: muster.FailStart, ExitCode: -1, Message: s.Redact(err.Error())}
 	}

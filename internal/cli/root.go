@@ -37,6 +37,7 @@ import (
 	"github.com/muster-run/muster/internal/cli/verify"
 	"github.com/muster-run/muster/internal/cli/watch"
 	"github.com/muster-run/muster/internal/cli/worker"
+	"github.com/muster-run/muster/internal/proc"
 	"github.com/muster-run/muster/internal/redact"
 )
 
@@ -164,12 +165,25 @@ func Main() int {
 	if len(os.Args) > 1 && os.Args[1] == muster.ConfineCommand {
 		return confine.Main(os.Args[2:], os.Stderr)
 	}
+	// Orphans of agents (daemons whose parent exited) become muster's
+	// children, not init's: they stay in muster's tree until it stops
+	// them at the end of their attempt.
+	_ = proc.BecomeSubreaper()
 	io := cmdutil.System()
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
+	// A dead reader of stdout or stderr (muster run | tee, and Ctrl-C
+	// ends tee too) must not kill muster mid-stop with SIGPIPE, leaving
+	// its agents running and no RunInterrupted: caught (not ignored, so
+	// agents and gates still get the default SIGPIPE), a write to the
+	// dead pipe fails with EPIPE instead, and the run goes on or stops
+	// cleanly. See issue 13.
+	pipes := make(chan os.Signal, 1)
+	signal.Notify(pipes, syscall.SIGPIPE)
+	defer signal.Stop(pipes)
 	// A first signal cancels, a second exits. It lives as long as the
 	// process: signal.Stop does not close sigs, and main exits as soon as
 	// Main returns.

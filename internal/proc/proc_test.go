@@ -2,11 +2,14 @@ package proc
 
 import (
 	"context"
+	"errors"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/muster-run/muster"
 )
 
 func TestRunLinesAndExit(t *testing.T) {
@@ -150,6 +153,24 @@ func running(pid int) bool {
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
 	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}
+
+// A handler that panics on a reader goroutine does not crash muster: the
+// process group is stopped and Run returns the panic (with its stack) to
+// the caller, whose goroutine can stop the run cleanly.
+func TestHandlerPanicStopsTheGroupAndIsReturned(t *testing.T) {
+	res, err := Run(context.Background(), Spec{
+		Argv:   []string{"sh", "-c", "echo boom; exec sleep 300"},
+		Grace:  100 * time.Millisecond,
+		OnLine: func(string) { panic("parser bug") },
+	})
+	var pe *muster.PanicError
+	if !errors.As(err, &pe) || pe.Value != "parser bug" || !strings.Contains(pe.Stack, "TestHandlerPanicStopsTheGroupAndIsReturned") {
+		t.Fatalf("err %v, want the handler's panic with its stack", err)
+	}
+	if res.Stopped != "panic" {
+		t.Errorf("stopped %q, want panic", res.Stopped)
+	}
 }
 
 // TestLauncher: with a launcher the program runs through it, its path

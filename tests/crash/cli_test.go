@@ -1,11 +1,13 @@
 package crash
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -107,7 +109,11 @@ fi
 mkdir -p out/slow && echo done > out/slow/result.txt
 `
 
-func TestResumeKillsTheAgentThatOutlivedMuster(t *testing.T) {
+// orphanedAgent runs a one-task plan whose agent is still at work when
+// muster is killed (kill -9 right after AgentStarted) and returns the
+// repository and the agent's pid, running.
+func orphanedAgent(t *testing.T) (repo string, pid int) {
+	t.Helper()
 	side := t.TempDir()
 	first := filepath.Join(side, "first.pid")
 	agent := writeFile(t, filepath.Join(side, "agent.sh"), fmt.Sprintf(slowAgent, first))
@@ -116,12 +122,11 @@ func TestResumeKillsTheAgentThatOutlivedMuster(t *testing.T) {
 	}
 	cfg := writeFile(t, filepath.Join(side, "muster.toml"), fmt.Sprintf("[executors.sh]\nkind = \"command\"\ncommand = [%q]\n", agent))
 	plan := writeFile(t, filepath.Join(side, "plan.md"), "# Plan: slow\n\n## [ ] slow: Takes long\nOwns: out/slow/\n\nWork.\n")
-	repo := newRepo(t, map[string]string{"README.md": "slow\n"})
+	repo = newRepo(t, map[string]string{"README.md": "slow\n"})
 	r := runMuster(t, repo, []string{"MUSTER_CRASH_AT=AgentStarted:1"}, 0, "run", plan, "--config", cfg, "--run-id", "slow", "--plain")
 	if !r.killed {
 		t.Fatalf("exit %d, want killed\n%s", r.code, r.stderr)
 	}
-	pid := 0
 	for i := 0; i < 200 && pid == 0; i++ { // the agent may not have written it yet
 		if b, err := os.ReadFile(first); err == nil {
 			pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
@@ -133,11 +138,45 @@ func TestResumeKillsTheAgentThatOutlivedMuster(t *testing.T) {
 	if pid == 0 || !alive(pid) {
 		t.Fatalf("the first agent (pid %d) is not running after muster was killed", pid)
 	}
+	return repo, pid
+}
+
+func TestResumeKillsTheAgentThatOutlivedMuster(t *testing.T) {
+	repo, pid := orphanedAgent(t)
 	if r := runMuster(t, repo, nil, 0, "resume", "slow", "--plain"); r.code != 0 {
 		t.Fatalf("resume: exit %d\n%s", r.code, r.stderr)
 	}
 	if alive(pid) {
 		t.Errorf("the agent muster left running (pid %d) survived the resume", pid)
+	}
+}
+
+// A journaled agent pid whose start time no longer matches (here: the
+// journal edited, as after a reboot or a reused pid) is not killed by the
+// resume, which records a warning instead.
+func TestResumeLeavesAReusedPIDAlone(t *testing.T) {
+	repo, pid := orphanedAgent(t)
+	defer syscall.Kill(-pid, syscall.SIGKILL)
+	jpath := filepath.Join(repo, ".git", "muster", "runs", "slow", "journal.jsonl")
+	b, err := os.ReadFile(jpath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := regexp.MustCompile(`"pid_start":[0-9]+`).ReplaceAll(b, []byte(`"pid_start":1`))
+	if bytes.Equal(edited, b) {
+		t.Fatalf("no pid_start in the journal:\n%s", b)
+	}
+	if err := os.WriteFile(jpath, edited, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := runMuster(t, repo, nil, 0, "resume", "slow", "--plain"); r.code != 0 {
+		t.Fatalf("resume: exit %d\n%s", r.code, r.stderr)
+	}
+	if !alive(pid) {
+		t.Errorf("the resume killed pid %d, which the journal says is another process", pid)
+	}
+	if j := mustRead(t, jpath); !strings.Contains(j, "is another process now") {
+		t.Errorf("no warning about the process left alone in the journal")
 	}
 }
 

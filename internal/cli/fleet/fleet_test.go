@@ -1,6 +1,7 @@
 package fleet_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -29,6 +30,10 @@ for s in $SLOW; do
   fi
 done
 [ "$t" = r ] && sleep 2
+if [ "$t" = q ]; then
+  if [ "$MUSTER_ROUND" -gt 0 ] && grep -q "say please" "$MUSTER_PROMPT_FILE"; then echo "q please" > q.txt; else echo q > q.txt; fi
+  exit 0
+fi
 if [ "$t" = w ]; then
   while [ ! -e "$m/awake" ]; do sleep 0.1; done
   sleep 2
@@ -36,6 +41,17 @@ fi
 echo "$t on $MUSTER_FLEET_WORKER" > "$t.txt"
 [ "$t" = o ] && echo evil > evil.txt
 exit 0
+`
+
+// reviewScript is a reviewer: a major finding on its first review, then
+// approval; it fails unless the diff it is given has an added line.
+const reviewScript = `#!/bin/sh
+grep -q '^+q' "$MUSTER_DIFF_FILE" || { echo "no change to review" >&2; exit 3; }
+if mkdir "$MUSTER_MARKS/review.first" 2>/dev/null; then
+  echo '{"type":"findings","findings":[{"severity":"major","title":"say please","path":"q.txt"}]}'
+else
+  echo '{"type":"findings","findings":[]}'
+fi
 `
 
 const workerToml = `[fleet]
@@ -71,6 +87,27 @@ func TestWorkerRegistration(t *testing.T) {
 	ex := s.Workers[0].Executors
 	if len(ex) != 2 || ex[0].Name != "sh" || ex[0].Kind != "command" || ex[0].Clones != 2 || ex[0].Busy != 0 || ex[1].Name != "rv" || ex[1].Clones != 1 {
 		t.Fatalf("executors: %+v", ex)
+	}
+	// Exactly the contract's keys, at every level.
+	_, raw, _ := e.run(e.dir, 30*time.Second, "fleet", "status", "--nats", e.url, "--json")
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(raw), &doc); err != nil {
+		t.Fatal(err)
+	}
+	w0 := doc["workers"].([]any)[0].(map[string]any)
+	x0 := w0["executors"].([]any)[0].(map[string]any)
+	for _, c := range []struct {
+		obj  map[string]any
+		want string
+	}{{doc, "workers"}, {w0, "executors heartbeat_age_s name version"}, {x0, "busy clones kind name"}} {
+		var keys []string
+		for k := range c.obj {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		if got := strings.Join(keys, " "); got != c.want {
+			t.Errorf("keys %q, want %q", got, c.want)
+		}
 	}
 	code, out, _ := e.run(e.dir, 30*time.Second, "fleet", "status", "--nats", e.url)
 	if code != 0 || !strings.Contains(out, "w1") || !strings.Contains(out, "sh") || !strings.Contains(out, "ago") {

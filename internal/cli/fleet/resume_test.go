@@ -67,7 +67,8 @@ func TestFleetResumeAfterOrchestratorKill(t *testing.T) {
 const refusePlan = `# Plan: refuse
 
 ## [ ] r: Real work, with forgers about
-Owns: r.txt
+Owns: r.txt, r.gen
+Gate: echo built > r.gen
 
 ## [ ] o: Writes outside its Owns
 Owns: o.txt
@@ -142,6 +143,10 @@ func TestFleetRefusesForeignResults(t *testing.T) {
 	}
 	if got := e.git("show", "muster/refuse:r.txt"); got != "r on w1" {
 		t.Errorf("r.txt on the run branch: %q", got)
+	}
+	// What the gate wrote on the worker is not part of the change.
+	if out := e.git("ls-tree", "-r", "--name-only", "muster/refuse"); strings.Contains(out, "r.gen") {
+		t.Errorf("a file the gate wrote landed:\n%s", out)
 	}
 	if out := e.git("ls-tree", "-r", "--name-only", "muster/refuse"); strings.Contains(out, "evil.txt") || strings.Contains(out, "o.txt") {
 		t.Errorf("the refused change landed:\n%s", out)
@@ -229,4 +234,39 @@ func TestWorkerDropsOrphanedJobs(t *testing.T) {
 	if s := e.status(); len(s.Workers) != 1 || s.Workers[0].Executors[0].Busy != 0 {
 		e.waitFor(10*time.Second, func() bool { s := e.status(); return len(s.Workers) == 1 && s.Workers[0].Executors[0].Busy == 0 }, "the worker is free again")
 	}
+}
+
+// TestFleetReviewRound: reviewers served by the fleet get the change
+// (the coder's worktree as a commit, and the diff); a major finding sends
+// the task back to the remote coder with the finding in its prompt, on the
+// state of its first round; the second review approves.
+func TestFleetReviewRound(t *testing.T) {
+	e := newEnv(t)
+	e.initRepo(map[string]string{"agent.sh": agentScript, "review.sh": reviewScript})
+	plan := e.write("plan.md", "# Plan: review\n\n## [ ] q: Q, reviewed\nOwns: q.txt\n")
+	e.worker("w1", fmt.Sprintf(workerToml, 1)+"\n[executors.rv]\nkind = \"command\"\ncommand = [\"./review.sh\"]\nroles = [\"reviewer\"]\n")
+	code, _, errs := e.run(e.repo, 90*time.Second, "run", plan, "--nats", e.url, "--plain", "--run-id", "review")
+	if code != 0 {
+		t.Fatalf("run: exit %d\n%s", code, errs)
+	}
+	if got := e.git("show", "muster/review:q.txt"); got != "q please" {
+		t.Errorf("q.txt %q, want the fixed round's", got)
+	}
+	ev := e.journal("review")
+	if n := countType(ev, "Reviewed", "q"); n != 2 {
+		t.Errorf("%d reviews, want 2", n)
+	}
+	if n := countType(ev, "FixRound", "q"); n != 1 {
+		t.Errorf("%d fix rounds, want 1", n)
+	}
+	reviewerOnFleet := false
+	for _, x := range ev {
+		if x["type"] == "WorkerAssigned" && x["role"] == "reviewer" && x["worker"] == "w1" {
+			reviewerOnFleet = true
+		}
+	}
+	if !reviewerOnFleet {
+		t.Error("no review ran on the fleet")
+	}
+	e.checkOnce("review", []string{"q"}, 1)
 }

@@ -20,7 +20,7 @@ import (
 func NewCmd(io *cmdutil.IOStreams) *cobra.Command {
 	f := &runner.Flags{}
 	var goal, executor string
-	var yes bool
+	var yes, dryRun bool
 	cmd := &cobra.Command{
 		Use:   "run PLAN | --goal GOAL",
 		Short: "Run a plan across the crew",
@@ -36,6 +36,7 @@ a terminal --yes skips the question; elsewhere --yes is required.
 Exit status: 0 all tasks succeeded, 1 a task failed or was skipped, 2 bad
 input, 3 environment error, 130 interrupted (resume with muster resume).`,
 		Example: `  muster run plan.md
+  muster run plan.md --dry-run      # the schedule and expected cost, nothing spent
   muster run plan.md --crew sim=sim:4 --max-parallel 3
   muster run plan.yaml --json > events.jsonl
   muster run --goal "Add a /healthz endpoint" --yes`,
@@ -48,11 +49,17 @@ input, 3 environment error, 130 interrupted (resume with muster resume).`,
 				if yes || executor != "" {
 					return cmdutil.FlagErrorf("--yes and --planner go with --goal")
 				}
+				if dryRun {
+					return runner.DryRun(cmd.Context(), io, args[0], f)
+				}
 				_, err := runner.Start(cmd.Context(), io, args[0], f)
 				return err
 			}
 			if len(args) > 0 {
 				return cmdutil.FlagErrorf("give a PLAN or --goal, not both")
+			}
+			if dryRun {
+				return cmdutil.FlagErrorf("--dry-run goes with a PLAN (muster plan GOAL writes one without running it)")
 			}
 			return runGoal(cmd, io, f, goal, executor, yes)
 		},
@@ -62,6 +69,7 @@ input, 3 environment error, 130 interrupted (resume with muster resume).`,
 	cmd.Flags().StringVar(&goal, "goal", "", "plan for this goal first (a planner agent writes the plan), then run it")
 	cmd.Flags().StringVar(&executor, "planner", "", "with --goal: the executor that plans (default: the first with role planner, else the first coder)")
 	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "with --goal: run the plan without asking")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "validate, show the schedule and the expected cost; run nothing, spend nothing")
 	return cmd
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/muster-run/muster/engine"
 	"github.com/muster-run/muster/git"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
+	"github.com/muster-run/muster/internal/procid"
 	"github.com/muster-run/muster/journal"
 	"github.com/muster-run/muster/planfile"
 	"github.com/muster-run/muster/receipt"
@@ -66,15 +67,23 @@ func pruneStale(ctx context.Context, repo *cmdutil.Repo, current string) {
 }
 
 // killOrphan stops the process group an agent of a crashed muster left
-// running (pid leads it) and waits, briefly, until it is gone.
-func killOrphan(pid int) {
+// running (p.PID leads it) and waits, briefly, until it is gone. It first
+// checks that the pid is still that agent (same start time, same boot):
+// after a reboot, or once the pid went to another process, the group is
+// left alone and the error says why.
+func killOrphan(p muster.Process) error {
+	pid := p.PID
 	if pid <= 0 || syscall.Kill(-pid, 0) != nil {
-		return
+		return nil
+	}
+	if err := procid.Check(p); err != nil {
+		return err
 	}
 	_ = syscall.Kill(-pid, syscall.SIGKILL)
 	for i := 0; i < 250 && groupAlive(pid); i++ {
 		time.Sleep(20 * time.Millisecond)
 	}
+	return nil
 }
 
 // groupAlive reports whether process group pgid has a member that is not
@@ -134,11 +143,16 @@ func PlanHash(dir string, canon int) string {
 }
 
 // seal writes the run's receipt (at the end of a run, finished or
-// interrupted). A receipt that cannot be written is a warning: the run
-// itself is done and its journal is intact.
-func (s *Session) seal(tip string) {
+// interrupted). A journal whose file vanished (its run directory was
+// deleted) seals nothing and is an environment error: the run's record
+// is gone. A receipt that cannot be written otherwise is a warning: the
+// run itself is done and its journal is intact.
+func (s *Session) seal(j *journal.Journal, tip string) error {
 	if s.Dir == "" {
-		return
+		return nil
+	}
+	if err := j.Check(); err != nil {
+		return cmdutil.Env("%v: no receipt was sealed", err)
 	}
 	b, err := os.ReadFile(s.Repo.JournalPath(s.RunID))
 	if err == nil {
@@ -146,11 +160,12 @@ func (s *Session) seal(tip string) {
 		if r, err = receipt.Seal(b, receipt.Input{HashPlan: func(v int) string { return PlanHash(s.Dir, v) }, Final: tip, Now: time.Now()}); err == nil {
 			if err = r.Write(s.Dir); err == nil {
 				s.Receipt = r
-				return
+				return nil
 			}
 		}
 	}
 	fmt.Fprintf(s.IO.ErrOut, "warning: receipt not sealed: %v\n", err)
+	return nil
 }
 
 // MaxDelegated caps the tasks one delegating task may add.
@@ -202,6 +217,5 @@ func (s *Session) sealFinished(ctx context.Context, st *engine.State) error {
 	if err != nil {
 		return classifyGit(err)
 	}
-	s.seal(tip)
-	return nil
+	return s.seal(j, tip)
 }

@@ -112,6 +112,11 @@ func (s *Session) finish(ctx context.Context, runErr error) error {
 	if errors.Is(runErr, muster.ErrInterrupted) {
 		return &muster.Error{Code: muster.CodeInterrupted, Message: "interrupted: the run is resumable with muster resume " + s.RunID}
 	}
+	var pe *muster.PanicError
+	if errors.As(runErr, &pe) {
+		// A bug of muster's: the stack is for its report.
+		fmt.Fprintf(s.IO.ErrOut, "muster stopped the run after an internal error; please report it with this stack:\n%s\n", pe.Stack)
+	}
 	if runErr != nil {
 		return runErr
 	}
