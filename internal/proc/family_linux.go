@@ -2,6 +2,7 @@ package proc
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"strconv"
 	"strings"
@@ -248,7 +249,7 @@ func waitExited(pid int) bool {
 	for {
 		var si unix.Siginfo
 		err := unix.Waitid(unix.P_PID, pid, &si, unix.WEXITED|unix.WNOWAIT, nil)
-		if err != syscall.EINTR {
+		if !errors.Is(err, syscall.EINTR) {
 			return err == nil
 		}
 	}

@@ -207,7 +207,7 @@ func (s *Session) Drive(ctx context.Context) error {
 	var replayed []muster.Event
 	gopts := git.Options{Repo: s.Repo.Top, RunID: s.RunID, Base: s.Base, Resume: s.Resume, Keep: s.Config.Run.Keep, MaxClones: s.Config.Pool.MaxClones, Guard: s.Config.Run.Guard}
 	if gopts.Guard == "" {
-		gopts.Guard = muster.GuardRestore
+		gopts.Guard = DefaultGuard(confinement)
 	}
 	if s.Resume {
 		if j, replayed, err = openJournal(s.Repo, s.RunID); err != nil {
