@@ -94,7 +94,7 @@ var Kinds = []Kind{
 		},
 	},
 	{
-		Name: muster.ExecPi, Binary: "pi", VersionArgs: []string{"--version"},
+		Name: muster.ExecPi, Binary: "pi", Package: "@mariozechner/pi-coding-agent", VersionArgs: []string{"--version"},
 		KeyEnv:     "OPENAI_API_KEY",
 		LoginFiles: []string{".pi/agent/auth.json"},
 		Authority: map[muster.Authority]Grade{
