@@ -24,6 +24,7 @@ const (
 	ExecGeminiACP  ExecKind = "gemini-acp"
 	ExecQwen       ExecKind = "qwen"
 	ExecCopilot    ExecKind = "copilot"
+	ExecPi         ExecKind = "pi"
 )
 
 // KindFamily groups executor kinds by how muster drives them.
@@ -55,6 +56,7 @@ var Kinds = []KindInfo{
 	{Name: ExecCodex, Family: FamilyCLI},
 	{Name: ExecGemini, Family: FamilyCLI},
 	{Name: ExecOpencode, Family: FamilyCLI},
+	{Name: ExecPi, Family: FamilyCLI},
 	{Name: ExecACP, Family: FamilyACP, NeedsCommand: true},
 	{Name: ExecClaudeACP, Family: FamilyACP},
 	{Name: ExecCodexACP, Family: FamilyACP},

@@ -68,6 +68,11 @@ type Event struct {
 	Branch string `json:"branch,omitempty"`
 	// Ref is the user's branch the run started from (for --merge).
 	Ref string `json:"ref,omitempty"`
+	// Owner (RunStarted, RunResumed) names the muster process that drives
+	// the run from this event on ("PID.STARTTIME"); every process it
+	// starts carries it in its environment, so that a resume can stop
+	// what a muster that died left running.
+	Owner string `json:"owner,omitempty"`
 	// Config is the effective configuration of a RunStarted.
 	Config *Config `json:"config,omitempty"`
 	Tasks  []*Task `json:"tasks,omitempty"`

@@ -28,7 +28,7 @@ func TestParseCrew(t *testing.T) {
 		{"claude", `--crew "claude": want NAME=KIND[:CLONES], such as claude=claude-code:3`},
 		{"=sim", `--crew "=sim": want NAME=KIND[:CLONES], such as claude=claude-code:3`},
 		{"a#1=sim", `--crew "a#1=sim": bad executor name "a#1": use letters, digits, ".", "_" and "-"`},
-		{"a=robot:2", `--crew "a=robot:2": unknown kind "robot" (known kinds: claude-code, codex, gemini, opencode, acp, claude-acp, codex-acp, gemini-acp, qwen, copilot, openai, anthropic, command, sim)`},
+		{"a=robot:2", `--crew "a=robot:2": unknown kind "robot" (known kinds: claude-code, codex, gemini, opencode, pi, acp, claude-acp, codex-acp, gemini-acp, qwen, copilot, openai, anthropic, command, sim)`},
 		{"a=sim:0", `--crew "a=sim:0": clones must be from 1 to 1000`},
 		{"a=sim:99999999999999999999", `--crew "a=sim:99999999999999999999": clones must be from 1 to 1000`},
 		{"a=codex:2:./x", `--crew "a=codex:2:./x": only kinds command and acp take a program`},

@@ -67,6 +67,9 @@ type Options struct {
 	// paths and what the workspace says its own git commands need
 	// (nil: agents run unconfined).
 	Confine *muster.Confinement
+	// Owner names this muster process in the journal (RunStarted,
+	// RunResumed): see muster.Event.Owner.
+	Owner string
 	// Warnings are said once at the start of the run (and of each
 	// resume), as Warning events: what the user should know of this
 	// run's setting, such as agents running unconfined.
@@ -262,7 +265,7 @@ func (d *Driver) run(ctx context.Context) (*engine.State, error) {
 	if len(d.opts.Replayed) == 0 {
 		if err := d.emit(
 			muster.Event{Type: muster.EvRunStarted, Schema: muster.SchemaVersion, Run: d.opts.RunID, Plan: d.opts.PlanPath,
-				Base: d.opts.Base, Branch: d.opts.Branch, Ref: d.opts.Ref, Config: d.opts.Config},
+				Base: d.opts.Base, Branch: d.opts.Branch, Ref: d.opts.Ref, Config: d.opts.Config, Owner: d.opts.Owner},
 			muster.Event{Type: muster.EvTasksPlanned, Tasks: d.opts.Plan.Tasks, Canon: d.opts.PlanCanon},
 		); err != nil {
 			return d.state, err

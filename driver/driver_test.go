@@ -428,8 +428,9 @@ func TestStalemateEndsTheLoop(t *testing.T) {
 	}
 }
 
-// A gate whose program is not installed (exit 127) fails the task at
-// once as an environment error: no fix round can install it.
+// A gate whose program is not installed (exit 127) stops the run at once
+// as an environment error: no fix round can install it, and the task is
+// not charged (cancelled; a resume runs it again).
 func TestGateCommandNotFoundFailsAtOnce(t *testing.T) {
 	p := plan("a")
 	p.Task("a").Gates = []string{"gotestsum ./..."}
@@ -442,10 +443,13 @@ func TestGateCommandNotFoundFailsAtOnce(t *testing.T) {
 		calls++
 		return &muster.ExecResult{}, nil
 	}
-	st, _ := h.run(t)
+	st, err := h.run(t)
 	a := st.Tasks["a"]
-	if a.State != muster.StateFailed || calls != 1 || !strings.HasPrefix(a.Reason, "environment error: gate a/gate1 (gotestsum ./...) could not run, command not found (exit 127): sh: 1: gotestsum: not found") {
+	if a.State != muster.StateCancelled || calls != 1 || !strings.Contains(a.Reason, "environment error: gate a/gate1 (gotestsum ./...) could not run, command not found (exit 127): sh: 1: gotestsum: not found") {
 		t.Fatalf("%s %q after %d calls", a.State, a.Reason, calls)
+	}
+	if err == nil || !strings.Contains(err.Error(), "command not found (exit 127)") {
+		t.Fatalf("the run's error: %v", err)
 	}
 }
 

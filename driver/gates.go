@@ -187,13 +187,14 @@ func goFailures(out string) (names []string, first string) {
 const exitNotFound = 127
 
 // envFailure says why a gate that could not run at all (its program is
-// not installed: exit 127) fails the task at once, with no fix round: no
-// change of the agent's can install it.
+// not installed: exit 127) stops the run at once as an environment error,
+// with no fix round and nothing charged to the task: no change of the
+// agent's can install it.
 func envFailure(g muster.GateSpec, r muster.GateResult) string {
 	if r.ExitCode != exitNotFound {
 		return ""
 	}
-	return fmt.Sprintf("environment error: gate %s (%s) could not run, command not found (exit 127): %s; install it or fix the gate",
+	return fmt.Sprintf("environment error: gate %s (%s) could not run, command not found (exit 127): %s; install it or fix the gate, then run muster resume",
 		g.Name, g.Command, strings.TrimSpace(lastLines(r.Output, 1)))
 }
 

@@ -57,6 +57,7 @@ func (w *worker) tampered(ctx context.Context) []muster.Event {
 	if len(found) == 0 {
 		return nil
 	}
+	reason := strings.Join(found, "; ")
 	w.send(muster.Event{Type: muster.EvViolation, Round: w.round, Reason: muster.ReasonTampered, Paths: found})
-	return w.fail(strings.Join(found, "; "), false)
+	return w.fail(reason, false)
 }

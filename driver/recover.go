@@ -82,7 +82,7 @@ func (d *Driver) recover(ctx context.Context) error {
 			evs = append(evs, muster.Event{Type: muster.EvTaskSucceeded, Task: id, Attempt: t.Attempts, Commit: c, Reason: "integrated before the interruption"})
 		}
 	}
-	resumed := muster.Event{Type: muster.EvRunResumed, Config: d.opts.ResumeConfig}
+	resumed := muster.Event{Type: muster.EvRunResumed, Config: d.opts.ResumeConfig, Owner: d.opts.Owner}
 	evs = append(evs, resumed)
 	return d.emit(evs...)
 }

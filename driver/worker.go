@@ -363,8 +363,10 @@ func (w *worker) check(ctx context.Context, m *engine.Attempt, res *muster.ExecR
 		return "", w.cancelled(ctx), ""
 	}
 	if w.envFailed != "" {
-		// A gate that cannot start: no fix round can install it.
-		return "", w.fail(w.envFailed, false), ""
+		// A gate that cannot start: no fix round can install it, and the
+		// task is not charged: the run stops as on any environment error
+		// (exit 3, resumable once the program is installed).
+		return "", w.stopRun(&envError{cause: w.envFailed, err: errors.New("gate exit status 127")}), ""
 	}
 	if st := m.Gates(failed); st.Kind != engine.StepGo {
 		return fb, w.stepUnlessFix(st), ""

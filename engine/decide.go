@@ -263,6 +263,13 @@ func (s *State) starts(now time.Time) ([]Action, time.Time, string) {
 			break
 		}
 		t := s.Tasks[id]
+		if now.Before(t.RetryAt) {
+			// Backing off after a failed attempt (RetryBackoff).
+			if wake.IsZero() || t.RetryAt.Before(wake) {
+				wake = t.RetryAt
+			}
+			continue
+		}
 		writes := t.Task.EffectiveAuthority() != muster.AuthorityRead
 		if cfg.Run.Writers > 0 && writes && writers >= cfg.Run.Writers {
 			continue

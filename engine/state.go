@@ -34,6 +34,12 @@ type TaskState struct {
 	// Uncharged counts attempts that ended in a rate limit: they do not
 	// count against the task's Retries (up to MaxUncharged).
 	Uncharged int
+	// RetryAt is when a task whose attempt failed and is retried may
+	// start again (RetryBackoff after the failure's time).
+	RetryAt time.Time
+	// paced says the latest attempt hit a usage or rate limit, which
+	// paces its executor instead (no backoff of the task's own).
+	paced bool
 	// Worker is the fleet worker the latest attempt's coder ran on ("":
 	// locally), WorkerClone its clone there.
 	Worker      string
@@ -246,12 +252,19 @@ func (s *State) Apply(e *muster.Event) error {
 		t.Reason, t.Phase, t.Round = "", "", 0
 		t.Worker, t.WorkerClone = "", 0
 		t.AttemptUsage = muster.Usage{}
+		t.paced = false
 		s.removeReady(t.Task.ID)
 	case muster.EvExecutorPaused:
 		if e.Until != nil {
 			s.BlockedUntil[e.Executor] = *e.Until
 		}
+		if t := s.Tasks[e.Task]; t != nil {
+			t.paced = true
+		}
 	case muster.EvRateLimited:
+		if t := s.Tasks[e.Task]; t != nil {
+			t.paced = true
+		}
 		if s.Config != nil {
 			s.applyRateLimited(e)
 		}
@@ -318,6 +331,9 @@ func (s *State) Apply(e *muster.Event) error {
 		t.Reason, t.Ended = e.Reason, e.Time
 		if e.Retry {
 			t.State = muster.StatePending
+			if !t.paced {
+				t.RetryAt = e.Time.Add(RetryBackoff(s.Run, t.Task.ID, t.Attempts-t.Uncharged))
+			}
 			if t.waiting == 0 {
 				s.insertReady(t.Task.ID)
 			}

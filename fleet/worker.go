@@ -389,19 +389,7 @@ func (w *Worker) run(ctx context.Context, spec *muster.ExecutorSpec, n int, job 
 	if job.Role == muster.RoleReviewer || execErr != nil {
 		return out
 	}
-	if w.o.Gates != nil {
-		out.Gates = []muster.GateResult{}
-		for _, g := range job.Gates {
-			r := w.o.Gates.Run(ctx, dir, g, job.GateTimeout)
-			if len(r.Output) > 64<<10 {
-				r.Output = "…" + r.Output[len(r.Output)-64<<10:]
-			}
-			out.Gates = append(out.Gates, r)
-		}
-		if ctx.Err() != nil {
-			return fail("cancelled: %v", context.Cause(ctx))
-		}
-	}
+	// The change is recorded before the gates run.
 	bundle := filepath.Join(scratch, "result.bundle")
 	commit, changed, err := w.o.Host.Result(ctx, job.Repo, spec.Name, n, job.Start, bundle)
 	if err != nil {
@@ -419,6 +407,23 @@ func (w *Worker) run(ctx context.Context, spec *muster.ExecutorSpec, n int, job 
 			out.Bundle = name
 		}
 	}
+	// The gates run on the change just recorded; what they write (build
+	// output, say) is not part of it, as a local task's commit is the
+	// change its gates saw.
+	if w.o.Gates != nil {
+		out.Gates = []muster.GateResult{}
+		for _, g := range job.Gates {
+			r := w.o.Gates.Run(ctx, dir, g, job.GateTimeout)
+			if len(r.Output) > 64<<10 {
+				r.Output = "…" + r.Output[len(r.Output)-64<<10:]
+			}
+			out.Gates = append(out.Gates, r)
+		}
+		if ctx.Err() != nil {
+			return fail("cancelled: %v", context.Cause(ctx))
+		}
+	}
+
 	return out
 }
 

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -34,12 +35,28 @@ func safeCmd(dir string, args ...string) cmd {
 // WriteBundle writes to out a bundle that holds tip and every object it
 // reaches that the commits in have do not (they become the bundle's
 // prerequisites: the receiver has them). A have that dir does not know is
-// left out, so the bundle is then larger, never wrong.
-func WriteBundle(ctx context.Context, dir, tip string, have []string, out string) (err error) {
-	prereq, err := known(ctx, dir, tip, have)
-	if err != nil {
+// left out, so the bundle is then larger, never wrong: the first try
+// takes every have as it is (one git call), and only if git refuses one
+// are they checked.
+func WriteBundle(ctx context.Context, dir, tip string, have []string, out string) error {
+	var prereq []string
+	for _, h := range have {
+		if h != "" && h != tip && isObjectID(h) && !slices.Contains(prereq, h) {
+			prereq = append(prereq, h)
+		}
+	}
+	err := writeBundle(ctx, dir, tip, prereq, out)
+	var ge *GitError
+	if len(prereq) == 0 || !errors.As(err, &ge) {
 		return err
 	}
+	if prereq, err = known(ctx, dir, tip, prereq); err != nil {
+		return err
+	}
+	return writeBundle(ctx, dir, tip, prereq, out)
+}
+
+func writeBundle(ctx context.Context, dir, tip string, prereq []string, out string) (err error) {
 	f, err := os.Create(out)
 	if err != nil {
 		return err
@@ -213,15 +230,36 @@ func Snapshot(ctx context.Context, dir, parent string) (string, error) {
 	os.Remove(idx)
 	defer os.Remove(idx)
 	env := []string{"GIT_INDEX_FILE=" + idx}
-	c := safeCmd(dir, "read-tree", parent)
-	c.env = env
-	if _, err := run(ctx, c); err != nil {
-		return "", err
+	// The worktree's own index, when it has one, is a stat cache that
+	// spares hashing every file; add -A makes the copy describe the work
+	// tree exactly either way.
+	fresh := func() error {
+		os.Remove(idx)
+		c := safeCmd(dir, "read-tree", parent)
+		c.env = env
+		_, err := run(ctx, c)
+		return err
 	}
-	c = safeCmd(dir, "add", "-A", "--", ".")
+	seeded := copyIndex(filepath.Join(dir, ".git", "index"), idx) == nil
+	if !seeded {
+		if err := fresh(); err != nil {
+			return "", err
+		}
+	}
+	c := safeCmd(dir, "add", "-A", "--", ".")
 	c.env = env
 	if _, err := run(ctx, c); err != nil {
-		return "", err
+		// A copied index git cannot read alone (a split index, say):
+		// start from parent instead.
+		if !seeded {
+			return "", err
+		}
+		if err := fresh(); err != nil {
+			return "", err
+		}
+		if _, err := run(ctx, c); err != nil {
+			return "", err
+		}
 	}
 	c = safeCmd(dir, "write-tree")
 	c.env = env

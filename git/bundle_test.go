@@ -197,3 +197,59 @@ func TestReadBundleRefuses(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteBundleUnknownHave: a have the repository does not know (a
+// worker's tip from another run, say) is left out, not an error.
+func TestWriteBundleUnknownHave(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t, nil)
+	base := g(t, repo, "rev-parse", "HEAD")
+	write(t, repo, "b.txt", "b\n")
+	g(t, repo, "add", "b.txt")
+	g(t, repo, "commit", "-qm", "b")
+	tip := g(t, repo, "rev-parse", "HEAD")
+	out := filepath.Join(t.TempDir(), "b.bundle")
+	if err := WriteBundle(ctx, repo, tip, []string{strings.Repeat("e", 40), base}, out); err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(t.TempDir(), "dst.git")
+	g(t, t.TempDir(), "init", "-q", "--bare", dst)
+	// dst lacks base: a bundle that needs it is refused there ...
+	if _, _, err := ReadBundle(ctx, dst, out); err == nil {
+		t.Fatal("a bundle whose prerequisite is missing was read")
+	}
+	// ... and one on nothing but unknown haves holds everything.
+	if err := WriteBundle(ctx, repo, tip, []string{strings.Repeat("e", 40)}, out); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, err := ReadBundle(ctx, dst, out); err != nil || got != tip {
+		t.Fatalf("full bundle: %s %v", got, err)
+	}
+}
+
+// TestSnapshot: a worktree's whole state (edits, additions, deletions)
+// as one commit on parent, its index and HEAD untouched.
+func TestSnapshot(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t, map[string]string{"a.txt": "a\n", "b.txt": "b\n"})
+	base := g(t, repo, "rev-parse", "HEAD")
+	write(t, repo, "a.txt", "A\n")
+	write(t, repo, "c/new.txt", "new\n")
+	if err := os.Remove(filepath.Join(repo, "b.txt")); err != nil {
+		t.Fatal(err)
+	}
+	before := g(t, repo, "status", "--porcelain")
+	snap, err := Snapshot(ctx, repo, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := g(t, repo, "diff-tree", "-r", "--name-status", "--no-commit-id", base, snap); got != "M\ta.txt\nD\tb.txt\nA\tc/new.txt" {
+		t.Errorf("snapshot change:\n%s", got)
+	}
+	if g(t, repo, "rev-parse", snap+"^") != base || g(t, repo, "rev-parse", "HEAD") != base {
+		t.Error("snapshot parent or HEAD")
+	}
+	if after := g(t, repo, "status", "--porcelain"); after != before {
+		t.Errorf("the worktree's index changed:\n%s\nwas\n%s", after, before)
+	}
+}

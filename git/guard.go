@@ -385,12 +385,14 @@ func (g *guard) compare(ctx context.Context) []string {
 			g.base.files[p] = now
 		}
 	}
-	// Lock files left behind.
+	// Lock files left behind. One a live git holds (the user's `git
+	// status`, say) or that goes away within a second is no one's
+	// leftover: not reported.
 	for p := range cur.locks {
-		if g.base.locks[p] {
+		if g.base.locks[p] || openByAnyone(p) {
 			continue
 		}
-		ok := g.restore && !openByAnyone(p) && os.Remove(p) == nil
+		ok := g.restore && os.Remove(p) == nil
 		add("%s left%s", rel(g.top, p), undone(ok))
 		if !ok {
 			g.base.locks[p] = true

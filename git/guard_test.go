@@ -194,3 +194,29 @@ func TestGuardFindsWritesIntoAnIdleClone(t *testing.T) {
 		t.Errorf("a's next change: %v %v", render(ch), err)
 	}
 }
+
+// A lock a live process holds (the user's own git at work) is not an
+// agent's leftover; one nobody holds is.
+func TestGuardLeavesLiveLocks(t *testing.T) {
+	repo := newRepo(t, baseFiles())
+	w := openGuarded(t, repo, GuardRestore)
+	w.BeginAttempt("a#1")
+	defer w.EndAttempt("a#1")
+	lock := filepath.Join(repo, ".git", "index.lock")
+	f, err := os.Create(lock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-10 * time.Second)
+	os.Chtimes(lock, old, old)
+	if got := w.CheckAttempt(ctx, "a#1"); len(got) != 0 {
+		t.Errorf("a held lock reported: %v", got)
+	}
+	if _, err := os.Stat(lock); err != nil {
+		t.Error("a held lock was removed")
+	}
+	f.Close()
+	if got := w.CheckAttempt(ctx, "a#1"); len(got) != 1 || got[0] != "tampered: .git/index.lock left (undone)" {
+		t.Errorf("the left lock: %v", got)
+	}
+}

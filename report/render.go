@@ -103,6 +103,10 @@ func WriteText(w io.Writer, r *Report) error {
 	if len(r.Unpriced) > 0 {
 		fmt.Fprintf(w, "No price for %s (counted as $0)\n", strings.Join(r.Unpriced, ", "))
 	}
+	for _, t := range r.Tampered {
+		fmt.Fprintf(w, "Tampered: run %s, task %s (attempt %d) failed: your repository changed while it ran: %s\n",
+			textsafe.Sanitize(t.Run), textsafe.Sanitize(string(t.Task)), t.Attempt, textsafe.Sanitize(strings.Join(t.Changes, "; ")))
+	}
 	for _, l := range r.RateLimited {
 		fmt.Fprintf(w, "Rate limits on %s: %d (muster paced the crew; no task was charged for them", textsafe.Sanitize(l.Executor), l.Count)
 		if l.HeldBackSeconds > 0 {

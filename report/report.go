@@ -119,11 +119,23 @@ type Report struct {
 	// RateLimited counts the rate limits each executor met; muster paced
 	// its credential and retried the attempts without charging the tasks.
 	RateLimited []RateLimits `json:"rate_limited"`
+	// Tampered lists the attempts that failed because the user's
+	// repository changed while they ran (Violation events with reason
+	// "tampered").
+	Tampered []Tampering `json:"tampered,omitempty"`
 	// SucceededTasks counts tasks that succeeded; CostPerSucceededTask
 	// divides the total cost by it.
 	SucceededTasks             int     `json:"succeeded_tasks"`
 	CostPerSucceededTaskMicros int64   `json:"cost_per_succeeded_task_micros"`
 	CostPerSucceededTaskUSD    float64 `json:"cost_per_succeeded_task_usd"`
+}
+
+// Tampering is one attempt charged with changes to the user's repository.
+type Tampering struct {
+	Run     string        `json:"run"`
+	Task    muster.TaskID `json:"task"`
+	Attempt int           `json:"attempt"`
+	Changes []string      `json:"changes"` // untrusted paths inside
 }
 
 // RateLimits is one executor's rate limits over the runs.
@@ -200,6 +212,10 @@ func Build(runs [][]muster.Event, opts Options) *Report {
 			case muster.EvTaskFailed:
 				if !e.Retry {
 					taskState[e.Task] = muster.StateFailed
+				}
+			case muster.EvViolation:
+				if e.Reason == muster.ReasonTampered {
+					r.Tampered = append(r.Tampered, Tampering{Run: run.Run, Task: e.Task, Attempt: e.Attempt, Changes: e.Paths})
 				}
 			case muster.EvRateLimited:
 				l := limits[e.Executor]

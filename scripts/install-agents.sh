@@ -25,6 +25,7 @@ pins=(
 	"@zed-industries/codex-acp@0.16.0"
 	"@qwen-code/qwen-code@0.15.10"
 	"@github/copilot@1.0.102"
+	"@mariozechner/pi-coding-agent@0.73.1"
 )
 
 if ! command -v npm >/dev/null 2>&1; then
@@ -64,7 +65,7 @@ export npm_config_update_notifier=false npm_config_fund=false npm_config_audit=f
 npm install --prefix "$dir" --save-exact --include=optional --engine-strict=false \
 	--loglevel=error "${pins[@]}"
 
-for bin in claude codex gemini opencode claude-agent-acp codex-acp qwen copilot; do
+for bin in claude codex gemini opencode claude-agent-acp codex-acp qwen copilot pi; do
 	if [ ! -x "$dir/node_modules/.bin/$bin" ]; then
 		echo "install-agents: $bin missing after install" >&2
 		exit 3

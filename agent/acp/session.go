@@ -88,8 +88,13 @@ func (x *session) redact(text string) string {
 // line handles one stdout line of the agent.
 func (x *session) line(l string) {
 	if tr := os.Getenv("MUSTER_ACP_TRACE"); tr != "" {
+		// A debugging aid: every line the agent sent, redacted, appended
+		// to the file named.
+		x.mu.Lock()
+		red := x.s.Redact(l)
+		x.mu.Unlock()
 		if f, err := os.OpenFile(tr, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
-			fmt.Fprintln(f, l)
+			fmt.Fprintln(f, red)
 			f.Close()
 		}
 	}

@@ -94,6 +94,16 @@ var Kinds = []Kind{
 		},
 	},
 	{
+		Name: muster.ExecPi, Binary: "pi", VersionArgs: []string{"--version"},
+		KeyEnv:     "OPENAI_API_KEY",
+		LoginFiles: []string{".pi/agent/auth.json"},
+		Authority: map[muster.Authority]Grade{
+			muster.AuthorityRead:  {Enforced, "--tools read,grep,find,ls (pi has no other tool then)"},
+			muster.AuthorityWrite: {Enforced, "--tools read,grep,find,ls,edit,write (no bash tool)"},
+			muster.AuthorityShell: {Full, "--tools read,grep,find,ls,edit,write,bash (full access)"},
+		},
+	},
+	{
 		Name: muster.ExecACP, ACP: true,
 		Authority: acpAuthority("", "", ""),
 		Note:      "any ACP agent: set command = [program, args...]",

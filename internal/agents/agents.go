@@ -14,6 +14,7 @@ import (
 	"github.com/muster-run/muster/agent/gemini"
 	"github.com/muster-run/muster/agent/httpagent"
 	"github.com/muster-run/muster/agent/opencode"
+	"github.com/muster-run/muster/agent/pi"
 	"github.com/muster-run/muster/agent/sim"
 	"github.com/muster-run/muster/engine"
 	"github.com/muster-run/muster/gate"
@@ -35,6 +36,7 @@ var clis = map[muster.ExecKind]func(*muster.ExecutorSpec) (muster.Executor, erro
 	muster.ExecCodex:      func(s *muster.ExecutorSpec) (muster.Executor, error) { return codex.New(s) },
 	muster.ExecGemini:     func(s *muster.ExecutorSpec) (muster.Executor, error) { return gemini.New(s) },
 	muster.ExecOpencode:   func(s *muster.ExecutorSpec) (muster.Executor, error) { return opencode.New(s) },
+	muster.ExecPi:         func(s *muster.ExecutorSpec) (muster.Executor, error) { return pi.New(s) },
 }
 
 func newCLI(spec *muster.ExecutorSpec) (muster.Executor, error) {

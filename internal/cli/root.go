@@ -37,6 +37,7 @@ import (
 	"github.com/muster-run/muster/internal/cli/verify"
 	"github.com/muster-run/muster/internal/cli/watch"
 	"github.com/muster-run/muster/internal/cli/worker"
+	"github.com/muster-run/muster/internal/proc"
 	"github.com/muster-run/muster/internal/redact"
 )
 
@@ -164,6 +165,10 @@ func Main() int {
 	if len(os.Args) > 1 && os.Args[1] == muster.ConfineCommand {
 		return confine.Main(os.Args[2:], os.Stderr)
 	}
+	// Orphans of agents (daemons whose parent exited) become muster's
+	// children, not init's: they stay in muster's tree until it stops
+	// them at the end of their attempt.
+	_ = proc.BecomeSubreaper()
 	io := cmdutil.System()
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)

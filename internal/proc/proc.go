@@ -1,6 +1,9 @@
-// Package proc starts child processes in their own process group, streams
-// their output line by line, and stops them with SIGTERM then SIGKILL
-// after a grace period, so that no grandchild outlives a cancelled task.
+// Package proc starts child processes in their own session and process
+// group, streams their output line by line, and stops them with SIGTERM
+// then SIGKILL after a grace period: the process and its whole family
+// (its group, its session, every process that carries its mark in its
+// environment, and their descendants), so that no grandchild outlives
+// its invocation, not even a daemon that left with setsid.
 package proc
 
 import (
@@ -51,6 +54,12 @@ type Spec struct {
 // MaxLine bounds one output line kept in memory.
 const MaxLine = 4 << 20
 
+// PipeGrace is how long Run still reads the output pipes once the
+// process has exited and its family has been stopped: a process muster
+// could not find (one that cleared its environment and left the session)
+// may hold them open; after PipeGrace they are closed and Run returns.
+const PipeGrace = 2 * time.Second
+
 // Result is how a process ended.
 type Result struct {
 	ExitCode int // -1 when killed by a signal
@@ -79,8 +88,12 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = s.Dir
-	cmd.Env = s.Env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	fam := &family{mark: newMark()}
+	cmd.Env = withEnv(s.Env, MarkEnv, fam.mark)
+	// Its own session (and so its own process group): what it starts
+	// stays in the session unless it calls setsid, and then carries the
+	// mark all the same.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if s.Stdin != nil {
 		cmd.Stdin = s.Stdin
 	}
@@ -109,6 +122,7 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 		return Result{}, fmt.Errorf("start %s: %w", s.Argv[0], err)
 	}
 	pid := cmd.Process.Pid
+	fam.leader, fam.start = pid, startOf(pid)
 	if s.OnStart != nil {
 		if perr := guard("the start handler of "+s.Argv[0], func() { s.OnStart(pid) }); perr != nil {
 			_ = syscall.Kill(-pid, syscall.SIGKILL)
@@ -125,12 +139,17 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 		}
 	}
 	waitDone := make(chan struct{})
+	exited := make(chan struct{})  // the leader has exited
+	stopped := make(chan struct{}) // muster stops the invocation
 	var res Result
 	var stopOnce sync.Once
+	var stopping sync.WaitGroup // fam.stop, done before the leader is reaped
 	stop := func(why string) {
 		stopOnce.Do(func() {
 			res.Stopped = why
-			go Kill(pid, s.Grace, waitDone)
+			close(stopped)
+			stopping.Add(1)
+			go func() { defer stopping.Done(); fam.stop(s.Grace, exited) }()
 		})
 	}
 	// A handler that panics (on a reader goroutine, where nothing would
@@ -208,23 +227,54 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 			}
 		}
 	}()
-	err = cmd.Wait()
-	if errors.Is(err, exec.ErrWaitDelay) {
-		err = nil // exited 0; only a leftover child held stdin
+	// Wait for the leader to exit but leave it unreaped (a zombie) until
+	// its family is stopped: its pid, which is also its session's and its
+	// group's id, cannot be given to another process meanwhile, so what
+	// is found by those ids is the family's.
+	unreaped := waitExited(pid)
+	if !unreaped {
+		err = cmd.Wait()
 	}
-	// The process has exited: the attempt is over. Children it left
-	// behind in its group (a server, a watcher) get SIGTERM, then SIGKILL
-	// after the grace period, unless they close their output first.
+	close(exited)
+	// The process has exited: the invocation is over. What it left
+	// behind (a server, a watcher, a daemon) gets SIGTERM, then SIGKILL
+	// after the grace period unless the output closes first; a timeout
+	// or a cancellation cuts that wait short.
 	select {
 	case <-readersDone:
 	default:
-		go Kill(pid, s.Grace, readersDone)
+		if fam.signal(syscall.SIGTERM) {
+			t := time.NewTimer(gracePeriod(s.Grace))
+			select {
+			case <-readersDone:
+			case <-t.C:
+			case <-stopped:
+			}
+			t.Stop()
+		}
+	}
+	// No member of the family outlives the invocation.
+	fam.signal(syscall.SIGKILL)
+	fam.reap()
+	// Whatever still holds the pipes is not the family's: stop reading.
+	t := time.NewTimer(PipeGrace)
+	select {
+	case <-readersDone:
+	case <-t.C:
+		stdout.Close()
+		stderr.Close()
 		<-readersDone
 	}
+	t.Stop()
 	close(waitDone)
 	<-watcherDone
-	// Make sure no member of the group outlives the leader.
-	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	stopping.Wait()
+	if unreaped {
+		err = cmd.Wait()
+	}
+	if errors.Is(err, exec.ErrWaitDelay) {
+		err = nil // exited 0; only a leftover child held stdin
+	}
 	res.Duration = time.Since(start)
 	res.ExitCode = exitCode(err)
 	if panicked != nil {
@@ -283,20 +333,25 @@ func exitCode(err error) int {
 	return -1
 }
 
-// Kill sends SIGTERM to the process group of pid, then SIGKILL after grace
-// unless done is closed first.
-func Kill(pid int, grace time.Duration, done <-chan struct{}) {
-	_ = syscall.Kill(-pid, syscall.SIGTERM)
-	if grace <= 0 {
-		grace = 10 * time.Second
-	}
-	t := time.NewTimer(grace)
+// stop sends SIGTERM to the family, then SIGKILL after grace unless the
+// leader exits first (what it leaves is then Run's to stop).
+func (f *family) stop(grace time.Duration, exited <-chan struct{}) {
+	f.signal(syscall.SIGTERM)
+	t := time.NewTimer(gracePeriod(grace))
 	defer t.Stop()
 	select {
-	case <-done:
+	case <-exited:
+		return
 	case <-t.C:
 	}
-	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	f.signal(syscall.SIGKILL)
+}
+
+func gracePeriod(grace time.Duration) time.Duration {
+	if grace <= 0 {
+		return 10 * time.Second
+	}
+	return grace
 }
 
 // Alive reports whether a process with pid exists.

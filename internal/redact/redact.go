@@ -17,6 +17,7 @@ package redact
 import (
 	"net/url"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -119,21 +120,12 @@ func Environ(environ []string, allow ...string) []string {
 	var out []string
 	for _, kv := range environ {
 		k, v, ok := strings.Cut(kv, "=")
-		if !ok || contains(allow, k) {
+		if !ok || slices.Contains(allow, k) {
 			continue
 		}
 		out = append(out, Values(k, v)...)
 	}
 	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // Redactor removes known secret values, then key-shaped strings and URL

@@ -109,7 +109,11 @@ fi
 mkdir -p out/slow && echo done > out/slow/result.txt
 `
 
-func TestResumeKillsTheAgentThatOutlivedMuster(t *testing.T) {
+// orphanedAgent runs a one-task plan whose agent is still at work when
+// muster is killed (kill -9 right after AgentStarted) and returns the
+// repository and the agent's pid, running.
+func orphanedAgent(t *testing.T) (repo string, pid int) {
+	t.Helper()
 	side := t.TempDir()
 	first := filepath.Join(side, "first.pid")
 	agent := writeFile(t, filepath.Join(side, "agent.sh"), fmt.Sprintf(slowAgent, first))
@@ -118,12 +122,11 @@ func TestResumeKillsTheAgentThatOutlivedMuster(t *testing.T) {
 	}
 	cfg := writeFile(t, filepath.Join(side, "muster.toml"), fmt.Sprintf("[executors.sh]\nkind = \"command\"\ncommand = [%q]\n", agent))
 	plan := writeFile(t, filepath.Join(side, "plan.md"), "# Plan: slow\n\n## [ ] slow: Takes long\nOwns: out/slow/\n\nWork.\n")
-	repo := newRepo(t, map[string]string{"README.md": "slow\n"})
+	repo = newRepo(t, map[string]string{"README.md": "slow\n"})
 	r := runMuster(t, repo, []string{"MUSTER_CRASH_AT=AgentStarted:1"}, 0, "run", plan, "--config", cfg, "--run-id", "slow", "--plain")
 	if !r.killed {
 		t.Fatalf("exit %d, want killed\n%s", r.code, r.stderr)
 	}
-	pid := 0
 	for i := 0; i < 200 && pid == 0; i++ { // the agent may not have written it yet
 		if b, err := os.ReadFile(first); err == nil {
 			pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
@@ -135,6 +138,11 @@ func TestResumeKillsTheAgentThatOutlivedMuster(t *testing.T) {
 	if pid == 0 || !alive(pid) {
 		t.Fatalf("the first agent (pid %d) is not running after muster was killed", pid)
 	}
+	return repo, pid
+}
+
+func TestResumeKillsTheAgentThatOutlivedMuster(t *testing.T) {
+	repo, pid := orphanedAgent(t)
 	if r := runMuster(t, repo, nil, 0, "resume", "slow", "--plain"); r.code != 0 {
 		t.Fatalf("resume: exit %d\n%s", r.code, r.stderr)
 	}
@@ -147,31 +155,7 @@ func TestResumeKillsTheAgentThatOutlivedMuster(t *testing.T) {
 // journal edited, as after a reboot or a reused pid) is not killed by the
 // resume, which records a warning instead.
 func TestResumeLeavesAReusedPIDAlone(t *testing.T) {
-	side := t.TempDir()
-	first := filepath.Join(side, "first.pid")
-	agent := writeFile(t, filepath.Join(side, "agent.sh"), fmt.Sprintf(slowAgent, first))
-	if err := os.Chmod(agent, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cfg := writeFile(t, filepath.Join(side, "muster.toml"), fmt.Sprintf("[executors.sh]\nkind = \"command\"\ncommand = [%q]\n", agent))
-	plan := writeFile(t, filepath.Join(side, "plan.md"), "# Plan: slow\n\n## [ ] slow: Takes long\nOwns: out/slow/\n\nWork.\n")
-	repo := newRepo(t, map[string]string{"README.md": "slow\n"})
-	r := runMuster(t, repo, []string{"MUSTER_CRASH_AT=AgentStarted:1"}, 0, "run", plan, "--config", cfg, "--run-id", "slow", "--plain")
-	if !r.killed {
-		t.Fatalf("exit %d, want killed\n%s", r.code, r.stderr)
-	}
-	pid := 0
-	for i := 0; i < 200 && pid == 0; i++ {
-		if b, err := os.ReadFile(first); err == nil {
-			pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
-		}
-		if pid == 0 {
-			time.Sleep(25 * time.Millisecond)
-		}
-	}
-	if pid == 0 || !alive(pid) {
-		t.Fatalf("the first agent (pid %d) is not running after muster was killed", pid)
-	}
+	repo, pid := orphanedAgent(t)
 	defer syscall.Kill(-pid, syscall.SIGKILL)
 	jpath := filepath.Join(repo, ".git", "muster", "runs", "slow", "journal.jsonl")
 	b, err := os.ReadFile(jpath)

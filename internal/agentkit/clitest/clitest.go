@@ -240,9 +240,11 @@ func Script() *mockllm.Script {
 		{Steps: []mockllm.Step{{Tools: []mockllm.ToolCall{{Name: "bash", Input: map[string]any{"command": "printf 'hello\\n' > hello.txt", "description": "write"}}}}, {Text: "Done."}}},
 		{Steps: []mockllm.Step{{Tools: []mockllm.ToolCall{{Name: "run_shell_command", Input: map[string]any{"command": "printf 'hello\\n' > hello.txt"}}}}, {Text: "Done."}}},
 		write("create", map[string]any{"path": "{{cwd}}/hello.txt", "file_text": "hello\n"}),
+		write("write_file", map[string]any{"path": "hello.txt", "content": "hello\n"}),
+		write("write", map[string]any{"path": "hello.txt", "content": "hello\n"}),
 	}
 	names := []string{"claude-write", "codex-write", "gemini-write", "opencode-write", "review", "auth", "ratelimit", "slow",
-		"claude-shell", "codex-shell", "opencode-shell", "gemini-shell", "copilot-write"}
+		"claude-shell", "codex-shell", "opencode-shell", "gemini-shell", "copilot-write", "http-write", "pi-write"}
 	for i := range sc {
 		sc[i].Name = names[i]
 	}

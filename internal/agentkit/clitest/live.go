@@ -38,6 +38,9 @@ type Live struct {
 	Key  string               // the API key, which must never leak
 	// Launcher confines each invocation (see LiveConfig.Launcher).
 	Launcher string
+	// NoSession says the kind has no agent session (muster's HTTP agent):
+	// Write does not ask for one.
+	NoSession bool
 	// Req, Res and Rec are the first invocation's, set by Write.
 	Req *muster.ExecRequest
 	Res *muster.ExecResult
@@ -77,7 +80,7 @@ func (l *Live) Write(t *testing.T, scenario string, cost bool) {
 	if u := l.Rec.Usage(); u.InputTokens != 2200 || u.OutputTokens != 70 || (cost && u.CostMicros == 0) {
 		t.Errorf("usage %+v", u)
 	}
-	if l.Res.SessionID == "" {
+	if l.Res.SessionID == "" && !l.NoSession {
 		t.Fatal("no session ID")
 	}
 	t.Cleanup(func() { NoSecret(t, l.Key, l.Rec, l.Res, filepath.Dir(l.Req.Scratch), l.Req.Dir) })

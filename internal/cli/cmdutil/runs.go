@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/muster-run/muster"
@@ -44,6 +45,9 @@ func OpenRepo(ctx context.Context, dir string) (*Repo, error) {
 		if ctx.Err() != nil {
 			// A signal cut git short: say so, not that this is no repository.
 			return nil, Env("open the repository at %s: %v", abs, context.Cause(ctx))
+		}
+		if bare := bareRepo(abs); bare != "" {
+			return nil, Env("%s is a bare git repository, which has no work tree for muster to start from: clone it (git clone %s) and run muster in the clone", bare, bare)
 		}
 		return nil, Env("%s is not inside a git repository: run muster from a repository, or pass --repo DIR", abs)
 	}
@@ -172,4 +176,32 @@ func NewRunID(now time.Time) string {
 	var b [3]byte
 	_, _ = rand.Read(b[:])
 	return fmt.Sprintf("%s-%s", now.UTC().Format("20060102"), hex.EncodeToString(b[:]))
+}
+
+// bareRepo returns the bare repository dir is in (dir or a parent with
+// HEAD, objects/, refs/ and "bare = true" in its config), or "".
+func bareRepo(dir string) string {
+	for d := dir; ; d = filepath.Dir(d) {
+		cfg, err := os.ReadFile(filepath.Join(d, "config"))
+		if err == nil && fileExists(filepath.Join(d, "HEAD")) && dirExists(filepath.Join(d, "objects")) && dirExists(filepath.Join(d, "refs")) {
+			for _, l := range strings.Split(string(cfg), "\n") {
+				if k, v, ok := strings.Cut(strings.TrimSpace(l), "="); ok && strings.TrimSpace(k) == "bare" && strings.TrimSpace(v) == "true" {
+					return d
+				}
+			}
+		}
+		if filepath.Dir(d) == d {
+			return ""
+		}
+	}
+}
+
+func fileExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && !st.IsDir()
+}
+
+func dirExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.IsDir()
 }

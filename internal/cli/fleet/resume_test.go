@@ -67,7 +67,8 @@ func TestFleetResumeAfterOrchestratorKill(t *testing.T) {
 const refusePlan = `# Plan: refuse
 
 ## [ ] r: Real work, with forgers about
-Owns: r.txt
+Owns: r.txt, r.gen
+Gate: echo built > r.gen
 
 ## [ ] o: Writes outside its Owns
 Owns: o.txt
@@ -142,6 +143,10 @@ func TestFleetRefusesForeignResults(t *testing.T) {
 	}
 	if got := e.git("show", "muster/refuse:r.txt"); got != "r on w1" {
 		t.Errorf("r.txt on the run branch: %q", got)
+	}
+	// What the gate wrote on the worker is not part of the change.
+	if out := e.git("ls-tree", "-r", "--name-only", "muster/refuse"); strings.Contains(out, "r.gen") {
+		t.Errorf("a file the gate wrote landed:\n%s", out)
 	}
 	if out := e.git("ls-tree", "-r", "--name-only", "muster/refuse"); strings.Contains(out, "evil.txt") || strings.Contains(out, "o.txt") {
 		t.Errorf("the refused change landed:\n%s", out)

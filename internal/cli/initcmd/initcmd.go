@@ -207,7 +207,8 @@ func detectGates(top string, look func(string) (string, error)) []gateSpec {
 	if has("go.mod") {
 		add("test", "go test ./...", "go")
 	}
-	if pj := read("package.json"); strings.Contains(pj, `"test"`) {
+	// npm init's placeholder test script fails on purpose: not a gate.
+	if pj := read("package.json"); strings.Contains(pj, `"test"`) && !strings.Contains(pj, "no test specified") {
 		add("npm", "npm test", "npm")
 	}
 	if has("pytest.ini") || has("conftest.py") || strings.Contains(read("pyproject.toml"), "pytest") ||

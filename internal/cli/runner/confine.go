@@ -114,3 +114,15 @@ func resolved(p string) string {
 	}
 	return filepath.Clean(p)
 }
+
+// DefaultGuard is the guard of a run whose config does not set one. Agents
+// the kernel confines cannot write the user's repository, so a change there
+// during a run is the user's own work (a commit on their branch, a hook
+// they add): it is neither undone nor charged to a task. Unconfined agents
+// could have made it: it is undone and fails the attempt.
+func DefaultGuard(c *muster.Confinement) string {
+	if c != nil {
+		return muster.GuardOff
+	}
+	return muster.GuardRestore
+}

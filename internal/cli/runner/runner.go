@@ -24,6 +24,7 @@ import (
 	"github.com/muster-run/muster/internal/agents"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
 	"github.com/muster-run/muster/internal/cli/progress"
+	"github.com/muster-run/muster/internal/proc"
 	"github.com/muster-run/muster/internal/procid"
 	"github.com/muster-run/muster/journal"
 	"github.com/muster-run/muster/planfile"
@@ -206,7 +207,7 @@ func (s *Session) Drive(ctx context.Context) error {
 	var replayed []muster.Event
 	gopts := git.Options{Repo: s.Repo.Top, RunID: s.RunID, Base: s.Base, Resume: s.Resume, Keep: s.Config.Run.Keep, MaxClones: s.Config.Pool.MaxClones, Guard: s.Config.Run.Guard}
 	if gopts.Guard == "" {
-		gopts.Guard = muster.GuardRestore
+		gopts.Guard = DefaultGuard(confinement)
 	}
 	if s.Resume {
 		if j, replayed, err = openJournal(s.Repo, s.RunID); err != nil {
@@ -292,10 +293,28 @@ func (s *Session) Drive(ctx context.Context) error {
 			crew[n] = e
 		}
 	}
+	if s.Resume {
+		// What the agents of a muster that died (kill -9) left running:
+		// every process marked by one of the run's earlier musters.
+		// The agents' own process groups, which the journal records, the
+		// driver checks and stops (KillOrphan); this is what left them.
+		owners, groups := map[string]bool{}, map[int]bool{}
+		for _, e := range replayed {
+			if e.Owner != "" {
+				owners[e.Owner] = true
+			}
+			if e.Type == muster.EvAgentStarted && e.PID > 0 {
+				groups[e.PID] = true
+			}
+		}
+		if n := proc.KillStale(owners, groups); n > 0 {
+			warnings = append(warnings, fmt.Sprintf("stopped %d processes the interrupted run's agents left running", n))
+		}
+	}
 	opts := driver.Options{
 		RunID: s.RunID, PlanPath: s.Plan.Source, Plan: s.Plan, PlanCanon: planfile.CanonicalVersion, Config: Journaled(s.Config), Base: s.Base, Branch: ws.Branch(), Ref: s.Ref,
 		Replayed: replayed, Journal: j, Workspace: ws, Executors: crew, Gates: runner, Price: prices.Cost,
-		ScratchDir: filepath.Join(s.Dir, "scratch"), Confine: confinement, Warnings: warnings,
+		ScratchDir: filepath.Join(s.Dir, "scratch"), Confine: confinement, Warnings: warnings, Owner: proc.Owner(),
 		LogDir: filepath.Join(s.Dir, muster.LogDir), Redactor: Redactor(s.Config),
 		KillOrphan: killOrphan, Identify: procid.Of, CrashAt: os.Getenv(CrashEnv),
 		Fragment: fragment(s.Config),

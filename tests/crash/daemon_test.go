@@ -1,0 +1,78 @@
+package crash
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// daemonAgent, on its first invocation, starts a daemon that leaves its
+// session (setsid) and its process group and keeps stdout open, records
+// the daemon's pid, then works for long: muster is killed meanwhile.
+// Later invocations do the work.
+const daemonAgent = `#!/bin/sh
+if [ ! -f "%[1]s" ]; then
+  setsid sh -c 'echo $$ > "%[1]s.tmp" && mv "%[1]s.tmp" "%[1]s"; exec sleep 1000' &
+  sleep 120
+fi
+mkdir -p out/d && echo done > out/d/result.txt
+`
+
+// After kill -9 of muster, a daemon its agent left outside the agent's
+// process group (which the journal records) is found by its mark and
+// killed by the resume, which then finishes the run.
+func TestResumeKillsTheDaemonThatOutlivedMuster(t *testing.T) {
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("no setsid")
+	}
+	side := t.TempDir()
+	pidFile := filepath.Join(side, "daemon.pid")
+	agent := writeFile(t, filepath.Join(side, "agent.sh"), fmt.Sprintf(daemonAgent, pidFile))
+	if err := os.Chmod(agent, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := writeFile(t, filepath.Join(side, "muster.toml"), fmt.Sprintf("[executors.sh]\nkind = \"command\"\ncommand = [%q]\n", agent))
+	plan := writeFile(t, filepath.Join(side, "plan.md"), "# Plan: daemon\n\n## [ ] d: Starts a daemon\nOwns: out/d/\n\nWork.\n")
+	repo := newRepo(t, map[string]string{"README.md": "daemon\n"})
+	cmd := exec.Command(bin, "run", plan, "--config", cfg, "--run-id", "dm", "--plain")
+	cmd.Dir = repo
+	cmd.Env = append(os.Environ(), "NO_COLOR=1", "MUSTER_TEST_NO_LANDLOCK=1")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := 0
+	for i := 0; i < 1000 && pid == 0; i++ {
+		if b, err := os.ReadFile(pidFile); err == nil {
+			pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		}
+		if pid == 0 {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	_ = cmd.Wait()
+	if pid == 0 {
+		t.Fatal("the agent's daemon never started")
+	}
+	defer syscall.Kill(pid, syscall.SIGKILL)
+	if !alive(pid) {
+		t.Fatalf("the daemon (pid %d) is not running after muster was killed", pid)
+	}
+	if r := runMuster(t, repo, nil, 0, "resume", "dm", "--plain"); r.code != 0 {
+		t.Fatalf("resume: exit %d\n%s", r.code, r.stderr)
+	} else if !strings.Contains(r.stderr, "processes the interrupted run's agents left running") {
+		t.Errorf("resume did not say it stopped the leftovers:\n%s", r.stderr)
+	}
+	for i := 0; i < 250 && alive(pid); i++ {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if alive(pid) {
+		t.Errorf("the daemon muster's agent left running (pid %d) survived the resume", pid)
+	}
+}
