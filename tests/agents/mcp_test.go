@@ -45,14 +45,7 @@ func TestClaudeCallsMusterOverMCP(t *testing.T) {
 		{Text: "The plan has a cycle; the last run succeeded."},
 	}}}})
 	tmp := t.TempDir()
-	gitconfig := filepath.Join(tmp, "gitconfig")
-	if err := os.WriteFile(gitconfig, []byte("[user]\n\tname = Test\n\temail = test@example.com\n[init]\n\tdefaultBranch = main\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	env := map[string]string{"GIT_CONFIG_GLOBAL": gitconfig, "GIT_CONFIG_NOSYSTEM": "1", "XDG_CACHE_HOME": filepath.Join(tmp, "cache")}
-	for k, v := range env {
-		t.Setenv(k, v)
-	}
+	env := isolate(t)
 	repo := clitest.GitRepo(t)
 	files := map[string]string{
 		"bad.md":  "# Plan: bad\n\n## [ ] a: A\nAfter: b\n\n## [ ] b: B\nAfter: a\n",

@@ -65,13 +65,7 @@ func TestPlanWithRealClaude(t *testing.T) {
 		}},
 	}})
 	t.Setenv("MUSTER_E2E_ANTHROPIC_KEY", claudeKey)
-	gitconfig := filepath.Join(t.TempDir(), "gitconfig")
-	if err := os.WriteFile(gitconfig, []byte("[user]\n\tname = Test\n\temail = test@example.com\n[init]\n\tdefaultBranch = main\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("GIT_CONFIG_GLOBAL", gitconfig)
-	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
-	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	isolate(t)
 
 	repo := clitest.GitRepo(t)
 	toml := `[executors.claude]
@@ -154,4 +148,20 @@ command = ["` + claude + `"]
 	if strings.Contains(out.String()+errOut.String()+rep.String(), claudeKey) {
 		t.Error("the key is in muster's output")
 	}
+}
+
+// isolate gives the test a git identity of its own and a cache of its
+// own (never the user's ~/.cache); it returns what it set.
+func isolate(t *testing.T) map[string]string {
+	t.Helper()
+	dir := t.TempDir()
+	gitconfig := filepath.Join(dir, "gitconfig")
+	if err := os.WriteFile(gitconfig, []byte("[user]\n\tname = Test\n\temail = test@example.com\n[init]\n\tdefaultBranch = main\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"GIT_CONFIG_GLOBAL": gitconfig, "GIT_CONFIG_NOSYSTEM": "1", "XDG_CACHE_HOME": filepath.Join(dir, "cache")}
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	return env
 }

@@ -417,11 +417,12 @@ func TestRunStatusReportLogsCancel(t *testing.T) {
 	}
 }
 
-// A run started through MCP outlives the session, and cancel stops it as
-// Ctrl-C would: interrupted, resumable.
-func TestCancel(t *testing.T) {
-	tmpGo := filepath.Join(t.TempDir(), "go")
-	repo, cs := setup(t, "WAIT_FOR="+tmpGo)
+// startWaiting starts, through MCP, a run whose coder waits for the
+// file goFile; it returns the run and its process once the run is
+// running. The test's end waits for that process to be gone.
+func startWaiting(t *testing.T, goFile string) (string, *mcp.ClientSession, string, int) {
+	t.Helper()
+	repo, cs := setup(t, "WAIT_FOR="+goFile)
 	write(t, repo, map[string]string{"good.md": valid})
 	_, obj := mustOK(t, cs, "run", map[string]any{"plan": "good.md"})
 	id, _ := obj["run"].(string)
@@ -429,6 +430,12 @@ func TestCancel(t *testing.T) {
 	waitGone(t, pid) // after the kill below (cleanups run last first)
 	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
 	waitState(t, cs, id, "running")
+	return repo, cs, id, pid
+}
+
+// cancel stops a run as Ctrl-C would: interrupted, resumable.
+func TestCancel(t *testing.T) {
+	repo, cs, id, pid := startWaiting(t, filepath.Join(t.TempDir(), "go"))
 	_, c := mustOK(t, cs, "cancel", map[string]any{"run": id})
 	if c["pid"] != float64(pid) {
 		t.Errorf("cancel %v, want pid %d", c, pid)
@@ -451,14 +458,7 @@ func TestCancel(t *testing.T) {
 // ends, and finishes.
 func TestRunOutlivesSession(t *testing.T) {
 	goFile := filepath.Join(t.TempDir(), "go")
-	repo, cs := setup(t, "WAIT_FOR="+goFile)
-	write(t, repo, map[string]string{"good.md": valid})
-	_, obj := mustOK(t, cs, "run", map[string]any{"plan": "good.md"})
-	id, _ := obj["run"].(string)
-	pid := int(obj["pid"].(float64))
-	waitGone(t, pid) // after the kill below (cleanups run last first)
-	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
-	waitState(t, cs, id, "running")
+	repo, cs, id, _ := startWaiting(t, goFile)
 	if err := cs.Close(); err != nil { // the server exits with its stdin
 		t.Logf("close: %v", err)
 	}
