@@ -1,8 +1,6 @@
 package agents_test
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -11,8 +9,6 @@ import (
 
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/internal/agentkit/clitest"
-	"github.com/muster-run/muster/internal/cli"
-	"github.com/muster-run/muster/internal/cli/cmdutil"
 	"github.com/muster-run/muster/mockllm"
 	"github.com/muster-run/muster/mockllm/mockllmtest"
 )
@@ -82,20 +78,7 @@ command = ["` + claudeACP + `"]
 	for _, x := range []struct{ id, exec, file string }{{"q1", "qwen", "q1.txt"}, {"q2", "qwen", "q2.txt"}, {"c1", "claude", "c1.txt"}, {"c2", "claude", "c2.txt"}} {
 		plan += "## [ ] " + x.id + ": Write " + x.file + "\nOwns: " + x.file + "\nExecutor: " + x.exec + "\nReview: none\n\nCreate " + x.file + ". [scenario: acp-" + x.id + "]\n\n"
 	}
-	for name, body := range map[string]string{"muster.toml": toml, "plan.md": plan} {
-		if err := os.WriteFile(filepath.Join(repo, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	git(t, repo, "add", ".")
-	git(t, repo, "commit", "-q", "-m", "plan")
-
-	var out, errOut bytes.Buffer
-	io := &cmdutil.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}
-	code := cli.Execute(context.Background(), io, []string{"run", filepath.Join(repo, "plan.md"), "--repo", repo, "--json", "--run-id", "acp"})
-	if code != 0 {
-		t.Fatalf("muster run exited %d\nstderr:\n%s", code, errOut.String())
-	}
+	out, errOut := runPlan(t, repo, toml, plan, "acp")
 	for file, want := range map[string]string{"q1.txt": "from qwen 1", "q2.txt": "from qwen 2", "c1.txt": "from claude 1", "c2.txt": "from claude 2"} {
 		if got := git(t, repo, "show", "muster/acp:"+file); got != want {
 			t.Errorf("%s = %q", file, got)

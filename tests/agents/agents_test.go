@@ -59,6 +59,25 @@ Review: none
 Create b.txt. [scenario: e2e-codex]
 `
 
+// runPlan commits muster.toml and plan.md into repo and runs the plan with
+// muster run --json under runID; it returns the events on stdout and fails
+// the test when muster exits non-zero.
+func runPlan(t *testing.T, repo, toml, plan, runID string) (out, errOut bytes.Buffer) {
+	t.Helper()
+	for name, body := range map[string]string{"muster.toml": toml, "plan.md": plan} {
+		if err := os.WriteFile(filepath.Join(repo, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	git(t, repo, "add", ".")
+	git(t, repo, "commit", "-q", "-m", "plan")
+	io := &cmdutil.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}
+	if code := cli.Execute(context.Background(), io, []string{"run", filepath.Join(repo, "plan.md"), "--repo", repo, "--json", "--run-id", runID}); code != 0 {
+		t.Fatalf("muster run exited %d\nstderr:\n%s\nstdout:\n%s", code, errOut.String(), out.String())
+	}
+	return out, errOut
+}
+
 func git(t *testing.T, dir string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command("git", args...)
@@ -107,20 +126,7 @@ base_url = "` + srv.URL + `/v1"
 api_key_env = "MUSTER_E2E_OPENAI_KEY"
 command = ["` + codex + `"]
 `
-	for name, body := range map[string]string{"muster.toml": toml, "plan.md": plan} {
-		if err := os.WriteFile(filepath.Join(repo, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	git(t, repo, "add", ".")
-	git(t, repo, "commit", "-q", "-m", "plan")
-
-	var out, errOut bytes.Buffer
-	io := &cmdutil.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}
-	code := cli.Execute(context.Background(), io, []string{"run", filepath.Join(repo, "plan.md"), "--repo", repo, "--json", "--run-id", "e2e"})
-	if code != 0 {
-		t.Fatalf("muster run exited %d\nstderr:\n%s\nstdout:\n%s", code, errOut.String(), out.String())
-	}
+	out, errOut := runPlan(t, repo, toml, plan, "e2e")
 
 	branch := "muster/e2e"
 	if got := git(t, repo, "show", branch+":a.txt"); got != "from claude" {

@@ -57,20 +57,7 @@ base_url = "` + srv.URL + `/v1"
 api_key_env = "MUSTER_STORM_KEY"
 args = ["api=chat"]
 `
-	for name, body := range map[string]string{"muster.toml": toml, "plan.md": plan.String()} {
-		if err := os.WriteFile(filepath.Join(repo, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	git(t, repo, "add", ".")
-	git(t, repo, "commit", "-q", "-m", "plan")
-
-	var out, errOut bytes.Buffer
-	io := &cmdutil.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}
-	code := cli.Execute(context.Background(), io, []string{"run", filepath.Join(repo, "plan.md"), "--repo", repo, "--json", "--run-id", "storm"})
-	if code != 0 {
-		t.Fatalf("muster run exited %d\nstderr:\n%s", code, errOut.String())
-	}
+	out, errOut := runPlan(t, repo, toml, plan.String(), "storm")
 	var evs []muster.Event
 	for _, line := range strings.Split(out.String(), "\n") {
 		var ev muster.Event
