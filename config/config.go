@@ -25,7 +25,7 @@ var (
 	topKeys      = []string{"run", "executors", "gates", "pool", "fleet"}
 	fleetKeys    = []string{"nats", "user", "password_env", "nkey_seed_file", "nkeys", "tls_ca", "tls_cert", "tls_key", "lease"}
 	poolKeys     = []string{"max_clones"}
-	runKeys      = []string{"max_parallel", "on_failure", "budget_usd", "budget_tokens", "writers", "on_violation", "noop", "max_rounds", "verify_integration", "approve", "require_approval", "keep", "guard", "grace", "gate_timeout", "reviewers", "stall_timeout", "prices_file", "env_allow", "confine", "writable"}
+	runKeys      = []string{"max_parallel", "on_failure", "budget_usd", "budget_tokens", "writers", "on_violation", "noop", "max_rounds", "max_batch", "verify_integration", "approve", "require_approval", "keep", "guard", "grace", "gate_timeout", "reviewers", "stall_timeout", "prices_file", "env_allow", "confine", "writable"}
 	executorKeys = []string{"kind", "clones", "roles", "model", "models", "base_url", "api_key_env", "env", "args", "command", "timeout", "max_concurrent", "env_allow", "writable", "seed", "speed"}
 )
 
@@ -219,6 +219,8 @@ func (r *reader) run(rc *muster.RunConfig, t map[string]any) {
 			rc.Noop = r.oneOf(v, p, muster.NoopFail, muster.NoopComplete)
 		case "max_rounds":
 			rc.MaxRounds = r.count(v, 1, p)
+		case "max_batch":
+			rc.MaxBatch = r.count(v, 1, p)
 		case "verify_integration":
 			if b, ok := v.(bool); ok {
 				rc.VerifyIntegration = &b

@@ -24,6 +24,7 @@ import (
 	"github.com/muster-run/muster/internal/agents"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
 	"github.com/muster-run/muster/internal/cli/progress"
+	"github.com/muster-run/muster/internal/owns"
 	"github.com/muster-run/muster/internal/proc"
 	"github.com/muster-run/muster/internal/procid"
 	"github.com/muster-run/muster/journal"
@@ -318,6 +319,7 @@ func (s *Session) Drive(ctx context.Context) error {
 		LogDir: filepath.Join(s.Dir, muster.LogDir), Redactor: Redactor(s.Config),
 		KillOrphan: killOrphan, Identify: procid.Of, CrashAt: os.Getenv(CrashEnv),
 		Fragment: fragment(s.Config),
+		Overlap:  func(a, b []string) bool { _, _, ok := owns.Overlaps(a, b); return ok },
 		OnEvent: func(e *muster.Event, st *engine.State) {
 			if live != nil && live.Active() {
 				live.Send(*e)
