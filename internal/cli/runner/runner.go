@@ -18,6 +18,7 @@ import (
 	"github.com/muster-run/muster/config"
 	"github.com/muster-run/muster/cost"
 	"github.com/muster-run/muster/driver"
+	"github.com/muster-run/muster/egress"
 	"github.com/muster-run/muster/engine"
 	"github.com/muster-run/muster/gate"
 	"github.com/muster-run/muster/git"
@@ -278,7 +279,8 @@ func (s *Session) Drive(ctx context.Context) error {
 	}
 	allowEnv(s.Config)
 	runner := gate.Runner{Grace: s.Config.Grace(), Allow: s.Config.Run.EnvAllow, Confine: confinement}
-	crew, err := agents.Crew(s.Config, runner)
+	ledger := egress.NewLedger(s.Config.Run)
+	crew, err := agents.CrewWithin(s.Config, runner, ledger)
 	if err != nil {
 		return err
 	}
@@ -319,6 +321,9 @@ func (s *Session) Drive(ctx context.Context) error {
 		KillOrphan: killOrphan, Identify: procid.Of, CrashAt: os.Getenv(CrashEnv),
 		Fragment: fragment(s.Config),
 		OnEvent: func(e *muster.Event, st *engine.State) {
+			if e.Type == muster.EvTokensUsed {
+				ledger.Observe(st.Usage)
+			}
 			if live != nil && live.Active() {
 				live.Send(*e)
 			} else {
