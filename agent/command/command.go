@@ -144,7 +144,10 @@ func unwrapStart(err error) error {
 // spec.Env, req.Env and the MUSTER_* variables, later ones winning.
 func Environ(spec *muster.ExecutorSpec, req *muster.ExecRequest, promptFile string) []string {
 	allow := append([]string(nil), spec.EnvAllow...)
-	if spec.APIKeyEnv != "" && req.Endpoint == nil {
+	if spec.APIKeyEnv != "" && (req.Endpoint == nil || req.Endpoint.BaseURL == "") {
+		// Without a base_url muster cannot know the provider, so the
+		// program holds its key; behind the endpoint it holds the
+		// placeholder (endpointVars).
 		allow = append(allow, spec.APIKeyEnv)
 	}
 	vars := map[string]string{}
