@@ -301,6 +301,9 @@ type GateResult struct {
 	ExitCode int
 	Output   string // bounded
 	Duration time.Duration
+	// JUnit holds the JUnit XML reports the gate wrote (GateSpec.JUnit),
+	// bounded.
+	JUnit string `json:",omitempty"`
 }
 
 // Redactor removes secrets (known values, key-shaped strings, URL
