@@ -606,7 +606,12 @@ func (w *worker) record(spec *muster.ExecutorSpec, role muster.Role, clone int) 
 				}
 				return
 			}
-			w.send(append(warn, muster.Event{Type: muster.EvTokensUsed, Executor: spec.Name, Clone: clone, Role: role, Model: r.Model, Usage: u})...)
+			w.send(append(warn, muster.Event{Type: muster.EvTokensUsed, Executor: spec.Name, Clone: clone, Role: role, Model: r.Model, Usage: u, Source: source(r.Source), Reason: bound(red.String(r.Text), maxName)})...)
+		case muster.RecBlocked:
+			if e, ok := w.blocked(r); ok {
+				e.Executor, e.Clone, e.Role = spec.Name, clone, role
+				w.send(e)
+			}
 		case muster.RecTool:
 			if c.tools++; c.tools > maxToolRecords {
 				c.droppedTools++
