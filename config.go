@@ -203,7 +203,11 @@ func Slot(executor string, clone int) string { return executor + "#" + strconv.I
 type GateSpec struct {
 	Name    string `json:"name"`
 	Command string `json:"command"`
-	Line    int    `json:"-"`
+	// JUnit is a glob, relative to the clone, of the JUnit XML reports
+	// the gate writes ([gates.NAME] junit): muster reads its failing
+	// tests there.
+	JUnit string `json:"junit,omitempty"`
+	Line  int    `json:"-"`
 }
 
 // RunConfig is the [run] table.

@@ -318,6 +318,9 @@ type GateResult struct {
 	ExitCode int
 	Output   string // bounded
 	Duration time.Duration
+	// JUnit holds the JUnit XML reports the gate wrote (GateSpec.JUnit),
+	// bounded.
+	JUnit string `json:",omitempty"`
 	// Blocked are the hosts ("host:port") muster's proxy refused the gate
 	// while it ran: a failure after one is an environment error naming
 	// them and allow_hosts (muster.BlockedReason), not the task's.

@@ -366,6 +366,12 @@ func (w *worker) check(ctx context.Context, m *engine.Attempt, res *muster.ExecR
 	if ctx.Err() != nil {
 		return "", w.cancelled(ctx), ""
 	}
+	// What the gates wrote (a __pycache__, a report) is not the agent's:
+	// undone before the review, the commit and the next round's Owns
+	// check, so only what the agent wrote counts.
+	if err := w.undoGateOutput(ctx, w.dir, w.base, change); err != nil {
+		return "", w.opFailed("undo what the gates wrote", err, false), ""
+	}
 	if w.envFailed != "" {
 		// A gate that cannot start: no fix round can install it, and the
 		// task is not charged: the run stops as on any environment error
