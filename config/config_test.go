@@ -79,7 +79,7 @@ func TestParseProblems(t *testing.T) {
 		{"syntax", "[run]\nmax_parallel = = 3\n", []string{`m.toml:2: bad TOML: unexpected character U+003D '=' at start of value`}},
 		{"duplicate", "[run]\nnoop = \"fail\"\nnoop = \"fail\"\n", []string{`m.toml:3: bad TOML: key noop is already defined`}},
 		{"unknown top", "[rnu]\nx = 1\n", []string{`m.toml:1: unknown key "rnu"; did you mean "run"?`}},
-		{"unknown far", "[zzz]\n", []string{`m.toml:1: unknown key "zzz" (known keys: run, executors, gates, pool, fleet)`}},
+		{"unknown far", "[zzz]\n", []string{`m.toml:1: unknown key "zzz" (known keys: run, executors, gates, setup, pool, fleet)`}},
 		{"pool", "[pool]\nmax_clones = 0\nmax_clone = 3\n", []string{
 			`m.toml:2: max_clones: want a whole number, 1 or more`,
 			`m.toml:3: unknown key "max_clone" in [pool]; did you mean "max_clones"?`}},

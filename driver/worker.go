@@ -58,8 +58,8 @@ type worker struct {
 	// pendingNotes are the notes records of the round under way, shared
 	// when it is accepted (shareFindings).
 	pendingNotes []pendingNote
-	// envFailed is set when a gate could not run at all (exit 127): the
-	// task fails at once, with no fix round.
+	// envFailed is set when a gate could not run at all (gateEnv): the
+	// run stops at once, with no fix round and nothing charged.
 	envFailed string
 	// remoteGates holds the gate results of the last coder invocation
 	// when its executor ran them where the agent ran (a fleet worker).
@@ -365,11 +365,17 @@ func (w *worker) check(ctx context.Context, m *engine.Attempt, res *muster.ExecR
 	if ctx.Err() != nil {
 		return "", w.cancelled(ctx), ""
 	}
+	// What the gates wrote (a __pycache__, a report) is not the agent's:
+	// undone before the review, the commit and the next round's Owns
+	// check, so only what the agent wrote counts.
+	if err := w.undoGateOutput(ctx, w.dir, w.base, change); err != nil {
+		return "", w.opFailed("undo what the gates wrote", err, false), ""
+	}
 	if w.envFailed != "" {
 		// A gate that cannot start: no fix round can install it, and the
 		// task is not charged: the run stops as on any environment error
 		// (exit 3, resumable once the program is installed).
-		return "", w.stopRun(&envError{cause: w.envFailed, err: errors.New("gate exit status 127")}), ""
+		return "", w.stopRun(&envError{cause: w.envFailed, err: errors.New("a gate could not run")}), ""
 	}
 	if st := m.Gates(failed); st.Kind != engine.StepGo {
 		return fb, w.stepUnlessFix(st), ""
@@ -597,7 +603,12 @@ func (w *worker) record(spec *muster.ExecutorSpec, role muster.Role, clone int) 
 				}
 				return
 			}
-			w.send(append(warn, muster.Event{Type: muster.EvTokensUsed, Executor: spec.Name, Clone: clone, Role: role, Model: r.Model, Usage: u})...)
+			w.send(append(warn, muster.Event{Type: muster.EvTokensUsed, Executor: spec.Name, Clone: clone, Role: role, Model: r.Model, Usage: u, Source: source(r.Source), Reason: bound(red.String(r.Text), maxName)})...)
+		case muster.RecBlocked:
+			if e, ok := w.blocked(r); ok {
+				e.Executor, e.Clone, e.Role = spec.Name, clone, role
+				w.send(e)
+			}
 		case muster.RecTool:
 			if c.tools++; c.tools > maxToolRecords {
 				c.droppedTools++
