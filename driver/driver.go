@@ -106,6 +106,16 @@ type Options struct {
 	// empty. An error fails the delegating task with its text, before its
 	// commit is integrated.
 	Fragment func(parent *muster.Task, path string, data []byte, existing []*muster.Task) ([]*muster.Task, error)
+	// Reserved are the run's reserved repository paths besides
+	// muster.ReservedPaths (the config file in use, the plan, the prices
+	// file, the programs the config names by relative path): the
+	// workspace refuses changes to them, and the driver names them so.
+	Reserved []string
+	// GateFiles are the repository files the gates name (their scripts,
+	// the Makefile or package.json they run): the workspace refuses a
+	// change to one unless the task owns it by name, and a reviewer's
+	// prompt flags every one the change touches.
+	GateFiles []string
 	// Redactor removes secrets from every event before it is journaled
 	// or shown, from notes and from prompts (nil: nothing is redacted;
 	// the command line passes internal/redact's).

@@ -66,6 +66,9 @@ type worker struct {
 	remoteGates []muster.GateResult
 	// counts are the attempt's records so far, for the caps.
 	counts counters
+	// gateChanged are the files a gate names that the round's change
+	// touches, flagged in the review prompt.
+	gateChanged []string
 }
 
 type depOutput struct {
@@ -296,6 +299,7 @@ func (w *worker) check(ctx context.Context, m *engine.Attempt, res *muster.ExecR
 		return "", w.opFailed("compute the change in the clone's worktree", err, false), ""
 	}
 	readOnly := w.task.EffectiveAuthority() == muster.AuthorityRead
+	w.gateChanged = gateFilesIn(change, w.d.opts.GateFiles)
 	viol := w.d.opts.Workspace.Violations(ctx, w.dir, change, w.task.Owns)
 	if readOnly {
 		viol = changedPaths(change)
@@ -303,7 +307,7 @@ func (w *worker) check(ctx context.Context, m *engine.Attempt, res *muster.ExecR
 	if len(viol) > 0 {
 		// Named for what they are: reserved files, symlinks leaving the
 		// worktree, paths outside the repository or outside Owns.
-		what, ev := strings.Join(explainViolations(w.dir, viol), "; "), muster.Event{Type: muster.EvViolation, Paths: viol, Round: round}
+		what, ev := strings.Join(w.explainViolations(viol), "; "), muster.Event{Type: muster.EvViolation, Paths: viol, Round: round}
 		if readOnly {
 			what, ev.Reason = "changed paths with read authority: "+strings.Join(viol, ", "), "read authority"
 		}
