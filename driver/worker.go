@@ -5,13 +5,12 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/engine"
+	"github.com/muster-run/muster/internal/exchange"
 )
 
 // Bounds on what an attempt writes into the journal.
@@ -50,8 +49,12 @@ type worker struct {
 	prevBlocking map[string]bool
 	// baselined holds the task gates already run on the base.
 	baselined map[string]bool
-	// planOut is where a delegating task's agent may write new tasks.
+	// planOut is the out/ directory where a delegating task's agent, in
+	// its latest round, may write new tasks (planOutFile).
 	planOut string
+	// home and tmp are the coder's, made at its first round and reused by
+	// its later ones (exchangeFor).
+	home, tmp string
 	// pendingNotes are the notes records of the round under way, shared
 	// when it is accepted (shareFindings).
 	pendingNotes []pendingNote
@@ -335,7 +338,7 @@ func (w *worker) check(ctx context.Context, m *engine.Attempt, res *muster.ExecR
 		}
 	}
 	if change.Empty() {
-		delegated := w.task.Delegates && nonEmpty(w.planOut)
+		delegated := w.task.Delegates && w.planOut != "" && exchange.Stat(w.planOut, planOutFile) > 0
 		st := m.EmptyChange(engine.Empty{
 			Delegated: delegated, ReadOnly: readOnly, Satisfied: res != nil && res.Satisfied,
 			Answer: bound(oneLine(w.lastMsg), 300), NoopComplete: w.cfg.Run.Noop == muster.NoopComplete,
@@ -456,23 +459,17 @@ func (w *worker) execute(ctx context.Context, exec muster.Executor, round int, f
 	w.transcript, w.pendingNotes = "", nil
 	w.log(muster.LogRecord{Kind: muster.LogPrompt, Round: round, Role: w.a.Role, Slot: w.slot(), Text: promptHead(req.Prompt)})
 	w.lastMsg = ""
-	req.Scratch = filepath.Join(w.scratch, fmt.Sprintf("r%d", round))
-	if _, free := exec.(muster.ScratchFree); !free {
-		if err := os.MkdirAll(req.Scratch, 0o755); err != nil {
+	var inv *exchange.Dir
+	if _, free := exec.(muster.ScratchFree); !free || w.task.Delegates {
+		var err error
+		if inv, err = w.exchangeFor(req, fmt.Sprintf("r%d", round), true); err != nil {
 			return nil, err
 		}
-		if err := w.tmpdir(req); err != nil {
-			return nil, err
-		}
-	}
-	req.Confine = w.confinement(spec, req.Authority)
-	if w.task.Delegates {
-		w.planOut = filepath.Join(w.scratch, "plan-out.md")
-		req.PlanOut = w.planOut
-		if err := os.MkdirAll(w.scratch, 0o755); err != nil {
-			return nil, err
+		if w.task.Delegates {
+			w.planOut, req.PlanOut = inv.Out, inv.OutFile(planOutFile)
 		}
 	}
+	req.Confine = w.confinement(spec, req.Authority, inv)
 	backoff := time.Second
 	for try := 0; ; try++ {
 		res, err := exec.Execute(ctx, req, w.record(spec, w.a.Role, w.a.Clone))
