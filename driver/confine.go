@@ -21,6 +21,8 @@ func (w *worker) confinement(spec *muster.ExecutorSpec, auth muster.Authority) *
 	paths := []string{w.scratch}
 	if auth != muster.AuthorityRead {
 		paths = append(paths, w.dir)
+	} else {
+		c = c.WithReadOnly(w.dir) // seen, in the sandbox, where the cache is hidden
 	}
 	if spec != nil {
 		paths = append(paths, spec.Writable...)

@@ -236,7 +236,7 @@ func (s *session) ask(ctx context.Context, task *muster.Task, try int, dir, prom
 	req := &muster.ExecRequest{Run: o.RunID, Task: task, Role: muster.RolePlanner, Spec: o.Spec, Clone: s.clone,
 		Attempt: try, Dir: dir, Prompt: prompt, Authority: muster.AuthorityRead, Scratch: scratch,
 		PlanOut: filepath.Join(scratch, "plan-out.md"), Timeout: timeout, Grace: o.Grace, Env: env,
-		Confine: o.Confine.With(append([]string{scratch}, o.Spec.Writable...)...)}
+		Confine: o.Confine.WithReadOnly(dir).With(append([]string{scratch}, o.Spec.Writable...)...)}
 	var journalErr error
 	res, execErr := o.Executor.Execute(ctx, req, func(r muster.Record) {
 		if ev, ok := s.record(r); ok && journalErr == nil {
