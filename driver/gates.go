@@ -3,8 +3,6 @@ package driver
 import (
 	"context"
 	"fmt"
-	"regexp"
-	"sort"
 	"strings"
 	"sync"
 
@@ -44,13 +42,17 @@ func (w *worker) gates(ctx context.Context, round int) (feedback, failed string)
 			w.send(ev)
 			continue
 		}
-		if why := envFailure(g, r); why != "" {
+		env, hard := gateEnv(g, r, w.dir)
+		if hard {
 			w.send(ev)
-			w.envFailed = why
-			return "", why
+			w.envFailed = env
+			return "", env
 		}
-		charged, newly := w.judge(ctx, g, r, &ev, w.base, "the base commit")
+		charged, newly := w.judge(ctx, g, r, &ev, w.base, "the base commit", env)
 		w.send(ev)
+		if w.envFailed != "" {
+			return "", w.envFailed
+		}
 		switch {
 		case !charged:
 		case len(newly) > 0:
@@ -79,7 +81,7 @@ func (w *worker) gates(ctx context.Context, round int) (feedback, failed string)
 			}
 		}
 		w.send(ev)
-		if why := envFailure(g, r); why != "" {
+		if why, _ := gateEnv(g, r, w.dir); why != "" {
 			w.envFailed = why
 			return "", why
 		}
@@ -111,14 +113,31 @@ func (w *worker) logGate(g muster.GateSpec, r muster.GateResult, round int) {
 // judge triages a failing plan-wide gate against its result on commit
 // (the task's base, or the tip it lands on; where names it for the
 // reason). It sets ev's Baseline and Reason, and returns whether the
-// failure is the change's to fix and which Go tests newly fail. A gate
-// whose result on commit cannot be known is charged.
-func (w *worker) judge(ctx context.Context, g muster.GateSpec, r muster.GateResult, ev *muster.Event, commit, where string) (charged bool, newly []string) {
+// failure is the change's to fix and which tests newly fail. A gate
+// whose result on commit cannot be known is charged. A gate that cannot
+// run (env: its output names a missing program or package) is the
+// change's only where it ran on commit; where it cannot run on commit
+// either, or commit's result is unknown, nothing can be triaged:
+// w.envFailed is set and the run stops.
+func (w *worker) judge(ctx context.Context, g muster.GateSpec, r muster.GateResult, ev *muster.Event, commit, where, env string) (charged bool, newly []string) {
 	before, ok := w.d.gateAt(ctx, g, commit, w.cfg)
 	if !ok {
+		if env != "" {
+			w.envFailed = env
+			return false, nil
+		}
 		return true, nil
 	}
 	ev.Baseline = verdict(before.Passed)
+	if why, _ := gateEnv(g, before, ""); why != "" {
+		w.envFailed = strings.Replace(why, "could not run", "could not run on "+where, 1)
+		return false, nil
+	}
+	if env != "" {
+		// It ran on commit: the change is what made it unable to run.
+		ev.Reason = "could not run after the change (it ran on " + where + ")"
+		return true, nil
+	}
 	charged, newly = triage(r, before)
 	switch {
 	case !charged:
@@ -127,75 +146,6 @@ func (w *worker) judge(ctx context.Context, g muster.GateSpec, r muster.GateResu
 		ev.Reason = "newly failing: " + strings.Join(newly, ", ")
 	}
 	return charged, newly
-}
-
-// gateSummary is a failing gate's root cause in one line: for go test
-// output, the failing tests with the first message of the first one
-// ("TestCount: count = 3, want 2; also TestOther"); else its last line of
-// output, or its exit code.
-func gateSummary(r muster.GateResult) string {
-	if names, first := goFailures(r.Output); len(names) > 0 {
-		s := names[0]
-		if first != "" {
-			s += ": " + first
-		}
-		if len(names) > 1 {
-			more := names[1:]
-			if len(more) > 4 {
-				more = append(more[:4:4], fmt.Sprintf("%d more", len(names)-5))
-			}
-			s += "; also " + strings.Join(more, ", ")
-		}
-		return bound(s, 300)
-	}
-	if l := strings.TrimSpace(lastLines(r.Output, 1)); l != "" {
-		return l
-	}
-	return fmt.Sprintf("exit %d, no output", r.ExitCode)
-}
-
-// goMessage is a test's message line under its --- FAIL line, with the
-// file:line prefix go test puts on it.
-var goMessage = regexp.MustCompile(`^\s+(?:\S+\.go:\d+: )?(.*\S)`)
-
-// goFailures returns the failing Go tests of a gate's output, in order
-// (subtests after their parents are left out when the parent is named
-// too), and the first message line of the first one.
-func goFailures(out string) (names []string, first string) {
-	lines := strings.Split(out, "\n")
-	seen := map[string]bool{}
-	for i, l := range lines {
-		m := goFail.FindStringSubmatch(l)
-		if m == nil || seen[m[1]] {
-			continue
-		}
-		seen[m[1]] = true
-		if parent, _, sub := strings.Cut(m[1], "/"); sub && seen[parent] {
-			continue
-		}
-		names = append(names, m[1])
-		if first == "" && i+1 < len(lines) && !goFail.MatchString(lines[i+1]) {
-			if mm := goMessage.FindStringSubmatch(lines[i+1]); mm != nil {
-				first = mm[1]
-			}
-		}
-	}
-	return names, first
-}
-
-// exitNotFound is the shell's exit status for a command it cannot find.
-const exitNotFound = 127
-
-// envFailure says why a gate that could not run at all (its program is
-// not installed: exit 127) stops the run at once as an environment error,
-// with no fix round and nothing charged to the task: no change of the
-// agent's can install it.
-func envFailure(g muster.GateSpec, r muster.GateResult) string {
-	if r.ExitCode != exitNotFound {
-		return ""
-	}
-	return fmt.Sprintf("environment error: gate %s (%s) could not run, command not found (exit 127): %s; install it or fix the gate, then run muster resume",
-		g.Name, g.Command, strings.TrimSpace(lastLines(r.Output, 1)))
 }
 
 func (w *worker) taskGates() []muster.GateSpec {
@@ -266,41 +216,4 @@ func (d *Driver) gateAt(ctx context.Context, g muster.GateSpec, commit string, c
 	}
 	d.gc.put(g, commit, r)
 	return r, true
-}
-
-// goFail matches a failing test in go test -v or plain output.
-var goFail = regexp.MustCompile(`(?m)^\s*--- FAIL: (\S+)`)
-
-// failingTests returns the names of failing Go tests in a gate's output.
-func failingTests(out string) map[string]bool {
-	m := map[string]bool{}
-	for _, s := range goFail.FindAllStringSubmatch(out, -1) {
-		m[s[1]] = true
-	}
-	return m
-}
-
-// triage decides whether a failing gate is the change's to fix, given the
-// gate's result before the change. A gate that passed before is charged.
-// One that failed before too is charged only for what is new: failing Go
-// tests that did not fail before (newly lists them), or a failure of
-// another kind (tests failed before, none named now: the build broke).
-func triage(after, before muster.GateResult) (charged bool, newly []string) {
-	if after.Passed {
-		return false, nil
-	}
-	if before.Passed {
-		return true, nil
-	}
-	a, b := failingTests(after.Output), failingTests(before.Output)
-	for n := range a {
-		if !b[n] {
-			newly = append(newly, n)
-		}
-	}
-	sort.Strings(newly)
-	if len(newly) > 0 {
-		return true, newly
-	}
-	return len(a) == 0 && len(b) > 0, nil
 }
