@@ -203,7 +203,11 @@ func Slot(executor string, clone int) string { return executor + "#" + strconv.I
 type GateSpec struct {
 	Name    string `json:"name"`
 	Command string `json:"command"`
-	Line    int    `json:"-"`
+	// JUnit is a glob, relative to the clone, of the JUnit XML reports
+	// the gate writes ([gates.NAME] junit): muster reads its failing
+	// tests there.
+	JUnit string `json:"junit,omitempty"`
+	Line  int    `json:"-"`
 }
 
 // RunConfig is the [run] table.
@@ -234,6 +238,10 @@ type RunConfig struct {
 	// Writable lists absolute paths every agent and gate may write under
 	// confinement, besides its clone, its home, its temp dir and /tmp.
 	Writable []string `json:"writable,omitempty"`
+	// Hide lists absolute paths covered (empty) in every confined
+	// invocation's mount namespace, besides the default hide list
+	// (credentials, socket directories; docs/security.md).
+	Hide []string `json:"hide,omitempty"`
 	// EnvAllow names variables that look like credentials but are none:
 	// every agent and gate gets them, and they are not redacted.
 	EnvAllow []string `json:"env_allow,omitempty"`
@@ -241,6 +249,22 @@ type RunConfig struct {
 	// AllowHosts the hosts its proxy lets them reach.
 	Network    NetworkPolicy `json:"network,omitempty"`
 	AllowHosts []string      `json:"allow_hosts,omitempty"`
+	// MaxFileBytes caps the size of one changed file (0:
+	// DefaultMaxFileBytes), checked by lstat before anything reads it.
+	MaxFileBytes int64 `json:"max_file_bytes,omitempty"`
+	// MaxTasks caps the tasks of a run, the plan's and every delegated
+	// one (0: MaxTasksFor the plan).
+	MaxTasks int `json:"max_tasks,omitempty"`
+}
+
+// MaxTasksFor is the cap on a run's tasks for a plan of n tasks: [run]
+// max_tasks when set, else ten times the plan's tasks and at least
+// DefaultMinMaxTasks.
+func (c *Config) MaxTasksFor(n int) int {
+	if c != nil && c.Run.MaxTasks > 0 {
+		return c.Run.MaxTasks
+	}
+	return max(10*n, DefaultMinMaxTasks)
 }
 
 // Config is a parsed muster.toml merged with command-line overrides.
