@@ -257,6 +257,8 @@ type Config struct {
 	// is [setup] network and allow_hosts.
 	GatesNet GatesNetwork `json:"gates_network,omitzero"`
 	SetupNet SetupNetwork `json:"setup_network,omitzero"`
+	// Setup are the [setup] commands, in file order.
+	Setup []SetupStep `json:"setup,omitempty"`
 	Pool     PoolConfig   `json:"pool,omitzero"`
 	Fleet    FleetConfig  `json:"fleet,omitzero"`
 }
