@@ -259,8 +259,8 @@ type Config struct {
 	SetupNet SetupNetwork `json:"setup_network,omitzero"`
 	// Setup are the [setup] commands, in file order.
 	Setup []SetupStep `json:"setup,omitempty"`
-	Pool     PoolConfig   `json:"pool,omitzero"`
-	Fleet    FleetConfig  `json:"fleet,omitzero"`
+	Pool  PoolConfig  `json:"pool,omitzero"`
+	Fleet FleetConfig `json:"fleet,omitzero"`
 }
 
 // PoolConfig is the [pool] table: the clones muster keeps in its cache

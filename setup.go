@@ -1,6 +1,10 @@
 package muster
 
-import "strings"
+import (
+	"path/filepath"
+	"slices"
+	"strings"
+)
 
 // SetupStep is one [setup] command: it installs a project's dependencies
 // in a clone before the clone's first task, and again when a task
@@ -74,4 +78,38 @@ func SetupDefaults(command string) (inputs, caches, outputs []string) {
 		inputs = append(inputs, tc.inputs...)
 	}
 	return inputs, nil, nil
+}
+
+// CleanKeep is what a clone keeps when it is cleaned between tasks and
+// runs: [run] keep and every setup step's outputs.
+func (c *Config) CleanKeep() []string {
+	out := append([]string(nil), c.Run.Keep...)
+	for _, st := range c.Setup {
+		for _, o := range st.Outputs {
+			if !slices.Contains(out, o) {
+				out = append(out, o)
+			}
+		}
+	}
+	return out
+}
+
+// SetupCaches are the setup steps' caches as absolute paths, "~/"
+// expanded to home; relative ones are left out.
+func (c *Config) SetupCaches(home string) []string {
+	var out []string
+	for _, st := range c.Setup {
+		for _, p := range st.Caches {
+			if rest, ok := strings.CutPrefix(p, "~/"); ok {
+				if home == "" {
+					continue
+				}
+				p = filepath.Join(home, rest)
+			}
+			if filepath.IsAbs(p) && !slices.Contains(out, p) {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
 }
