@@ -245,6 +245,22 @@ type RunConfig struct {
 	// AllowHosts the hosts its proxy lets them reach.
 	Network    NetworkPolicy `json:"network,omitempty"`
 	AllowHosts []string      `json:"allow_hosts,omitempty"`
+	// MaxFileBytes caps the size of one changed file (0:
+	// DefaultMaxFileBytes), checked by lstat before anything reads it.
+	MaxFileBytes int64 `json:"max_file_bytes,omitempty"`
+	// MaxTasks caps the tasks of a run, the plan's and every delegated
+	// one (0: MaxTasksFor the plan).
+	MaxTasks int `json:"max_tasks,omitempty"`
+}
+
+// MaxTasksFor is the cap on a run's tasks for a plan of n tasks: [run]
+// max_tasks when set, else ten times the plan's tasks and at least
+// DefaultMinMaxTasks.
+func (c *Config) MaxTasksFor(n int) int {
+	if c != nil && c.Run.MaxTasks > 0 {
+		return c.Run.MaxTasks
+	}
+	return max(10*n, DefaultMinMaxTasks)
 }
 
 // Config is a parsed muster.toml merged with command-line overrides.

@@ -46,12 +46,23 @@ type ExecRequest struct {
 	// Model is the model this invocation asks for: the task's Model:, or
 	// "" for the executor's own model.
 	Model string
-	// Scratch is a private directory outside the worktree for this
-	// invocation (prompt file, diff file, plan-out file, agent homes).
+	// Scratch is the invocation's own directory outside the worktree,
+	// made fresh by muster (internal/exchange, ARCHITECTURE.md §8.2): its
+	// in/ holds what muster wrote for it (PromptFile, DiffFile: read-only
+	// to the invocation), its out/ what it writes (PlanOut), beside Home
+	// and TMPDIR. An executor writes nothing into Scratch itself.
 	Scratch string
-	// DiffFile (reviewers) and PlanOut (delegating tasks) lie in Scratch.
+	// PromptFile (in/prompt.md) holds Prompt; "" when the driver made no
+	// Scratch (an executor that needs a file then makes its own).
+	PromptFile string
+	// DiffFile (reviewers: in/change.diff) and PlanOut (delegating tasks
+	// and planners: out/plan-out.md) lie in Scratch.
 	DiffFile string
 	PlanOut  string
+	// Home is the invocation's home, made by muster: a coder's is its
+	// attempt's and reused by its later rounds; every other invocation's
+	// is fresh. "": the executor finds one (internal/agentkit.Home).
+	Home string
 	// SessionID resumes an earlier agent session where the kind supports it.
 	SessionID string
 	Timeout   time.Duration

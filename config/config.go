@@ -25,7 +25,7 @@ var (
 	topKeys      = []string{"run", "executors", "gates", "setup", "pool", "fleet"}
 	fleetKeys    = []string{"nats", "user", "password_env", "nkey_seed_file", "nkeys", "tls_ca", "tls_cert", "tls_key", "lease"}
 	poolKeys     = []string{"max_clones"}
-	runKeys      = []string{"max_parallel", "on_failure", "budget_usd", "budget_tokens", "writers", "on_violation", "noop", "max_rounds", "verify_integration", "approve", "require_approval", "keep", "guard", "grace", "gate_timeout", "reviewers", "stall_timeout", "prices_file", "env_allow", "confine", "writable", "network", "allow_hosts"}
+	runKeys      = []string{"max_parallel", "on_failure", "budget_usd", "budget_tokens", "writers", "on_violation", "noop", "max_rounds", "verify_integration", "approve", "require_approval", "keep", "guard", "grace", "gate_timeout", "reviewers", "stall_timeout", "prices_file", "env_allow", "confine", "writable", "network", "allow_hosts", "max_file_bytes", "max_tasks"}
 	executorKeys = []string{"kind", "clones", "roles", "model", "models", "base_url", "api_key_env", "env", "args", "command", "timeout", "max_concurrent", "env_allow", "writable", "network", "allow_hosts", "seed", "speed"}
 )
 
@@ -253,6 +253,14 @@ func (r *reader) run(rc *muster.RunConfig, t map[string]any) {
 			rc.Confine = r.oneOf(v, p, muster.ConfineAuto, muster.ConfineRequired, muster.ConfineOff)
 		case "writable":
 			rc.Writable = r.paths(v, p)
+		case "max_file_bytes":
+			if n, ok := v.(int64); ok && n >= 1 && n <= muster.MaxFileBytesCap {
+				rc.MaxFileBytes = n
+			} else {
+				r.at(p, "%s: want a number of bytes, 1 to %d (the default is %d, 100 MB)", k, int64(muster.MaxFileBytesCap), muster.DefaultMaxFileBytes)
+			}
+		case "max_tasks":
+			rc.MaxTasks = r.count(v, 1, p)
 		case "network":
 			rc.Network = r.network(v, p)
 		case "allow_hosts":
