@@ -381,11 +381,18 @@ func (d *Driver) gateTree(gctx context.Context, chain []link, k int, tip string,
 		r, cached := d.gc.get(g, l.merged)
 		if !cached || fresh {
 			if dir == "" {
-				// The queue's clone gets the project's setup here once
-				// per checkout when [setup] lands (issue 25).
 				var err error
 				if dir, err = d.opts.Workspace.Checkout(ctx, queueSlot, l.merged); err != nil {
 					return treeVerdict{err: fmt.Errorf("check out the merged tree: %w", err)}
+				}
+				// The queue's clone gets the project's [setup] like any
+				// clone (each Checkout resets it, so gate output never
+				// lingers there).
+				if _, fail, err := d.SetupClone(gctx, dir, cfg); err != nil {
+					return treeVerdict{err: err}
+				} else if fail != nil {
+					return treeVerdict{failed: fail.summary() + " on the merged tree",
+						feedback: "Setup failed on your change merged onto the new tip:\n" + tail(fail.Result.Output, maxFeedback/2)}
 				}
 				d.q.mu.Lock()
 				d.q.steps++

@@ -13,12 +13,14 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 
 	muster "github.com/muster-run/muster"
+	"github.com/muster-run/muster/internal/agentkit"
 	"github.com/muster-run/muster/internal/proc"
 	"github.com/muster-run/muster/internal/redact"
 )
@@ -62,18 +64,20 @@ func (e *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit fu
 	if emit == nil {
 		emit = func(muster.Record) {}
 	}
-	scratch := req.Scratch
-	if scratch == "" {
+	// The driver wrote the prompt into the invocation's in/ (read-only to
+	// the program); without one the executor makes a private directory
+	// of its own for it.
+	promptFile := req.PromptFile
+	if promptFile == "" {
 		d, err := os.MkdirTemp("", "muster-cmd-")
 		if err != nil {
 			return nil, &muster.AgentError{Class: muster.FailStart, Message: err.Error()}
 		}
 		defer os.RemoveAll(d)
-		scratch = d
-	}
-	promptFile := filepath.Join(scratch, "prompt.md")
-	if err := os.WriteFile(promptFile, []byte(req.Prompt), 0o600); err != nil {
-		return nil, &muster.AgentError{Class: muster.FailStart, Message: fmt.Sprintf("write prompt file: %v", err)}
+		promptFile = filepath.Join(d, "prompt.md")
+		if err := os.WriteFile(promptFile, []byte(req.Prompt), 0o600); err != nil {
+			return nil, &muster.AgentError{Class: muster.FailStart, Message: fmt.Sprintf("write prompt file: %v", err)}
+		}
 	}
 	env := Environ(e.spec, req, promptFile)
 
@@ -89,7 +93,7 @@ func (e *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit fu
 		Dir:      req.Dir,
 		Env:      env,
 		Stdin:    strings.NewReader(req.Prompt),
-		Launcher: req.Confine.Prefix(),
+		Confine:  req.Confine,
 		Grace:    req.Grace,
 		Timeout:  timeout,
 		OnLine:   p.line,
@@ -142,7 +146,10 @@ func unwrapStart(err error) error {
 // spec.Env, req.Env and the MUSTER_* variables, later ones winning.
 func Environ(spec *muster.ExecutorSpec, req *muster.ExecRequest, promptFile string) []string {
 	allow := append([]string(nil), spec.EnvAllow...)
-	if spec.APIKeyEnv != "" {
+	if spec.APIKeyEnv != "" && (req.Endpoint == nil || req.Endpoint.BaseURL == "") {
+		// Without a base_url muster cannot know the provider, so the
+		// program holds its key; behind the endpoint it holds the
+		// placeholder (endpointVars).
 		allow = append(allow, spec.APIKeyEnv)
 	}
 	vars := map[string]string{}
@@ -170,11 +177,33 @@ func Environ(spec *muster.ExecutorSpec, req *muster.ExecRequest, promptFile stri
 	for k, v := range MusterVars(req, promptFile) {
 		set(k, v)
 	}
+	for k, v := range endpointVars(spec, req) {
+		set(k, v)
+	}
 	out := make([]string, 0, len(order))
 	for _, k := range order {
 		out = append(out, k+"="+vars[k])
 	}
 	return out
+}
+
+// endpointVars point a command behind muster's model endpoint at it
+// (MUSTER_MODEL_BASE_URL, and the proxy variables) and give its
+// api_key_env the placeholder, unless env_allow lets the real key
+// through (validate warns then).
+func endpointVars(spec *muster.ExecutorSpec, req *muster.ExecRequest) map[string]string {
+	ep := req.Endpoint
+	if ep == nil {
+		return nil
+	}
+	m := agentkit.EndpointVars(ep)
+	if ep.BaseURL != "" {
+		m[muster.ModelBaseURLVar] = ep.BaseURL
+	}
+	if spec.APIKeyEnv != "" && ep.Key != "" && !slices.Contains(spec.EnvAllow, spec.APIKeyEnv) {
+		m[spec.APIKeyEnv] = ep.Key
+	}
+	return m
 }
 
 // Secrets returns the values redacted from what the program reports: the

@@ -139,11 +139,13 @@ command = ["` + codex + `"]
 		t.Errorf("%s commits on the run branch, want 2", n)
 	}
 
-	// Usage per clone, from the events muster printed.
+	// Usage per clone, from the events muster printed: what counts (the
+	// provider's, seen by muster's endpoint; the agents' claims beside it
+	// do not count).
 	perClone := map[string]int64{}
 	for _, line := range strings.Split(out.String(), "\n") {
 		var ev muster.Event
-		if json.Unmarshal([]byte(line), &ev) != nil || ev.Type != muster.EvTokensUsed {
+		if json.Unmarshal([]byte(line), &ev) != nil || !ev.Counted() {
 			continue
 		}
 		perClone[muster.Slot(ev.Executor, ev.Clone)] += ev.InputTokens + ev.CacheReadTokens
@@ -155,7 +157,11 @@ command = ["` + codex + `"]
 	// Claude Code's own logs of this run, read by muster usage, give the
 	// same tokens muster recorded, and the same as ccusage's.
 	claudeLogs := filepath.Join(repo, ".git", "muster", "runs", "e2e", "scratch")
-	homes, _ := filepath.Glob(filepath.Join(claudeLogs, "*", "agent-homes", "claude-1", ".claude"))
+	// A coder's home is its attempt's (home-*); a reviewer's is its own
+	// invocation's (review-r*-*/home).
+	homes, _ := filepath.Glob(filepath.Join(claudeLogs, "*", "home-*", ".claude"))
+	more, _ := filepath.Glob(filepath.Join(claudeLogs, "*", "*", "home", ".claude"))
+	homes = append(homes, more...)
 	if len(homes) == 0 {
 		t.Fatalf("no Claude Code home under %s", claudeLogs)
 	}

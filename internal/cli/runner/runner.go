@@ -18,6 +18,7 @@ import (
 	"github.com/muster-run/muster/config"
 	"github.com/muster-run/muster/cost"
 	"github.com/muster-run/muster/driver"
+	"github.com/muster-run/muster/egress"
 	"github.com/muster-run/muster/engine"
 	"github.com/muster-run/muster/gate"
 	"github.com/muster-run/muster/git"
@@ -27,6 +28,7 @@ import (
 	"github.com/muster-run/muster/internal/owns"
 	"github.com/muster-run/muster/internal/proc"
 	"github.com/muster-run/muster/internal/procid"
+	"github.com/muster-run/muster/internal/reserve"
 	"github.com/muster-run/muster/journal"
 	"github.com/muster-run/muster/planfile"
 	"github.com/muster-run/muster/receipt"
@@ -206,7 +208,8 @@ func (s *Session) Drive(ctx context.Context) error {
 	// that it never disturbs a run another process drives.
 	var j *journal.Journal
 	var replayed []muster.Event
-	gopts := git.Options{Repo: s.Repo.Top, RunID: s.RunID, Base: s.Base, Resume: s.Resume, Keep: s.Config.Run.Keep, MaxClones: s.Config.Pool.MaxClones, Guard: s.Config.Run.Guard}
+	gopts := git.Options{Repo: s.Repo.Top, RunID: s.RunID, Base: s.Base, Resume: s.Resume, Keep: s.Config.CleanKeep(), MaxClones: s.Config.Pool.MaxClones, Guard: s.Config.Run.Guard,
+		Reserved: reserve.Paths(s.Repo.Top, s.Config, s.Plan.Source), GateFiles: reserve.GateFiles(s.Repo.Top, s.Config, s.Plan), MaxFileBytes: s.Config.Run.MaxFileBytes}
 	if gopts.Guard == "" {
 		gopts.Guard = DefaultGuard(confinement)
 	}
@@ -279,7 +282,11 @@ func (s *Session) Drive(ctx context.Context) error {
 	}
 	allowEnv(s.Config)
 	runner := gate.Runner{Grace: s.Config.Grace(), Allow: s.Config.Run.EnvAllow, Confine: confinement}
-	crew, err := agents.Crew(s.Config, runner)
+	// Setup may write the package caches; agents and gates only read them.
+	setup := runner
+	setup.Confine = confinement.With(setupCaches(s.Config)...)
+	ledger := egress.NewLedger(s.Config.Run)
+	crew, err := agents.CrewWithin(s.Config, runner, ledger)
 	if err != nil {
 		return err
 	}
@@ -314,13 +321,16 @@ func (s *Session) Drive(ctx context.Context) error {
 	}
 	opts := driver.Options{
 		RunID: s.RunID, PlanPath: s.Plan.Source, Plan: s.Plan, PlanCanon: planfile.CanonicalVersion, Config: Journaled(s.Config), Base: s.Base, Branch: ws.Branch(), Ref: s.Ref,
-		Replayed: replayed, Journal: j, Workspace: ws, Executors: crew, Gates: runner, Price: prices.Cost,
+		Replayed: replayed, Journal: j, Workspace: ws, Executors: crew, Gates: runner, Setup: setup, Price: prices.Cost,
 		ScratchDir: filepath.Join(s.Dir, "scratch"), Confine: confinement, Warnings: warnings, Owner: proc.Owner(),
 		LogDir: filepath.Join(s.Dir, muster.LogDir), Redactor: Redactor(s.Config),
 		KillOrphan: killOrphan, Identify: procid.Of, CrashAt: os.Getenv(CrashEnv),
-		Fragment: fragment(s.Config),
-		Overlap:  func(a, b []string) bool { _, _, ok := owns.Overlaps(a, b); return ok },
+		Fragment: fragment(s.Config), Reserved: gopts.Reserved, GateFiles: gopts.GateFiles,
+		Overlap: func(a, b []string) bool { _, _, ok := owns.Overlaps(a, b); return ok },
 		OnEvent: func(e *muster.Event, st *engine.State) {
+			if e.Type == muster.EvTokensUsed {
+				ledger.Observe(st.Usage)
+			}
 			if live != nil && live.Active() {
 				live.Send(*e)
 			} else {
@@ -396,4 +406,17 @@ func PlanCopy(dir string) string {
 		}
 	}
 	return ""
+}
+
+// setupCaches are the [setup] package caches, made when missing (a
+// confined step may write only paths that exist).
+func setupCaches(cfg *muster.Config) []string {
+	home, _ := os.UserHomeDir()
+	var out []string
+	for _, p := range cfg.SetupCaches(home) {
+		if os.MkdirAll(p, 0o755) == nil {
+			out = append(out, p)
+		}
+	}
+	return out
 }
