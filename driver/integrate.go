@@ -331,6 +331,9 @@ func (d *Driver) landChain(ctx context.Context, self *integration, tip string, c
 	// nothing else.
 	err := self.w.durable(ev)
 	if err == nil {
+		if len(chain) > 1 {
+			d.crash.at(CrashBatchAnnounced)
+		}
 		err = ws.Advance(ctx, top.merged, tip)
 	}
 	if err != nil {
@@ -340,6 +343,9 @@ func (d *Driver) landChain(ctx context.Context, self *integration, tip string, c
 		return false
 	}
 	d.crash.at(CrashIntegrate)
+	if len(chain) > 1 {
+		d.crash.at(CrashBatch)
+	}
 	evs := make([]muster.Event, len(chain))
 	for i, l := range chain {
 		evs[i] = muster.Event{Type: muster.EvIntegrated, Task: l.it.w.task.ID, Attempt: l.it.w.a.Attempt, Commit: l.merged, Tip: top.merged}
