@@ -48,6 +48,12 @@ const (
 	// credential (engine/pace.go); the attempt is not charged to the
 	// task's Retries.
 	EvRateLimited EventType = "RateLimited"
+	// EvRefused (Task, Attempt, Executor, Clone, Role, Worker: the
+	// sender, Subject, Reason) is a fleet report the orchestrator refused:
+	// a claim, a record or a result that is not of the lease it accepted,
+	// or that names another worker than its subject. It never fails or
+	// charges the task.
+	EvRefused EventType = "Refused"
 )
 
 // Event is one line of the journal. Fields not used by a type are empty.
@@ -125,6 +131,8 @@ type Event struct {
 	// Worker is the fleet worker (WorkerAssigned) and WorkerClone its clone.
 	Worker      string `json:"worker,omitempty"`
 	WorkerClone int    `json:"worker_clone,omitempty"`
+	// Subject (Refused) is the NATS subject a refused report came on.
+	Subject string `json:"subject,omitempty"`
 }
 
 // ReasonTampered is the Reason of a Violation event for a change to the

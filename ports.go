@@ -112,6 +112,9 @@ const (
 	// RecViolation (Tool: what was asked, Text: the path) says the agent
 	// asked muster for a path outside its worktree, and was refused.
 	RecViolation = "violation"
+	// RecRefused (Worker: the sender, Text: the subject, Tool: why) says a
+	// fleet report was refused; it never fails or charges the task.
+	RecRefused = "refused"
 )
 
 // ExecResult is how an invocation ended.
