@@ -12,6 +12,8 @@ const (
 	MaxTitleLength = 300
 	// MaxClones bounds an executor's clones (muster.toml and --crew).
 	MaxClones = 1000
+	// MaxDelegationDepth bounds a task's Delegates: N.
+	MaxDelegationDepth = 5
 	// MaxRetries bounds a task's Retries.
 	MaxRetries = 10
 	// MaxTaskTimeout bounds a task's Timeout and an executor's timeout.
@@ -21,6 +23,18 @@ const (
 	MaxBudgetMicros = 1_000_000 * 1_000_000
 	// MaxBudgetTokens bounds a task's and the run's token budget.
 	MaxBudgetTokens = 1_000_000_000_000
+	// DefaultMaxFileBytes is the default cap on the size of one changed
+	// file ([run] max_file_bytes): 100 MB. muster checks it with lstat
+	// before anything reads the file.
+	DefaultMaxFileBytes = 100_000_000
+	// MaxOversizeFiles bounds how many files over max_file_bytes one
+	// staging names and leaves out; more fails the staging.
+	MaxOversizeFiles = 1000
+	// DefaultMinMaxTasks is the least the default cap on a run's tasks
+	// ([run] max_tasks) is: ten times the plan's tasks, at least this.
+	DefaultMinMaxTasks = 100
+	// MaxFileBytesCap bounds [run] max_file_bytes (1 TB).
+	MaxFileBytesCap = 1 << 40
 )
 
 // ReservedPaths are the repository paths no task may own or change: the

@@ -2,10 +2,19 @@ package driver
 
 import (
 	"errors"
-	"os"
+	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/internal/exchange"
+)
+
+// planOutFile is the file in a delegating coder's out/ that it writes
+// its new tasks to (MUSTER_PLAN_OUT); maxPlanOut bounds it.
+const (
+	planOutFile = "plan-out.md"
+	maxPlanOut  = 1 << 20
 )
 
 // errJournal marks a splice that validated but could not be recorded.
@@ -27,12 +36,26 @@ func (d *Driver) planFragment(r *spliceRequest) error {
 			existing = append(existing, t)
 		}
 	}
-	tasks, err := d.opts.Fragment(r.parent, r.path, existing)
+	data, err := exchange.ReadFile(r.dir, planOutFile, maxPlanOut)
+	if err != nil || len(strings.TrimSpace(string(data))) == 0 {
+		return err
+	}
+	tasks, err := d.opts.Fragment(r.parent, filepath.Join(r.dir, planOutFile), data, existing)
 	if err != nil {
 		return err
 	}
 	if len(tasks) == 0 {
 		return nil
+	}
+	planned := 0 // the plan's own tasks, without any delegated one
+	for _, id := range d.state.Order {
+		if d.state.Tasks[id].Task.Parent == "" {
+			planned++
+		}
+	}
+	if limit := d.state.Config.MaxTasksFor(planned); len(existing)+len(tasks) > limit {
+		return fmt.Errorf("%d new tasks would make the run %d tasks: the cap on a run's tasks is %d ([run] max_tasks; by default 10 times the plan's %d tasks, at least %d)",
+			len(tasks), len(existing)+len(tasks), limit, planned, muster.DefaultMinMaxTasks)
 	}
 	for _, t := range tasks {
 		d.redactTask(t)
@@ -52,7 +75,7 @@ func (w *worker) splice() string {
 		return ""
 	}
 	reply := make(chan error, 1)
-	w.d.msgs <- message{splice: &spliceRequest{parent: w.task, path: w.planOut, reply: reply}}
+	w.d.msgs <- message{splice: &spliceRequest{parent: w.task, dir: w.planOut, reply: reply}}
 	err := <-reply
 	switch {
 	case err == nil:
@@ -61,12 +84,4 @@ func (w *worker) splice() string {
 		return "delegated tasks not recorded: the journal failed"
 	}
 	return "delegated tasks rejected: " + strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "; ")
-}
-
-func nonEmpty(path string) bool {
-	if path == "" {
-		return false
-	}
-	st, err := os.Stat(path)
-	return err == nil && st.Size() > 0
 }

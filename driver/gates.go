@@ -3,8 +3,6 @@ package driver
 import (
 	"context"
 	"fmt"
-	"regexp"
-	"sort"
 	"strings"
 	"sync"
 
@@ -123,6 +121,10 @@ func (w *worker) logGate(g muster.GateSpec, r muster.GateResult, round int) {
 // w.envFailed is set and the run stops.
 func (w *worker) judge(ctx context.Context, g muster.GateSpec, r muster.GateResult, ev *muster.Event, commit, where, env string) (charged bool, newly []string) {
 	before, ok := w.d.gateAt(ctx, g, commit, w.cfg)
+	if why := w.d.gc.setupFailure(commit); why != "" {
+		w.envFailed = why
+		return false, nil
+	}
 	if !ok {
 		if env != "" {
 			w.envFailed = env
@@ -150,60 +152,6 @@ func (w *worker) judge(ctx context.Context, g muster.GateSpec, r muster.GateResu
 	return charged, newly
 }
 
-// gateSummary is a failing gate's root cause in one line: for go test
-// output, the failing tests with the first message of the first one
-// ("TestCount: count = 3, want 2; also TestOther"); else its last line of
-// output, or its exit code.
-func gateSummary(r muster.GateResult) string {
-	if names, first := goFailures(r.Output); len(names) > 0 {
-		s := names[0]
-		if first != "" {
-			s += ": " + first
-		}
-		if len(names) > 1 {
-			more := names[1:]
-			if len(more) > 4 {
-				more = append(more[:4:4], fmt.Sprintf("%d more", len(names)-5))
-			}
-			s += "; also " + strings.Join(more, ", ")
-		}
-		return bound(s, 300)
-	}
-	if l := strings.TrimSpace(lastLines(r.Output, 1)); l != "" {
-		return l
-	}
-	return fmt.Sprintf("exit %d, no output", r.ExitCode)
-}
-
-// goMessage is a test's message line under its --- FAIL line, with the
-// file:line prefix go test puts on it.
-var goMessage = regexp.MustCompile(`^\s+(?:\S+\.go:\d+: )?(.*\S)`)
-
-// goFailures returns the failing Go tests of a gate's output, in order
-// (subtests after their parents are left out when the parent is named
-// too), and the first message line of the first one.
-func goFailures(out string) (names []string, first string) {
-	lines := strings.Split(out, "\n")
-	seen := map[string]bool{}
-	for i, l := range lines {
-		m := goFail.FindStringSubmatch(l)
-		if m == nil || seen[m[1]] {
-			continue
-		}
-		seen[m[1]] = true
-		if parent, _, sub := strings.Cut(m[1], "/"); sub && seen[parent] {
-			continue
-		}
-		names = append(names, m[1])
-		if first == "" && i+1 < len(lines) && !goFail.MatchString(lines[i+1]) {
-			if mm := goMessage.FindStringSubmatch(lines[i+1]); mm != nil {
-				first = mm[1]
-			}
-		}
-	}
-	return names, first
-}
-
 func (w *worker) taskGates() []muster.GateSpec {
 	var out []muster.GateSpec
 	for i, g := range w.task.Gates {
@@ -222,9 +170,12 @@ func verdict(passed bool) string {
 // gateCache holds gate results per (gate, commit) and serialises the
 // baseline worktree.
 type gateCache struct {
-	mu sync.Mutex // guards m
+	mu sync.Mutex // guards m and setup
 	m  map[string]muster.GateResult
-	wt sync.Mutex // held while the baseline worktree is in use
+	// setup holds, per commit, why setup failed on it in the baseline
+	// clone.
+	setup map[string]string
+	wt    sync.Mutex // held while the baseline worktree is in use
 }
 
 func gateKey(g muster.GateSpec, commit string) string {
@@ -266,6 +217,12 @@ func (d *Driver) gateAt(ctx context.Context, g muster.GateSpec, commit string, c
 	if err != nil || ctx.Err() != nil {
 		return muster.GateResult{}, false
 	}
+	if err := d.setupBase(ctx, dir, "commit "+short(commit)+" (the baseline clone)", cfg); err != nil {
+		if env := classifyEnv(err, ""); env != nil && ctx.Err() == nil {
+			d.gc.setupFailed(commit, env.cause)
+		}
+		return muster.GateResult{}, false
+	}
 	r := d.opts.Gates.Run(ctx, dir, g, cfg.Run.GateTimeout)
 	if ctx.Err() != nil {
 		return muster.GateResult{}, false
@@ -274,39 +231,24 @@ func (d *Driver) gateAt(ctx context.Context, g muster.GateSpec, commit string, c
 	return r, true
 }
 
-// goFail matches a failing test in go test -v or plain output.
-var goFail = regexp.MustCompile(`(?m)^\s*--- FAIL: (\S+)`)
-
-// failingTests returns the names of failing Go tests in a gate's output.
-func failingTests(out string) map[string]bool {
-	m := map[string]bool{}
-	for _, s := range goFail.FindAllStringSubmatch(out, -1) {
-		m[s[1]] = true
+func (c *gateCache) setupFailed(commit, why string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.setup == nil {
+		c.setup = map[string]string{}
 	}
-	return m
+	c.setup[commit] = why
 }
 
-// triage decides whether a failing gate is the change's to fix, given the
-// gate's result before the change. A gate that passed before is charged.
-// One that failed before too is charged only for what is new: failing Go
-// tests that did not fail before (newly lists them), or a failure of
-// another kind (tests failed before, none named now: the build broke).
-func triage(after, before muster.GateResult) (charged bool, newly []string) {
-	if after.Passed {
-		return false, nil
+func (c *gateCache) setupFailure(commit string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.setup[commit]
+}
+
+func short(commit string) string {
+	if len(commit) > 10 {
+		return commit[:10]
 	}
-	if before.Passed {
-		return true, nil
-	}
-	a, b := failingTests(after.Output), failingTests(before.Output)
-	for n := range a {
-		if !b[n] {
-			newly = append(newly, n)
-		}
-	}
-	sort.Strings(newly)
-	if len(newly) > 0 {
-		return true, newly
-	}
-	return len(a) == 0 && len(b) > 0, nil
+	return commit
 }

@@ -3,13 +3,12 @@ package driver
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/engine"
+	"github.com/muster-run/muster/internal/exchange"
 )
 
 // review asks the task's reviewers (`[run] reviewers`, default one) for
@@ -77,7 +76,7 @@ func (w *worker) review(ctx context.Context, round int, diff string) (feedback, 
 	}
 	w.prevBlocking = keys
 	if len(blocking) == 0 {
-		return "", "", false
+		return "", w.partialReview(diff, len(leases) > 0), false
 	}
 	if stop {
 		return "", bound(first, 240), true
@@ -93,25 +92,27 @@ func (w *worker) reviewBy(ctx context.Context, round, i int, lease engine.Lease,
 	if spec == nil || exec == nil {
 		return nil, false
 	}
-	scratch := filepath.Join(w.scratch, fmt.Sprintf("review-r%d", round))
-	if i > 0 {
-		scratch += fmt.Sprintf("-%d", i+1)
-	}
-	diffFile := filepath.Join(scratch, "change.diff")
-	if err := writeDiff(scratch, diffFile, diff); err != nil {
-		w.send(muster.Event{Type: muster.EvWarning, Message: "review by " + muster.Slot(lease.Executor, lease.Clone) + " failed: " + err.Error()})
-		return nil, false
-	}
 	req := &muster.ExecRequest{
 		Run: w.runID, Task: w.task, Role: muster.RoleReviewer, Spec: spec, Clone: lease.Clone, Attempt: w.a.Attempt, Round: round,
-		Dir: w.dir, Authority: muster.AuthorityRead, Scratch: scratch, DiffFile: diffFile, Timeout: spec.Timeout, Grace: w.cfg.Grace(), Stall: w.cfg.Run.StallTimeout,
-		Prompt: w.d.red().String(buildReviewPrompt(w, diff)),
+		Dir: w.dir, Authority: muster.AuthorityRead, Timeout: spec.Timeout, Grace: w.cfg.Grace(), Stall: w.cfg.Run.StallTimeout,
 	}
-	if err := w.tmpdir(req); err != nil {
+	// A fresh directory, home and TMPDIR of the reviewer's own: nothing
+	// the coder wrote is in them, and nothing muster writes for the
+	// reviewer lies where the coder can write. The whole diff goes to
+	// in/change.diff, which the prompt names.
+	inv, err := w.exchangeFor(req, fmt.Sprintf("review-r%d-%d", round, i+1), false, func(inv *exchange.Dir) error {
+		var err error
+		if req.DiffFile, err = inv.WriteIn("change.diff", []byte(diff)); err != nil {
+			return err
+		}
+		req.Prompt = w.d.red().String(buildReviewPrompt(w, diff, req.DiffFile))
+		return nil
+	})
+	if err != nil {
 		w.send(muster.Event{Type: muster.EvWarning, Message: "review by " + muster.Slot(lease.Executor, lease.Clone) + " failed: " + err.Error()})
 		return nil, false
 	}
-	req.Confine = w.confinement(spec, req.Authority)
+	req.Confine = w.confinement(spec, req.Authority, inv)
 	res, err := exec.Execute(ctx, req, w.record(spec, muster.RoleReviewer, lease.Clone))
 	if evs := w.overflow(spec, muster.RoleReviewer, lease.Clone); len(evs) > 0 {
 		w.send(evs...)
@@ -149,16 +150,20 @@ func (w *worker) reviewBy(ctx context.Context, round, i int, lease engine.Lease,
 	return res.Findings, true
 }
 
-// writeDiff writes the change under review into the reviewer's scratch
-// directory (MUSTER_DIFF_FILE).
-func writeDiff(scratch, path, diff string) error {
-	if err := os.MkdirAll(scratch, 0o755); err != nil {
-		return fmt.Errorf("write the diff file: %w", err)
+// partialReview is why a review that found nothing blocking is no
+// approval: its prompt could not hold the whole diff (the files not
+// shown are named in it) and [run] review_partial is not "allow".
+// reviewed is false when no reviewer ran at all.
+func (w *worker) partialReview(diff string, reviewed bool) string {
+	why := fitDiff(diff, maxReviewDiff).partial(len(diff))
+	if why == "" || !reviewed {
+		return ""
 	}
-	if err := os.WriteFile(path, []byte(diff), 0o644); err != nil {
-		return fmt.Errorf("write the diff file: %w", err)
+	if w.cfg.Run.ReviewPartial == muster.ReviewPartialAllow {
+		w.send(muster.Event{Type: muster.EvWarning, Task: w.a.Task, Message: "review of " + string(w.a.Task) + " approved on part of the change (review_partial = \"allow\"): " + why})
+		return ""
 	}
-	return nil
+	return "review saw part of the change, no approval: " + why + " ([run] review_partial = \"allow\" lets it approve)"
 }
 
 func (w *worker) hasReviewer() bool {
