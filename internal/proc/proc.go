@@ -17,8 +17,8 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strings"
-	"sync/atomic"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
