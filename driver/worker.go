@@ -365,7 +365,7 @@ func (w *worker) check(ctx context.Context, m *engine.Attempt, res *muster.ExecR
 	}
 	// An interrupt during the gates or the review cancels the task: a
 	// gate or reviewer stopped by it is no verdict.
-	fb, failed := w.gates(ctx, round)
+	fb, failed := w.gates(ctx, round, change)
 	if ctx.Err() != nil {
 		return "", w.cancelled(ctx), ""
 	}
