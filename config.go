@@ -277,8 +277,10 @@ type Config struct {
 	// is [setup] network and allow_hosts.
 	GatesNet GatesNetwork `json:"gates_network,omitzero"`
 	SetupNet SetupNetwork `json:"setup_network,omitzero"`
-	Pool     PoolConfig   `json:"pool,omitzero"`
-	Fleet    FleetConfig  `json:"fleet,omitzero"`
+	// Setup are the [setup] commands, in file order.
+	Setup []SetupStep `json:"setup,omitempty"`
+	Pool  PoolConfig  `json:"pool,omitzero"`
+	Fleet FleetConfig `json:"fleet,omitzero"`
 }
 
 // PoolConfig is the [pool] table: the clones muster keeps in its cache

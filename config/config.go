@@ -112,7 +112,7 @@ func Parse(name string, data []byte) (cfg *muster.Config, probs muster.Problems)
 			}
 		case "setup":
 			if t, ok := r.table(v, k); ok {
-				r.setup(&cfg.SetupNet, t)
+				cfg.Setup = r.setup(&cfg.SetupNet, t)
 			}
 		case "fleet":
 			if t, ok := r.table(v, k); ok {
@@ -473,6 +473,12 @@ func (r *reader) gates(t map[string]any, n *muster.Network) []muster.GateSpec {
 	for _, name := range r.sortedKeys(t, "gates") {
 		p := []string{"gates", name}
 		if r.netKey(n, name, t[name], p, true) {
+			continue
+		}
+		if tt, ok := t[name].(map[string]any); ok {
+			if g, ok := r.gateTable(name, tt, p); ok {
+				out = append(out, g)
+			}
 			continue
 		}
 		s, ok := t[name].(string)

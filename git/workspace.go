@@ -356,6 +356,13 @@ func (w *Workspace) Prepare(ctx context.Context, slotName string) (dir, base str
 	return s.dir, tip, nil
 }
 
+// SetupStamp is the file beside the clone at dir where muster keeps what
+// [setup] left in it (muster.SetupStore): outside the worktree, so no
+// agent writes it, and kept with the pooled clone across runs.
+func (w *Workspace) SetupStamp(dir string) string {
+	return filepath.Clean(dir) + ".setup"
+}
+
 // Checkout returns the slot's clone reset to commit, cleaned as Prepare
 // does (leased on first use). Baseline and integration gates run there.
 func (w *Workspace) Checkout(ctx context.Context, slotName, commit string) (string, error) {
