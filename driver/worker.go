@@ -482,7 +482,7 @@ func (w *worker) execute(ctx context.Context, exec muster.Executor, round int, f
 	var inv *exchange.Dir
 	if _, free := exec.(muster.ScratchFree); !free || w.task.Delegates {
 		var err error
-		if inv, err = w.exchangeFor(req, fmt.Sprintf("r%d", round), true); err != nil {
+		if inv, err = w.exchangeFor(req, fmt.Sprintf("r%d", round), true, nil); err != nil {
 			return nil, err
 		}
 		if w.task.Delegates {
