@@ -18,6 +18,7 @@ import (
 	"github.com/muster-run/muster/config"
 	"github.com/muster-run/muster/cost"
 	"github.com/muster-run/muster/driver"
+	"github.com/muster-run/muster/egress"
 	"github.com/muster-run/muster/engine"
 	"github.com/muster-run/muster/gate"
 	"github.com/muster-run/muster/git"
@@ -283,7 +284,8 @@ func (s *Session) Drive(ctx context.Context) error {
 	// Setup may write the package caches; agents and gates only read them.
 	setup := runner
 	setup.Confine = confinement.With(setupCaches(s.Config)...)
-	crew, err := agents.Crew(s.Config, runner)
+	ledger := egress.NewLedger(s.Config.Run)
+	crew, err := agents.CrewWithin(s.Config, runner, ledger)
 	if err != nil {
 		return err
 	}
@@ -324,6 +326,9 @@ func (s *Session) Drive(ctx context.Context) error {
 		KillOrphan: killOrphan, Identify: procid.Of, CrashAt: os.Getenv(CrashEnv),
 		Fragment: fragment(s.Config), Reserved: gopts.Reserved, GateFiles: gopts.GateFiles,
 		OnEvent: func(e *muster.Event, st *engine.State) {
+			if e.Type == muster.EvTokensUsed {
+				ledger.Observe(st.Usage)
+			}
 			if live != nil && live.Active() {
 				live.Send(*e)
 			} else {
