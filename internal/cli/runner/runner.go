@@ -279,6 +279,10 @@ func (s *Session) Drive(ctx context.Context) error {
 	if s.Flags.JSON {
 		jsonOut = newJSONStream(s.IO.Out)
 	}
+	// Each key to its executor: no other agent, no gate, no setup or
+	// code step gets an api_key_env variable, whatever its name.
+	warnings = append(warnings, s.Config.ScopeKeys()...)
+	proc.SetKeyVars(s.Config.KeyVars()...)
 	allowEnv(s.Config)
 	runner := gate.Runner{Grace: s.Config.Grace(), Allow: s.Config.Run.EnvAllow, Confine: confinement}
 	// Setup may write the package caches; agents and gates only read them.
