@@ -52,6 +52,8 @@ type Flags struct {
 	Plain       bool
 	// NATS is the fleet's server (--nats); the crew gains its executors.
 	NATS string
+	// Creds is the fleet credentials file (--creds).
+	Creds string
 }
 
 // AddFlags registers the flags shared by run and resume.
@@ -70,6 +72,7 @@ func AddFlags(cmd *cobra.Command, f *Flags) {
 	fs.BoolVar(&f.Verbose, "verbose", false, "also print tool uses and passing gates")
 	fs.BoolVar(&f.Plain, "plain", false, "plain progress lines even on a terminal")
 	fs.StringVar(&f.NATS, "nats", "", "a fleet's NATS server, nats://HOST:PORT: the crew gains the executors its workers serve (default: [fleet] nats)")
+	fs.StringVar(&f.Creds, "creds", "", "the orchestrator's fleet credentials file (default: [fleet] creds, or $MUSTER_NATS_CREDS)")
 }
 
 // LoadConfig reads the config (flag, or muster.toml at the top, or the
@@ -280,6 +283,10 @@ func (s *Session) Drive(ctx context.Context) error {
 	if s.Flags.JSON {
 		jsonOut = newJSONStream(s.IO.Out)
 	}
+	// Each key to its executor: no other agent, no gate, no setup or
+	// code step gets an api_key_env variable, whatever its name.
+	warnings = append(warnings, s.Config.ScopeKeys()...)
+	proc.SetKeyVars(s.Config.KeyVars()...)
 	allowEnv(s.Config)
 	runner := gate.Runner{Grace: s.Config.Grace(), Allow: s.Config.Run.EnvAllow, Confine: confinement}
 	// Setup may write the package caches; agents and gates only read them.
