@@ -26,10 +26,10 @@ import (
 	"github.com/muster-run/muster/internal/cli/mcp"
 	"github.com/muster-run/muster/internal/cli/mockllm"
 	"github.com/muster-run/muster/internal/cli/plan"
+	"github.com/muster-run/muster/internal/cli/preflight"
 	"github.com/muster-run/muster/internal/cli/report"
 	"github.com/muster-run/muster/internal/cli/resume"
 	"github.com/muster-run/muster/internal/cli/run"
-	"github.com/muster-run/muster/internal/cli/runner"
 	"github.com/muster-run/muster/internal/cli/runs"
 	"github.com/muster-run/muster/internal/cli/status"
 	"github.com/muster-run/muster/internal/cli/usage"
@@ -142,7 +142,7 @@ func doctorCmd() *cobra.Command {
 			if err != nil {
 				return nil
 			}
-			return runner.CommittedCommands(ctx, repo.Top, cfg)
+			return preflight.CommittedCommands(ctx, repo.Top, cfg)
 		}})
 }
 
@@ -153,7 +153,7 @@ func repoConfig() (*muster.Config, error) {
 	if err != nil {
 		return nil, nil
 	}
-	return runner.LoadConfig(repo, &runner.Flags{})
+	return preflight.LoadConfig(repo, &preflight.Flags{})
 }
 
 // Main runs muster with the process's arguments and returns the exit

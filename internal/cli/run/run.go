@@ -12,13 +12,14 @@ import (
 
 	"github.com/muster-run/muster/internal/cli/cmdutil"
 	"github.com/muster-run/muster/internal/cli/plan"
+	"github.com/muster-run/muster/internal/cli/preflight"
 	"github.com/muster-run/muster/internal/cli/runner"
 	"github.com/muster-run/muster/internal/textsafe"
 )
 
 // NewCmd returns muster run.
 func NewCmd(io *cmdutil.IOStreams) *cobra.Command {
-	f := &runner.Flags{}
+	f := &preflight.Flags{}
 	var goal, executor string
 	var yes, dryRun bool
 	cmd := &cobra.Command{
@@ -50,7 +51,7 @@ input, 3 environment error, 130 interrupted (resume with muster resume).`,
 					return cmdutil.FlagErrorf("--yes and --planner go with --goal")
 				}
 				if dryRun {
-					return runner.DryRun(cmd.Context(), io, args[0], f)
+					return DryRun(cmd.Context(), io, args[0], f)
 				}
 				_, err := runner.Start(cmd.Context(), io, args[0], f)
 				return err
@@ -64,7 +65,7 @@ input, 3 environment error, 130 interrupted (resume with muster resume).`,
 			return runGoal(cmd, io, f, goal, executor, yes)
 		},
 	}
-	runner.AddFlags(cmd, f)
+	preflight.AddFlags(cmd, f)
 	cmd.Flags().BoolVar(&f.Strict, "strict", false, "treat overlapping Owns between parallel tasks as an error")
 	cmd.Flags().StringVar(&goal, "goal", "", "plan for this goal first (a planner agent writes the plan), then run it")
 	cmd.Flags().StringVar(&executor, "planner", "", "with --goal: the executor that plans (default: the first with role planner, else the first coder)")
@@ -74,7 +75,7 @@ input, 3 environment error, 130 interrupted (resume with muster resume).`,
 }
 
 // runGoal plans for goal, shows the plan and, once confirmed, runs it.
-func runGoal(cmd *cobra.Command, io *cmdutil.IOStreams, f *runner.Flags, goal, executor string, yes bool) error {
+func runGoal(cmd *cobra.Command, io *cmdutil.IOStreams, f *preflight.Flags, goal, executor string, yes bool) error {
 	if strings.TrimSpace(goal) == "" {
 		return cmdutil.FlagErrorf("--goal is empty: say what the plan should achieve")
 	}
@@ -87,7 +88,7 @@ func runGoal(cmd *cobra.Command, io *cmdutil.IOStreams, f *runner.Flags, goal, e
 	if err != nil {
 		return err
 	}
-	cfg, err := runner.LoadConfig(repo, f)
+	cfg, err := preflight.LoadConfig(repo, f)
 	if err != nil {
 		return err
 	}
@@ -97,10 +98,10 @@ func runGoal(cmd *cobra.Command, io *cmdutil.IOStreams, f *runner.Flags, goal, e
 	}
 	if !out.Valid() {
 		fmt.Fprintf(io.ErrOut, "no valid plan after %d tries; nothing runs. The last plan's problems:\n", out.Tries)
-		runner.PrintProblems(io.ErrOut, out.Problems)
+		preflight.PrintProblems(io.ErrOut, out.Problems)
 		return &cmdutil.Silent{Err: cmdutil.Invalid("no valid plan after %d tries", out.Tries)}
 	}
-	runner.PrintProblems(io.ErrOut, out.Problems)
+	preflight.PrintProblems(io.ErrOut, out.Problems)
 	fmt.Fprintln(io.ErrOut)
 	for _, l := range strings.Split(strings.TrimRight(string(out.Text), "\n"), "\n") {
 		fmt.Fprintln(io.ErrOut, "  │ "+textsafe.Sanitize(l))
