@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 
@@ -75,4 +77,97 @@ func (w *worker) opFailed(what string, err error, retry bool) []muster.Event {
 	}
 	return w.fail(fmt.Sprintf("muster could not %s, an error of muster or git rather than of the agent's work: check the detail, then run muster resume (detail: %s)",
 		what, bound(oneLine(err.Error()), 400)), retry)
+}
+
+// gateEnvSign is one sign in a gate's output that the gate could not run
+// at all: a program or a package its toolchain needs is not installed in
+// the clone. piece extracts the missing piece from the line; what names
+// it for the message, and hint says how it gets installed.
+type gateEnvSign struct {
+	sign  string
+	piece *regexp.Regexp
+	what  string
+	hint  string
+	// local says whether a missing piece is the project's own (a
+	// relative import): then it is the change's doing, not the clone's.
+	local func(piece, dir string) bool
+}
+
+// gateEnvSigns is the one table of environment failures in a gate's
+// output, per toolchain. Exit statuses 126 and 127 (the shell could not
+// execute or find the program) are environment failures whatever the
+// output says.
+var gateEnvSigns = []gateEnvSign{
+	{"command not found", regexp.MustCompile(`([^\s:]+): command not found`), "a program",
+		"install it (or add the [setup] command that does)", nil},
+	{"Cannot find module", regexp.MustCompile(`Cannot find module '([^']+)'`), "a Node module",
+		"install the project's dependencies in every clone: [setup] = [\"npm ci\"]", nodeLocal},
+	{"MODULE_NOT_FOUND", regexp.MustCompile(`Cannot find (?:module|package) '([^']+)'`), "a Node module",
+		"install the project's dependencies in every clone: [setup] = [\"npm ci\"]", nodeLocal},
+	{"ModuleNotFoundError", regexp.MustCompile(`No module named '?([\w.]+)'?`), "a Python module",
+		"install it for the gate's interpreter (or add the [setup] command that does)", pythonLocal},
+	{"No module named", regexp.MustCompile(`No module named '?([\w.]+)'?`), "a Python module",
+		"install it for the gate's interpreter (or add the [setup] command that does)", pythonLocal},
+	{"no required module provides package", regexp.MustCompile(`no required module provides package ([^\s;]+)`), "a Go module",
+		"download the modules: [setup] = [\"go mod download\"]", nil},
+}
+
+// nodeLocal says whether a missing Node module is a path of the
+// project's (./x, ../x, /abs/x): a missing file of the change.
+func nodeLocal(piece, _ string) bool {
+	return strings.HasPrefix(piece, ".") || strings.HasPrefix(piece, "/")
+}
+
+// pythonLocal says whether a missing Python module's top-level package
+// is the project's own (a directory or file at the top of the clone or
+// under src/).
+func pythonLocal(piece, dir string) bool {
+	if dir == "" {
+		return false
+	}
+	top, _, _ := strings.Cut(piece, ".")
+	for _, p := range []string{top, top + ".py", filepath.Join("src", top)} {
+		if exists(filepath.Join(dir, p)) {
+			return true
+		}
+	}
+	return false
+}
+
+// gateEnv says, in one sentence, why a failing gate could not run at all,
+// or "". hard is set for exit 126 and 127, which no baseline can explain
+// away; dir is the worktree the gate ran in ("" when unknown), where a
+// missing module may be the project's own.
+func gateEnv(g muster.GateSpec, r muster.GateResult, dir string) (why string, hard bool) {
+	if r.Passed {
+		return "", false
+	}
+	switch r.ExitCode {
+	case 127:
+		return fmt.Sprintf("environment error: gate %s (%s) could not run, command not found (exit 127): %s; install it or fix the gate, then run muster resume",
+			g.Name, g.Command, strings.TrimSpace(lastLines(r.Output, 1))), true
+	case 126:
+		return fmt.Sprintf("environment error: gate %s (%s) could not run, a program is not executable (exit 126): %s; fix its permissions or the gate, then run muster resume",
+			g.Name, g.Command, strings.TrimSpace(lastLines(r.Output, 1))), true
+	}
+	for _, s := range gateEnvSigns {
+		if !strings.Contains(r.Output, s.sign) {
+			continue
+		}
+		piece := ""
+		if m := s.piece.FindStringSubmatch(r.Output); m != nil {
+			piece = m[1]
+		}
+		if piece != "" && s.local != nil && s.local(piece, dir) {
+			continue
+		}
+		missing := s.what
+		if piece != "" {
+			missing += " is missing: " + piece
+		} else {
+			missing += " is missing (" + s.sign + ")"
+		}
+		return fmt.Sprintf("environment error: gate %s (%s) could not run, %s; %s, then run muster resume", g.Name, g.Command, missing, s.hint), false
+	}
+	return "", false
 }

@@ -87,3 +87,47 @@ func TestGitFailureIsASentence(t *testing.T) {
 		t.Fatalf("final %s %q", e.Type, e.Reason)
 	}
 }
+
+// The reproduction: a plan-wide gate that cannot load a package
+// on the base as on the task is not "pre-existing": the run stops (exit
+// 3, resumable) naming the gate and the missing module, and the task is
+// cancelled, not succeeded.
+func TestGateThatCannotRunOnTheBaseIsNeverPreExisting(t *testing.T) {
+	cfg := crew(1)
+	cfg.Gates = []muster.GateSpec{{Name: "test", Command: "npm test"}}
+	h := newHarness(t, plan("a"), cfg)
+	h.opts.Gates = gateFn(func(dir, name string, n int) (bool, string) {
+		return false, "Error: Cannot find module 'left-pad'\nRequire stack:\n- /w/index.js\n  code: 'MODULE_NOT_FOUND',\nNode.js v20.20.2\n"
+	})
+	st, err := h.run(t)
+	if muster.ErrorCode(err) != muster.CodeInternal || !strings.Contains(err.Error(), "gate test (npm test) could not run on the base commit, a Node module is missing: left-pad") {
+		t.Fatalf("err %v (code %v)", err, muster.ErrorCode(err))
+	}
+	if a := st.Tasks["a"]; a.State != muster.StateCancelled {
+		t.Fatalf("%s %q", a.State, a.Reason)
+	}
+	if fr := events(h, muster.EvFixRound); len(fr) != 0 {
+		t.Fatalf("fix rounds %+v", fr)
+	}
+}
+
+// A gate that ran on the base and cannot run after the change (the task
+// removed a dependency) is the change's: charged, with a fix round.
+func TestGateThatTheChangeMadeUnrunnableIsCharged(t *testing.T) {
+	cfg := crew(1)
+	cfg.Gates = []muster.GateSpec{{Name: "test", Command: "npm test"}}
+	h := newHarness(t, plan("a"), cfg)
+	h.opts.Gates = gateFn(func(dir, name string, n int) (bool, string) {
+		if strings.HasPrefix(dir, "/co/") || n > 1 {
+			return true, "ok"
+		}
+		return false, "Error: Cannot find module 'left-pad'\n"
+	})
+	st, err := h.run(t)
+	if err != nil || st.Tasks["a"].State != muster.StateSucceeded {
+		t.Fatalf("%v %s %q", err, st.Tasks["a"].State, st.Tasks["a"].Reason)
+	}
+	if fr := events(h, muster.EvFixRound); len(fr) != 1 || !strings.Contains(fr[0].Reason, "gate test failed") {
+		t.Fatalf("fix rounds %+v", fr)
+	}
+}

@@ -44,13 +44,17 @@ func (w *worker) gates(ctx context.Context, round int) (feedback, failed string)
 			w.send(ev)
 			continue
 		}
-		if why := envFailure(g, r); why != "" {
+		env, hard := gateEnv(g, r, w.dir)
+		if hard {
 			w.send(ev)
-			w.envFailed = why
-			return "", why
+			w.envFailed = env
+			return "", env
 		}
-		charged, newly := w.judge(ctx, g, r, &ev, w.base, "the base commit")
+		charged, newly := w.judge(ctx, g, r, &ev, w.base, "the base commit", env)
 		w.send(ev)
+		if w.envFailed != "" {
+			return "", w.envFailed
+		}
 		switch {
 		case !charged:
 		case len(newly) > 0:
@@ -79,7 +83,7 @@ func (w *worker) gates(ctx context.Context, round int) (feedback, failed string)
 			}
 		}
 		w.send(ev)
-		if why := envFailure(g, r); why != "" {
+		if why, _ := gateEnv(g, r, w.dir); why != "" {
 			w.envFailed = why
 			return "", why
 		}
@@ -111,14 +115,31 @@ func (w *worker) logGate(g muster.GateSpec, r muster.GateResult, round int) {
 // judge triages a failing plan-wide gate against its result on commit
 // (the task's base, or the tip it lands on; where names it for the
 // reason). It sets ev's Baseline and Reason, and returns whether the
-// failure is the change's to fix and which Go tests newly fail. A gate
-// whose result on commit cannot be known is charged.
-func (w *worker) judge(ctx context.Context, g muster.GateSpec, r muster.GateResult, ev *muster.Event, commit, where string) (charged bool, newly []string) {
+// failure is the change's to fix and which tests newly fail. A gate
+// whose result on commit cannot be known is charged. A gate that cannot
+// run (env: its output names a missing program or package) is the
+// change's only where it ran on commit; where it cannot run on commit
+// either, or commit's result is unknown, nothing can be triaged:
+// w.envFailed is set and the run stops.
+func (w *worker) judge(ctx context.Context, g muster.GateSpec, r muster.GateResult, ev *muster.Event, commit, where, env string) (charged bool, newly []string) {
 	before, ok := w.d.gateAt(ctx, g, commit, w.cfg)
 	if !ok {
+		if env != "" {
+			w.envFailed = env
+			return false, nil
+		}
 		return true, nil
 	}
 	ev.Baseline = verdict(before.Passed)
+	if why, _ := gateEnv(g, before, ""); why != "" {
+		w.envFailed = strings.Replace(why, "could not run", "could not run on "+where, 1)
+		return false, nil
+	}
+	if env != "" {
+		// It ran on commit: the change is what made it unable to run.
+		ev.Reason = "could not run after the change (it ran on " + where + ")"
+		return true, nil
+	}
 	charged, newly = triage(r, before)
 	switch {
 	case !charged:
@@ -181,21 +202,6 @@ func goFailures(out string) (names []string, first string) {
 		}
 	}
 	return names, first
-}
-
-// exitNotFound is the shell's exit status for a command it cannot find.
-const exitNotFound = 127
-
-// envFailure says why a gate that could not run at all (its program is
-// not installed: exit 127) stops the run at once as an environment error,
-// with no fix round and nothing charged to the task: no change of the
-// agent's can install it.
-func envFailure(g muster.GateSpec, r muster.GateResult) string {
-	if r.ExitCode != exitNotFound {
-		return ""
-	}
-	return fmt.Sprintf("environment error: gate %s (%s) could not run, command not found (exit 127): %s; install it or fix the gate, then run muster resume",
-		g.Name, g.Command, strings.TrimSpace(lastLines(r.Output, 1)))
 }
 
 func (w *worker) taskGates() []muster.GateSpec {

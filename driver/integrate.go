@@ -2,6 +2,7 @@ package driver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -66,7 +67,13 @@ func (w *worker) land(ctx context.Context, commit string) landing {
 			ev := muster.Event{Type: muster.EvGateRan, Phase: "integration", Gate: g.Name, Passed: &r.Passed,
 				Output: tail(r.Output, maxGateOutput), Round: w.round, Commit: merged, Tip: tip}
 			if !r.Passed {
-				if charged, newly := w.judge(gctx, g, r, &ev, tip, "the tip"); charged {
+				env, _ := gateEnv(g, r, dir)
+				charged, newly := w.judge(gctx, g, r, &ev, tip, "the tip", env)
+				if w.envFailed != "" {
+					w.send(ev)
+					return landing{err: &envError{cause: w.envFailed, err: errors.New("a gate could not run")}}
+				}
+				if charged {
 					why := ""
 					if len(newly) > 0 {
 						why = " (newly failing: " + strings.Join(newly, ", ") + ")"

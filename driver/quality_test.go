@@ -368,7 +368,9 @@ func TestIntegrationFailureOnTipTooIsNotCharged(t *testing.T) {
 	}
 	h.opts.Gates = gateFn(func(dir, name string, n int) (bool, string) {
 		// Broken on every tree after the first landing, whichever it was.
-		return !strings.Contains(dir, "c-a") && !strings.Contains(dir, "c-b"), "broken since the first landing"
+		// Checkouts are of landed or merged trees; the attempts' own
+		// clones (/wt/) are on the base.
+		return !strings.HasPrefix(dir, "/co/"), "broken since the first landing"
 	})
 	st, err := h.run(t)
 	if err != nil || st.RunState != muster.RunSucceeded {
@@ -383,7 +385,7 @@ func TestIntegrationFailureOnTipTooIsNotCharged(t *testing.T) {
 	if len(verified) != 1 || *verified[0].Passed || verified[0].Baseline != "fail" || !strings.HasPrefix(verified[0].Reason, "pre-existing") {
 		t.Fatalf("integration gates %+v", verified)
 	}
-	if tip, _ := h.ws.Tip(context.Background()); tip != "m(c-b@c-a)" && tip != "m(c-a@c-b)" {
+	if tip, _ := h.ws.Tip(context.Background()); tip != mock.MergeID("c-b", "c-a") && tip != mock.MergeID("c-a", "c-b") {
 		t.Fatalf("tip %s", tip)
 	}
 }

@@ -55,8 +55,8 @@ type worker struct {
 	// pendingNotes are the notes records of the round under way, shared
 	// when it is accepted (shareFindings).
 	pendingNotes []pendingNote
-	// envFailed is set when a gate could not run at all (exit 127): the
-	// task fails at once, with no fix round.
+	// envFailed is set when a gate could not run at all (gateEnv): the
+	// run stops at once, with no fix round and nothing charged.
 	envFailed string
 	// remoteGates holds the gate results of the last coder invocation
 	// when its executor ran them where the agent ran (a fleet worker).
@@ -366,7 +366,7 @@ func (w *worker) check(ctx context.Context, m *engine.Attempt, res *muster.ExecR
 		// A gate that cannot start: no fix round can install it, and the
 		// task is not charged: the run stops as on any environment error
 		// (exit 3, resumable once the program is installed).
-		return "", w.stopRun(&envError{cause: w.envFailed, err: errors.New("gate exit status 127")}), ""
+		return "", w.stopRun(&envError{cause: w.envFailed, err: errors.New("a gate could not run")}), ""
 	}
 	if st := m.Gates(failed); st.Kind != engine.StepGo {
 		return fb, w.stepUnlessFix(st), ""

@@ -57,6 +57,20 @@ func TestServeAuth(t *testing.T) {
 	}
 }
 
+// TestServeSyncsEveryWrite: the running server's JetStream syncs each
+// write before it acknowledges it (a kill -9 cannot tell: the page cache
+// survives a process kill, so the configuration is what is checked).
+func TestServeSyncsEveryWrite(t *testing.T) {
+	srv, err := Serve(ServeOptions{Listen: "127.0.0.1:0", Store: filepath.Join(t.TempDir(), "js")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	if !srv.SyncAlways() {
+		t.Fatalf("JetStream config %+v: SyncAlways is off", srv.ns.JetStreamConfig())
+	}
+}
+
 func TestServeRefusesOpenNetwork(t *testing.T) {
 	_, err := Serve(ServeOptions{Listen: "0.0.0.0:0", Store: t.TempDir()})
 	var me *muster.Error

@@ -24,6 +24,9 @@ type ServeOptions struct {
 	// TLSCert and TLSKey make the server speak TLS; with TLSCA, clients
 	// must present a certificate signed by it.
 	TLSCert, TLSKey, TLSCA string
+
+	// lazySync runs JetStream with its default sync (benchmarks only).
+	lazySync bool
 }
 
 // Server is an embedded NATS server with JetStream.
@@ -56,6 +59,10 @@ func Serve(o ServeOptions) (*Server, error) {
 		ServerName: "muster-fleet", Host: host, Port: port,
 		JetStream: true, StoreDir: o.Store, NoSigs: true, NoLog: true,
 		MaxPayload: 8 << 20,
+		// Every write reaches the disk before it is acknowledged: with
+		// the default (a sync every two minutes) a power failure loses
+		// messages JetStream already acknowledged (docs/fleet.md).
+		SyncAlways: !o.lazySync,
 	}
 	for u, p := range o.Users {
 		opts.Users = append(opts.Users, &server.User{Username: u, Password: p})
@@ -88,6 +95,13 @@ func loopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// SyncAlways reports whether the running server's JetStream syncs
+// every write to disk before it acknowledges it.
+func (s *Server) SyncAlways() bool {
+	c := s.ns.JetStreamConfig()
+	return c != nil && c.SyncAlways
 }
 
 // URL is the address clients dial.

@@ -57,6 +57,7 @@ func (w *Workspace) openCache(ctx context.Context, opts Options) error {
 		w.excludes = b
 	}
 	w.integDir = filepath.Join(p.dir, "git")
+	w.batch = newBatch(w.ig())
 	return w.ownGitDir(w.integDir, nil)
 }
 

@@ -22,6 +22,9 @@ func (w *Workspace) Close(ctx context.Context) error {
 		s.mu.Unlock()
 	}
 	w.slots, w.byDir = map[string]*slot{}, map[string]*slot{}
+	if w.batch != nil {
+		w.batch.Close()
+	}
 	_, err := w.pool.evict(w.pool.max)
 	return err
 }

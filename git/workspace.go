@@ -74,6 +74,7 @@ type Workspace struct {
 	pool     *pool
 	guard    *guard   // nil without Options.Guard
 	integDir string   // muster's git directory for integration (bare, in the cache)
+	batch    *Batch   // the long-lived object reader of the run's object store (integDir, objects)
 	carry    []string // -c pairs carried from the user's config into muster's own calls
 	format   string   // object format: sha1 or sha256
 	excludes []byte   // the user's info/exclude, given to every clone
@@ -279,6 +280,10 @@ func (w *Workspace) Branch() string { return w.branch }
 
 // Base returns the commit the run started from.
 func (w *Workspace) Base() string { return w.base }
+
+// Batch returns the run's long-lived git object reader over the
+// repository's object store (ARCHITECTURE §8.4); Close stops it.
+func (w *Workspace) Batch() *Batch { return w.batch }
 
 // Top returns the user's work tree.
 func (w *Workspace) Top() string { return w.top }

@@ -5,6 +5,7 @@ package mock
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"sync"
 	"time"
 
@@ -98,8 +99,8 @@ func (w *Workspace) Integrate(ctx context.Context, commit, base string) (string,
 	return commit, nil, nil
 }
 
-// Merge returns commit when the fake tip is base, else "m(<commit>@<tip>)",
-// by default.
+// Merge returns commit when the fake tip is base, else MergeID(commit,
+// tip), by default.
 func (w *Workspace) Merge(ctx context.Context, commit, base string) (string, []string, error) {
 	if w.MergeFn != nil {
 		return w.MergeFn(ctx, commit, base)
@@ -112,7 +113,17 @@ func (w *Workspace) Merge(ctx context.Context, commit, base string) (string, []s
 	if w.tip == base {
 		return commit, nil, nil
 	}
-	return "m(" + commit + "@" + w.tip + ")", nil, nil
+	return MergeID(commit, w.tip), nil, nil
+}
+
+// MergeID is the default Merge's fake merge commit of commit onto tip:
+// "m" and 16 hex digits of a hash of both, so that ids do not grow with
+// every integration (a benchmark's journal would measure JSON encoding
+// of ever longer ids, not the scheduler).
+func MergeID(commit, tip string) string {
+	h := fnv.New64a()
+	h.Write([]byte(commit + "@" + tip))
+	return fmt.Sprintf("m%016x", h.Sum64())
 }
 
 // Advance moves the fake tip to merged when it is at expectedTip, by
