@@ -129,6 +129,10 @@ type ExecutorSpec struct {
 	// credentials but this executor's agents get all the same ([run]
 	// env_allow adds to it).
 	EnvAllow []string `json:"env_allow,omitempty"`
+	// Network overrides [run] network for this executor's agents;
+	// AllowHosts adds to [run] allow_hosts (ARCHITECTURE.md §8.5).
+	Network    NetworkPolicy `json:"network,omitempty"`
+	AllowHosts []string      `json:"allow_hosts,omitempty"`
 	// Seed drives the sim kind, so a simulated run is repeatable.
 	Seed int64 `json:"seed,omitempty"`
 	// Speed scales the sim kind's delays (1 = as given; 0 = no delay).
@@ -199,7 +203,11 @@ func Slot(executor string, clone int) string { return executor + "#" + strconv.I
 type GateSpec struct {
 	Name    string `json:"name"`
 	Command string `json:"command"`
-	Line    int    `json:"-"`
+	// JUnit is a glob, relative to the clone, of the JUnit XML reports
+	// the gate writes ([gates.NAME] junit): muster reads its failing
+	// tests there.
+	JUnit string `json:"junit,omitempty"`
+	Line  int    `json:"-"`
 }
 
 // RunConfig is the [run] table.
@@ -233,6 +241,26 @@ type RunConfig struct {
 	// EnvAllow names variables that look like credentials but are none:
 	// every agent and gate gets them, and they are not redacted.
 	EnvAllow []string `json:"env_allow,omitempty"`
+	// Network is the agents' network policy ("": provider) and
+	// AllowHosts the hosts its proxy lets them reach.
+	Network    NetworkPolicy `json:"network,omitempty"`
+	AllowHosts []string      `json:"allow_hosts,omitempty"`
+	// MaxFileBytes caps the size of one changed file (0:
+	// DefaultMaxFileBytes), checked by lstat before anything reads it.
+	MaxFileBytes int64 `json:"max_file_bytes,omitempty"`
+	// MaxTasks caps the tasks of a run, the plan's and every delegated
+	// one (0: MaxTasksFor the plan).
+	MaxTasks int `json:"max_tasks,omitempty"`
+}
+
+// MaxTasksFor is the cap on a run's tasks for a plan of n tasks: [run]
+// max_tasks when set, else ten times the plan's tasks and at least
+// DefaultMinMaxTasks.
+func (c *Config) MaxTasksFor(n int) int {
+	if c != nil && c.Run.MaxTasks > 0 {
+		return c.Run.MaxTasks
+	}
+	return max(10*n, DefaultMinMaxTasks)
 }
 
 // Config is a parsed muster.toml merged with command-line overrides.
@@ -241,8 +269,12 @@ type Config struct {
 	Run       RunConfig       `json:"run"`
 	Executors []*ExecutorSpec `json:"executors"`
 	Gates     []GateSpec      `json:"gates,omitempty"`
-	Pool      PoolConfig      `json:"pool,omitzero"`
-	Fleet     FleetConfig     `json:"fleet,omitzero"`
+	// GatesNet is [gates] network, allow_hosts and host_ports; SetupNet
+	// is [setup] network and allow_hosts.
+	GatesNet GatesNetwork `json:"gates_network,omitzero"`
+	SetupNet SetupNetwork `json:"setup_network,omitzero"`
+	Pool     PoolConfig   `json:"pool,omitzero"`
+	Fleet    FleetConfig  `json:"fleet,omitzero"`
 }
 
 // PoolConfig is the [pool] table: the clones muster keeps in its cache

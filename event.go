@@ -48,6 +48,10 @@ const (
 	// credential (engine/pace.go); the attempt is not charged to the
 	// task's Retries.
 	EvRateLimited EventType = "RateLimited"
+	// EvBlocked (Task, Attempt, Executor, Clone, Role, Host, Port, Reason)
+	// is a request muster's endpoint or proxy refused an invocation: once
+	// per host and port per attempt, bounded (ARCHITECTURE.md §8.5).
+	EvBlocked EventType = "Blocked"
 )
 
 // Event is one line of the journal. Fields not used by a type are empty.
@@ -94,6 +98,15 @@ type Event struct {
 
 	Model string `json:"model,omitempty"`
 	Usage
+	// Source (TokensUsed) is who counted the usage: "" the agent,
+	// UsageProvider the provider's own fields in the responses muster
+	// forwarded, UsageClaim the agent's claim where the provider's
+	// numbers were there (shown beside them, never counted).
+	Source string `json:"source,omitempty"`
+
+	// Host and Port (Blocked) are what was refused.
+	Host string `json:"host,omitempty"`
+	Port int    `json:"port,omitempty"`
 
 	Gate     string    `json:"gate,omitempty"`
 	Passed   *bool     `json:"passed,omitempty"`
@@ -126,6 +139,17 @@ type Event struct {
 	Worker      string `json:"worker,omitempty"`
 	WorkerClone int    `json:"worker_clone,omitempty"`
 }
+
+// Sources of usage (Event.Source, Record.Source).
+const (
+	UsageProvider = "provider"
+	UsageClaim    = "claim"
+)
+
+// Counted reports whether a TokensUsed event counts toward sums and
+// budgets: every one but an agent's claim that the provider's own
+// numbers replace.
+func (e *Event) Counted() bool { return e.Type == EvTokensUsed && e.Source != UsageClaim }
 
 // ReasonTampered is the Reason of a Violation event for a change to the
 // user's repository found while the attempt ran; Paths name each change.

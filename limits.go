@@ -21,6 +21,18 @@ const (
 	MaxBudgetMicros = 1_000_000 * 1_000_000
 	// MaxBudgetTokens bounds a task's and the run's token budget.
 	MaxBudgetTokens = 1_000_000_000_000
+	// DefaultMaxFileBytes is the default cap on the size of one changed
+	// file ([run] max_file_bytes): 100 MB. muster checks it with lstat
+	// before anything reads the file.
+	DefaultMaxFileBytes = 100_000_000
+	// MaxOversizeFiles bounds how many files over max_file_bytes one
+	// staging names and leaves out; more fails the staging.
+	MaxOversizeFiles = 1000
+	// DefaultMinMaxTasks is the least the default cap on a run's tasks
+	// ([run] max_tasks) is: ten times the plan's tasks, at least this.
+	DefaultMinMaxTasks = 100
+	// MaxFileBytesCap bounds [run] max_file_bytes (1 TB).
+	MaxFileBytesCap = 1 << 40
 )
 
 // ReservedPaths are the repository paths no task may own or change: the

@@ -46,12 +46,23 @@ type ExecRequest struct {
 	// Model is the model this invocation asks for: the task's Model:, or
 	// "" for the executor's own model.
 	Model string
-	// Scratch is a private directory outside the worktree for this
-	// invocation (prompt file, diff file, plan-out file, agent homes).
+	// Scratch is the invocation's own directory outside the worktree,
+	// made fresh by muster (internal/exchange, ARCHITECTURE.md §8.2): its
+	// in/ holds what muster wrote for it (PromptFile, DiffFile: read-only
+	// to the invocation), its out/ what it writes (PlanOut), beside Home
+	// and TMPDIR. An executor writes nothing into Scratch itself.
 	Scratch string
-	// DiffFile (reviewers) and PlanOut (delegating tasks) lie in Scratch.
+	// PromptFile (in/prompt.md) holds Prompt; "" when the driver made no
+	// Scratch (an executor that needs a file then makes its own).
+	PromptFile string
+	// DiffFile (reviewers: in/change.diff) and PlanOut (delegating tasks
+	// and planners: out/plan-out.md) lie in Scratch.
 	DiffFile string
 	PlanOut  string
+	// Home is the invocation's home, made by muster: a coder's is its
+	// attempt's and reused by its later rounds; every other invocation's
+	// is fresh. "": the executor finds one (internal/agentkit.Home).
+	Home string
 	// SessionID resumes an earlier agent session where the kind supports it.
 	SessionID string
 	Timeout   time.Duration
@@ -71,6 +82,14 @@ type ExecRequest struct {
 	// them there and returns their results in ExecResult.Gates.
 	Gates       []GateSpec
 	GateTimeout time.Duration
+	// Endpoint, when set, is muster's model endpoint for this invocation:
+	// the adapter points the agent at it in place of the provider and
+	// gives it Endpoint.Key in place of the real key.
+	Endpoint *ModelEndpoint `json:"-"`
+	// BudgetLeft is what the run may still spend when the invocation
+	// starts (nil: no run budget); the model endpoint answers 429 once
+	// the invocation has spent it.
+	BudgetLeft *Budget `json:"-"`
 }
 
 // Slot returns "executor#clone".
@@ -93,6 +112,12 @@ type Record struct {
 	// clone, that took the invocation.
 	Worker      string
 	WorkerClone int
+	// Source (usage) is who counted it (Event.Source).
+	Source string
+	// Host, Port and Text (type blocked) are a request muster's endpoint
+	// or proxy refused, and why.
+	Host string
+	Port int
 	// Problem says what of the record was refused when it was read (a
 	// number that is not one); the driver warns with it.
 	Problem string
@@ -112,6 +137,9 @@ const (
 	// RecViolation (Tool: what was asked, Text: the path) says the agent
 	// asked muster for a path outside its worktree, and was refused.
 	RecViolation = "violation"
+	// RecBlocked (Host, Port, Text: why) is a request muster's model
+	// endpoint or proxy refused the invocation.
+	RecBlocked = "blocked"
 )
 
 // ExecResult is how an invocation ended.
@@ -301,6 +329,13 @@ type GateResult struct {
 	ExitCode int
 	Output   string // bounded
 	Duration time.Duration
+	// JUnit holds the JUnit XML reports the gate wrote (GateSpec.JUnit),
+	// bounded.
+	JUnit string `json:",omitempty"`
+	// Blocked are the hosts ("host:port") muster's proxy refused the gate
+	// while it ran: a failure after one is an environment error naming
+	// them and allow_hosts (muster.BlockedReason), not the task's.
+	Blocked []string
 }
 
 // Redactor removes secrets (known values, key-shaped strings, URL

@@ -22,11 +22,11 @@ const FileName = "muster.toml"
 
 // Known keys, in the order of the documentation.
 var (
-	topKeys      = []string{"run", "executors", "gates", "pool", "fleet"}
+	topKeys      = []string{"run", "executors", "gates", "setup", "pool", "fleet"}
 	fleetKeys    = []string{"nats", "user", "password_env", "nkey_seed_file", "nkeys", "tls_ca", "tls_cert", "tls_key", "lease"}
 	poolKeys     = []string{"max_clones"}
-	runKeys      = []string{"max_parallel", "on_failure", "budget_usd", "budget_tokens", "writers", "on_violation", "noop", "max_rounds", "verify_integration", "approve", "require_approval", "keep", "guard", "grace", "gate_timeout", "reviewers", "stall_timeout", "prices_file", "env_allow", "confine", "writable"}
-	executorKeys = []string{"kind", "clones", "roles", "model", "models", "base_url", "api_key_env", "env", "args", "command", "timeout", "max_concurrent", "env_allow", "writable", "seed", "speed"}
+	runKeys      = []string{"max_parallel", "on_failure", "budget_usd", "budget_tokens", "writers", "on_violation", "noop", "max_rounds", "verify_integration", "approve", "require_approval", "keep", "guard", "grace", "gate_timeout", "reviewers", "stall_timeout", "prices_file", "env_allow", "confine", "writable", "network", "allow_hosts", "max_file_bytes", "max_tasks"}
+	executorKeys = []string{"kind", "clones", "roles", "model", "models", "base_url", "api_key_env", "env", "args", "command", "timeout", "max_concurrent", "env_allow", "writable", "network", "allow_hosts", "seed", "speed"}
 )
 
 // namePattern is the shape of an executor or gate name; "#" would break
@@ -108,7 +108,11 @@ func Parse(name string, data []byte) (cfg *muster.Config, probs muster.Problems)
 			}
 		case "gates":
 			if t, ok := r.table(v, k); ok {
-				cfg.Gates = r.gates(t)
+				cfg.Gates = r.gates(t, &cfg.GatesNet)
+			}
+		case "setup":
+			if t, ok := r.table(v, k); ok {
+				r.setup(&cfg.SetupNet, t)
 			}
 		case "fleet":
 			if t, ok := r.table(v, k); ok {
@@ -249,6 +253,18 @@ func (r *reader) run(rc *muster.RunConfig, t map[string]any) {
 			rc.Confine = r.oneOf(v, p, muster.ConfineAuto, muster.ConfineRequired, muster.ConfineOff)
 		case "writable":
 			rc.Writable = r.paths(v, p)
+		case "max_file_bytes":
+			if n, ok := v.(int64); ok && n >= 1 && n <= muster.MaxFileBytesCap {
+				rc.MaxFileBytes = n
+			} else {
+				r.at(p, "%s: want a number of bytes, 1 to %d (the default is %d, 100 MB)", k, int64(muster.MaxFileBytesCap), muster.DefaultMaxFileBytes)
+			}
+		case "max_tasks":
+			rc.MaxTasks = r.count(v, 1, p)
+		case "network":
+			rc.Network = r.network(v, p)
+		case "allow_hosts":
+			rc.AllowHosts = r.allowHosts(v, p)
 		default:
 			r.unknown(runKeys, p...)
 		}
@@ -380,6 +396,10 @@ func (r *reader) executor(e *muster.ExecutorSpec, t map[string]any, path []strin
 			e.EnvAllow = r.envNames(v, p)
 		case "writable":
 			e.Writable = r.paths(v, p)
+		case "network":
+			e.Network = r.network(v, p)
+		case "allow_hosts":
+			e.AllowHosts = r.allowHosts(v, p)
 		case "seed":
 			if n, ok := v.(int64); ok {
 				e.Seed = n
@@ -446,10 +466,13 @@ func (r *reader) envNames(v any, p []string) []string {
 	return names
 }
 
-func (r *reader) gates(t map[string]any) []muster.GateSpec {
+func (r *reader) gates(t map[string]any, n *muster.Network) []muster.GateSpec {
 	var out []muster.GateSpec
 	for _, name := range r.sortedKeys(t, "gates") {
 		p := []string{"gates", name}
+		if r.netKey(n, name, t[name], p, true) {
+			continue
+		}
 		s, ok := t[name].(string)
 		if !ok || strings.TrimSpace(s) == "" {
 			r.at(p, `gate %s: want a command string, such as %s = "go test ./..."`, name, name)

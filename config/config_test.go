@@ -79,7 +79,7 @@ func TestParseProblems(t *testing.T) {
 		{"syntax", "[run]\nmax_parallel = = 3\n", []string{`m.toml:2: bad TOML: unexpected character U+003D '=' at start of value`}},
 		{"duplicate", "[run]\nnoop = \"fail\"\nnoop = \"fail\"\n", []string{`m.toml:3: bad TOML: key noop is already defined`}},
 		{"unknown top", "[rnu]\nx = 1\n", []string{`m.toml:1: unknown key "rnu"; did you mean "run"?`}},
-		{"unknown far", "[zzz]\n", []string{`m.toml:1: unknown key "zzz" (known keys: run, executors, gates, pool, fleet)`}},
+		{"unknown far", "[zzz]\n", []string{`m.toml:1: unknown key "zzz" (known keys: run, executors, gates, setup, pool, fleet)`}},
 		{"pool", "[pool]\nmax_clones = 0\nmax_clone = 3\n", []string{
 			`m.toml:2: max_clones: want a whole number, 1 or more`,
 			`m.toml:3: unknown key "max_clone" in [pool]; did you mean "max_clones"?`}},
@@ -98,6 +98,10 @@ func TestParseProblems(t *testing.T) {
 			`m.toml:2: budget_usd: want a number, 0 or more`,
 			`m.toml:3: budget_tokens: want a whole number, 0 or more`}},
 		{"bool", "[run]\nverify_integration = \"no\"\n", []string{`m.toml:2: verify_integration: want true or false`}},
+		{"caps", "[run]\nmax_file_bytes = 0\nmax_tasks = 0\nmax_task = 3\n", []string{
+			`m.toml:2: max_file_bytes: want a number of bytes, 1 to 1099511627776 (the default is 100000000, 100 MB)`,
+			`m.toml:3: max_tasks: want a whole number, 1 or more`,
+			`m.toml:4: unknown key "max_task" in [run]; did you mean "max_tasks"?`}},
 		{"authority", "[run]\napprove = [\"shell\", \"root\"]\nrequire_approval = \"write\"\n", []string{
 			`m.toml:2: approve: unknown authority "root": want "read", "write" or "shell"`,
 			`m.toml:3: require_approval: want a list of strings, such as ["a", "b"]`}},
@@ -239,5 +243,19 @@ func TestParsePool(t *testing.T) {
 	}
 	if cfg, _ := Parse("m.toml", nil); cfg.Pool.MaxClones != 0 {
 		t.Errorf("default pool %+v", cfg.Pool)
+	}
+}
+
+func TestCapKeys(t *testing.T) {
+	t.Parallel()
+	cfg, err := Parse("m.toml", []byte("[run]\nmax_file_bytes = 5_000_000_000\nmax_tasks = 40\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Run.MaxFileBytes != 5_000_000_000 || cfg.Run.MaxTasks != 40 || cfg.MaxTasksFor(3) != 40 {
+		t.Errorf("run %+v", cfg.Run)
+	}
+	if def := (&muster.Config{}); def.MaxTasksFor(3) != 100 || def.MaxTasksFor(50) != 500 {
+		t.Errorf("default caps %d %d", def.MaxTasksFor(3), def.MaxTasksFor(50))
 	}
 }

@@ -1,24 +1,26 @@
 package driver
 
 import (
-	"os"
-	"path/filepath"
+	"fmt"
 
 	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/internal/exchange"
 )
 
 // confinement returns what an invocation of spec with authority auth
 // on this attempt's clone may write: the run's Confine plus the
-// attempt's scratch directory (which holds the agent's home, TMPDIR,
-// prompt and diff files), the executor's own writable paths and, unless
-// auth is read, the clone (its work tree and its own git directory
-// inside it). nil when agents run unconfined.
-func (w *worker) confinement(spec *muster.ExecutorSpec, auth muster.Authority) *muster.Confinement {
+// invocation's own directories (inv.Writable: out/, its home, its
+// TMPDIR; never in/, never the attempt's directory that holds other
+// invocations'), the executor's own writable paths and, unless auth is
+// read, the clone (its work tree and its own git directory inside it).
+// nil when agents run unconfined. This is the one list of what an agent
+// invocation may write (ARCHITECTURE.md §8.1, §8.2).
+func (w *worker) confinement(spec *muster.ExecutorSpec, auth muster.Authority, inv *exchange.Dir) *muster.Confinement {
 	c := w.d.opts.Confine
 	if c == nil {
 		return nil
 	}
-	paths := []string{w.scratch}
+	paths := inv.Writable()
 	if auth != muster.AuthorityRead {
 		paths = append(paths, w.dir)
 	}
@@ -28,23 +30,46 @@ func (w *worker) confinement(spec *muster.ExecutorSpec, auth muster.Authority) *
 	return c.With(paths...)
 }
 
-// tmpdir gives the invocation a TMPDIR of its attempt's own, unless the
-// executor's env table sets one.
-func (w *worker) tmpdir(req *muster.ExecRequest) error {
+// exchangeFor makes the fresh directory of one invocation (prefix names
+// it: r<k> for a coder's round, review-r<k> for a reviewer), writes its
+// prompt into in/ and points req at it: Scratch, PromptFile, Home and a
+// TMPDIR of its own (unless the executor's env table sets one). A coder
+// (shared) gets the attempt's home and TMPDIR, made once and reused by
+// its later rounds; every other invocation fresh ones.
+func (w *worker) exchangeFor(req *muster.ExecRequest, prefix string, shared bool) (*exchange.Dir, error) {
+	var o exchange.Options
+	if shared {
+		if w.home == "" {
+			home, err := exchange.NewHome(w.scratch, "home")
+			if err != nil {
+				return nil, err
+			}
+			tmp, err := exchange.NewHome(w.scratch, "tmp")
+			if err != nil {
+				return nil, err
+			}
+			w.home, w.tmp = home, tmp
+		}
+		o = exchange.Options{Home: w.home, Tmp: w.tmp}
+	}
+	inv, err := exchange.New(w.scratch, prefix, o)
+	if err != nil {
+		return nil, err
+	}
+	if req.PromptFile, err = inv.WriteIn("prompt.md", []byte(req.Prompt)); err != nil {
+		return nil, fmt.Errorf("the prompt file: %w", err)
+	}
+	req.Scratch, req.Home = inv.Path, inv.Home
 	if req.Spec != nil {
 		if _, ok := req.Spec.Env["TMPDIR"]; ok {
-			return nil
+			return inv, nil
 		}
-	}
-	dir := filepath.Join(w.scratch, "tmp")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
 	}
 	env := make(map[string]string, len(req.Env)+1)
 	for k, v := range req.Env {
 		env[k] = v
 	}
-	env["TMPDIR"] = dir
+	env["TMPDIR"] = inv.Tmp
 	req.Env = env
-	return nil
+	return inv, nil
 }

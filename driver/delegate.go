@@ -2,10 +2,18 @@ package driver
 
 import (
 	"errors"
-	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/internal/exchange"
+)
+
+// planOutFile is the file in a delegating coder's out/ that it writes
+// its new tasks to (MUSTER_PLAN_OUT); maxPlanOut bounds it.
+const (
+	planOutFile = "plan-out.md"
+	maxPlanOut  = 1 << 20
 )
 
 // errJournal marks a splice that validated but could not be recorded.
@@ -27,7 +35,11 @@ func (d *Driver) planFragment(r *spliceRequest) error {
 			existing = append(existing, t)
 		}
 	}
-	tasks, err := d.opts.Fragment(r.parent, r.path, existing)
+	data, err := exchange.ReadFile(r.dir, planOutFile, maxPlanOut)
+	if err != nil || len(strings.TrimSpace(string(data))) == 0 {
+		return err
+	}
+	tasks, err := d.opts.Fragment(r.parent, filepath.Join(r.dir, planOutFile), data, existing)
 	if err != nil {
 		return err
 	}
@@ -52,7 +64,7 @@ func (w *worker) splice() string {
 		return ""
 	}
 	reply := make(chan error, 1)
-	w.d.msgs <- message{splice: &spliceRequest{parent: w.task, path: w.planOut, reply: reply}}
+	w.d.msgs <- message{splice: &spliceRequest{parent: w.task, dir: w.planOut, reply: reply}}
 	err := <-reply
 	switch {
 	case err == nil:
@@ -61,12 +73,4 @@ func (w *worker) splice() string {
 		return "delegated tasks not recorded: the journal failed"
 	}
 	return "delegated tasks rejected: " + strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "; ")
-}
-
-func nonEmpty(path string) bool {
-	if path == "" {
-		return false
-	}
-	st, err := os.Stat(path)
-	return err == nil && st.Size() > 0
 }

@@ -62,8 +62,8 @@ type Options struct {
 	// ScratchDir holds per-invocation files outside any worktree.
 	ScratchDir string
 	// Confine, when set, confines every agent invocation: it may write
-	// the paths Confine lists and its clone, its attempt's scratch
-	// directory (home, TMPDIR, prompt), the executor's own writable
+	// the paths Confine lists and its clone, its own out/, home and
+	// TMPDIR (internal/exchange; never in/), the executor's own writable
 	// paths and what the workspace says its own git commands need
 	// (nil: agents run unconfined).
 	Confine *muster.Confinement
@@ -98,12 +98,24 @@ type Options struct {
 	// (its start time and boot), journaled in AgentStarted so that a
 	// resume kills only that process; nil journals the pid alone.
 	Identify func(pid int) muster.Process
-	// Fragment reads the tasks a delegating task (Delegates: yes) wrote to
-	// the file at path, validates them against the plan so far (existing)
-	// and returns them ready to splice in (depending on parent); nil, nil
-	// when the file is missing or empty. An error fails the delegating
-	// task with its text, before its commit is integrated.
-	Fragment func(parent *muster.Task, path string, existing []*muster.Task) ([]*muster.Task, error)
+	// Fragment parses the tasks a delegating task (Delegates: yes) wrote
+	// (data, read by the driver through internal/exchange from the file
+	// at path, which names it in messages), validates them against the
+	// plan so far (existing) and returns them ready to splice in
+	// (depending on parent). It is not called when the file is missing or
+	// empty. An error fails the delegating task with its text, before its
+	// commit is integrated.
+	Fragment func(parent *muster.Task, path string, data []byte, existing []*muster.Task) ([]*muster.Task, error)
+	// Reserved are the run's reserved repository paths besides
+	// muster.ReservedPaths (the config file in use, the plan, the prices
+	// file, the programs the config names by relative path): the
+	// workspace refuses changes to them, and the driver names them so.
+	Reserved []string
+	// GateFiles are the repository files the gates name (their scripts,
+	// the Makefile or package.json they run): the workspace refuses a
+	// change to one unless the task owns it by name, and a reviewer's
+	// prompt flags every one the change touches.
+	GateFiles []string
 	// Redactor removes secrets from every event before it is journaled
 	// or shown, from notes and from prompts (nil: nothing is redacted;
 	// the command line passes internal/redact's).
@@ -148,7 +160,7 @@ type message struct {
 
 type spliceRequest struct {
 	parent *muster.Task
-	path   string
+	dir    string // the delegating coder's out/
 	reply  chan error
 }
 

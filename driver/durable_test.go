@@ -80,7 +80,7 @@ func TestDelegatedTasksAreSplicedAndRun(t *testing.T) {
 		}
 		return &muster.ExecResult{}, nil
 	}
-	h.opts.Fragment = func(parent *muster.Task, path string, existing []*muster.Task) ([]*muster.Task, error) {
+	h.opts.Fragment = func(parent *muster.Task, path string, data []byte, existing []*muster.Task) ([]*muster.Task, error) {
 		if parent.ID != "lead" || len(existing) != 2 {
 			t.Errorf("fragment of %s against %d tasks", parent.ID, len(existing))
 		}
@@ -110,7 +110,7 @@ func TestRejectedFragmentFailsTheDelegatorBeforeIntegration(t *testing.T) {
 	h.ex.ExecuteFn = func(ctx context.Context, req *muster.ExecRequest, emit func(muster.Record)) (*muster.ExecResult, error) {
 		return &muster.ExecResult{}, os.WriteFile(req.PlanOut, []byte("junk"), 0o644)
 	}
-	h.opts.Fragment = func(*muster.Task, string, []*muster.Task) ([]*muster.Task, error) {
+	h.opts.Fragment = func(*muster.Task, string, []byte, []*muster.Task) ([]*muster.Task, error) {
 		return nil, errors.New("plan-out.md:1: not a task\nplan-out.md:2: another")
 	}
 	st, _ := h.run(t)
@@ -187,7 +187,7 @@ func TestSpliceThatCannotBeMadeDurableStopsTheRun(t *testing.T) {
 	h.ex.ExecuteFn = func(ctx context.Context, req *muster.ExecRequest, emit func(muster.Record)) (*muster.ExecResult, error) {
 		return &muster.ExecResult{}, os.WriteFile(req.PlanOut, []byte("## [ ] n1: One\n"), 0o644)
 	}
-	h.opts.Fragment = func(*muster.Task, string, []*muster.Task) ([]*muster.Task, error) {
+	h.opts.Fragment = func(*muster.Task, string, []byte, []*muster.Task) ([]*muster.Task, error) {
 		return []*muster.Task{{ID: "n1", Title: "One", Parent: "lead"}}, nil
 	}
 	var integrated atomic.Int32

@@ -257,3 +257,24 @@ esac
 		t.Fatalf("state.txt %q", got)
 	}
 }
+
+// Files a gate writes (a __pycache__, a conftest's output) are never the
+// agent's: the fix round after a failing gate is not a boundary
+// violation, and the task's commit holds only what the agent wrote.
+func TestE2EGateOutputIsNotTheAgents(t *testing.T) {
+	p := &muster.Plan{Tasks: []*muster.Task{task("a", "src.txt")}}
+	coder := `if [ "$MUSTER_ROUND" -gt 0 ]; then echo fine > src.txt; else echo bad > src.txt; fi
+echo done`
+	g := muster.GateSpec{Name: "test", Command: "mkdir -p __pycache__ && date > __pycache__/m.pyc && echo log > gate-out.txt && ! grep -q bad src.txt"}
+	e := newE2E(t, p, map[string]string{"src.txt": "old\n"}, coder, "", g)
+	st := e.run(t)
+	if a := st.Tasks["a"]; a.State != muster.StateSucceeded {
+		t.Fatalf("%s %q; violations %+v", a.State, a.Reason, e.events(muster.EvViolation))
+	}
+	if v := append(e.events(muster.EvViolation), e.events(muster.EvWarning)...); len(v) != 0 {
+		t.Fatalf("violations %+v", v)
+	}
+	if files := sh(t, e.repo, "git", "diff", "--name-only", e.ws.Base(), e.ws.Branch()); files != "src.txt" {
+		t.Fatalf("the run branch's change: %q", files)
+	}
+}

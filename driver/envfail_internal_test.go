@@ -18,14 +18,14 @@ func TestGateEnvTableEveryEntry(t *testing.T) {
 		out, want string
 		exit      int
 	}{
-		"command not found": {"> x@1.0.0 test\n> tsd && node --test\n\nsh: line 1: tsd: command not found\n", "a program is missing: tsd", 1},
-		"Cannot find module": {"node:internal/modules/cjs/loader:1228\n  throw err;\n  ^\n\nError: Cannot find module 'left-pad'\nRequire stack:\n- /w/index.js\n", "a Node module is missing: left-pad", 1},
-		"MODULE_NOT_FOUND": {"Error [ERR_MODULE_NOT_FOUND]: Cannot find package 'left-pad' imported from /w/index.mjs\n  code: 'ERR_MODULE_NOT_FOUND'\n", "a Node module is missing: left-pad", 1},
-		"ModuleNotFoundError": {"Traceback (most recent call last):\n  File \"/w/t.py\", line 1, in <module>\n    import requests\nModuleNotFoundError: No module named 'requests'\n", "a Python module is missing: requests", 1},
-		"No module named": {"/usr/bin/python3: No module named pytest\n", "a Python module is missing: pytest", 1},
+		"command not found":                   {"> x@1.0.0 test\n> tsd && node --test\n\nsh: line 1: tsd: command not found\n", "a program is missing: tsd", 1},
+		"Cannot find module":                  {"node:internal/modules/cjs/loader:1228\n  throw err;\n  ^\n\nError: Cannot find module 'left-pad'\nRequire stack:\n- /w/index.js\n", "a Node module is missing: left-pad", 1},
+		"MODULE_NOT_FOUND":                    {"Error [ERR_MODULE_NOT_FOUND]: Cannot find package 'left-pad' imported from /w/index.mjs\n  code: 'ERR_MODULE_NOT_FOUND'\n", "a Node module is missing: left-pad", 1},
+		"ModuleNotFoundError":                 {"Traceback (most recent call last):\n  File \"/w/t.py\", line 1, in <module>\n    import requests\nModuleNotFoundError: No module named 'requests'\n", "a Python module is missing: requests", 1},
+		"No module named":                     {"/usr/bin/python3: No module named pytest\n", "a Python module is missing: pytest", 1},
 		"no required module provides package": {"main.go:3:8: no required module provides package github.com/x/y; to add it:\n\tgo get github.com/x/y\n", "a Go module is missing: github.com/x/y", 1},
-		"exit 127": {"sh: 1: gotestsum: not found\n", "command not found (exit 127): sh: 1: gotestsum: not found", 127},
-		"exit 126": {"sh: 1: ./check.sh: Permission denied\n", "a program is not executable (exit 126)", 126},
+		"exit 127":                            {"sh: 1: gotestsum: not found\n", "command not found (exit 127): sh: 1: gotestsum: not found", 127},
+		"exit 126":                            {"sh: 1: ./check.sh: Permission denied\n", "a program is not executable (exit 126)", 126},
 	}
 	signs := map[string]bool{}
 	for _, s := range gateEnvSigns {

@@ -3,8 +3,6 @@ package driver
 import (
 	"context"
 	"fmt"
-	"regexp"
-	"sort"
 	"strings"
 	"sync"
 
@@ -150,60 +148,6 @@ func (w *worker) judge(ctx context.Context, g muster.GateSpec, r muster.GateResu
 	return charged, newly
 }
 
-// gateSummary is a failing gate's root cause in one line: for go test
-// output, the failing tests with the first message of the first one
-// ("TestCount: count = 3, want 2; also TestOther"); else its last line of
-// output, or its exit code.
-func gateSummary(r muster.GateResult) string {
-	if names, first := goFailures(r.Output); len(names) > 0 {
-		s := names[0]
-		if first != "" {
-			s += ": " + first
-		}
-		if len(names) > 1 {
-			more := names[1:]
-			if len(more) > 4 {
-				more = append(more[:4:4], fmt.Sprintf("%d more", len(names)-5))
-			}
-			s += "; also " + strings.Join(more, ", ")
-		}
-		return bound(s, 300)
-	}
-	if l := strings.TrimSpace(lastLines(r.Output, 1)); l != "" {
-		return l
-	}
-	return fmt.Sprintf("exit %d, no output", r.ExitCode)
-}
-
-// goMessage is a test's message line under its --- FAIL line, with the
-// file:line prefix go test puts on it.
-var goMessage = regexp.MustCompile(`^\s+(?:\S+\.go:\d+: )?(.*\S)`)
-
-// goFailures returns the failing Go tests of a gate's output, in order
-// (subtests after their parents are left out when the parent is named
-// too), and the first message line of the first one.
-func goFailures(out string) (names []string, first string) {
-	lines := strings.Split(out, "\n")
-	seen := map[string]bool{}
-	for i, l := range lines {
-		m := goFail.FindStringSubmatch(l)
-		if m == nil || seen[m[1]] {
-			continue
-		}
-		seen[m[1]] = true
-		if parent, _, sub := strings.Cut(m[1], "/"); sub && seen[parent] {
-			continue
-		}
-		names = append(names, m[1])
-		if first == "" && i+1 < len(lines) && !goFail.MatchString(lines[i+1]) {
-			if mm := goMessage.FindStringSubmatch(lines[i+1]); mm != nil {
-				first = mm[1]
-			}
-		}
-	}
-	return names, first
-}
-
 func (w *worker) taskGates() []muster.GateSpec {
 	var out []muster.GateSpec
 	for i, g := range w.task.Gates {
@@ -272,41 +216,4 @@ func (d *Driver) gateAt(ctx context.Context, g muster.GateSpec, commit string, c
 	}
 	d.gc.put(g, commit, r)
 	return r, true
-}
-
-// goFail matches a failing test in go test -v or plain output.
-var goFail = regexp.MustCompile(`(?m)^\s*--- FAIL: (\S+)`)
-
-// failingTests returns the names of failing Go tests in a gate's output.
-func failingTests(out string) map[string]bool {
-	m := map[string]bool{}
-	for _, s := range goFail.FindAllStringSubmatch(out, -1) {
-		m[s[1]] = true
-	}
-	return m
-}
-
-// triage decides whether a failing gate is the change's to fix, given the
-// gate's result before the change. A gate that passed before is charged.
-// One that failed before too is charged only for what is new: failing Go
-// tests that did not fail before (newly lists them), or a failure of
-// another kind (tests failed before, none named now: the build broke).
-func triage(after, before muster.GateResult) (charged bool, newly []string) {
-	if after.Passed {
-		return false, nil
-	}
-	if before.Passed {
-		return true, nil
-	}
-	a, b := failingTests(after.Output), failingTests(before.Output)
-	for n := range a {
-		if !b[n] {
-			newly = append(newly, n)
-		}
-	}
-	sort.Strings(newly)
-	if len(newly) > 0 {
-		return true, newly
-	}
-	return len(a) == 0 && len(b) > 0, nil
 }

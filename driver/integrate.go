@@ -86,6 +86,9 @@ func (w *worker) land(ctx context.Context, commit string) landing {
 			}
 			w.send(ev)
 		}
+		if err := w.undoGateOutput(ctx, dir, merged, nil); err != nil {
+			return landing{err: fmt.Errorf("undo what the gates wrote: %w", err)}
+		}
 		if failed != "" {
 			return landing{merged: merged, tip: tip, failed: failed, feedback: strings.Join(fb, "\n\n")}
 		}

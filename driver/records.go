@@ -19,6 +19,9 @@ const (
 	// TokensUsed events one by one; past it they are summed into one
 	// event per model at the end of each invocation (never dropped).
 	maxUsageRecords = 500
+	// maxBlockedRecords bounds the Blocked events of one attempt (each
+	// host and port once).
+	maxBlockedRecords = 50
 	// maxNoteRecords bounds the notes records of one attempt.
 	maxNoteRecords = 20
 	// maxName bounds a tool name and a model name.
@@ -35,6 +38,8 @@ type counters struct {
 	tools, messages, usages, notes int
 	droppedTools, droppedMessages  int
 	droppedNotes                   int
+	// blocked are the hosts of the attempt's Blocked events so far.
+	blocked map[string]bool
 	// extra sums the usage records past maxUsageRecords, by model.
 	extra      map[string]muster.Usage
 	extraOrder []string
@@ -171,3 +176,34 @@ func (w *worker) overflow(spec *muster.ExecutorSpec, role muster.Role, clone int
 	c.extra, c.extraOrder = nil, nil
 	return evs
 }
+
+// source is a usage record's Source as journaled: only the values muster
+// knows (an adapter cannot make its usage uncounted with another).
+func source(s string) string {
+	switch s {
+	case muster.UsageProvider, muster.UsageClaim:
+		return s
+	}
+	return ""
+}
+
+// blocked turns a blocked record into its event: once per host and port
+// per attempt, at most maxBlockedRecords, the host bounded and redacted.
+func (w *worker) blocked(r muster.Record) (muster.Event, bool) {
+	c := &w.counts
+	host := bound(w.d.red().String(r.Host), 255)
+	if r.Port < 0 || r.Port > 65535 {
+		r.Port = 0
+	}
+	e := muster.Event{Type: muster.EvBlocked, Host: host, Port: r.Port, Reason: bound(w.d.red().String(r.Text), maxName)}
+	key := e.BlockedHost()
+	if c.blocked[key] || len(c.blocked) >= maxBlockedRecords {
+		return e, false
+	}
+	if c.blocked == nil {
+		c.blocked = map[string]bool{}
+	}
+	c.blocked[key] = true
+	return e, true
+}
+

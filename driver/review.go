@@ -3,8 +3,6 @@ package driver
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -93,25 +91,23 @@ func (w *worker) reviewBy(ctx context.Context, round, i int, lease engine.Lease,
 	if spec == nil || exec == nil {
 		return nil, false
 	}
-	scratch := filepath.Join(w.scratch, fmt.Sprintf("review-r%d", round))
-	if i > 0 {
-		scratch += fmt.Sprintf("-%d", i+1)
-	}
-	diffFile := filepath.Join(scratch, "change.diff")
-	if err := writeDiff(scratch, diffFile, diff); err != nil {
-		w.send(muster.Event{Type: muster.EvWarning, Message: "review by " + muster.Slot(lease.Executor, lease.Clone) + " failed: " + err.Error()})
-		return nil, false
-	}
 	req := &muster.ExecRequest{
 		Run: w.runID, Task: w.task, Role: muster.RoleReviewer, Spec: spec, Clone: lease.Clone, Attempt: w.a.Attempt, Round: round,
-		Dir: w.dir, Authority: muster.AuthorityRead, Scratch: scratch, DiffFile: diffFile, Timeout: spec.Timeout, Grace: w.cfg.Grace(), Stall: w.cfg.Run.StallTimeout,
+		Dir: w.dir, Authority: muster.AuthorityRead, Timeout: spec.Timeout, Grace: w.cfg.Grace(), Stall: w.cfg.Run.StallTimeout,
 		Prompt: w.d.red().String(buildReviewPrompt(w, diff)),
 	}
-	if err := w.tmpdir(req); err != nil {
+	// A fresh directory, home and TMPDIR of the reviewer's own: nothing
+	// the coder wrote is in them, and nothing muster writes for the
+	// reviewer lies where the coder can write.
+	inv, err := w.exchangeFor(req, fmt.Sprintf("review-r%d-%d", round, i+1), false)
+	if err == nil {
+		req.DiffFile, err = inv.WriteIn("change.diff", []byte(diff))
+	}
+	if err != nil {
 		w.send(muster.Event{Type: muster.EvWarning, Message: "review by " + muster.Slot(lease.Executor, lease.Clone) + " failed: " + err.Error()})
 		return nil, false
 	}
-	req.Confine = w.confinement(spec, req.Authority)
+	req.Confine = w.confinement(spec, req.Authority, inv)
 	res, err := exec.Execute(ctx, req, w.record(spec, muster.RoleReviewer, lease.Clone))
 	if evs := w.overflow(spec, muster.RoleReviewer, lease.Clone); len(evs) > 0 {
 		w.send(evs...)
@@ -147,18 +143,6 @@ func (w *worker) reviewBy(ctx context.Context, round, i int, lease engine.Lease,
 	}
 	w.send(muster.Event{Type: muster.EvReviewed, Executor: lease.Executor, Clone: lease.Clone, Findings: res.Findings, Round: round})
 	return res.Findings, true
-}
-
-// writeDiff writes the change under review into the reviewer's scratch
-// directory (MUSTER_DIFF_FILE).
-func writeDiff(scratch, path, diff string) error {
-	if err := os.MkdirAll(scratch, 0o755); err != nil {
-		return fmt.Errorf("write the diff file: %w", err)
-	}
-	if err := os.WriteFile(path, []byte(diff), 0o644); err != nil {
-		return fmt.Errorf("write the diff file: %w", err)
-	}
-	return nil
 }
 
 func (w *worker) hasReviewer() bool {

@@ -5,13 +5,12 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/engine"
+	"github.com/muster-run/muster/internal/exchange"
 )
 
 // Bounds on what an attempt writes into the journal.
@@ -50,8 +49,12 @@ type worker struct {
 	prevBlocking map[string]bool
 	// baselined holds the task gates already run on the base.
 	baselined map[string]bool
-	// planOut is where a delegating task's agent may write new tasks.
+	// planOut is the out/ directory where a delegating task's agent, in
+	// its latest round, may write new tasks (planOutFile).
 	planOut string
+	// home and tmp are the coder's, made at its first round and reused by
+	// its later ones (exchangeFor).
+	home, tmp string
 	// pendingNotes are the notes records of the round under way, shared
 	// when it is accepted (shareFindings).
 	pendingNotes []pendingNote
@@ -63,6 +66,9 @@ type worker struct {
 	remoteGates []muster.GateResult
 	// counts are the attempt's records so far, for the caps.
 	counts counters
+	// gateChanged are the files a gate names that the round's change
+	// touches, flagged in the review prompt.
+	gateChanged []string
 }
 
 type depOutput struct {
@@ -293,6 +299,7 @@ func (w *worker) check(ctx context.Context, m *engine.Attempt, res *muster.ExecR
 		return "", w.opFailed("compute the change in the clone's worktree", err, false), ""
 	}
 	readOnly := w.task.EffectiveAuthority() == muster.AuthorityRead
+	w.gateChanged = gateFilesIn(change, w.d.opts.GateFiles)
 	viol := w.d.opts.Workspace.Violations(ctx, w.dir, change, w.task.Owns)
 	if readOnly {
 		viol = changedPaths(change)
@@ -300,7 +307,7 @@ func (w *worker) check(ctx context.Context, m *engine.Attempt, res *muster.ExecR
 	if len(viol) > 0 {
 		// Named for what they are: reserved files, symlinks leaving the
 		// worktree, paths outside the repository or outside Owns.
-		what, ev := strings.Join(explainViolations(w.dir, viol), "; "), muster.Event{Type: muster.EvViolation, Paths: viol, Round: round}
+		what, ev := strings.Join(w.explainViolations(viol), "; "), muster.Event{Type: muster.EvViolation, Paths: viol, Round: round}
 		if readOnly {
 			what, ev.Reason = "changed paths with read authority: "+strings.Join(viol, ", "), "read authority"
 		}
@@ -331,7 +338,7 @@ func (w *worker) check(ctx context.Context, m *engine.Attempt, res *muster.ExecR
 		}
 	}
 	if change.Empty() {
-		delegated := w.task.Delegates && nonEmpty(w.planOut)
+		delegated := w.task.Delegates && w.planOut != "" && exchange.Stat(w.planOut, planOutFile) > 0
 		st := m.EmptyChange(engine.Empty{
 			Delegated: delegated, ReadOnly: readOnly, Satisfied: res != nil && res.Satisfied,
 			Answer: bound(oneLine(w.lastMsg), 300), NoopComplete: w.cfg.Run.Noop == muster.NoopComplete,
@@ -361,6 +368,12 @@ func (w *worker) check(ctx context.Context, m *engine.Attempt, res *muster.ExecR
 	fb, failed := w.gates(ctx, round)
 	if ctx.Err() != nil {
 		return "", w.cancelled(ctx), ""
+	}
+	// What the gates wrote (a __pycache__, a report) is not the agent's:
+	// undone before the review, the commit and the next round's Owns
+	// check, so only what the agent wrote counts.
+	if err := w.undoGateOutput(ctx, w.dir, w.base, change); err != nil {
+		return "", w.opFailed("undo what the gates wrote", err, false), ""
 	}
 	if w.envFailed != "" {
 		// A gate that cannot start: no fix round can install it, and the
@@ -446,23 +459,17 @@ func (w *worker) execute(ctx context.Context, exec muster.Executor, round int, f
 	w.transcript, w.pendingNotes = "", nil
 	w.log(muster.LogRecord{Kind: muster.LogPrompt, Round: round, Role: w.a.Role, Slot: w.slot(), Text: promptHead(req.Prompt)})
 	w.lastMsg = ""
-	req.Scratch = filepath.Join(w.scratch, fmt.Sprintf("r%d", round))
-	if _, free := exec.(muster.ScratchFree); !free {
-		if err := os.MkdirAll(req.Scratch, 0o755); err != nil {
+	var inv *exchange.Dir
+	if _, free := exec.(muster.ScratchFree); !free || w.task.Delegates {
+		var err error
+		if inv, err = w.exchangeFor(req, fmt.Sprintf("r%d", round), true); err != nil {
 			return nil, err
 		}
-		if err := w.tmpdir(req); err != nil {
-			return nil, err
-		}
-	}
-	req.Confine = w.confinement(spec, req.Authority)
-	if w.task.Delegates {
-		w.planOut = filepath.Join(w.scratch, "plan-out.md")
-		req.PlanOut = w.planOut
-		if err := os.MkdirAll(w.scratch, 0o755); err != nil {
-			return nil, err
+		if w.task.Delegates {
+			w.planOut, req.PlanOut = inv.Out, inv.OutFile(planOutFile)
 		}
 	}
+	req.Confine = w.confinement(spec, req.Authority, inv)
 	backoff := time.Second
 	for try := 0; ; try++ {
 		res, err := exec.Execute(ctx, req, w.record(spec, w.a.Role, w.a.Clone))
@@ -600,7 +607,12 @@ func (w *worker) record(spec *muster.ExecutorSpec, role muster.Role, clone int) 
 				}
 				return
 			}
-			w.send(append(warn, muster.Event{Type: muster.EvTokensUsed, Executor: spec.Name, Clone: clone, Role: role, Model: r.Model, Usage: u})...)
+			w.send(append(warn, muster.Event{Type: muster.EvTokensUsed, Executor: spec.Name, Clone: clone, Role: role, Model: r.Model, Usage: u, Source: source(r.Source), Reason: bound(red.String(r.Text), maxName)})...)
+		case muster.RecBlocked:
+			if e, ok := w.blocked(r); ok {
+				e.Executor, e.Clone, e.Role = spec.Name, clone, role
+				w.send(e)
+			}
 		case muster.RecTool:
 			if c.tools++; c.tools > maxToolRecords {
 				c.droppedTools++

@@ -285,6 +285,9 @@ func (s *State) Apply(e *muster.Event) error {
 			t.Round = e.Round
 		}
 	case muster.EvTokensUsed:
+		if !e.Counted() {
+			break // an agent's claim beside the provider's numbers
+		}
 		u := e.Credited()
 		s.Usage.Add(u)
 		if t := s.Tasks[e.Task]; t != nil {

@@ -102,7 +102,7 @@ func (w *Workspace) stage(ctx context.Context, s *slot, base string) (wtGit, str
 	} else {
 		s.added = nil
 		w.fullStages.Add(1)
-		if _, err := run(ctx, g.c("add", "--all")); err != nil {
+		if err := w.addAll(ctx, s, g); err != nil {
 			return g, "", fmt.Errorf("stage the change in %s: %w", s.dir, err)
 		}
 		s.exact = true
@@ -122,7 +122,7 @@ func (w *Workspace) stage(ctx context.Context, s *slot, base string) (wtGit, str
 // repository appeared, or a hard link may have been used (see
 // hardLinked).
 func (w *Workspace) stageTouched(ctx context.Context, s *slot, g wtGit) (bool, error) {
-	s.added = nil
+	s.added, s.oversize = nil, nil
 	delete(s.touched, ".git") // the clone's own git directory: never part of a change
 	if len(s.touched) == 0 {
 		return true, nil
@@ -140,6 +140,8 @@ func (w *Workspace) stageTouched(ctx context.Context, s *slot, g wtGit) (bool, e
 			remove = append(remove, p) // a file replaced by a directory
 		case fi.Mode().IsRegular() && hardLinked(fi):
 			return false, nil
+		case fi.Mode().IsRegular() && fi.Size() > w.maxFile:
+			s.oversize = append(s.oversize, p) // never read: Violations names it
 		case fi.Mode().IsRegular(), fi.Mode()&os.ModeSymlink != 0:
 			add = append(add, p)
 		default:
@@ -267,20 +269,25 @@ func (w *Workspace) Change(ctx context.Context, dir, base string) (*muster.Chang
 
 func (w *Workspace) change(ctx context.Context, s *slot, base string) (*snapshot, error) {
 	s.snap = nil
-	_, tree, err := w.stage(ctx, s, base)
+	g, tree, err := w.stage(ctx, s, base)
 	if err != nil {
 		return nil, err
 	}
-	c := w.ig("diff-tree", "-r", "-M", "--name-status", "-z", "--no-ext-diff", "--no-textconv", base, tree)
+	c := w.ig("diff-tree", "-r", "-M", "--raw", "-z", "--no-ext-diff", "--no-textconv", base, tree)
 	c.readOnly = true
 	out, err := run(ctx, c)
 	if err != nil {
 		return nil, fmt.Errorf("compute the change in %s: %w", s.dir, err)
 	}
-	ch, err := parseNameStatus(out)
+	ch, links, err := rawChange(out)
 	if err != nil {
 		return nil, err
 	}
+	if tree, err = w.dropGitlinks(ctx, s, g, tree, links); err != nil {
+		return nil, err
+	}
+	slices.Sort(s.oversize)
+	addOversize(ch, s.oversize)
 	s.snap = &snapshot{base: base, tree: tree, change: ch}
 	return s.snap, nil
 }
@@ -355,8 +362,11 @@ var OwnPaths = []string{"muster.toml", ".muster/"}
 // Violations returns, in change order and without repeats, the changed
 // paths a task may not change: paths outside owns (when owns is not
 // empty), paths that are absolute or climb out with "..", muster's own
-// files (OwnPaths), and symlinks added or changed whose target lies
-// outside the repository. Invalid owns entries match nothing.
+// files (OwnPaths), paths with a .git component, the run's reserved
+// paths (Options.Reserved), files over the size cap, files a gate names
+// that owns does not list by name (Options.GateFiles), and symlinks
+// added or changed whose target lies outside the repository. Invalid
+// owns entries match nothing.
 func (w *Workspace) Violations(ctx context.Context, dir string, change *muster.Change, ownsList []string) []string {
 	var norm []string
 	for _, e := range ownsList {
@@ -376,6 +386,7 @@ func (w *Workspace) Violations(ctx context.Context, dir string, change *muster.C
 	if change == nil {
 		return nil
 	}
+	big := w.oversizeOf(dir)
 	for _, f := range change.Files {
 		for _, p := range []string{f.OldPath, f.Path} {
 			if p == "" {
@@ -385,7 +396,7 @@ func (w *Workspace) Violations(ctx context.Context, dir string, change *muster.C
 			switch {
 			case !repoPath(p):
 				add(p)
-			case owns.Match(OwnPaths, c):
+			case owns.Match(OwnPaths, c), hasGitComponent(c), w.reservedHit(c), big[c], w.gateFileUnowned(c, ownsList):
 				add(p)
 			case restricted && !owns.Match(norm, c):
 				add(p)

@@ -51,6 +51,20 @@ type Options struct {
 	// Guard watches the user's repository around each attempt
 	// (muster.Guard): GuardRestore, GuardDetect, or "" / GuardOff for none.
 	Guard string
+	// Reserved are repository paths no change may touch, whatever the
+	// task's Owns (a trailing "/" names a directory): the config file in
+	// use, the plan, the prices file, the programs the config names by
+	// relative path. OwnPaths and any path with a .git component are
+	// reserved always.
+	Reserved []string
+	// GateFiles are files a gate command names (its script, the
+	// Makefile or package.json it runs): a change to one is a violation
+	// unless the task's Owns lists it by name.
+	GateFiles []string
+	// MaxFileBytes caps the size of a changed file, checked by lstat
+	// before git reads it ([run] max_file_bytes; 0:
+	// muster.DefaultMaxFileBytes). A larger file is never staged.
+	MaxFileBytes int64
 }
 
 // Workspace is muster.Workspace over git: the run branch and one clone
@@ -66,8 +80,11 @@ type Workspace struct {
 	ref       string // refs/heads/muster/<run>
 	base      string
 	keep      []string
-	mergeBase bool // git merge-tree knows --merge-base (git >= 2.40)
-	watch     bool // record touched files with a watcher
+	reserved  []string // Options.Reserved
+	gateFiles []string // Options.GateFiles
+	maxFile   int64    // Options.MaxFileBytes, defaulted
+	mergeBase bool     // git merge-tree knows --merge-base (git >= 2.40)
+	watch     bool     // record touched files with a watcher
 	ident     []string
 	fallback  bool
 
@@ -122,6 +139,9 @@ type slot struct {
 	// private index as files or symlinks (untracked ignored ones left
 	// out); nil when a full staging or a reset came after it.
 	added map[string]bool
+	// oversize are the files the last staging left out for being larger
+	// than MaxFileBytes (never read).
+	oversize []string
 	// idle: no attempt is using the clone (between EndAttempt and the
 	// next BeginAttempt); guarded by Workspace.mu.
 	idle bool
@@ -166,11 +186,15 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 	w := &Workspace{
 		top: top, common: common, objects: filepath.Join(common, "objects"), run: opts.RunID,
 		branch: "muster/" + opts.RunID, ref: "refs/heads/muster/" + opts.RunID,
-		keep:      opts.Keep,
+		keep:     opts.Keep,
+		reserved: opts.Reserved, gateFiles: opts.GateFiles, maxFile: opts.MaxFileBytes,
 		watch:     !opts.NoWatch,
 		mergeBase: major > 2 || minor >= 40,
 		slots:     map[string]*slot{}, byDir: map[string]*slot{},
 		onBranch: map[string]bool{}, meta: map[string]commitMeta{},
+	}
+	if w.maxFile <= 0 {
+		w.maxFile = muster.DefaultMaxFileBytes
 	}
 	if err := w.openCache(ctx, opts); err != nil {
 		return nil, err

@@ -126,6 +126,9 @@ func (r *run) apply(e *muster.Event) {
 			s.Attempt = e.Attempt
 		}
 	case muster.EvTokensUsed:
+		if !e.Counted() {
+			break // an agent's claim beside the provider's numbers
+		}
 		model := e.Model
 		if model == "" {
 			model = "(unknown)"

@@ -141,6 +141,7 @@ footer { color: #7a8292; font-size: 12px; }
 {{end}}</tbody>
 </table>
 </section>
+{{with .Run.Blocked}}<section id="blocked"><h2>Network refused</h2><p class="unknown">Requests muster's model endpoint or proxy refused; a host an invocation needs goes in <code>allow_hosts</code>.</p><ul>{{range .}}<li><code>{{.Task}}</code> attempt {{.Attempt}} <code>{{.Slot}}</code>: <code>{{.Host}}</code>{{with .Reason}} ({{.}}){{end}}</li>{{end}}</ul></section>{{end}}
 {{with .Run.Warnings}}<section id="warnings"><h2>Warnings</h2><ul>{{range .}}<li>{{.}}</li>{{end}}</ul></section>{{end}}
 <footer>Made by muster{{with .Generated}} on {{.}}{{end}}. This file is self-contained: it loads nothing from the network.</footer>
 </body>

@@ -14,13 +14,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/internal/exchange"
 )
 
 // TaskID is the one task of a plan session's journal: the planning.
@@ -221,22 +219,24 @@ func (s *session) ask(ctx context.Context, task *muster.Task, try int, dir, prom
 	); err != nil {
 		return nil, "", err
 	}
-	scratch := filepath.Join(o.ScratchDir, fmt.Sprintf("try-%d", try))
-	if err := os.MkdirAll(scratch, 0o700); err != nil {
+	// A fresh directory of the try's own (internal/exchange): the prompt
+	// in in/, the plan written to out/, a fresh home and TMPDIR.
+	inv, err := exchange.New(o.ScratchDir, fmt.Sprintf("try-%d", try), exchange.Options{})
+	if err != nil {
+		return nil, "", s.fail(try, muster.Errorf(muster.CodeInternal, "planner scratch: %v", err))
+	}
+	promptFile, err := inv.WriteIn("prompt.md", []byte(prompt))
+	if err != nil {
 		return nil, "", s.fail(try, muster.Errorf(muster.CodeInternal, "planner scratch: %v", err))
 	}
 	timeout := o.Spec.Timeout
 	if timeout <= 0 {
 		timeout = defaultTimeout
 	}
-	env, err := tmpdir(o.Env, o.Spec, scratch)
-	if err != nil {
-		return nil, "", s.fail(try, muster.Errorf(muster.CodeInternal, "planner scratch: %v", err))
-	}
 	req := &muster.ExecRequest{Run: o.RunID, Task: task, Role: muster.RolePlanner, Spec: o.Spec, Clone: s.clone,
-		Attempt: try, Dir: dir, Prompt: prompt, Authority: muster.AuthorityRead, Scratch: scratch,
-		PlanOut: filepath.Join(scratch, "plan-out.md"), Timeout: timeout, Grace: o.Grace, Env: env,
-		Confine: o.Confine.With(append([]string{scratch}, o.Spec.Writable...)...)}
+		Attempt: try, Dir: dir, Prompt: prompt, PromptFile: promptFile, Authority: muster.AuthorityRead, Scratch: inv.Path,
+		Home: inv.Home, PlanOut: inv.OutFile("plan-out.md"), Timeout: timeout, Grace: o.Grace, Env: tmpdir(o.Env, o.Spec, inv.Tmp),
+		Confine: o.Confine.With(append(inv.Writable(), o.Spec.Writable...)...)}
 	var journalErr error
 	res, execErr := o.Executor.Execute(ctx, req, func(r muster.Record) {
 		if ev, ok := s.record(r); ok && journalErr == nil {
@@ -263,7 +263,7 @@ func (s *session) ask(ctx context.Context, task *muster.Task, try int, dir, prom
 		}
 		return nil, "the planner failed: " + firstLine(execErr.Error()), nil
 	}
-	text, err = readPlanOut(req.PlanOut)
+	text, err = readPlanOut(inv)
 	if err != nil {
 		return nil, "MUSTER_PLAN_OUT: " + err.Error(), nil
 	}
@@ -279,22 +279,18 @@ func (s *session) ask(ctx context.Context, task *muster.Task, try int, dir, prom
 	return text, "", nil
 }
 
-// tmpdir gives the planner a TMPDIR in its try's scratch directory (as
-// the driver gives each attempt), unless the executor's env sets one.
-func tmpdir(env map[string]string, spec *muster.ExecutorSpec, scratch string) (map[string]string, error) {
+// tmpdir gives the planner the TMPDIR of its try's own (as the driver
+// gives each invocation), unless the executor's env sets one.
+func tmpdir(env map[string]string, spec *muster.ExecutorSpec, dir string) map[string]string {
 	if _, ok := spec.Env["TMPDIR"]; ok {
-		return env, nil
-	}
-	dir := filepath.Join(scratch, "tmp")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, err
+		return env
 	}
 	out := make(map[string]string, len(env)+1)
 	for k, v := range env {
 		out[k] = v
 	}
 	out["TMPDIR"] = dir
-	return out, nil
+	return out
 }
 
 // record turns an agent's record into a journal event.
@@ -404,30 +400,13 @@ func (s *session) emit(evs ...muster.Event) error {
 	return nil
 }
 
-// readPlanOut reads the plan the agent wrote, if any: a regular file
-// (never a symlink the agent left in its place), bounded.
-func readPlanOut(path string) ([]byte, error) {
-	st, err := os.Lstat(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
+// readPlanOut reads the plan the agent wrote, if any, through
+// internal/exchange: a regular file (never a link or a FIFO the agent
+// left in its place), bounded.
+func readPlanOut(inv *exchange.Dir) ([]byte, error) {
+	data, err := inv.ReadOut("plan-out.md", MaxPlanBytes)
 	if err != nil {
 		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("not a regular file (%s)", st.Mode().Type())
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxPlanBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > MaxPlanBytes {
-		return nil, fmt.Errorf("the plan is larger than %d bytes", MaxPlanBytes)
 	}
 	if strings.TrimSpace(string(data)) == "" {
 		return nil, nil

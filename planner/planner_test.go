@@ -77,9 +77,9 @@ func TestRunRetriesWithProblems(t *testing.T) {
 		if req.Authority != muster.AuthorityRead || req.Role != muster.RolePlanner || req.PlanOut == "" {
 			t.Errorf("request: authority %s, role %s, plan out %q", req.Authority, req.Role, req.PlanOut)
 		}
-		// Confined: the run's paths and the try's scratch (plan-out file,
-		// TMPDIR), never the clone.
-		if c := req.Confine; c == nil || strings.Join(c.Writable, ",") != "/shared,"+req.Scratch ||
+		// Confined: the run's paths and the try's out/, home and TMPDIR
+		// (never its in/, never the clone).
+		if c := req.Confine; c == nil || strings.Join(c.Writable, ",") != "/shared,"+req.Scratch+"/out,"+req.Scratch+"/home,"+req.Scratch+"/tmp" ||
 			!strings.HasPrefix(req.PlanOut, req.Scratch) || req.Env["TMPDIR"] != filepath.Join(req.Scratch, "tmp") {
 			t.Errorf("confinement %+v, scratch %s, plan out %s, env %v", req.Confine, req.Scratch, req.PlanOut, req.Env)
 		}

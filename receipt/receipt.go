@@ -212,6 +212,9 @@ func Fold(events []muster.Event) *Receipt {
 					Phase: e.Phase, NotCharged: e.NotCharged()})
 			}
 		case muster.EvTokensUsed:
+			if !e.Counted() {
+				break // an agent's claim beside the provider's numbers
+			}
 			r.Usage.Add(e.Credited())
 			if t := task(e.Task); t != nil {
 				t.Usage.Add(e.Credited())

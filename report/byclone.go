@@ -10,7 +10,7 @@ import (
 func ByClone(events []muster.Event) ([]string, map[string]muster.Usage) {
 	m := map[string]muster.Usage{}
 	for _, e := range events {
-		if e.Type == muster.EvTokensUsed {
+		if e.Counted() {
 			u := m[e.Slot()]
 			u.Add(e.Credited())
 			m[e.Slot()] = u

@@ -114,6 +114,9 @@ func WriteText(w io.Writer, r *Report) error {
 		}
 		fmt.Fprintln(w, ")")
 	}
+	if err := writeNetwork(w, r); err != nil {
+		return err
+	}
 	for _, s := range r.sections() {
 		if len(s.lines) == 0 {
 			continue

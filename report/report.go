@@ -123,6 +123,11 @@ type Report struct {
 	// repository changed while they ran (Violation events with reason
 	// "tampered").
 	Tampered []Tampering `json:"tampered,omitempty"`
+	// Observed is the provider's usage beside the agents' claims, per
+	// clone and task behind muster's model endpoint; Blocked the requests
+	// muster refused.
+	Observed []Observed `json:"provider_usage,omitempty"`
+	Blocked  []Blocked  `json:"blocked,omitempty"`
 	// SucceededTasks counts tasks that succeeded; CostPerSucceededTask
 	// divides the total cost by it.
 	SucceededTasks             int     `json:"succeeded_tasks"`
@@ -228,6 +233,9 @@ func Build(runs [][]muster.Event, opts Options) *Report {
 					l.HeldBackSeconds = max(l.HeldBackSeconds, e.Until.Sub(e.Time).Round(time.Second).Seconds())
 				}
 			case muster.EvTokensUsed:
+				if !e.Counted() {
+					continue // the agent's claim beside the provider's numbers (network.go)
+				}
 				if (!opts.Since.IsZero() && e.Time.Before(opts.Since)) || (!opts.Until.IsZero() && !e.Time.Before(opts.Until)) {
 					continue
 				}
@@ -253,6 +261,7 @@ func Build(runs [][]muster.Event, opts Options) *Report {
 				bump("clone", orNone(e.Slot()), u, est)
 			}
 		}
+		r.network(run.Run, events)
 		if run.State == muster.RunRunning && !opts.Now.IsZero() && opts.Now.After(run.Ended) {
 			run.Ended = opts.Now
 		}

@@ -123,6 +123,8 @@ func (m *merger) event(e *muster.Event) {
 			text = e.Reason + ": " + strings.Join(e.Paths, ", ")
 		}
 		m.add(Entry{Time: e.Time, Round: e.Round, Kind: KindViolation, Text: text})
+	case muster.EvBlocked:
+		m.add(Entry{Time: e.Time, Round: m.round, Kind: KindBlocked, Slot: e.Slot(), Role: m.roleOf(e), Text: textsafe.Sanitize(e.BlockedText())})
 	case muster.EvGateRan:
 		m.flushAgent(m.round)
 		en := Entry{Time: e.Time, Round: e.Round, Kind: KindGate, Gate: e.Gate, Passed: e.Passed, Text: e.Output}

@@ -30,6 +30,7 @@ const (
 	KindOutput    = "output"    // the end of the agent's output, stderr included
 	KindDiffStat  = "diffstat"  // the files and lines a round changed
 	KindViolation = "violation" // paths changed outside Owns
+	KindBlocked   = "blocked"   // a request muster's endpoint or proxy refused (Text: host:port and why)
 	KindGate      = "gate"      // a gate: Gate, Command, Exit, Passed, Text (output tail)
 	KindCheck     = "check"     // a check of a Loop task
 	KindReview    = "review"    // a reviewer's findings

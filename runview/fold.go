@@ -75,6 +75,9 @@ func (r *Run) Apply(e *muster.Event) {
 		t.FixRounds++
 		t.Fixes = append(t.Fixes, FixRound{Round: e.Round, Reason: e.Reason, Time: e.Time})
 	case muster.EvTokensUsed:
+		if !e.Counted() {
+			break // an agent's claim beside the provider's numbers
+		}
 		r.Usage.Add(e.Credited())
 		if e.Task != "" {
 			r.Task(e.Task).Usage.Add(e.Credited())
@@ -112,6 +115,8 @@ func (r *Run) Apply(e *muster.Event) {
 		r.Warnings = append(r.Warnings, e.Message)
 	case muster.EvRateLimited:
 		r.rateLimited(e)
+	case muster.EvBlocked:
+		r.Blocked = append(r.Blocked, Blocked{Task: e.Task, Attempt: e.Attempt, Slot: e.Slot(), Host: e.BlockedHost(), Reason: e.Reason, Time: e.Time})
 	case muster.EvRunFinished:
 		r.State, r.End = e.State, e.Time
 		r.idleAll()

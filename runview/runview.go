@@ -123,6 +123,16 @@ func (t *Task) Where() string {
 	return t.Slot
 }
 
+// Blocked is one Blocked event: who was refused what.
+type Blocked struct {
+	Task    muster.TaskID
+	Attempt int
+	Slot    string
+	Host    string // host:port
+	Reason  string // untrusted
+	Time    time.Time
+}
+
 // Run is the fold of a run's events.
 type Run struct {
 	ID, Plan, Branch, Base string
@@ -142,6 +152,10 @@ type Run struct {
 	// and RateLimits counts the rate limits by executor.
 	Paces      map[string]muster.Pace
 	RateLimits map[string]int
+
+	// Blocked are the requests muster's endpoint or proxy refused, in
+	// journal order (each host once per attempt).
+	Blocked []Blocked
 
 	Order  []muster.TaskID // tasks in the order first seen
 	Tasks  map[muster.TaskID]*Task

@@ -62,6 +62,8 @@ func PlainLine(e muster.Event) string {
 		return fmt.Sprintf("%s: gate %s %s", id, textsafe.Sanitize(e.Gate), res)
 	case muster.EvRateLimited:
 		return fmt.Sprintf("%s: rate limited on %s; the crew slows down, the attempt is retried (not charged)%s", id, textsafe.Sanitize(e.Executor), suffix(e.Reason))
+	case muster.EvBlocked:
+		return fmt.Sprintf("%s: %s: network: %s", id, textsafe.Sanitize(e.Slot()), textsafe.Sanitize(e.BlockedText()))
 	case muster.EvExecutorPaused:
 		if e.Until == nil {
 			return ""

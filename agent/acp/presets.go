@@ -145,7 +145,7 @@ var codexACP = &preset{
 		return env
 	},
 	prepare: func(spec *muster.ExecutorSpec, _ *muster.ExecRequest, home, keyName string) error {
-		return agentkit.WriteFile(filepath.Join(home, ".codex", "config.toml"), []byte(agentkit.CodexConfig(spec, keyName, "muster")))
+		return agentkit.WriteFile(home, ".codex/config.toml", []byte(agentkit.CodexConfig(spec, keyName, "muster")))
 	},
 	modelByEnv: true,
 	usage:      codexTotal,
@@ -200,7 +200,7 @@ var geminiACP = &preset{
 		if os.Getenv(keyName) != "" {
 			auth = "gemini-api-key"
 		}
-		return agentkit.WriteFile(filepath.Join(home, ".gemini", "settings.json"), geminiSettings(auth))
+		return agentkit.WriteFile(home, ".gemini/settings.json", geminiSettings(auth))
 	},
 	modelByEnv:     true,
 	missingAsEmpty: true,
@@ -230,7 +230,7 @@ var qwen = &preset{
 		return env
 	},
 	prepare: func(_ *muster.ExecutorSpec, _ *muster.ExecRequest, home, _ string) error {
-		return agentkit.WriteFile(filepath.Join(home, ".qwen", "settings.json"), geminiSettings("openai"))
+		return agentkit.WriteFile(home, ".qwen/settings.json", geminiSettings("openai"))
 	},
 	modelByEnv:     true,
 	missingAsEmpty: true,

@@ -15,6 +15,7 @@ import (
 
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/internal/agentkit"
+	"github.com/muster-run/muster/internal/exchange"
 )
 
 // Executor runs Codex for one executor spec.
@@ -42,11 +43,11 @@ func (e *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit fu
 	}
 	spec := e.base.SpecFor(req)
 	codexHome := filepath.Join(s.Home, ".codex")
-	if err := agentkit.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(configTOML(spec, s.KeyName))); err != nil {
+	if err := agentkit.WriteFile(s.Home, ".codex/config.toml", []byte(configTOML(spec, s.KeyName))); err != nil {
 		return nil, agentkit.StartFailure(fmt.Errorf("codex config: %w", err))
 	}
 	resume := resumable(codexHome, req.SessionID)
-	u := &usageState{dir: filepath.Join(codexHome, "muster-usage"), model: spec.Model}
+	u := &usageState{dir: codexHome, model: spec.Model}
 	parse := func(line []byte, st *agentkit.Stream) error { return parseLine(line, st, u) }
 	inv := s.Invocation(req, buildArgs(spec, req, resume), kindEnv(spec, codexHome, s.KeyName, s.Key), parse)
 	res, err := agentkit.RunResuming(ctx, req, inv, emit, resume, func(inv *agentkit.Invocation) {
@@ -215,14 +216,14 @@ type usageState struct {
 
 func (u *usageState) delta(thread string, cur usage) muster.Usage {
 	var prev usage
-	path := ""
 	if thread != "" && !strings.ContainsAny(thread, `/\`) {
-		path = filepath.Join(u.dir, thread+".json")
-		if b, err := os.ReadFile(path); err == nil {
+		// The home is the agent's too: read and written through exchange.
+		rel := filepath.Join("muster-usage", thread+".json")
+		if b, err := exchange.ReadFile(u.dir, rel, 1<<16); err == nil {
 			_ = json.Unmarshal(b, &prev)
 		}
 		if b, err := json.Marshal(cur); err == nil {
-			_ = agentkit.WriteFile(path, b)
+			_ = agentkit.WriteFile(u.dir, rel, b)
 		}
 	}
 	if cur.InputTokens < prev.InputTokens || cur.OutputTokens < prev.OutputTokens {

@@ -62,18 +62,20 @@ func (e *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit fu
 	if emit == nil {
 		emit = func(muster.Record) {}
 	}
-	scratch := req.Scratch
-	if scratch == "" {
+	// The driver wrote the prompt into the invocation's in/ (read-only to
+	// the program); without one the executor makes a private directory
+	// of its own for it.
+	promptFile := req.PromptFile
+	if promptFile == "" {
 		d, err := os.MkdirTemp("", "muster-cmd-")
 		if err != nil {
 			return nil, &muster.AgentError{Class: muster.FailStart, Message: err.Error()}
 		}
 		defer os.RemoveAll(d)
-		scratch = d
-	}
-	promptFile := filepath.Join(scratch, "prompt.md")
-	if err := os.WriteFile(promptFile, []byte(req.Prompt), 0o600); err != nil {
-		return nil, &muster.AgentError{Class: muster.FailStart, Message: fmt.Sprintf("write prompt file: %v", err)}
+		promptFile = filepath.Join(d, "prompt.md")
+		if err := os.WriteFile(promptFile, []byte(req.Prompt), 0o600); err != nil {
+			return nil, &muster.AgentError{Class: muster.FailStart, Message: fmt.Sprintf("write prompt file: %v", err)}
+		}
 	}
 	env := Environ(e.spec, req, promptFile)
 

@@ -40,7 +40,7 @@ func (e *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit fu
 		return nil, err
 	}
 	spec := e.base.SpecFor(req)
-	if err := agentkit.WriteFile(filepath.Join(s.Home, ".gemini", "settings.json"), settings(s.Key != "")); err != nil {
+	if err := agentkit.WriteFile(s.Home, ".gemini/settings.json", settings(s.Key != "")); err != nil {
 		return nil, agentkit.StartFailure(fmt.Errorf("gemini settings: %w", err))
 	}
 	p := &parser{}

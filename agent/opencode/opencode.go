@@ -40,13 +40,12 @@ func (e *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit fu
 	}
 	spec := e.base.SpecFor(req)
 	cfg, model := config(spec, req.Authority, s.KeyName, s.Key != "")
-	cfgPath := filepath.Join(s.Home, "opencode.json")
-	if err := agentkit.WriteFile(cfgPath, cfg); err != nil {
+	if err := agentkit.WriteFile(s.Home, "opencode.json", cfg); err != nil {
 		return nil, agentkit.StartFailure(fmt.Errorf("opencode config: %w", err))
 	}
 	_, statErr := os.Stat(filepath.Join(s.Home, ".local", "share", "opencode"))
 	resume := req.SessionID != "" && statErr == nil
-	prompt, attach, err := promptArg(agentkit.Prompt(req), req.Scratch, s.Home)
+	prompt, attach, err := promptArg(agentkit.Prompt(req), s.Home)
 	if err != nil {
 		return nil, agentkit.StartFailure(err)
 	}
@@ -56,7 +55,7 @@ func (e *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit fu
 		}
 		return parseLine(line, st)
 	}
-	inv := s.Invocation(req, buildArgs(spec, req, model, resume, prompt, attach), kindEnv(s.Home, cfgPath, s.KeyName, s.Key), parse)
+	inv := s.Invocation(req, buildArgs(spec, req, model, resume, prompt, attach), kindEnv(s.Home, filepath.Join(s.Home, "opencode.json"), s.KeyName, s.Key), parse)
 	inv.Stdin = "" // the prompt is the message argument
 	return agentkit.RunResuming(ctx, req, inv, emit, resume, func(inv *agentkit.Invocation) {
 		inv.Argv = s.Argv(buildArgs(spec, req, model, false, prompt, attach))
@@ -125,16 +124,12 @@ const maxArgPrompt = 64 << 10
 // promptArg returns the message argument for prompt. A longer prompt is
 // written to a file (in scratch, else the clone's home) that opencode
 // attaches and inlines, and the message points at it.
-func promptArg(prompt, scratch, home string) (msg, attach string, err error) {
+func promptArg(prompt, home string) (msg, attach string, err error) {
 	if len(prompt) <= maxArgPrompt {
 		return prompt, "", nil
 	}
-	dir := scratch
-	if dir == "" {
-		dir = home
-	}
-	attach = filepath.Join(dir, "opencode-prompt.md")
-	if err := agentkit.WriteFile(attach, []byte(prompt)); err != nil {
+	attach = filepath.Join(home, "opencode-prompt.md")
+	if err := agentkit.WriteFile(home, "opencode-prompt.md", []byte(prompt)); err != nil {
 		return "", "", fmt.Errorf("opencode prompt file: %w", err)
 	}
 	return "Your task is in the attached file " + filepath.Base(attach) + ". Read it all and do what it says.", attach, nil

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/internal/agentkit"
 	"github.com/muster-run/muster/internal/agentkit/clitest"
 )
 
@@ -109,10 +110,13 @@ func TestLongPromptIsAttached(t *testing.T) {
 		t.Fatal(err)
 	}
 	argv := strings.Join(fake.Argv(t), " ")
-	if len(argv) > maxArgPrompt || !strings.Contains(argv, "--file "+req.Scratch+"/opencode-prompt.md") {
+	home, _ := agentkit.Home(req)
+	// In the agent's own home (muster writes nothing where the agent
+	// cannot write but through internal/exchange).
+	if len(argv) > maxArgPrompt || !strings.Contains(argv, "--file "+home+"/opencode-prompt.md") {
 		t.Errorf("argv %.300q", argv)
 	}
-	if b, _ := os.ReadFile(req.Scratch + "/opencode-prompt.md"); string(b) != long {
+	if b, _ := os.ReadFile(home + "/opencode-prompt.md"); string(b) != long {
 		t.Error("prompt file does not hold the prompt")
 	}
 }

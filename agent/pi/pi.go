@@ -11,12 +11,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/internal/agentkit"
+	"github.com/muster-run/muster/internal/exchange"
 )
 
 // Executor runs pi for one executor spec.
@@ -52,7 +52,7 @@ func (e *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit fu
 	}
 	spec := e.base.SpecFor(req)
 	agentDir := filepath.Join(s.Home, ".pi", "agent")
-	if err := writeConfig(agentDir, spec, s.KeyName); err != nil {
+	if err := writeConfig(s.Home, spec, s.KeyName); err != nil {
 		return nil, agentkit.StartFailure(fmt.Errorf("pi config: %w", err))
 	}
 	sessions := filepath.Join(s.Home, ".pi", "sessions")
@@ -95,18 +95,19 @@ func buildArgs(spec *muster.ExecutorSpec, req *muster.ExecRequest, sessions stri
 // retries of its own, no telemetry, quiet) and, with a base URL, a
 // models.json declaring the endpoint as an OpenAI-compatible provider
 // whose key pi reads from the variable keyName (never the key itself).
-func writeConfig(dir string, spec *muster.ExecutorSpec, keyName string) error {
+func writeConfig(home string, spec *muster.ExecutorSpec, keyName string) error {
+	dir := filepath.Join(".pi", "agent")
 	settings := map[string]any{
 		"retry":                  map[string]any{"enabled": false, "provider": map[string]any{"maxRetries": 0}},
 		"enableInstallTelemetry": false,
 		"quietStartup":           true,
 	}
 	b, _ := json.MarshalIndent(settings, "", "  ")
-	if err := agentkit.WriteFile(filepath.Join(dir, "settings.json"), b); err != nil {
+	if err := agentkit.WriteFile(home, filepath.Join(dir, "settings.json"), b); err != nil {
 		return err
 	}
 	if spec.BaseURL == "" {
-		_ = os.Remove(filepath.Join(dir, "models.json"))
+		_ = exchange.Remove(home, filepath.Join(dir, "models.json"))
 		return nil
 	}
 	model := spec.Model
@@ -119,7 +120,7 @@ func writeConfig(dir string, spec *muster.ExecutorSpec, keyName string) error {
 		"models": []any{map[string]any{"id": model}},
 	}}}
 	b, _ = json.MarshalIndent(models, "", "  ")
-	return agentkit.WriteFile(filepath.Join(dir, "models.json"), b)
+	return agentkit.WriteFile(home, filepath.Join(dir, "models.json"), b)
 }
 
 // kindEnv returns pi's variables: its agent directory, offline and

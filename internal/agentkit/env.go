@@ -3,7 +3,6 @@ package agentkit
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/internal/exchange"
 	"github.com/muster-run/muster/internal/proc"
 	"github.com/muster-run/muster/internal/redact"
 )
@@ -75,12 +75,17 @@ func installHint(name string) string {
 
 var unsafeSlot = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 
-// Home returns the clone's private home directory, creating it: a stable
-// place per executor clone, so that sessions persist between invocations
-// and a fix round can resume one. It lies beside the invocation's scratch
-// directory: <parent of Scratch>/agent-homes/<executor>-<clone>. Without a
-// scratch directory it is under the user's cache directory.
+// Home returns the invocation's home: req.Home, which the driver made
+// (internal/exchange: a coder's is its attempt's, reused by its later
+// rounds so that a fix round resumes its session; every other
+// invocation's is fresh). Without one (a caller that made no exchange
+// directory) it is a stable place per executor clone, created:
+// <parent of Scratch>/agent-homes/<executor>-<clone>, or under the
+// user's cache directory without a scratch directory.
 func Home(req *muster.ExecRequest) (string, error) {
+	if req.Home != "" {
+		return req.Home, nil // muster's, made fresh for this invocation or its coder's attempt
+	}
 	name := "agent"
 	if req.Spec != nil {
 		name = req.Spec.Name
@@ -205,11 +210,10 @@ func SeedLogin(kind *Kind, home string) error {
 		if kind.Name == muster.ExecCodex && os.Getenv("CODEX_HOME") != "" {
 			src = filepath.Join(os.Getenv("CODEX_HOME"), filepath.Base(rel))
 		}
-		dst := filepath.Join(home, rel)
-		if _, err := os.Stat(dst); err == nil {
+		if exchange.Stat(home, rel) >= 0 {
 			continue
 		}
-		if err := copyFile(src, dst); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := exchange.CopyFile(home, rel, src, maxLogin, 0o600); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("seed login %s: %w", rel, err)
 		}
 	}
@@ -230,32 +234,15 @@ func HasLogin(kind *Kind) bool {
 	return false
 }
 
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
-		return err
-	}
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
-}
+// maxLogin bounds a login file seeded into a home.
+const maxLogin = 1 << 20
 
-// WriteFile writes data to path (0600), creating its directory.
-func WriteFile(path string, data []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
-	}
-	return os.WriteFile(path, data, 0o600)
+// WriteFile writes data to rel under home (0600), creating its
+// directories, through internal/exchange: home is a directory the agent
+// writes too (a coder's, reused across its rounds), so a link it planted
+// at rel or on the way is replaced or refused, never followed.
+func WriteFile(home, rel string, data []byte) error {
+	return exchange.WriteFile(home, rel, data, 0o600)
 }
 
 // Secrets returns the values to redact from what an agent reports: its

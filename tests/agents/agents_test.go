@@ -155,7 +155,11 @@ command = ["` + codex + `"]
 	// Claude Code's own logs of this run, read by muster usage, give the
 	// same tokens muster recorded, and the same as ccusage's.
 	claudeLogs := filepath.Join(repo, ".git", "muster", "runs", "e2e", "scratch")
-	homes, _ := filepath.Glob(filepath.Join(claudeLogs, "*", "agent-homes", "claude-1", ".claude"))
+	// A coder's home is its attempt's (home-*); a reviewer's is its own
+	// invocation's (review-r*-*/home).
+	homes, _ := filepath.Glob(filepath.Join(claudeLogs, "*", "home-*", ".claude"))
+	more, _ := filepath.Glob(filepath.Join(claudeLogs, "*", "*", "home", ".claude"))
+	homes = append(homes, more...)
 	if len(homes) == 0 {
 		t.Fatalf("no Claude Code home under %s", claudeLogs)
 	}

@@ -155,15 +155,8 @@ const MaxDelegated = 50
 // fragment is the driver's Fragment port: it parses the plan-out file a
 // delegating task's agent wrote, validates it against the plan so far
 // and the crew, and prepares the tasks to splice in.
-func fragment(cfg *muster.Config) func(parent *muster.Task, path string, existing []*muster.Task) ([]*muster.Task, error) {
-	return func(parent *muster.Task, path string, existing []*muster.Task) ([]*muster.Task, error) {
-		data, err := os.ReadFile(path)
-		if errors.Is(err, os.ErrNotExist) || err == nil && len(bytes.TrimSpace(data)) == 0 {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, err
-		}
+func fragment(cfg *muster.Config) func(parent *muster.Task, path string, data []byte, existing []*muster.Task) ([]*muster.Task, error) {
+	return func(parent *muster.Task, path string, data []byte, existing []*muster.Task) ([]*muster.Task, error) {
 		name := filepath.Base(path)
 		frag, probs := planfile.Parse(name, data)
 		if errs := probs.Errors(); len(errs) > 0 {

@@ -145,6 +145,7 @@ func NewCmd(io *cmdutil.IOStreams) *cobra.Command {
 				return cmdutil.WriteJSON(io.Out, s)
 			}
 			printText(io, s, st)
+			printBlocked(io, events)
 			return nil
 		},
 	}
@@ -190,6 +191,28 @@ func printText(io *cmdutil.IOStreams, s *Status, st *engine.State) {
 			extra = strings.TrimSpace(extra + " " + textsafe.Sanitize(*t.Reason))
 		}
 		fmt.Fprintf(w, "  %-10s %-16s %-12s %s\n", t.State, t.ID, ex, extra)
+	}
+}
+
+// printBlocked lists the requests muster refused the run's invocations
+// (Blocked events), at most maxBlockedShown of them.
+func printBlocked(io *cmdutil.IOStreams, events []muster.Event) {
+	const maxBlockedShown = 20
+	n := 0
+	for i := range events {
+		e := &events[i]
+		if e.Type != muster.EvBlocked {
+			continue
+		}
+		if n == 0 {
+			fmt.Fprintf(io.Out, "\nnetwork refused (allow a host with allow_hosts):\n")
+		}
+		if n++; n <= maxBlockedShown {
+			fmt.Fprintf(io.Out, "  %-16s %-12s %s\n", e.Task, textsafe.Sanitize(e.Slot()), textsafe.Sanitize(e.BlockedText()))
+		}
+	}
+	if n > maxBlockedShown {
+		fmt.Fprintf(io.Out, "  ... and %d more (muster logs TASK shows each)\n", n-maxBlockedShown)
 	}
 }
 
