@@ -238,6 +238,10 @@ type RunConfig struct {
 	// Writable lists absolute paths every agent and gate may write under
 	// confinement, besides its clone, its home, its temp dir and /tmp.
 	Writable []string `json:"writable,omitempty"`
+	// Hide lists absolute paths covered (empty) in every confined
+	// invocation's mount namespace, besides the default hide list
+	// (credentials, socket directories; docs/security.md).
+	Hide []string `json:"hide,omitempty"`
 	// EnvAllow names variables that look like credentials but are none:
 	// every agent and gate gets them, and they are not redacted.
 	EnvAllow []string `json:"env_allow,omitempty"`

@@ -1,15 +1,28 @@
 package muster
 
+import (
+	"net"
+	"strconv"
+	"time"
+)
+
 // ConfineCommand is the hidden subcommand of muster that confines itself
-// with the kernel and then runs a program in its place (same pid, same
-// process group):
+// with the kernel and then runs a program under it:
 //
-//	muster __confine [--write PATH]... -- PROGRAM [ARG]...
+//	muster __confine [--write PATH]... [--ns [--ro PATH]... [--hide PATH]...
+//	    [--host-net] [--bridge PORT] [--grace DURATION]] -- PROGRAM [ARG]...
 //
-// Under it the program may read and execute everything, but write only
-// the PATHs (each with everything below it), /tmp, /dev/shm, and the
-// terminal and null devices. The launcher (Confinement.Prefix) and the
-// confine package (which parses it) share this format.
+// Under it the program may read and execute everything it can see, but
+// write only the PATHs (each with everything below it) and the terminal
+// and null devices. With --ns (the process was started in new user, PID,
+// mount, network and IPC namespaces: internal/proc does it) it is stage
+// one of the sandbox: PID 1, which builds the mount namespace (a fresh
+// /proc, a private tmpfs on /tmp and /dev/shm, the --write and --ro paths
+// bound back at their own paths, the --hide paths covered), brings up the
+// namespace's loopback, hands muster the --bridge listener, starts stage
+// two (capabilities dropped, no_new_privs, Landlock, execve) and reaps.
+// The launcher (Confinement.Prefix) and the confine package (which parses
+// it) share this format.
 const ConfineCommand = "__confine"
 
 // Confine modes of [run] confine.
@@ -19,9 +32,13 @@ const (
 	ConfineOff      = "off"      // never confine
 )
 
+// BridgeFD is the file descriptor on which stage one of the sandbox finds
+// the socket it hands the bridge listener to muster over (SCM_RIGHTS).
+const BridgeFD = 3
+
 // Confinement is what the processes of one agent invocation or gate may
-// write when the kernel confines them. A nil *Confinement leaves them
-// unconfined.
+// write and see when the kernel confines them. A nil *Confinement leaves
+// them unconfined.
 type Confinement struct {
 	// Launcher is the path of the program that confines (muster's own
 	// executable, which takes ConfineCommand).
@@ -29,6 +46,39 @@ type Confinement struct {
 	// Writable lists the absolute paths the processes may write, each
 	// with everything below it.
 	Writable []string
+	// Namespaces starts the processes in new user, PID, mount, network
+	// and IPC namespaces (the sandbox of ARCHITECTURE §8.1). Without it
+	// only Landlock and the capability drop confine them, and /tmp is
+	// the machine's.
+	Namespaces bool
+	// ReadOnly lists paths bound back read-only into the mount namespace
+	// (the user's repository, caches the invocation reads), wherever
+	// they lie, even under /tmp.
+	ReadOnly []string
+	// Hide lists paths covered in the mount namespace (an empty
+	// directory, or an empty file): credentials, socket directories.
+	// What Writable or ReadOnly lists below them is bound back.
+	Hide []string
+	// HostNetwork keeps the host's network (no network namespace): the
+	// network policy "open". Otherwise the invocation has only its own
+	// loopback, and the bridge.
+	HostNetwork bool
+	// Bridge, when set (and the invocation has its own network), asks
+	// for a TCP listener on 127.0.0.1:Bridge.Port inside the invocation's
+	// network namespace, handed to muster before the program starts.
+	Bridge *Bridge
+}
+
+// Bridge is the one way from a sandbox's network to muster: a listener
+// bound inside the sandbox's network namespace and served from outside.
+type Bridge struct {
+	// Port is the TCP port on 127.0.0.1 inside the namespace (chosen by
+	// muster; the namespace is new, so any port is free).
+	Port int
+	// Serve is called with the listener once stage one has bound it and
+	// before the program starts; it must not block (serve in a
+	// goroutine). The listener is closed when the invocation ends.
+	Serve func(net.Listener)
 }
 
 // With returns a copy of c that may also write paths (empty ones are
@@ -37,7 +87,7 @@ func (c *Confinement) With(paths ...string) *Confinement {
 	if c == nil {
 		return nil
 	}
-	out := &Confinement{Launcher: c.Launcher, Writable: append([]string(nil), c.Writable...)}
+	out := c.clone()
 	for _, p := range paths {
 		if p != "" {
 			out.Writable = append(out.Writable, p)
@@ -46,17 +96,73 @@ func (c *Confinement) With(paths ...string) *Confinement {
 	return out
 }
 
-// Prefix returns the command line that runs a program confined by c,
-// without the program: the launcher, ConfineCommand, a --write for each
-// writable path and "--". nil gives nil (run the program as it is).
-func (c *Confinement) Prefix() []string {
+// WithReadOnly returns a copy of c that also sees paths, read-only, in
+// its mount namespace (empty ones are skipped); nil stays nil.
+func (c *Confinement) WithReadOnly(paths ...string) *Confinement {
 	if c == nil {
 		return nil
 	}
-	out := make([]string, 0, 3+2*len(c.Writable))
+	out := c.clone()
+	for _, p := range paths {
+		if p != "" {
+			out.ReadOnly = append(out.ReadOnly, p)
+		}
+	}
+	return out
+}
+
+// WithBridge returns a copy of c whose invocation gets the bridge b; nil
+// stays nil.
+func (c *Confinement) WithBridge(b *Bridge) *Confinement {
+	if c == nil {
+		return nil
+	}
+	out := c.clone()
+	out.Bridge = b
+	return out
+}
+
+func (c *Confinement) clone() *Confinement {
+	out := *c
+	out.Writable = append([]string(nil), c.Writable...)
+	out.ReadOnly = append([]string(nil), c.ReadOnly...)
+	out.Hide = append([]string(nil), c.Hide...)
+	return &out
+}
+
+// Prefix returns the command line that runs a program confined by c,
+// without the program: the launcher, ConfineCommand, its options and
+// "--". nil gives nil (run the program as it is).
+func (c *Confinement) Prefix() []string { return c.Command(0) }
+
+// Command is Prefix with the grace stage one gives what the program
+// leaves behind, between SIGTERM and the end of the namespace (0: its
+// default).
+func (c *Confinement) Command(grace time.Duration) []string {
+	if c == nil {
+		return nil
+	}
+	out := make([]string, 0, 4+2*(len(c.Writable)+len(c.ReadOnly)+len(c.Hide)))
 	out = append(out, c.Launcher, ConfineCommand)
 	for _, p := range c.Writable {
 		out = append(out, "--write", p)
+	}
+	if c.Namespaces {
+		out = append(out, "--ns")
+		for _, p := range c.ReadOnly {
+			out = append(out, "--ro", p)
+		}
+		for _, p := range c.Hide {
+			out = append(out, "--hide", p)
+		}
+		if c.HostNetwork {
+			out = append(out, "--host-net")
+		} else if c.Bridge != nil {
+			out = append(out, "--bridge", strconv.Itoa(c.Bridge.Port))
+		}
+		if grace > 0 {
+			out = append(out, "--grace", grace.String())
+		}
 	}
 	return append(out, "--")
 }

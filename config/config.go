@@ -25,7 +25,7 @@ var (
 	topKeys      = []string{"run", "executors", "gates", "setup", "pool", "fleet"}
 	fleetKeys    = []string{"nats", "user", "password_env", "nkey_seed_file", "nkeys", "tls_ca", "tls_cert", "tls_key", "lease"}
 	poolKeys     = []string{"max_clones"}
-	runKeys      = []string{"max_parallel", "on_failure", "budget_usd", "budget_tokens", "writers", "on_violation", "noop", "max_rounds", "verify_integration", "approve", "require_approval", "keep", "guard", "grace", "gate_timeout", "reviewers", "stall_timeout", "prices_file", "env_allow", "confine", "writable", "network", "allow_hosts", "max_file_bytes", "max_tasks"}
+	runKeys      = []string{"max_parallel", "on_failure", "budget_usd", "budget_tokens", "writers", "on_violation", "noop", "max_rounds", "verify_integration", "approve", "require_approval", "keep", "guard", "grace", "gate_timeout", "reviewers", "stall_timeout", "prices_file", "env_allow", "confine", "writable", "hide", "network", "allow_hosts", "max_file_bytes", "max_tasks"}
 	executorKeys = []string{"kind", "clones", "roles", "model", "models", "base_url", "api_key_env", "env", "args", "command", "timeout", "max_concurrent", "env_allow", "writable", "network", "allow_hosts", "seed", "speed"}
 )
 
@@ -253,6 +253,8 @@ func (r *reader) run(rc *muster.RunConfig, t map[string]any) {
 			rc.Confine = r.oneOf(v, p, muster.ConfineAuto, muster.ConfineRequired, muster.ConfineOff)
 		case "writable":
 			rc.Writable = r.paths(v, p)
+		case "hide":
+			rc.Hide = r.paths(v, p)
 		case "max_file_bytes":
 			if n, ok := v.(int64); ok && n >= 1 && n <= muster.MaxFileBytesCap {
 				rc.MaxFileBytes = n

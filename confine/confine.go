@@ -1,14 +1,17 @@
 // Package confine confines a process with the kernel before it runs a
-// program in its place: the program may read and execute every file but
-// write only the paths it is given (on Linux, with Landlock), besides
-// Devices. muster runs
-// every agent process and every gate through it, as the hidden
-// subcommand muster.ConfineCommand of its own executable:
+// program under it: the program may read and execute every file it can
+// see but write only the paths it is given (on Linux, with Landlock),
+// besides Devices, holds no capability and gains none (no_new_privs).
+// muster runs every agent process and every gate through it, as the
+// hidden subcommand muster.ConfineCommand of its own executable:
 //
-//	muster __confine [--write PATH]... -- PROGRAM [ARG]...
+//	muster __confine [--write PATH]... [--ns ...] -- PROGRAM [ARG]...
 //
-// The program replaces the confining process (execve), so it keeps its
-// pid and process group, and muster still stops it as before.
+// Without --ns the program replaces the confining process (execve), so it
+// keeps its pid and process group. With --ns (internal/proc started the
+// process in new namespaces) this process is stage one of the sandbox,
+// PID 1 of its namespace (see muster.ConfineCommand and ARCHITECTURE
+// §8.1), and the program runs as its child.
 package confine
 
 import (
@@ -17,7 +20,9 @@ import (
 	"io"
 	"os"
 	osexec "os/exec"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // NoLandlockEnv, when set to "1" in muster's environment, makes Probe
@@ -25,9 +30,16 @@ import (
 // simulates a system without Landlock.
 const NoLandlockEnv = "MUSTER_TEST_NO_LANDLOCK"
 
+// NoUserNSEnv, when set to "1" in muster's environment, makes
+// ProbeNamespaces report that user namespaces are unavailable (as under
+// Ubuntu 24.04's AppArmor default). It is for tests only: muster then
+// confines with Landlock and the capability drop alone.
+const NoUserNSEnv = "MUSTER_TEST_NO_USERNS"
+
 // Shared lists the shared temporary directories muster lets confined
-// processes write unless the user's repository lies in one (the caller
-// decides: they are --write paths like any other).
+// processes write, without namespaces, unless the user's repository lies
+// in one (the caller decides: they are --write paths like any other).
+// With namespaces each invocation has its own, private.
 var Shared = []string{"/tmp", "/dev/shm"}
 
 // Devices are the device files (and /dev/pts, the terminals) a confined
@@ -61,18 +73,50 @@ func Probe() Status {
 	return probe()
 }
 
-// Main is the ConfineCommand: it parses args ([--write PATH]... --
-// PROGRAM [ARG]...), confines the process and replaces it with PROGRAM
-// (looked up on PATH when it has no slash). It returns only on failure,
-// with the exit status to use (125: cannot confine, 126: cannot run
-// the program, 127: program not found), having said why on stderr.
+// Options are the parsed arguments of the ConfineCommand.
+type Options struct {
+	Write []string // --write
+	// Namespaces: stage one of the sandbox (--ns), with:
+	Namespaces bool
+	ReadOnly   []string      // --ro
+	Hide       []string      // --hide
+	HostNet    bool          // --host-net: no network namespace
+	BridgePort int           // --bridge (0: no bridge)
+	Grace      time.Duration // --grace (0: DefaultGrace)
+	// Probe (--probe, with --ns): build the namespace, then exit 0
+	// without running a program.
+	Probe bool
+	Argv  []string // the program and its arguments
+}
+
+// DefaultGrace is how long stage one lets what the program left behind
+// end after SIGTERM before the namespace ends.
+const DefaultGrace = 2 * time.Second
+
+// Main is the ConfineCommand: it parses args, confines the process and
+// runs PROGRAM (looked up on PATH when it has no slash) under it. Without
+// --ns it returns only on failure; with --ns it returns the program's
+// exit status (128+N when a signal N ended it). Its own failures return
+// 125 (cannot confine), 126 (cannot run the program) or 127 (program not
+// found), having said why on stderr.
 func Main(args []string, stderr io.Writer) int {
-	writable, argv, err := Parse(args)
+	o, err := ParseOptions(args)
 	if err != nil {
 		fmt.Fprintf(stderr, "muster %s: %v\n", commandName, err)
 		return 125
 	}
-	path, err := osexec.LookPath(argv[0])
+	if o.Probe {
+		if !o.Namespaces {
+			fmt.Fprintf(stderr, "muster %s: --probe needs --ns\n", commandName)
+			return 125
+		}
+		if err := stageOne(o, ""); err != nil {
+			fmt.Fprintf(stderr, "muster %s: %v\n", commandName, err)
+			return 125
+		}
+		return 0
+	}
+	path, err := osexec.LookPath(o.Argv[0])
 	if err != nil && !errors.Is(err, osexec.ErrDot) {
 		fmt.Fprintf(stderr, "muster %s: %v\n", commandName, err)
 		return 127
@@ -81,9 +125,16 @@ func Main(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "muster %s: cannot confine: %s\n", commandName, st.Reason)
 		return 125
 	}
+	if o.Namespaces {
+		code, err := runStageOne(o, path)
+		if err != nil {
+			fmt.Fprintf(stderr, "muster %s: %v\n", commandName, err)
+		}
+		return code
+	}
 	// exec returns only on failure; on success the program runs confined
 	// in this process's place.
-	code, err := exec(path, argv, writable)
+	code, err := exec(path, o.Argv, o.Write)
 	fmt.Fprintf(stderr, "muster %s: %v\n", commandName, err)
 	return code
 }
@@ -93,24 +144,69 @@ const commandName = "__confine"
 // Parse splits the arguments of the ConfineCommand into the writable
 // paths and the program's command line.
 func Parse(args []string) (writable, argv []string, err error) {
+	o, err := ParseOptions(args)
+	if err != nil {
+		return nil, nil, err
+	}
+	return o.Write, o.Argv, nil
+}
+
+const usage = "want [--write PATH]... [--ns [--ro PATH]... [--hide PATH]... [--host-net] [--bridge PORT] [--grace D]] -- PROGRAM [ARG]..."
+
+// ParseOptions parses the arguments of the ConfineCommand.
+func ParseOptions(args []string) (Options, error) {
+	var o Options
 	for i := 0; i < len(args); i++ {
-		switch a := args[i]; {
-		case a == "--":
+		a := args[i]
+		name, value, hasValue := strings.Cut(a, "=")
+		takes := name == "--write" || name == "--ro" || name == "--hide" || name == "--bridge" || name == "--grace"
+		if takes && !hasValue {
 			if i+1 >= len(args) {
-				return nil, nil, errors.New("no program after --")
-			}
-			return writable, args[i+1:], nil
-		case a == "--write":
-			if i+1 >= len(args) {
-				return nil, nil, errors.New("--write needs a path")
+				return Options{}, fmt.Errorf("%s needs a value", name)
 			}
 			i++
-			writable = append(writable, args[i])
-		case strings.HasPrefix(a, "--write="):
-			writable = append(writable, strings.TrimPrefix(a, "--write="))
+			value = args[i]
+		}
+		switch {
+		case a == "--":
+			if i+1 >= len(args) {
+				if o.Probe {
+					return o, nil
+				}
+				return Options{}, errors.New("no program after --")
+			}
+			o.Argv = args[i+1:]
+			return o, nil
+		case name == "--write":
+			o.Write = append(o.Write, value)
+		case name == "--ro":
+			o.ReadOnly = append(o.ReadOnly, value)
+		case name == "--hide":
+			o.Hide = append(o.Hide, value)
+		case name == "--bridge":
+			p, err := strconv.Atoi(value)
+			if err != nil || p <= 0 || p > 65535 {
+				return Options{}, fmt.Errorf("--bridge %q: want a TCP port", value)
+			}
+			o.BridgePort = p
+		case name == "--grace":
+			d, err := time.ParseDuration(value)
+			if err != nil || d < 0 {
+				return Options{}, fmt.Errorf("--grace %q: want a duration", value)
+			}
+			o.Grace = d
+		case a == "--ns":
+			o.Namespaces = true
+		case a == "--host-net":
+			o.HostNet = true
+		case a == "--probe":
+			o.Probe = true
 		default:
-			return nil, nil, fmt.Errorf("unknown argument %q (want [--write PATH]... -- PROGRAM [ARG]...)", a)
+			return Options{}, fmt.Errorf("unknown argument %q (%s)", a, usage)
 		}
 	}
-	return nil, nil, errors.New("no program (want [--write PATH]... -- PROGRAM [ARG]...)")
+	if o.Probe {
+		return o, nil
+	}
+	return Options{}, errors.New("no program (" + usage + ")")
 }

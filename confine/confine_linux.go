@@ -62,9 +62,12 @@ func exec(path string, argv, writable []string) (int, error) {
 	if fd < 0 {
 		return 125, fmt.Errorf("cannot confine: the kernel enforces none of the rules")
 	}
-	// The ruleset binds this OS thread, which then runs execve: the
-	// other threads end with the old program.
+	// The ruleset and the capabilities bind this OS thread, which then
+	// runs execve: the other threads end with the old program.
 	runtime.LockOSThread()
+	if err := dropCapabilities(); err != nil {
+		return 125, fmt.Errorf("cannot confine: %w", err)
+	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return 125, fmt.Errorf("cannot confine: prctl(PR_SET_NO_NEW_PRIVS): %w", err)
 	}
@@ -72,6 +75,9 @@ func exec(path string, argv, writable []string) (int, error) {
 		return 125, fmt.Errorf("cannot confine: landlock_restrict_self: %w", err)
 	}
 	_ = unix.Close(fd)
+	if err := clearCapabilities(); err != nil {
+		return 125, fmt.Errorf("cannot confine: %w", err)
+	}
 	err = syscall.Exec(path, argv, os.Environ())
 	return 126, fmt.Errorf("exec %s: %w", argv[0], err)
 }

@@ -11,3 +11,11 @@ func probe() Status {
 func exec(string, []string, []string) (int, error) {
 	return 125, errors.New("cannot confine: kernel confinement is only available on Linux")
 }
+
+func stageOne(Options, string) error {
+	return errors.New("cannot confine: namespaces are only available on Linux")
+}
+
+func runStageOne(Options, string) (int, error) {
+	return 125, errors.New("cannot confine: namespaces are only available on Linux")
+}

@@ -157,7 +157,7 @@ func TestMissingProgram(t *testing.T) {
 		t.Errorf("exit %d, want 127 (%s)", code, buf.String())
 	}
 	buf.Reset()
-	if code := confine.Main([]string{"--write"}, &buf); code != 125 || !strings.Contains(buf.String(), "--write needs a path") {
+	if code := confine.Main([]string{"--write"}, &buf); code != 125 || !strings.Contains(buf.String(), "--write needs a value") {
 		t.Errorf("exit %d: %s", code, buf.String())
 	}
 }

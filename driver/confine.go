@@ -21,8 +21,11 @@ func (w *worker) confinement(spec *muster.ExecutorSpec, auth muster.Authority, i
 		return nil
 	}
 	paths := inv.Writable()
+	c = c.WithReadOnly(inv.Readable()...) // in/, bound back read-only in the sandbox
 	if auth != muster.AuthorityRead {
 		paths = append(paths, w.dir)
+	} else {
+		c = c.WithReadOnly(w.dir) // seen, in the sandbox, where the cache is hidden
 	}
 	if spec != nil {
 		paths = append(paths, spec.Writable...)

@@ -47,7 +47,7 @@ func (r Runner) Run(ctx context.Context, dir string, g muster.GateSpec, timeout 
 		Argv:     []string{"sh", "-c", g.Command},
 		Dir:      dir,
 		Env:      proc.Environ(r.Allow...),
-		Launcher: r.Confine.With(dir).Prefix(),
+		Confine:  r.Confine.With(dir),
 		Timeout:  timeout,
 		Grace:    grace,
 		OnLine:   out.line,

@@ -236,7 +236,7 @@ func (s *session) ask(ctx context.Context, task *muster.Task, try int, dir, prom
 	req := &muster.ExecRequest{Run: o.RunID, Task: task, Role: muster.RolePlanner, Spec: o.Spec, Clone: s.clone,
 		Attempt: try, Dir: dir, Prompt: prompt, PromptFile: promptFile, Authority: muster.AuthorityRead, Scratch: inv.Path,
 		Home: inv.Home, PlanOut: inv.OutFile("plan-out.md"), Timeout: timeout, Grace: o.Grace, Env: tmpdir(o.Env, o.Spec, inv.Tmp),
-		Confine: o.Confine.With(append(inv.Writable(), o.Spec.Writable...)...)}
+		Confine: o.Confine.WithReadOnly(append([]string{dir}, inv.Readable()...)...).With(append(inv.Writable(), o.Spec.Writable...)...)}
 	var journalErr error
 	res, execErr := o.Executor.Execute(ctx, req, func(r muster.Record) {
 		if ev, ok := s.record(r); ok && journalErr == nil {

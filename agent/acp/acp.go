@@ -100,7 +100,7 @@ func (e *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit fu
 	done := make(chan outcome, 1)
 	pspec := proc.Spec{
 		Argv: inv.Argv, Dir: inv.Dir, Env: inv.Env, Stdin: stdinR,
-		Grace: req.Grace, Stall: req.Stall, Launcher: req.Confine.Prefix(),
+		Grace: req.Grace, Stall: req.Stall, Confine: req.Confine,
 		OnStart: func(pid int) {
 			stdinR.Close()
 			sess.emitLocked(muster.Record{Type: muster.RecPID, PID: pid})

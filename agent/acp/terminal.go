@@ -148,7 +148,7 @@ func (ts *terminals) create(p *acp.CreateTerminalParams) (any, *acp.Error) {
 		defer kill()
 		res, err := proc.Run(ctx, proc.Spec{
 			Argv: append([]string{p.Command}, p.Args...), Dir: dir, Env: env, Grace: grace,
-			Launcher: x.req.Confine.Prefix(), OnLine: t.write, OnStderr: t.write,
+			Confine: x.req.Confine, OnLine: t.write, OnStderr: t.write,
 		})
 		st := &acp.ExitStatus{}
 		switch {

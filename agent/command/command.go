@@ -91,7 +91,7 @@ func (e *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit fu
 		Dir:      req.Dir,
 		Env:      env,
 		Stdin:    strings.NewReader(req.Prompt),
-		Launcher: req.Confine.Prefix(),
+		Confine:  req.Confine,
 		Grace:    req.Grace,
 		Timeout:  timeout,
 		OnLine:   p.line,

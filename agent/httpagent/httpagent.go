@@ -186,7 +186,7 @@ func (e *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit fu
 	tb, err := newToolbox(req.Dir, req.Authority, e.cmdTimeout)
 	if err == nil {
 		tb.hide = e.keyEnv()
-		tb.launcher = req.Confine.Prefix()
+		tb.confine = req.Confine
 	}
 	if err != nil {
 		return nil, &muster.AgentError{Class: muster.FailStart, Message: err.Error()}

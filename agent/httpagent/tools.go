@@ -27,9 +27,9 @@ type toolbox struct {
 	write      bool
 	shell      bool
 	cmdTimeout time.Duration
-	// launcher confines run_command's processes (nil: unconfined).
-	launcher []string
-	hide     string // a variable kept from run_command's environment (the API key)
+	// confine confines run_command's processes (nil: unconfined).
+	confine *muster.Confinement
+	hide    string // a variable kept from run_command's environment (the API key)
 }
 
 func newToolbox(dir string, auth muster.Authority, cmdTimeout time.Duration) (*toolbox, error) {
@@ -393,7 +393,7 @@ func (tb *toolbox) command(ctx context.Context, a toolArgs) (string, error) {
 		}
 	}
 	res, err := proc.Run(ctx, proc.Spec{Argv: []string{"sh", "-c", a.Command}, Dir: tb.root, Env: tb.environ(),
-		Launcher: tb.launcher, Timeout: tb.cmdTimeout, Grace: 2 * time.Second, OnLine: add, OnStderr: add})
+		Confine: tb.confine, Timeout: tb.cmdTimeout, Grace: 2 * time.Second, OnLine: add, OnStderr: add})
 	if err != nil {
 		return "", err
 	}

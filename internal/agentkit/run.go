@@ -40,12 +40,12 @@ func Run(ctx context.Context, req *muster.ExecRequest, inv Invocation, emit func
 	// use of the stream, so records are never emitted concurrently.
 	var mu sync.Mutex
 	spec := proc.Spec{
-		Argv:     inv.Argv,
-		Dir:      inv.Dir,
-		Env:      inv.Env,
-		Grace:    req.Grace,
-		Stall:    req.Stall,
-		Launcher: req.Confine.Prefix(),
+		Argv:    inv.Argv,
+		Dir:     inv.Dir,
+		Env:     inv.Env,
+		Grace:   req.Grace,
+		Stall:   req.Stall,
+		Confine: req.Confine,
 		OnLine: func(line string) {
 			mu.Lock()
 			defer mu.Unlock()

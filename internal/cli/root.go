@@ -26,6 +26,7 @@ import (
 	"github.com/muster-run/muster/internal/cli/mcp"
 	"github.com/muster-run/muster/internal/cli/mockllm"
 	"github.com/muster-run/muster/internal/cli/plan"
+	"github.com/muster-run/muster/internal/cli/pr"
 	"github.com/muster-run/muster/internal/cli/preflight"
 	"github.com/muster-run/muster/internal/cli/report"
 	"github.com/muster-run/muster/internal/cli/resume"
@@ -69,6 +70,7 @@ Start with: muster demo`,
 		plan.NewCmd(io),
 		mcp.NewCmd(io),
 		verify.NewCmd(io),
+		pr.NewCmd(io),
 		run.NewCmd(io),
 		resume.NewCmd(io),
 		status.NewCmd(io),
@@ -164,6 +166,11 @@ func Main() int {
 	// it: before anything else, so it costs next to nothing.
 	if len(os.Args) > 1 && os.Args[1] == muster.ConfineCommand {
 		return confine.Main(os.Args[2:], os.Stderr)
+	}
+	// git's GIT_ASKPASS during muster pr's push: the token, from the
+	// push's environment.
+	if pr.AskPass(os.Args, os.Getenv, os.Stdout) {
+		return 0
 	}
 	// Orphans of agents (daemons whose parent exited) become muster's
 	// children, not init's: they stay in muster's tree until it stops

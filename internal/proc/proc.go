@@ -49,6 +49,12 @@ type Spec struct {
 	// Launcher followed by Argv, with Argv[0] resolved first, as exec
 	// would, so that a missing program is still a start error.
 	Launcher []string
+	// Confine, when set, runs the program confined by it (its Command
+	// is the launcher; Launcher is then ignored). With its Namespaces the
+	// process starts in the sandbox's new namespaces (SandboxAttr), and
+	// its Bridge's Serve gets the listener stage one bound inside them
+	// before the program starts (closed when Run returns).
+	Confine *muster.Confinement
 }
 
 // MaxLine bounds one output line kept in memory.
@@ -79,6 +85,9 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 		return Result{}, errors.New("empty command")
 	}
 	argv := s.Argv
+	if s.Confine != nil {
+		s.Launcher = s.Confine.Command(s.Grace)
+	}
 	if len(s.Launcher) > 0 {
 		prog, err := resolve(argv[0], s.Dir)
 		if err != nil {
@@ -94,6 +103,18 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	// stays in the session unless it calls setsid, and then carries the
 	// mark all the same.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	var bridge *bridgePair
+	if c := s.Confine; c != nil && c.Namespaces {
+		cmd.SysProcAttr = SandboxAttr(c.HostNetwork)
+		if c.Bridge != nil && !c.HostNetwork {
+			var err error
+			if bridge, err = newBridgePair(); err != nil {
+				return Result{}, err
+			}
+			defer bridge.close()
+			cmd.ExtraFiles = []*os.File{bridge.child} // muster.BridgeFD
+		}
+	}
 	if s.Stdin != nil {
 		cmd.Stdin = s.Stdin
 	}
@@ -123,6 +144,14 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	}
 	pid := cmd.Process.Pid
 	fam.leader, fam.start = pid, startOf(pid)
+	if bridge != nil {
+		bridge.child.Close()
+		if perr := openBridge(bridge, s.Confine.Bridge, s.Argv[0]); perr != nil {
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+			_ = cmd.Wait()
+			return Result{ExitCode: -1, Stopped: "panic"}, perr
+		}
+	}
 	if s.OnStart != nil {
 		if perr := guard("the start handler of "+s.Argv[0], func() { s.OnStart(pid) }); perr != nil {
 			_ = syscall.Kill(-pid, syscall.SIGKILL)
@@ -281,6 +310,25 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 		return res, panicked
 	}
 	return res, nil
+}
+
+// openBridge receives the listener stage one bound, gives it to b.Serve
+// and lets the program start. When stage one fails before it sends one,
+// it says why on stderr and exits 125: Run then reports that exit, and
+// Serve is not called. Only a panic in Serve is returned.
+func openBridge(pair *bridgePair, b *muster.Bridge, prog string) *muster.PanicError {
+	l, err := pair.receive()
+	if err != nil {
+		return nil
+	}
+	pair.closeAfter(l)
+	if b.Serve != nil {
+		if perr := guard("the bridge handler of "+prog, func() { b.Serve(l) }); perr != nil {
+			return perr
+		}
+	}
+	_ = pair.proceed()
+	return nil
 }
 
 // guard runs fn and returns the panic it raised, if any, as a

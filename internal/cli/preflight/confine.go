@@ -38,15 +38,52 @@ func Confinement(cfg *muster.Config, protect ...string) (c *muster.Confinement, 
 		}
 		return nil, []string{UnconfinedWarning(st)}, nil
 	}
-	writable := append([]string(nil), cfg.Run.Writable...)
-	for _, shared := range confine.Shared {
-		if p := holds(shared, protect); p != "" {
-			warnings = append(warnings, fmt.Sprintf("%s holds %s: confined agents and gates may not write %s, only their own TMPDIR", shared, p, shared))
-			continue
+	c = &muster.Confinement{Launcher: exe, Writable: append([]string(nil), cfg.Run.Writable...)}
+	if reason := confine.ProbeNamespaces(exe); reason == "" {
+		// Each invocation gets its own /tmp and /dev/shm, sees no
+		// socket or credential of the user's, and keeps the host's
+		// network until the network policy says otherwise (egress,
+		// ARCHITECTURE §8.5).
+		c.Namespaces = true
+		c.HostNetwork = true
+		home, _ := os.UserHomeDir()
+		c.Hide = append(confine.DefaultHide(home), cfg.Run.Hide...)
+	} else {
+		if cfg.Run.Confine == muster.ConfineRequired {
+			return nil, nil, cmdutil.Env(`[run] confine = "required", but this system cannot build the sandbox's namespaces: %s`, reason)
 		}
-		writable = append(writable, shared)
+		warnings = append(warnings, NamespacesWarning(reason))
+		for _, shared := range confine.Shared {
+			if p := holds(shared, protect); p != "" {
+				warnings = append(warnings, fmt.Sprintf("%s holds %s: confined agents and gates may not write %s, only their own TMPDIR", shared, p, shared))
+				continue
+			}
+			c.Writable = append(c.Writable, shared)
+		}
 	}
-	return &muster.Confinement{Launcher: exe, Writable: writable}, warnings, nil
+	if w := RootWarning(); w != "" {
+		warnings = append(warnings, w)
+	}
+	return c, warnings, nil
+}
+
+// NamespacesWarning says that agents run without the sandbox's
+// namespaces (Landlock and the capability drop only), why, and what
+// that leaves open.
+func NamespacesWarning(reason string) string {
+	return "agents and gates run without namespaces (Landlock and the capability drop only: /tmp is shared, " +
+		"the user's sockets are reachable, what an agent leaves behind is found by its mark): " + reason +
+		`; [run] confine = "required" refuses to run here`
+}
+
+// RootWarning says, when muster runs as root, what that costs ("" when
+// it does not).
+func RootWarning() string {
+	if os.Geteuid() != 0 {
+		return ""
+	}
+	return "muster runs as root: its agents run as uid 0 without capabilities, which still reads and writes what root owns " +
+		"wherever the sandbox shows it (/root and /etc/shadow are hidden); run muster as an unprivileged user"
 }
 
 // RepoConfinement is Confinement for agents working on repo: they must
@@ -54,10 +91,21 @@ func Confinement(cfg *muster.Config, protect ...string) (c *muster.Confinement, 
 // the pool of other clones in the cache.
 func RepoConfinement(repo *cmdutil.Repo, cfg *muster.Config) (*muster.Confinement, []string, error) {
 	protect := []string{repo.Top, repo.GitDir}
-	if cache, err := git.CacheRoot(); err == nil {
+	cache, err := git.CacheRoot()
+	if err == nil {
 		protect = append(protect, cache)
 	}
-	return Confinement(cfg, protect...)
+	c, warnings, err := Confinement(cfg, protect...)
+	if c != nil && c.Namespaces {
+		// The user's repository (where the clones' objects are) is seen
+		// read-only wherever it lies; the other clones in the cache are
+		// not seen at all (an invocation's own clone is bound back).
+		c = c.WithReadOnly(repo.Top, repo.GitDir)
+		if cache != "" {
+			c.Hide = append(c.Hide, cache)
+		}
+	}
+	return c, warnings, err
 }
 
 // UnconfinedWarning says that agents run unconfined, why, and what to do.

@@ -1,0 +1,395 @@
+package confine
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/muster-run/muster"
+)
+
+// Masked are the directories stage one covers with a private tmpfs of the
+// invocation's own.
+var Masked = []string{"/tmp", "/dev/shm"}
+
+// runStageOne is stage one of the sandbox, started by internal/proc in new
+// namespaces: it builds them, runs the program at path through stage two
+// and supervises it (see muster.ConfineCommand).
+func runStageOne(o Options, path string) (int, error) {
+	if err := stageOne(o, path); err != nil {
+		return 125, err
+	}
+	return supervise(o, path)
+}
+
+// stageOne builds the mount namespace and the network of the sandbox;
+// prog, when not empty, is the program to run (bound back read-only if
+// it lies under a masked or hidden directory, as are the working
+// directory and the PATH directories that do).
+func stageOne(o Options, prog string) error {
+	if os.Getpid() != 1 {
+		return fmt.Errorf("--ns: not the first process of a new PID namespace (pid %d): muster starts it so", os.Getpid())
+	}
+	if err := buildMounts(o, prog); err != nil {
+		return err
+	}
+	if o.HostNet {
+		return nil
+	}
+	if err := loopbackUp(); err != nil {
+		return err
+	}
+	if o.BridgePort > 0 {
+		return handBridge(o.BridgePort)
+	}
+	return nil
+}
+
+// mount is one bind-back or one cover of the mount namespace.
+type mount struct {
+	path string
+	fd   int  // a detached copy of the tree to bind back (-1: a cover)
+	dir  bool // the path is a directory
+	ro   bool
+}
+
+func buildMounts(o Options, prog string) error {
+	cwd, err := os.Getwd()
+	if err != nil {
+		return fmt.Errorf("working directory: %w", err)
+	}
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("make the mount namespace private: %w", err)
+	}
+	covers := existing(append(append([]string(nil), Masked...), o.Hide...))
+	under := func(p string, roots []string) bool {
+		for _, r := range roots {
+			if within(p, r) {
+				return true
+			}
+		}
+		return false
+	}
+	ro := existing(o.ReadOnly)
+	// The working directory muster chose and the program are seen,
+	// read-only unless writable, wherever they lie.
+	extra := []string{cwd}
+	if prog != "" {
+		extra = append(extra, prog)
+	}
+	for _, d := range filepath.SplitList(os.Getenv("PATH")) {
+		if filepath.IsAbs(d) {
+			extra = append(extra, d)
+		}
+	}
+	for _, p := range existing(extra) {
+		if under(p, covers) && !under(p, ro) {
+			ro = append(ro, p)
+		}
+	}
+	rw := existing(o.Write)
+	var ms []mount
+	defer func() {
+		for _, m := range ms {
+			if m.fd >= 0 {
+				unix.Close(m.fd)
+			}
+		}
+	}()
+	seen := map[string]bool{}
+	for _, p := range rw {
+		if seen[p] || !(under(p, covers) || under(p, ro)) {
+			continue
+		}
+		seen[p] = true
+		m, err := detach(p, false)
+		if err != nil {
+			return err
+		}
+		ms = append(ms, m)
+	}
+	for _, p := range ro {
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		m, err := detach(p, true)
+		if err != nil {
+			return err
+		}
+		ms = append(ms, m)
+	}
+	for _, p := range covers {
+		fi, err := os.Stat(p)
+		if err != nil {
+			continue
+		}
+		ms = append(ms, mount{path: p, fd: -1, dir: fi.IsDir()})
+	}
+	// Shallow first: a bind-back inside a cover lands on it, a cover
+	// inside a bind-back covers part of it. At one depth, covers first.
+	sort.SliceStable(ms, func(i, j int) bool {
+		di, dj := depth(ms[i].path), depth(ms[j].path)
+		if di != dj {
+			return di < dj
+		}
+		return ms[i].fd < 0 && ms[j].fd >= 0
+	})
+	var tmpfs []string
+	for _, m := range ms {
+		covered, err := attach(m)
+		if err != nil {
+			return err
+		}
+		if covered && m.dir && !isMasked(m.path) {
+			tmpfs = append(tmpfs, m.path)
+		}
+	}
+	// The covers of hidden directories stay empty.
+	for _, p := range tmpfs {
+		if err := unix.MountSetattr(unix.AT_FDCWD, p, 0, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}); err != nil {
+			return fmt.Errorf("make the cover of %s read-only: %w", p, err)
+		}
+	}
+	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("mount a fresh /proc: %w", err)
+	}
+	if err := os.Chdir(cwd); err != nil {
+		return fmt.Errorf("the working directory %s is not in the sandbox: %w", cwd, err)
+	}
+	return nil
+}
+
+func isMasked(p string) bool {
+	for _, m := range Masked {
+		if p == m {
+			return true
+		}
+	}
+	return false
+}
+
+// detach takes a copy of the tree at p, to bind back once the covers are
+// in place.
+func detach(p string, ro bool) (mount, error) {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return mount{}, err
+	}
+	fd, err := unix.OpenTree(unix.AT_FDCWD, p, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+	if err != nil {
+		return mount{}, fmt.Errorf("bind %s: open_tree: %w", p, err)
+	}
+	if ro {
+		attr := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}
+		if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, attr); err != nil {
+			unix.Close(fd)
+			return mount{}, fmt.Errorf("bind %s read-only: %w", p, err)
+		}
+	} else {
+		attr := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}
+		if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, attr); err != nil {
+			unix.Close(fd)
+			return mount{}, fmt.Errorf("bind %s: %w", p, err)
+		}
+	}
+	return mount{path: p, fd: fd, dir: fi.IsDir(), ro: ro}, nil
+}
+
+// attach puts m in place: a cover (a tmpfs on a directory, /dev/null on
+// anything else) where its path still exists, or the detached tree at
+// its path, made first when a cover hid it. covered reports a cover put
+// in place.
+func attach(m mount) (covered bool, err error) {
+	if m.fd < 0 {
+		if _, err := os.Lstat(m.path); err != nil {
+			return false, nil // already hidden by a cover above it
+		}
+		if m.dir {
+			mode := "mode=0755,size=64k"
+			if isMasked(m.path) {
+				mode = "mode=1777"
+			}
+			if err := unix.Mount("tmpfs", m.path, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, mode); err != nil {
+				return false, fmt.Errorf("cover %s: %w", m.path, err)
+			}
+			return true, nil
+		}
+		if err := unix.Mount("/dev/null", m.path, "", unix.MS_BIND, ""); err != nil {
+			return false, fmt.Errorf("cover %s: %w", m.path, err)
+		}
+		return true, nil
+	}
+	if _, err := os.Lstat(m.path); err != nil {
+		if m.dir {
+			err = os.MkdirAll(m.path, 0o755)
+		} else if err = os.MkdirAll(filepath.Dir(m.path), 0o755); err == nil {
+			var f *os.File
+			if f, err = os.OpenFile(m.path, os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
+				f.Close()
+			}
+		}
+		if err != nil {
+			return false, fmt.Errorf("bind %s: %w", m.path, err)
+		}
+	}
+	if err := unix.MoveMount(m.fd, "", unix.AT_FDCWD, m.path, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+		return false, fmt.Errorf("bind %s: move_mount: %w", m.path, err)
+	}
+	return false, nil
+}
+
+// existing returns the absolute, symlink-resolved form of each path that
+// exists, once each.
+func existing(paths []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, p := range paths {
+		if p == "" || !filepath.IsAbs(p) {
+			continue
+		}
+		r, err := filepath.EvalSymlinks(p)
+		if err != nil || seen[r] {
+			continue
+		}
+		seen[r] = true
+		out = append(out, r)
+	}
+	return out
+}
+
+func within(p, root string) bool {
+	return p == root || root == "/" || strings.HasPrefix(p, root+"/")
+}
+
+func depth(p string) int { return strings.Count(filepath.Clean(p), "/") }
+
+// loopbackUp brings up lo: a new network namespace's starts down.
+func loopbackUp() error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("loopback: %w", err)
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil {
+		return fmt.Errorf("loopback: %w", err)
+	}
+	ifr.SetUint16(unix.IFF_UP | unix.IFF_LOOPBACK | unix.IFF_RUNNING)
+	if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("bring up the loopback: %w", err)
+	}
+	return nil
+}
+
+// handBridge binds 127.0.0.1:port in this network namespace, hands the
+// listener to muster over muster.BridgeFD and waits until muster says
+// the program may start.
+func handBridge(port int) error {
+	unix.CloseOnExec(muster.BridgeFD)
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("bridge: %w", err)
+	}
+	defer unix.Close(fd)
+	_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1)
+	if err := unix.Bind(fd, &unix.SockaddrInet4{Port: port, Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		return fmt.Errorf("bridge: bind 127.0.0.1:%d: %w", port, err)
+	}
+	if err := unix.Listen(fd, 128); err != nil {
+		return fmt.Errorf("bridge: listen: %w", err)
+	}
+	if err := unix.Sendmsg(muster.BridgeFD, []byte{'L'}, unix.UnixRights(fd), nil, 0); err != nil {
+		return fmt.Errorf("bridge: hand the listener to muster: %w", err)
+	}
+	buf := make([]byte, 1)
+	if n, err := unix.Read(muster.BridgeFD, buf); err != nil || n != 1 {
+		return fmt.Errorf("bridge: muster did not take the listener (%v)", err)
+	}
+	_ = unix.Close(muster.BridgeFD)
+	return nil
+}
+
+// supervise runs the program through stage two in its own process group,
+// forwards SIGTERM and SIGINT to that group, reaps every process of the
+// namespace, and once the program has exited gives what it left behind
+// SIGTERM and the grace before returning (the namespace then ends, and
+// everything in it).
+func supervise(o Options, path string) (int, error) {
+	args := []string{os.Args[0], muster.ConfineCommand}
+	for _, w := range append(append([]string(nil), o.Write...), Masked...) {
+		args = append(args, "--write", w)
+	}
+	args = append(append(args, "--", path), o.Argv[1:]...)
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	pid, err := syscall.ForkExec("/proc/self/exe", args, &syscall.ProcAttr{
+		Env: os.Environ(), Files: []uintptr{0, 1, 2}, Sys: &syscall.SysProcAttr{Setpgid: true},
+	})
+	if err != nil {
+		return 126, fmt.Errorf("start stage two: %w", err)
+	}
+	progDone := make(chan int, 1)
+	allGone := make(chan struct{})
+	go reap(pid, progDone, allGone)
+	code := -1
+	for code < 0 {
+		select {
+		case s := <-sigs:
+			_ = syscall.Kill(-pid, s.(syscall.Signal))
+		case code = <-progDone:
+		}
+	}
+	grace := o.Grace
+	if grace <= 0 {
+		grace = DefaultGrace
+	}
+	// kill(-1) from PID 1 reaches every other process of the namespace.
+	if syscall.Kill(-1, syscall.SIGTERM) == nil {
+		t := time.NewTimer(grace)
+		defer t.Stop()
+		for done := false; !done; {
+			select {
+			case s := <-sigs:
+				_ = syscall.Kill(-1, s.(syscall.Signal))
+			case <-allGone:
+				done = true
+			case <-t.C:
+				done = true
+			}
+		}
+	}
+	return code, nil
+}
+
+// reap waits for every child (orphans of the namespace become this
+// process's), sends the program's exit status on progDone and closes
+// allGone when no child is left.
+func reap(prog int, progDone chan<- int, allGone chan<- struct{}) {
+	defer close(allGone)
+	for {
+		var ws unix.WaitStatus
+		pid, err := unix.Wait4(-1, &ws, 0, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return
+		}
+		if pid == prog {
+			switch {
+			case ws.Exited():
+				progDone <- ws.ExitStatus()
+			case ws.Signaled():
+				progDone <- 128 + int(ws.Signal())
+			}
+		}
+	}
+}

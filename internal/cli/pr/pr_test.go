@@ -1,0 +1,432 @@
+package pr_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/cgi"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/muster-run/muster/internal/cli"
+)
+
+// The test binary is muster itself when this is set: the tests run the
+// real entry point in a process of its own (kill -9 included), and git
+// runs it as GIT_ASKPASS.
+const mainEnv = "MUSTER_PR_TEST_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(mainEnv) == "1" {
+		os.Exit(cli.Main())
+	}
+	os.Exit(m.Run())
+}
+
+const token = "ghp_standInToken0123456789abcdefABCDEF"
+
+// fixture is a repository with one finished muster run, a remote that
+// wants the token (git's own http-backend behind basic auth) and the
+// GitHub stand-in.
+type fixture struct {
+	t      *testing.T
+	dir    string // the user's repository
+	home   string
+	remote string // the bare repository behind the HTTP remote
+	api    *standIn
+	run    string
+}
+
+func newFixture(t *testing.T, plan string) *fixture {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	root := t.TempDir()
+	f := &fixture{t: t, dir: filepath.Join(root, "repo"), home: filepath.Join(root, "home"), remote: filepath.Join(root, "remote", "octo", "app.git")}
+	for _, d := range []string{f.dir, f.home, filepath.Dir(f.remote)} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(t, os.WriteFile(filepath.Join(f.home, ".gitconfig"), []byte("[user]\n\tname = T\n\temail = t@example.com\n[init]\n\tdefaultBranch = main\n"), 0o644))
+	f.git(root, "init", "-q", "--bare", f.remote)
+	f.git(f.remote, "config", "http.receivepack", "true")
+	f.api = newStandIn(t, token)
+	git := gitRemote(t, filepath.Join(root, "remote"))
+	f.git(f.dir, "init", "-q")
+	must(t, os.WriteFile(filepath.Join(f.dir, "agent.sh"), []byte(agentScript), 0o755))
+	must(t, os.WriteFile(filepath.Join(f.dir, "muster.toml"), []byte("[executors.sh]\nkind = \"command\"\nclones = 2\ncommand = [\"./agent.sh\"]\n"), 0o644))
+	f.git(f.dir, "add", "-A")
+	f.git(f.dir, "commit", "-q", "-m", "init")
+	f.git(f.dir, "remote", "add", "origin", git+"/octo/app.git")
+	// The remote has main already, as a real one would.
+	f.git(f.dir, "push", "-q", f.remote, "main")
+	must(t, os.WriteFile(filepath.Join(root, "plan.md"), []byte(plan), 0o644))
+	out, _ := f.muster(context.Background(), nil, "run", filepath.Join(root, "plan.md"), "--json")
+	for _, l := range strings.Split(out, "\n") {
+		var e struct{ Type, Run string }
+		if json.Unmarshal([]byte(l), &e) == nil && e.Type == "RunStarted" {
+			f.run = e.Run
+		}
+	}
+	if f.run == "" {
+		t.Fatalf("no run started:\n%s", out)
+	}
+	return f
+}
+
+const agentScript = `#!/bin/sh
+case "$MUSTER_TASK_ID" in
+  bad) exit 1 ;;
+esac
+echo "$MUSTER_TASK_ID by agent" > "$MUSTER_TASK_ID.txt"
+echo '{"type":"usage","model":"m1","input_tokens":100,"output_tokens":10,"cost_usd":0.01}'
+`
+
+const threePlan = `# Plan: Greet @octocat about #12
+
+Everything here is the brief; it mentions @someone and <b>html</b>.
+
+## [ ] a: Add a by @evil | pipe
+Owns: a.txt
+
+## [ ] b: Add b
+Owns: b.txt
+After: a
+
+## [ ] c: Add c
+Owns: c.txt
+After: b
+`
+
+// gitRemote serves the bare repositories below dir over smart HTTP
+// (git's own http-backend through CGI), wanting the token as the
+// password of basic auth, as GitHub does.
+func gitRemote(t *testing.T, dir string) string {
+	exe, err := exec.Command("git", "--exec-path").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &cgi.Handler{Path: filepath.Join(strings.TrimSpace(string(exe)), "git-http-backend"),
+		Env: []string{"GIT_PROJECT_ROOT=" + dir, "GIT_HTTP_EXPORT_ALL=1"}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u, p, ok := r.BasicAuth(); !ok || u != "x-access-token" || p != token {
+			w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
+			http.Error(w, "auth", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+func (f *fixture) env(extra ...string) []string {
+	env := []string{
+		mainEnv + "=1", "HOME=" + f.home, "PATH=" + os.Getenv("PATH"),
+		"GIT_CONFIG_GLOBAL=" + filepath.Join(f.home, ".gitconfig"), "GIT_CONFIG_NOSYSTEM=1",
+		"XDG_CACHE_HOME=" + filepath.Join(f.home, ".cache"), "MUSTER_TEST_NO_LANDLOCK=1", "NO_COLOR=1",
+		"GITHUB_API_URL=" + f.api.URL(), "GITHUB_TOKEN=" + token,
+	}
+	return append(env, extra...)
+}
+
+// muster runs muster in f.dir and returns its stdout and exit status.
+func (f *fixture) muster(ctx context.Context, extra []string, args ...string) (string, int) {
+	f.t.Helper()
+	c := exec.CommandContext(ctx, os.Args[0], args...)
+	c.Dir, c.Env = f.dir, f.env(extra...)
+	var out, errb bytes.Buffer
+	c.Stdout, c.Stderr = &out, &errb
+	err := c.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		f.t.Fatal(err)
+	}
+	if strings.Contains(out.String()+errb.String(), token) {
+		f.t.Errorf("muster %v printed the token", args)
+	}
+	f.t.Logf("muster %s: exit %d\n%s%s", strings.Join(args, " "), code, out.String(), errb.String())
+	return out.String() + errb.String(), code
+}
+
+func (f *fixture) git(dir string, args ...string) string {
+	f.t.Helper()
+	c := exec.Command("git", args...)
+	c.Dir = dir
+	c.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL="+filepath.Join(f.home, ".gitconfig"), "GIT_CONFIG_NOSYSTEM=1", "HOME="+f.home)
+	out, err := c.CombinedOutput()
+	if err != nil {
+		f.t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func (f *fixture) remoteRef(branch string) string {
+	c := exec.Command("git", "rev-parse", "--verify", "-q", "refs/heads/"+branch)
+	c.Dir = f.remote
+	out, _ := c.Output()
+	return strings.TrimSpace(string(out))
+}
+
+// noToken fails when the token is in any file of dir.
+func noToken(t *testing.T, dir string) {
+	t.Helper()
+	_ = filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+		if err != nil || !fi.Mode().IsRegular() {
+			return nil
+		}
+		if data, err := os.ReadFile(p); err == nil && bytes.Contains(data, []byte(token)) {
+			t.Errorf("the token is in %s", p)
+		}
+		return nil
+	})
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestPROpensOnceAndVerifyHolds(t *testing.T) {
+	f := newFixture(t, threePlan)
+	ctx := context.Background()
+	out, code := f.muster(ctx, nil, "pr", "--json")
+	if code != 0 {
+		t.Fatalf("muster pr: exit %d", code)
+	}
+	tip := f.git(f.dir, "rev-parse", "refs/heads/muster/"+f.run)
+	if got := f.remoteRef("muster/" + f.run); got != tip {
+		t.Fatalf("remote branch at %q, want the run's tip %s", got, tip)
+	}
+	if n := f.api.count("POST", "/pulls"); n != 1 || f.api.numPulls() != 1 {
+		t.Fatalf("%d creations, %d pull requests; want 1", n, f.api.numPulls())
+	}
+	p := f.api.pull(1)
+	if p.Base.Ref != "main" || p.Head.Ref != "muster/"+f.run {
+		t.Errorf("pull request %s <- %s", p.Base.Ref, p.Head.Ref)
+	}
+	for _, want := range []string{"| Task | Title | Executor | Gates | Review | Cost |", "muster verify " + f.run, "3 of 3 tasks succeeded", "Receipt:** sealed"} {
+		if !strings.Contains(p.Body, want) {
+			t.Errorf("body lacks %q:\n%s", want, p.Body)
+		}
+	}
+	for _, bad := range []string{"@evil", "@octocat", "@someone", "#12", "<b>", "by @evil | pipe"} {
+		if strings.Contains(p.Body, bad) || strings.Contains(p.Title, bad) {
+			t.Errorf("body or title carries %q unescaped:\n%s\n%s", bad, p.Title, p.Body)
+		}
+	}
+	var res struct {
+		Pulls []struct {
+			Number int
+			Action string
+		}
+	}
+	if err := json.Unmarshal([]byte(out[:strings.LastIndex(out, "}")+1]), &res); err != nil || len(res.Pulls) != 1 || res.Pulls[0].Action != "opened" {
+		t.Errorf("--json: %v %+v", err, res)
+	}
+
+	// Again: the same pull request, updated; nothing pushed, none opened.
+	if _, code := f.muster(ctx, nil, "pr"); code != 0 {
+		t.Fatalf("second muster pr: exit %d", code)
+	}
+	if n := f.api.count("POST", "/pulls"); n != 1 {
+		t.Errorf("second muster pr opened another pull request (%d creations)", n)
+	}
+	if n := f.api.count("PATCH", "/pulls/1"); n != 1 {
+		t.Errorf("second muster pr: %d updates of #1, want 1", n)
+	}
+	if _, code := f.muster(ctx, nil, "verify"); code != 0 {
+		t.Errorf("muster verify after muster pr: exit %d", code)
+	}
+	recs := readLines(t, filepath.Join(f.dir, ".git", "muster", "runs", f.run, "publish.jsonl"))
+	if len(recs) != 3 || !strings.Contains(recs[0], `"op":"pushed"`) || !strings.Contains(recs[1], `"op":"opened"`) || !strings.Contains(recs[2], `"op":"updated"`) {
+		t.Errorf("publish.jsonl:\n%s", strings.Join(recs, "\n"))
+	}
+	noToken(t, f.dir)
+	noToken(t, f.remote)
+}
+
+func readLines(t *testing.T, path string) []string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimSpace(string(data)), "\n")
+}
+
+func TestPRStackChainsBases(t *testing.T) {
+	f := newFixture(t, threePlan)
+	if _, code := f.muster(context.Background(), nil, "pr", "--stack"); code != 0 {
+		t.Fatalf("muster pr --stack: exit %d", code)
+	}
+	if f.api.numPulls() != 3 {
+		t.Fatalf("%d pull requests, want 3", f.api.numPulls())
+	}
+	commits := strings.Fields(f.git(f.dir, "rev-list", "--reverse", "main..refs/heads/muster/"+f.run))
+	base := "main"
+	for i, task := range []string{"a", "b", "c"} {
+		p := f.api.pull(i + 1)
+		branch := "muster-stack/" + f.run + "/" + task
+		if p.Head.Ref != branch || p.Base.Ref != base {
+			t.Errorf("#%d: %s <- %s, want %s <- %s", i+1, p.Base.Ref, p.Head.Ref, base, branch)
+		}
+		if got := f.remoteRef(branch); got != commits[i] {
+			t.Errorf("%s at %s, want the run's commit %d %s", branch, got, i+1, commits[i])
+		}
+		if !strings.Contains(p.Body, "**Stack**") || !strings.Contains(p.Body, "← this one") {
+			t.Errorf("#%d body does not link the stack:\n%s", i+1, p.Body)
+		}
+		base = branch
+	}
+	if !strings.Contains(f.api.pull(1).Body, "#3") {
+		t.Errorf("the first body does not name the last pull request:\n%s", f.api.pull(1).Body)
+	}
+	// A rerun opens none.
+	if _, code := f.muster(context.Background(), nil, "pr", "--stack"); code != 0 || f.api.numPulls() != 3 || f.api.count("POST", "/pulls") != 3 {
+		t.Errorf("rerun: exit %d, %d pull requests", code, f.api.numPulls())
+	}
+}
+
+func TestPRRefusesFailedRunUnlessDraft(t *testing.T) {
+	f := newFixture(t, "# Plan: p\n\n## [ ] a: A\nOwns: a.txt\n\n## [ ] bad: Fails\nOwns: bad.txt\n")
+	out, code := f.muster(context.Background(), nil, "pr")
+	if code != 1 || !strings.Contains(out, "bad (failed)") || !strings.Contains(out, "--draft") {
+		t.Fatalf("a failed run: exit %d, want 1 naming the task and --draft", code)
+	}
+	if f.api.numPulls() != 0 || f.remoteRef("muster/"+f.run) != "" {
+		t.Fatal("a refused run was pushed or opened")
+	}
+	if _, code := f.muster(context.Background(), nil, "pr", "--draft"); code != 0 {
+		t.Fatalf("--draft: exit %d", code)
+	}
+	if p := f.api.pull(1); !p.Draft || !strings.Contains(p.Body, "1 of 2 tasks succeeded") {
+		t.Errorf("draft %v, body:\n%s", p.Draft, p.Body)
+	}
+}
+
+func TestPRRemoteMovedStops(t *testing.T) {
+	f := newFixture(t, threePlan)
+	// Someone else pushes another commit to the branch.
+	other := filepath.Join(t.TempDir(), "other")
+	f.git(filepath.Dir(other), "clone", "-q", f.remote, other)
+	must(t, os.WriteFile(filepath.Join(other, "x"), []byte("x"), 0o644))
+	f.git(other, "add", "x")
+	f.git(other, "commit", "-q", "-m", "theirs")
+	f.git(other, "push", "-q", "origin", "HEAD:refs/heads/muster/"+f.run)
+	theirs := f.git(other, "rev-parse", "HEAD")
+	out, code := f.muster(context.Background(), nil, "pr")
+	if code != 3 || !strings.Contains(out, theirs[:10]) {
+		t.Fatalf("moved remote branch: exit %d, want 3 naming %s", code, theirs[:10])
+	}
+	if f.remoteRef("muster/"+f.run) != theirs || f.api.numPulls() != 0 {
+		t.Fatal("muster overwrote the moved branch or opened a pull request")
+	}
+}
+
+func TestPRClosedReopenedMergedLeftAlone(t *testing.T) {
+	f := newFixture(t, threePlan)
+	ctx := context.Background()
+	if _, code := f.muster(ctx, nil, "pr"); code != 0 {
+		t.Fatal("muster pr")
+	}
+	f.api.mu.Lock()
+	f.api.pulls[0].State = "closed"
+	f.api.mu.Unlock()
+	if out, code := f.muster(ctx, nil, "pr"); code != 0 || !strings.Contains(out, "reopened") || f.api.pull(1).State != "open" {
+		t.Fatalf("closed: exit %d, state %s", code, f.api.pull(1).State)
+	}
+	f.api.mu.Lock()
+	f.api.pulls[0].State, f.api.pulls[0].Merged = "closed", true
+	f.api.mu.Unlock()
+	patches := f.api.count("PATCH", "/pulls/1")
+	if out, code := f.muster(ctx, nil, "pr"); code != 0 || !strings.Contains(out, "merged already") {
+		t.Fatalf("merged: exit %d", code)
+	}
+	if f.api.count("PATCH", "/pulls/1") != patches || f.api.numPulls() != 1 {
+		t.Error("a merged pull request was changed, or another opened")
+	}
+}
+
+func TestPRBadToken(t *testing.T) {
+	f := newFixture(t, threePlan)
+	out, code := f.muster(context.Background(), []string{"GITHUB_TOKEN=wrong-token-value"}, "pr")
+	if code != 3 || strings.Contains(out, "wrong-token-value") {
+		t.Fatalf("a wrong token: exit %d (want 3), output must not echo it", code)
+	}
+	out, code = f.muster(context.Background(), []string{"GITHUB_TOKEN=", "GH_TOKEN=", "GH_CONFIG_DIR=" + t.TempDir()}, "pr")
+	if code != 3 || !strings.Contains(out, "GITHUB_TOKEN") {
+		t.Fatalf("no token: exit %d, want 3 naming GITHUB_TOKEN", code)
+	}
+}
+
+// kill -9 between the push and the pull request's creation, and between
+// its creation and muster's record of it: a rerun leaves exactly one.
+func TestPRKilledThenRerunOpensOne(t *testing.T) {
+	for _, before := range []bool{true, false} {
+		name := "after-create"
+		if before {
+			name = "before-create"
+		}
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, threePlan)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			c := exec.CommandContext(ctx, os.Args[0], "pr")
+			c.Dir, c.Env = f.dir, f.env()
+			c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			reached := make(chan struct{})
+			release := make(chan struct{})
+			f.api.onCreate = func(b bool) bool {
+				if b != before {
+					return false
+				}
+				select {
+				case <-reached:
+					return false
+				default:
+				}
+				close(reached)
+				<-release
+				return true
+			}
+			must(t, c.Start())
+			select {
+			case <-reached:
+			case <-time.After(60 * time.Second):
+				t.Fatal("muster pr never reached the creation")
+			}
+			must(t, syscall.Kill(-c.Process.Pid, syscall.SIGKILL))
+			_ = c.Wait()
+			close(release)
+			f.api.onCreate = nil
+			if f.remoteRef("muster/"+f.run) == "" {
+				t.Fatal("killed muster had not pushed")
+			}
+			if _, code := f.muster(context.Background(), nil, "pr"); code != 0 {
+				t.Fatalf("rerun: exit %d", code)
+			}
+			// The stand-in may finish a creation after muster died: one
+			// pull request either way.
+			time.Sleep(100 * time.Millisecond)
+			if n := f.api.numPulls(); n != 1 {
+				t.Fatalf("%d pull requests after kill -9 and a rerun, want 1", n)
+			}
+			if _, code := f.muster(context.Background(), nil, "verify"); code != 0 {
+				t.Error("verify after the rerun")
+			}
+		})
+	}
+}
