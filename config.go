@@ -98,6 +98,8 @@ const (
 	OnViolationDiscard  = "discard"
 	NoopFail            = "fail"
 	NoopComplete        = "complete"
+	ReviewPartialRefuse = "refuse" // a review that saw part of the change is no approval (the default)
+	ReviewPartialAllow  = "allow"  // ... or it is
 	GuardRestore        = "restore"
 	GuardDetect         = "detect"
 	GuardOff            = "off"
@@ -219,6 +221,9 @@ type RunConfig struct {
 	Writers           int         `json:"writers,omitempty"` // 0: unlimited; 1: single-writer mode
 	OnViolation       string      `json:"on_violation,omitempty"`
 	Noop              string      `json:"noop,omitempty"`
+	// ReviewPartial ("refuse", the default, or "allow") says whether a
+	// review whose prompt could not hold the whole diff may approve.
+	ReviewPartial string `json:"review_partial,omitempty"`
 	MaxRounds         int         `json:"max_rounds,omitempty"`
 	VerifyIntegration *bool       `json:"verify_integration,omitempty"`
 	Approve           []Authority `json:"approve,omitempty"`
@@ -277,8 +282,10 @@ type Config struct {
 	// is [setup] network and allow_hosts.
 	GatesNet GatesNetwork `json:"gates_network,omitzero"`
 	SetupNet SetupNetwork `json:"setup_network,omitzero"`
-	Pool     PoolConfig   `json:"pool,omitzero"`
-	Fleet    FleetConfig  `json:"fleet,omitzero"`
+	// Setup are the [setup] commands, in file order.
+	Setup []SetupStep `json:"setup,omitempty"`
+	Pool  PoolConfig  `json:"pool,omitzero"`
+	Fleet FleetConfig `json:"fleet,omitzero"`
 }
 
 // PoolConfig is the [pool] table: the clones muster keeps in its cache

@@ -12,6 +12,8 @@ const (
 	MaxTitleLength = 300
 	// MaxClones bounds an executor's clones (muster.toml and --crew).
 	MaxClones = 1000
+	// MaxDelegationDepth bounds a task's Delegates: N.
+	MaxDelegationDepth = 5
 	// MaxRetries bounds a task's Retries.
 	MaxRetries = 10
 	// MaxTaskTimeout bounds a task's Timeout and an executor's timeout.

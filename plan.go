@@ -82,8 +82,12 @@ type Task struct {
 	Authority Authority     `json:"authority,omitempty"`
 	Budget    Budget        `json:"budget,omitempty"`
 	Delegates bool          `json:"delegates,omitempty"`
-	Loop      *LoopSpec     `json:"loop,omitempty"`
-	Prompt    string        `json:"prompt,omitempty"`
+	// DelegateDepth is N of Delegates: N when N is 2 or more (0 with
+	// Delegates: yes, which is 1): how many levels of delegation the
+	// task may start; a task it delegates may carry at most N-1.
+	DelegateDepth int       `json:"delegate_depth,omitempty"`
+	Loop          *LoopSpec `json:"loop,omitempty"`
+	Prompt        string    `json:"prompt,omitempty"`
 	// Parent is the delegating task that spliced this one in, if any.
 	Parent TaskID `json:"parent,omitempty"`
 
@@ -91,6 +95,18 @@ type Task struct {
 	// KeyLines maps a lower-case field key to the line of its first use.
 	Line     int            `json:"line,omitempty"`
 	KeyLines map[string]int `json:"-"`
+}
+
+// DelegationDepth is the levels of delegation the task may start: 0
+// when it does not delegate, 1 for Delegates: yes, N for Delegates: N.
+func (t *Task) DelegationDepth() int {
+	switch {
+	case !t.Delegates:
+		return 0
+	case t.DelegateDepth > 1:
+		return t.DelegateDepth
+	}
+	return 1
 }
 
 // EffectiveKind returns the task's kind, defaulting to agent.

@@ -344,3 +344,11 @@ type GateResult struct {
 type Redactor interface {
 	String(s string) string
 }
+
+// SetupStore is implemented by a Workspace that keeps, beside each
+// clone's worktree (where no agent writes), a file for what [setup] left
+// in the clone, so that a pooled clone is not set up again in the next
+// run.
+type SetupStore interface {
+	SetupStamp(dir string) string
+}

@@ -25,7 +25,7 @@ var (
 	topKeys      = []string{"run", "executors", "gates", "setup", "pool", "fleet"}
 	fleetKeys    = []string{"nats", "user", "password_env", "nkey_seed_file", "nkeys", "tls_ca", "tls_cert", "tls_key", "lease"}
 	poolKeys     = []string{"max_clones"}
-	runKeys      = []string{"max_parallel", "on_failure", "budget_usd", "budget_tokens", "writers", "on_violation", "noop", "max_rounds", "verify_integration", "approve", "require_approval", "keep", "guard", "grace", "gate_timeout", "reviewers", "stall_timeout", "prices_file", "env_allow", "confine", "writable", "hide", "network", "allow_hosts", "max_file_bytes", "max_tasks"}
+	runKeys      = []string{"max_parallel", "on_failure", "budget_usd", "budget_tokens", "writers", "on_violation", "noop", "max_rounds", "verify_integration", "approve", "require_approval", "keep", "guard", "grace", "gate_timeout", "reviewers", "stall_timeout", "prices_file", "env_allow", "confine", "writable", "hide", "network", "allow_hosts", "max_file_bytes", "max_tasks", "review_partial"}
 	executorKeys = []string{"kind", "clones", "roles", "model", "models", "base_url", "api_key_env", "env", "args", "command", "timeout", "max_concurrent", "env_allow", "writable", "network", "allow_hosts", "seed", "speed"}
 )
 
@@ -112,7 +112,7 @@ func Parse(name string, data []byte) (cfg *muster.Config, probs muster.Problems)
 			}
 		case "setup":
 			if t, ok := r.table(v, k); ok {
-				r.setup(&cfg.SetupNet, t)
+				cfg.Setup = r.setup(&cfg.SetupNet, t)
 			}
 		case "fleet":
 			if t, ok := r.table(v, k); ok {
@@ -221,6 +221,8 @@ func (r *reader) run(rc *muster.RunConfig, t map[string]any) {
 			rc.OnViolation = r.oneOf(v, p, muster.OnViolationFail, muster.OnViolationDiscard)
 		case "noop":
 			rc.Noop = r.oneOf(v, p, muster.NoopFail, muster.NoopComplete)
+		case "review_partial":
+			rc.ReviewPartial = r.oneOf(v, p, muster.ReviewPartialRefuse, muster.ReviewPartialAllow)
 		case "max_rounds":
 			rc.MaxRounds = r.count(v, 1, p)
 		case "verify_integration":
@@ -473,6 +475,12 @@ func (r *reader) gates(t map[string]any, n *muster.Network) []muster.GateSpec {
 	for _, name := range r.sortedKeys(t, "gates") {
 		p := []string{"gates", name}
 		if r.netKey(n, name, t[name], p, true) {
+			continue
+		}
+		if tt, ok := t[name].(map[string]any); ok {
+			if g, ok := r.gateTable(name, tt, p); ok {
+				out = append(out, g)
+			}
 			continue
 		}
 		s, ok := t[name].(string)

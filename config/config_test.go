@@ -98,6 +98,7 @@ func TestParseProblems(t *testing.T) {
 			`m.toml:2: budget_usd: want a number, 0 or more`,
 			`m.toml:3: budget_tokens: want a whole number, 0 or more`}},
 		{"bool", "[run]\nverify_integration = \"no\"\n", []string{`m.toml:2: verify_integration: want true or false`}},
+		{"review_partial", "[run]\nreview_partial = \"yes\"\n", []string{`m.toml:2: review_partial: want "refuse" or "allow"`}},
 		{"caps", "[run]\nmax_file_bytes = 0\nmax_tasks = 0\nmax_task = 3\n", []string{
 			`m.toml:2: max_file_bytes: want a number of bytes, 1 to 1099511627776 (the default is 100000000, 100 MB)`,
 			`m.toml:3: max_tasks: want a whole number, 1 or more`,

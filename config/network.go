@@ -13,7 +13,6 @@ import (
 // host_ports, and its other keys are gates.
 var (
 	gateNetKeys = []string{"network", "allow_hosts", "host_ports"}
-	setupKeys   = []string{"network", "allow_hosts"}
 )
 
 // network reads a network policy value.
@@ -96,15 +95,4 @@ func (r *reader) netKey(n *muster.Network, k string, v any, p []string, withPort
 		return false
 	}
 	return true
-}
-
-// setup reads the [setup] table (its network keys; the setup steps add
-// theirs to setupKeys and here).
-func (r *reader) setup(n *muster.Network, t map[string]any) {
-	for _, k := range r.sortedKeys(t, "setup") {
-		p := []string{"setup", k}
-		if !r.netKey(n, k, t[k], p, false) {
-			r.unknown(setupKeys, p...)
-		}
-	}
 }

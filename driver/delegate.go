@@ -2,6 +2,7 @@ package driver
 
 import (
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 
@@ -45,6 +46,16 @@ func (d *Driver) planFragment(r *spliceRequest) error {
 	}
 	if len(tasks) == 0 {
 		return nil
+	}
+	planned := 0 // the plan's own tasks, without any delegated one
+	for _, id := range d.state.Order {
+		if d.state.Tasks[id].Task.Parent == "" {
+			planned++
+		}
+	}
+	if limit := d.state.Config.MaxTasksFor(planned); len(existing)+len(tasks) > limit {
+		return fmt.Errorf("%d new tasks would make the run %d tasks: the cap on a run's tasks is %d ([run] max_tasks; by default 10 times the plan's %d tasks, at least %d)",
+			len(tasks), len(existing)+len(tasks), limit, planned, muster.DefaultMinMaxTasks)
 	}
 	for _, t := range tasks {
 		d.redactTask(t)

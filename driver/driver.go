@@ -55,6 +55,9 @@ type Options struct {
 	Executors map[string]muster.Executor
 	// Gates runs gate and check commands; nil runs none.
 	Gates muster.GateRunner
+	// Setup runs the [setup] commands (confined like a gate, with the
+	// package caches writable and the setup network); nil: Gates does.
+	Setup muster.GateRunner
 	// Price estimates the cost of usage reported without one (optional).
 	Price muster.Pricer
 	// Clock stamps events (default: the system clock).
@@ -196,6 +199,7 @@ type Driver struct {
 	// gc caches gate results per (gate, commit); notes is the run's
 	// notes file; handoffs are what finished tasks left (loop only).
 	gc       gateCache
+	setups   setups
 	notes    *notes
 	handoffs map[muster.TaskID]handoff
 }
@@ -288,6 +292,18 @@ func (d *Driver) run(ctx context.Context) (*engine.State, error) {
 	for _, w := range d.opts.Warnings {
 		if err := d.emit(muster.Event{Type: muster.EvWarning, Message: w}); err != nil {
 			return d.state, err
+		}
+	}
+	// The plan-wide gates on the base, after setup, before any task:
+	// what fails there is said now, and a gate or setup that cannot run
+	// stops the run before any agent spends anything.
+	if warnings, err := d.baseGates(ctx); err != nil {
+		d.fatal = err
+	} else {
+		for _, w := range warnings {
+			if err := d.emit(muster.Event{Type: muster.EvWarning, Gate: w.Gate, Message: w.Message}); err != nil {
+				return d.state, err
+			}
 		}
 	}
 	// The run's start (or resumption) is durable, and shown, at once.

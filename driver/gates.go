@@ -121,6 +121,10 @@ func (w *worker) logGate(g muster.GateSpec, r muster.GateResult, round int) {
 // w.envFailed is set and the run stops.
 func (w *worker) judge(ctx context.Context, g muster.GateSpec, r muster.GateResult, ev *muster.Event, commit, where, env string) (charged bool, newly []string) {
 	before, ok := w.d.gateAt(ctx, g, commit, w.cfg)
+	if why := w.d.gc.setupFailure(commit); why != "" {
+		w.envFailed = why
+		return false, nil
+	}
 	if !ok {
 		if env != "" {
 			w.envFailed = env
@@ -166,9 +170,12 @@ func verdict(passed bool) string {
 // gateCache holds gate results per (gate, commit) and serialises the
 // baseline worktree.
 type gateCache struct {
-	mu sync.Mutex // guards m
+	mu sync.Mutex // guards m and setup
 	m  map[string]muster.GateResult
-	wt sync.Mutex // held while the baseline worktree is in use
+	// setup holds, per commit, why setup failed on it in the baseline
+	// clone.
+	setup map[string]string
+	wt    sync.Mutex // held while the baseline worktree is in use
 }
 
 func gateKey(g muster.GateSpec, commit string) string {
@@ -210,10 +217,38 @@ func (d *Driver) gateAt(ctx context.Context, g muster.GateSpec, commit string, c
 	if err != nil || ctx.Err() != nil {
 		return muster.GateResult{}, false
 	}
+	if err := d.setupBase(ctx, dir, "commit "+short(commit)+" (the baseline clone)", cfg); err != nil {
+		if env := classifyEnv(err, ""); env != nil && ctx.Err() == nil {
+			d.gc.setupFailed(commit, env.cause)
+		}
+		return muster.GateResult{}, false
+	}
 	r := d.opts.Gates.Run(ctx, dir, g, cfg.Run.GateTimeout)
 	if ctx.Err() != nil {
 		return muster.GateResult{}, false
 	}
 	d.gc.put(g, commit, r)
 	return r, true
+}
+
+func (c *gateCache) setupFailed(commit, why string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.setup == nil {
+		c.setup = map[string]string{}
+	}
+	c.setup[commit] = why
+}
+
+func (c *gateCache) setupFailure(commit string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.setup[commit]
+}
+
+func short(commit string) string {
+	if len(commit) > 10 {
+		return commit[:10]
+	}
+	return commit
 }

@@ -56,6 +56,12 @@ func (w *worker) land(ctx context.Context, commit string) landing {
 		if err != nil {
 			return landing{err: fmt.Errorf("check out the merged tree: %w", err)}
 		}
+		if _, fail, err := w.d.SetupClone(gctx, dir, w.cfg); err != nil {
+			return landing{err: err}
+		} else if fail != nil {
+			return landing{merged: merged, tip: tip, failed: fail.summary() + " on the merged tree",
+				feedback: "Setup failed on your change merged onto the new tip:\n" + tail(fail.Result.Output, maxFeedback/2)}
+		}
 		var fb []string
 		failed := ""
 		for _, g := range w.cfg.Gates {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/engine"
+	"github.com/muster-run/muster/internal/exchange"
 )
 
 // review asks the task's reviewers (`[run] reviewers`, default one) for
@@ -75,7 +76,7 @@ func (w *worker) review(ctx context.Context, round int, diff string) (feedback, 
 	}
 	w.prevBlocking = keys
 	if len(blocking) == 0 {
-		return "", "", false
+		return "", w.partialReview(diff, len(leases) > 0), false
 	}
 	if stop {
 		return "", bound(first, 240), true
@@ -94,15 +95,19 @@ func (w *worker) reviewBy(ctx context.Context, round, i int, lease engine.Lease,
 	req := &muster.ExecRequest{
 		Run: w.runID, Task: w.task, Role: muster.RoleReviewer, Spec: spec, Clone: lease.Clone, Attempt: w.a.Attempt, Round: round,
 		Dir: w.dir, Authority: muster.AuthorityRead, Timeout: spec.Timeout, Grace: w.cfg.Grace(), Stall: w.cfg.Run.StallTimeout,
-		Prompt: w.d.red().String(buildReviewPrompt(w, diff)),
 	}
 	// A fresh directory, home and TMPDIR of the reviewer's own: nothing
 	// the coder wrote is in them, and nothing muster writes for the
-	// reviewer lies where the coder can write.
-	inv, err := w.exchangeFor(req, fmt.Sprintf("review-r%d-%d", round, i+1), false)
-	if err == nil {
-		req.DiffFile, err = inv.WriteIn("change.diff", []byte(diff))
-	}
+	// reviewer lies where the coder can write. The whole diff goes to
+	// in/change.diff, which the prompt names.
+	inv, err := w.exchangeFor(req, fmt.Sprintf("review-r%d-%d", round, i+1), false, func(inv *exchange.Dir) error {
+		var err error
+		if req.DiffFile, err = inv.WriteIn("change.diff", []byte(diff)); err != nil {
+			return err
+		}
+		req.Prompt = w.d.red().String(buildReviewPrompt(w, diff, req.DiffFile))
+		return nil
+	})
 	if err != nil {
 		w.send(muster.Event{Type: muster.EvWarning, Message: "review by " + muster.Slot(lease.Executor, lease.Clone) + " failed: " + err.Error()})
 		return nil, false
@@ -143,6 +148,22 @@ func (w *worker) reviewBy(ctx context.Context, round, i int, lease engine.Lease,
 	}
 	w.send(muster.Event{Type: muster.EvReviewed, Executor: lease.Executor, Clone: lease.Clone, Findings: res.Findings, Round: round})
 	return res.Findings, true
+}
+
+// partialReview is why a review that found nothing blocking is no
+// approval: its prompt could not hold the whole diff (the files not
+// shown are named in it) and [run] review_partial is not "allow".
+// reviewed is false when no reviewer ran at all.
+func (w *worker) partialReview(diff string, reviewed bool) string {
+	why := fitDiff(diff, maxReviewDiff).partial(len(diff))
+	if why == "" || !reviewed {
+		return ""
+	}
+	if w.cfg.Run.ReviewPartial == muster.ReviewPartialAllow {
+		w.send(muster.Event{Type: muster.EvWarning, Task: w.a.Task, Message: "review of " + string(w.a.Task) + " approved on part of the change (review_partial = \"allow\"): " + why})
+		return ""
+	}
+	return "review saw part of the change, no approval: " + why + " ([run] review_partial = \"allow\" lets it approve)"
 }
 
 func (w *worker) hasReviewer() bool {

@@ -162,6 +162,14 @@ func (w *worker) run(ctx context.Context) []muster.Event {
 				return w.opFailed("prepare the clone's worktree", err, w.charged() <= w.task.Retries)
 			}
 			w.dir, w.base = dir, base
+			// Dependencies first: a setup that fails before any change
+			// is the environment's, never the task's.
+			if err := w.d.setupBase(ctx, dir, "the run's tip "+short(base)+" in "+w.slot()+"'s clone", w.cfg); err != nil {
+				if ctx.Err() != nil {
+					return w.cancelled(ctx)
+				}
+				return w.opFailed("set up the clone", err, false)
+			}
 		}
 		prepared = false
 		var final []muster.Event
@@ -365,6 +373,18 @@ func (w *worker) check(ctx context.Context, m *engine.Attempt, res *muster.ExecR
 	}
 	// An interrupt during the gates or the review cancels the task: a
 	// gate or reviewer stopped by it is no verdict.
+	// Setup again when the change touched its inputs (a lockfile) or its
+	// outputs (node_modules): set up before the change, a failure now is
+	// the change's, with its output as feedback.
+	if fb, failed, err := w.setupAfterAgent(ctx); err != nil || failed != "" {
+		if ctx.Err() != nil {
+			return "", w.cancelled(ctx), ""
+		}
+		if err != nil {
+			return "", w.opFailed("set up the clone after the change", err, false), ""
+		}
+		return fb, w.stepUnlessFix(m.Gates(failed)), ""
+	}
 	fb, failed := w.gates(ctx, round)
 	if ctx.Err() != nil {
 		return "", w.cancelled(ctx), ""
@@ -462,7 +482,7 @@ func (w *worker) execute(ctx context.Context, exec muster.Executor, round int, f
 	var inv *exchange.Dir
 	if _, free := exec.(muster.ScratchFree); !free || w.task.Delegates {
 		var err error
-		if inv, err = w.exchangeFor(req, fmt.Sprintf("r%d", round), true); err != nil {
+		if inv, err = w.exchangeFor(req, fmt.Sprintf("r%d", round), true, nil); err != nil {
 			return nil, err
 		}
 		if w.task.Delegates {

@@ -43,6 +43,7 @@ func (r Runner) Run(ctx context.Context, dir string, g muster.GateSpec, timeout 
 		grace = 5 * time.Second
 	}
 	out := newTail(MaxOutput)
+	clearJUnit(dir, g.JUnit)
 	res, err := proc.Run(ctx, proc.Spec{
 		Argv:     []string{"sh", "-c", g.Command},
 		Dir:      dir,
@@ -70,6 +71,7 @@ func (r Runner) Run(ctx context.Context, dir string, g muster.GateSpec, timeout 
 		gr.Output = out.String()
 		gr.Passed = res.ExitCode == 0
 	}
+	gr.JUnit = readJUnit(dir, g.JUnit)
 	return gr
 }
 

@@ -2,6 +2,8 @@ package gate
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -43,5 +45,21 @@ func TestCodeExecutor(t *testing.T) {
 	task.Run = "exit 7"
 	if _, err := (CodeExecutor{}).Execute(context.Background(), &muster.ExecRequest{Task: task, Dir: dir}, func(muster.Record) {}); err == nil {
 		t.Fatal("want failure")
+	}
+}
+
+// A gate with junit reads the reports it wrote this time only.
+func TestJUnitReportsOfThisRun(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "reports"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "reports", "stale.xml"), []byte("<testsuite>stale</testsuite>"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g := muster.GateSpec{Name: "t", Command: `echo '<testsuite><testcase name="x"><failure message="m"/></testcase></testsuite>' > reports/new.xml; exit 1`, JUnit: "reports/*.xml"}
+	r := Runner{}.Run(context.Background(), dir, g, 0)
+	if r.Passed || !strings.Contains(r.JUnit, `<failure message="m"/>`) || strings.Contains(r.JUnit, "stale") {
+		t.Fatalf("%+v", r)
 	}
 }

@@ -51,6 +51,7 @@ func repoKey(common string) string {
 //	  clones/<n>/     clone n: the work tree agents work in, its git directory in .git/
 //	  clones/<n>.git/ muster's private git directory of clone n (its index)
 //	  clones/<n>.lock flock held by the run using clone n; its mtime is the clone's last use
+//	  clones/<n>.setup what [setup] left in clone n (muster.SetupStore)
 //
 // Agents may write only inside clones/<n>/ (under confinement); everything
 // muster relies on lies beside it.
@@ -253,6 +254,9 @@ func (c *clone) remove() error {
 		return err
 	}
 	if err := removeAll(c.priv); err != nil {
+		return err
+	}
+	if err := os.Remove(c.dir + ".setup"); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
 	return os.Remove(c.dir + ".lock")

@@ -46,7 +46,7 @@ var KeySpecs = []KeySpec{
 	{Name: "Review"},
 	{Name: "Authority", Capped: true},
 	{Name: "Budget"},
-	{Name: "Delegates"},
+	{Name: "Delegates", Capped: true},
 	{Name: "Loop", Command: true},
 }
 
@@ -209,13 +209,21 @@ func (ps *problems) setField(t *muster.Task, name, value string, line int) {
 		}
 		t.Budget = b
 	case "delegates":
-		switch strings.ToLower(value) {
+		t.Delegates, t.DelegateDepth = false, 0
+		switch v := strings.ToLower(value); v {
 		case "yes", "true":
 			t.Delegates = true
 		case "no", "false":
-			t.Delegates = false
 		default:
-			ps.addf(line, "bad Delegates %q: want yes or no", value)
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 || n > muster.MaxDelegationDepth {
+				ps.addf(line, "bad Delegates %q: want yes, no or the levels of delegation, 0 to %d (the cap)", value, muster.MaxDelegationDepth)
+				return
+			}
+			// yes is 1, and hashes as it did: the depth is kept only above 1.
+			if t.Delegates = n > 0; n > 1 {
+				t.DelegateDepth = n
+			}
 		}
 	case "loop":
 		l, err := ParseLoop(value)

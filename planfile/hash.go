@@ -63,28 +63,31 @@ type canonTaskV1 struct {
 // key is added here with omitempty (CONTRIBUTING.md, "A new plan key"),
 // and TestCanonicalCoversTask fails until it is.
 type canonTask struct {
-	ID        string           `json:"id"`
-	Title     string           `json:"title,omitempty"`
-	Done      bool             `json:"done,omitempty"`
-	After     []string         `json:"after,omitempty"`
-	Owns      []string         `json:"owns,omitempty"`
-	Reads     []string         `json:"reads,omitempty"`
-	Gates     []string         `json:"gates,omitempty"`
-	Executor  string           `json:"executor,omitempty"`
-	Model     string           `json:"model,omitempty"`
-	Role      string           `json:"role,omitempty"`
-	Kind      string           `json:"kind,omitempty"`
-	Run       string           `json:"run,omitempty"`
-	Satisfies []string         `json:"satisfies,omitempty"`
-	Timeout   int64            `json:"timeout_ns,omitempty"`
-	Retries   int              `json:"retries,omitempty"`
-	Review    string           `json:"review,omitempty"`
-	Authority string           `json:"authority,omitempty"`
-	Budget    *muster.Budget   `json:"budget,omitempty"`
-	Delegates bool             `json:"delegates,omitempty"`
-	Loop      *muster.LoopSpec `json:"loop,omitempty"`
-	Prompt    string           `json:"prompt,omitempty"`
-	Parent    string           `json:"parent,omitempty"`
+	ID        string         `json:"id"`
+	Title     string         `json:"title,omitempty"`
+	Done      bool           `json:"done,omitempty"`
+	After     []string       `json:"after,omitempty"`
+	Owns      []string       `json:"owns,omitempty"`
+	Reads     []string       `json:"reads,omitempty"`
+	Gates     []string       `json:"gates,omitempty"`
+	Executor  string         `json:"executor,omitempty"`
+	Model     string         `json:"model,omitempty"`
+	Role      string         `json:"role,omitempty"`
+	Kind      string         `json:"kind,omitempty"`
+	Run       string         `json:"run,omitempty"`
+	Satisfies []string       `json:"satisfies,omitempty"`
+	Timeout   int64          `json:"timeout_ns,omitempty"`
+	Retries   int            `json:"retries,omitempty"`
+	Review    string         `json:"review,omitempty"`
+	Authority string         `json:"authority,omitempty"`
+	Budget    *muster.Budget `json:"budget,omitempty"`
+	Delegates bool           `json:"delegates,omitempty"`
+	// DelegateDepth is left out at 0 (Delegates: yes or no), so plans
+	// written before Delegates: N hash as they did.
+	DelegateDepth int              `json:"delegate_depth,omitempty"`
+	Loop          *muster.LoopSpec `json:"loop,omitempty"`
+	Prompt        string           `json:"prompt,omitempty"`
+	Parent        string           `json:"parent,omitempty"`
 }
 
 // Canonical returns a form of the plan that does not depend on how it was
@@ -126,7 +129,7 @@ func CanonicalAt(p *muster.Plan, v int) ([]byte, error) {
 					Gates: ct.Gates, Executor: ct.Executor, Model: strings.TrimSpace(t.Model), Role: ct.Role, Kind: ct.Kind, Run: ct.Run,
 					Satisfies: ct.Satisfies, Timeout: ct.Timeout, Retries: ct.Retries, Review: ct.Review,
 					Authority: ct.Authority, Budget: nonZeroBudget(t.Budget), Delegates: ct.Delegates,
-					Loop: ct.Loop, Prompt: ct.Prompt, Parent: ct.Parent,
+					DelegateDepth: canonDepth(t), Loop: ct.Loop, Prompt: ct.Prompt, Parent: ct.Parent,
 				})
 			}
 		}
@@ -227,4 +230,13 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+// canonDepth is a task's Delegates: N when N is 2 or more, else 0 (yes
+// and no hash as they did before the key took a number).
+func canonDepth(t *muster.Task) int {
+	if d := t.DelegationDepth(); d > 1 {
+		return d
+	}
+	return 0
 }

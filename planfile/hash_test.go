@@ -125,3 +125,20 @@ func TestModelChangesTheHash(t *testing.T) {
 		t.Errorf("canonical form without the model: %s", Canonical(withModel))
 	}
 }
+
+// TestDelegatesDepthHash: Delegates: 1 is yes and hashes as it always
+// did; a depth above 1 is content.
+func TestDelegatesDepthHash(t *testing.T) {
+	t.Parallel()
+	yes := mustParse(t, "p.md", "## [ ] a: A\nDelegates: yes\n")
+	one := mustParse(t, "p.md", "## [ ] a: A\nDelegates: 1\n")
+	two := mustParse(t, "p.md", "## [ ] a: A\nDelegates: 2\n")
+	no := mustParse(t, "p.md", "## [ ] a: A\nDelegates: 0\n")
+	none := mustParse(t, "p.md", "## [ ] a: A\n")
+	if Hash(yes) != Hash(one) || Hash(no) != Hash(none) || Hash(two) == Hash(yes) {
+		t.Errorf("yes %s one %s two %s", Hash(yes), Hash(one), Hash(two))
+	}
+	if strings.Contains(string(Canonical(yes)), "delegate_depth") || !strings.Contains(string(Canonical(two)), `"delegate_depth":2`) {
+		t.Errorf("canonical: %s / %s", Canonical(yes), Canonical(two))
+	}
+}

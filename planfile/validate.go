@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/internal/owns"
@@ -35,6 +36,9 @@ func Validate(p *muster.Plan, cfg *muster.Config, opts Options) muster.Problems 
 	if len(p.Tasks) == 0 {
 		ps.addf(1, `plan has no tasks: a task starts with a heading "## [ ] ID: Title"`)
 		return ps.list
+	}
+	if cfg != nil && cfg.Run.MaxTasks > 0 && len(p.Tasks) > cfg.Run.MaxTasks {
+		ps.addf(1, "%d tasks: the cap on a run's tasks is %d ([run] max_tasks in %s): raise it or split the plan", len(p.Tasks), cfg.Run.MaxTasks, cfg.Source)
 	}
 	ids := ps.checkIDs(p.Tasks, nil)
 	ps.checkDeps(p.Tasks, ids, nil)
@@ -76,7 +80,7 @@ func ValidateFragment(parent *muster.Task, existing *muster.Plan, frag *muster.P
 		// a warning, as in Validate without Strict.
 		ps.checkOverlaps(frag.Tasks, ids, normOwns, false)
 	}
-	ps.checkTrust(parent, frag.Tasks)
+	ps.checkTrust(parent, frag.Tasks, cfg)
 	var parentOwns []string
 	for _, e := range parent.Owns {
 		if n, err := owns.Normalize(e); err == nil {
@@ -111,9 +115,13 @@ var authorityRank = map[muster.Authority]int{muster.AuthorityRead: 0, muster.Aut
 // execute, come only from a parent with shell authority (ARCHITECTURE.md:
 // agent output is never run as a command unless an approved authority
 // says so). Each refusal names the key and the cap.
-func (ps *problems) checkTrust(parent *muster.Task, tasks []*muster.Task) {
+func (ps *problems) checkTrust(parent *muster.Task, tasks []*muster.Task, cfg *muster.Config) {
 	pa := parent.EffectiveAuthority()
+	timeout, budget := parentLimits(parent, cfg)
 	for _, t := range tasks {
+		if d, pd := t.DelegationDepth(), parent.DelegationDepth(); d > pd-1 {
+			ps.addf(t.LineOf("delegates"), "task %s: Delegates %d is more than task %s may pass on (%d: a delegated task carries at most its delegator's Delegates %d less one)", t.ID, d, parent.ID, pd-1, pd)
+		}
 		if a := t.EffectiveAuthority(); authorityRank[a] > authorityRank[pa] {
 			ps.addf(t.LineOf("authority"), "task %s: Authority %s is more than task %s has (%s)", t.ID, a, parent.ID, pa)
 		}
@@ -123,10 +131,10 @@ func (ps *problems) checkTrust(parent *muster.Task, tasks []*muster.Task) {
 		if t.Retries > parent.Retries {
 			ps.addf(t.LineOf("retries"), "task %s: Retries %d is more than task %s has (%d)", t.ID, t.Retries, parent.ID, parent.Retries)
 		}
-		if parent.Timeout > 0 && t.Timeout > parent.Timeout {
-			ps.addf(t.LineOf("timeout"), "task %s: Timeout %s is more than task %s has (%s)", t.ID, t.Timeout, parent.ID, parent.Timeout)
+		if timeout > 0 && t.Timeout > timeout {
+			ps.addf(t.LineOf("timeout"), "task %s: Timeout %s is more than task %s has (%s)", t.ID, t.Timeout, parent.ID, timeout)
 		}
-		pb := parent.Budget
+		pb := budget
 		if pb.USDMicros > 0 && t.Budget.USDMicros > pb.USDMicros {
 			ps.addf(t.LineOf("budget"), "task %s: Budget $%.2f is more than task %s has ($%.2f)", t.ID, float64(t.Budget.USDMicros)/1e6, parent.ID, float64(pb.USDMicros)/1e6)
 		}
@@ -143,6 +151,36 @@ func (ps *problems) checkTrust(parent *muster.Task, tasks []*muster.Task) {
 			}
 		}
 	}
+}
+
+// parentLimits are the Timeout and Budget a delegated task may not
+// exceed: its delegator's, and where the delegator sets none, the run's
+// defaults (its executor's timeout, the run's budget_usd and
+// budget_tokens); 0 where nothing caps them below limits.go.
+func parentLimits(parent *muster.Task, cfg *muster.Config) (time.Duration, muster.Budget) {
+	timeout, b := parent.Timeout, parent.Budget
+	if cfg == nil {
+		return timeout, b
+	}
+	if timeout == 0 {
+		for _, e := range cfg.Executors {
+			if parent.Executor != "" && e.Name != parent.Executor || parent.Executor == "" && !e.HasRole(parent.EffectiveRole()) {
+				continue
+			}
+			if e.Timeout == 0 {
+				timeout = 0 // one executor it may run on has no timeout
+				break
+			}
+			timeout = max(timeout, e.Timeout)
+		}
+	}
+	if b.USDMicros == 0 {
+		b.USDMicros = cfg.Run.BudgetUSDMicros
+	}
+	if b.Tokens == 0 {
+		b.Tokens = cfg.Run.BudgetTokens
+	}
+	return timeout, b
 }
 
 // checkIDs reports bad and duplicate IDs, and IDs already in old. It

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/muster-run/muster"
 )
@@ -203,6 +204,11 @@ func TestValidateFragment(t *testing.T) {
 				`out.md:6: task p1: Budget $100000.00 is more than task plan has ($2.00)`,
 				`out.md:6: task p1: Budget of 5000000 tokens is more than task plan has (200000 tokens)`,
 			}},
+		{"delegation depth", "## [ ] p1: One\nOwns: parser/a\nDelegates: yes\n\n## [ ] p2: Two\nOwns: parser/b\nDelegates: 2\n\n## [ ] p3: Three\nOwns: parser/c\nDelegates: no\n", 5,
+			[]string{
+				`out.md:3: task p1: Delegates 1 is more than task plan may pass on (0: a delegated task carries at most its delegator's Delegates 1 less one)`,
+				`out.md:7: task p2: Delegates 2 is more than task plan may pass on (0: a delegated task carries at most its delegator's Delegates 1 less one)`,
+			}},
 		{"owns escape", "## [ ] p1: One\nOwns: parser/../../x\n", 5,
 			[]string{`out.md:2: task p1: Owns "parser/../../x": path escapes the repository with ..`}},
 	} {
@@ -215,9 +221,32 @@ func TestValidateFragment(t *testing.T) {
 			t.Errorf("%s:\n got %q\nwant %q", tc.name, got, tc.want)
 		}
 	}
+	// Delegates: 3 passes on 2 at most.
+	deep := mustParse(t, "plan.md", "## [ ] plan: P\nDelegates: 3\n")
+	if d := deep.Tasks[0].DelegationDepth(); d != 3 {
+		t.Fatalf("Delegates: 3 parsed as depth %d", d)
+	}
+	frag := mustParse(t, "out.md", "## [ ] p1: One\nDelegates: 2\n\n## [ ] p2: Two\nDelegates: 3\n")
+	if got := problemStrings(ValidateFragment(deep.Tasks[0], deep, frag, crew(), 0)); !reflect.DeepEqual(got, []string{
+		`out.md:5: task p2: Delegates 3 is more than task plan may pass on (2: a delegated task carries at most its delegator's Delegates 3 less one)`}) {
+		t.Errorf("depth 3: %q", got)
+	}
+	// A parent without Timeout or Budget is bounded by the run's
+	// defaults: its executor's timeout, the run's budget.
+	cfg := crew()
+	cfg.Executors[0].Timeout, cfg.Executors[1].Timeout = 30*time.Minute, 20*time.Minute
+	cfg.Run.BudgetUSDMicros, cfg.Run.BudgetTokens = 5_000_000, 1000
+	bare := mustParse(t, "plan.md", "## [ ] plan: P\nDelegates: yes\n")
+	frag = mustParse(t, "out.md", "## [ ] p1: One\nTimeout: 2h\nBudget: $9, 2k tokens\n\n## [ ] p2: Two\nTimeout: 30m\nBudget: $5\n")
+	if got := problemStrings(ValidateFragment(bare.Tasks[0], bare, frag, cfg, 0)); !reflect.DeepEqual(got, []string{
+		`out.md:2: task p1: Timeout 2h0m0s is more than task plan has (30m0s)`,
+		`out.md:3: task p1: Budget $9.00 is more than task plan has ($5.00)`,
+		`out.md:3: task p1: Budget of 2000 tokens is more than task plan has (1000 tokens)`}) {
+		t.Errorf("run defaults: %q", got)
+	}
 	// A parent with shell authority may propose commands.
 	shell := mustParse(t, "plan.md", "## [ ] plan: P\nAuthority: shell\nDelegates: yes\n")
-	frag := mustParse(t, "out.md", "## [ ] p1: One\nKind: code\nRun: make gen\nGate: make test\nAuthority: shell\n")
+	frag = mustParse(t, "out.md", "## [ ] p1: One\nKind: code\nRun: make gen\nGate: make test\nAuthority: shell\n")
 	if probs := ValidateFragment(shell.Tasks[0], shell, frag, crew(), 0); len(probs) != 0 {
 		t.Errorf("shell parent: %v", probs)
 	}

@@ -107,7 +107,7 @@ func Make(ctx context.Context, repo *cmdutil.Repo, cfg *muster.Config, req Reque
 		}
 	}
 	id := "plan-" + cmdutil.NewRunID(time.Now())
-	ws, err := git.Open(ctx, git.Options{Repo: repo.Top, RunID: id, Keep: cfg.Run.Keep, MaxClones: cfg.Pool.MaxClones})
+	ws, err := git.Open(ctx, git.Options{Repo: repo.Top, RunID: id, Keep: cfg.CleanKeep(), MaxClones: cfg.Pool.MaxClones})
 	if err != nil {
 		return nil, cmdutil.Env("git: %v", err)
 	}

@@ -67,7 +67,7 @@ func (s *Session) Drive(ctx context.Context) error {
 	// that it never disturbs a run another process drives.
 	var j *journal.Journal
 	var replayed []muster.Event
-	gopts := git.Options{Repo: s.Repo.Top, RunID: s.RunID, Base: s.Base, Resume: s.Resume, Keep: s.Config.Run.Keep, MaxClones: s.Config.Pool.MaxClones, Guard: s.Config.Run.Guard,
+	gopts := git.Options{Repo: s.Repo.Top, RunID: s.RunID, Base: s.Base, Resume: s.Resume, Keep: s.Config.CleanKeep(), MaxClones: s.Config.Pool.MaxClones, Guard: s.Config.Run.Guard,
 		Reserved: reserve.Paths(s.Repo.Top, s.Config, s.Plan.Source), GateFiles: reserve.GateFiles(s.Repo.Top, s.Config, s.Plan), MaxFileBytes: s.Config.Run.MaxFileBytes}
 	if gopts.Guard == "" {
 		gopts.Guard = preflight.DefaultGuard(confinement)
@@ -141,6 +141,9 @@ func (s *Session) Drive(ctx context.Context) error {
 	}
 	preflight.AllowEnv(s.Config)
 	runner := gate.Runner{Grace: s.Config.Grace(), Allow: s.Config.Run.EnvAllow, Confine: confinement}
+	// Setup may write the package caches; agents and gates only read them.
+	setup := runner
+	setup.Confine = confinement.With(setupCaches(s.Config)...)
 	crew, err := agents.Crew(s.Config, runner)
 	if err != nil {
 		return err
@@ -176,7 +179,7 @@ func (s *Session) Drive(ctx context.Context) error {
 	}
 	opts := driver.Options{
 		RunID: s.RunID, PlanPath: s.Plan.Source, Plan: s.Plan, PlanCanon: planfile.CanonicalVersion, Config: preflight.Journaled(s.Config), Base: s.Base, Branch: ws.Branch(), Ref: s.Ref,
-		Replayed: replayed, Journal: j, Workspace: ws, Executors: crew, Gates: runner, Price: prices.Cost,
+		Replayed: replayed, Journal: j, Workspace: ws, Executors: crew, Gates: runner, Setup: setup, Price: prices.Cost,
 		ScratchDir: filepath.Join(s.Dir, "scratch"), Confine: confinement, Warnings: warnings, Owner: proc.Owner(),
 		LogDir: filepath.Join(s.Dir, muster.LogDir), Redactor: preflight.Redactor(s.Config),
 		KillOrphan: killOrphan, Identify: procid.Of, CrashAt: os.Getenv(CrashEnv),
@@ -243,4 +246,17 @@ func copyPlan(src, dir string) error {
 		name = "plan" + strings.ToLower(filepath.Ext(src))
 	}
 	return os.WriteFile(filepath.Join(dir, name), data, 0o644)
+}
+
+// setupCaches are the [setup] package caches, made when missing (a
+// confined step may write only paths that exist).
+func setupCaches(cfg *muster.Config) []string {
+	home, _ := os.UserHomeDir()
+	var out []string
+	for _, p := range cfg.SetupCaches(home) {
+		if os.MkdirAll(p, 0o755) == nil {
+			out = append(out, p)
+		}
+	}
+	return out
 }

@@ -1,0 +1,67 @@
+package config
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/muster-run/muster"
+)
+
+func TestSetupAndGateTables(t *testing.T) {
+	t.Parallel()
+	doc := `[executors.a]
+kind = "command"
+command = ["true"]
+
+[gates]
+lint = "npm run lint"
+
+[gates.test]
+command = "npm test"
+junit = "reports/*.xml"
+
+[setup]
+network = "allowlist"
+commands = ["npm ci", "go mod download"]
+
+[setup.py]
+command = "uv sync --frozen"
+inputs = ["uv.lock"]
+`
+	cfg, probs := Parse("m.toml", []byte(doc))
+	if len(probs) != 0 {
+		t.Fatal(probs)
+	}
+	if want := []muster.GateSpec{{Name: "lint", Command: "npm run lint", Line: 6}, {Name: "test", Command: "npm test", JUnit: "reports/*.xml", Line: 8}}; !reflect.DeepEqual(cfg.Gates, want) {
+		t.Errorf("gates %+v", cfg.Gates)
+	}
+	if len(cfg.Setup) != 3 {
+		t.Fatalf("setup %+v", cfg.Setup)
+	}
+	npm, gomod, py := cfg.Setup[0], cfg.Setup[1], cfg.Setup[2]
+	if npm.Name != "npm" || npm.Command != "npm ci" || npm.Inputs[0] != "package-lock.json" || npm.Caches[0] != "~/.npm" || npm.Outputs[0] != "node_modules/" {
+		t.Errorf("npm %+v", npm)
+	}
+	if gomod.Name != "go" || gomod.Inputs[0] != "go.sum" || gomod.Outputs != nil {
+		t.Errorf("go %+v", gomod)
+	}
+	if py.Name != "py" || !reflect.DeepEqual(py.Inputs, []string{"uv.lock"}) || py.Caches[0] != "~/.cache/uv" || py.Outputs[0] != ".venv/" {
+		t.Errorf("py %+v", py)
+	}
+}
+
+func TestSetupProblems(t *testing.T) {
+	t.Parallel()
+	for doc, want := range map[string]string{
+		"[setup]\ncommand = [\"npm ci\"]\n":                `m.toml:2: unknown key "command" in [setup]; did you mean "commands"?`,
+		"[setup.deps]\ncommand = \"npm ci\"\ninput = []\n": `m.toml:3: unknown key "input" in [setup.deps]; did you mean "inputs"?`,
+		"[setup.deps]\ninputs = []\n":                      `setup deps: want a command`,
+		"[gates.test]\njunit = \"r.xml\"\n":                `gate test: want a command`,
+	} {
+		_, probs := Parse("m.toml", []byte(doc))
+		if len(probs) == 0 || !strings.Contains(probs[0].String(), want) {
+			t.Errorf("%q: %v, want %q", doc, probs, want)
+		}
+	}
+}

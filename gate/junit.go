@@ -1,0 +1,47 @@
+package gate
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// MaxJUnit bounds the JUnit XML a gate's result keeps.
+const MaxJUnit = 1 << 20
+
+// junitFiles are the files of glob (relative to dir) that lie inside dir.
+func junitFiles(dir, glob string) []string {
+	if glob == "" || filepath.IsAbs(glob) || strings.HasPrefix(filepath.Clean(glob), "..") {
+		return nil
+	}
+	m, _ := filepath.Glob(filepath.Join(dir, glob))
+	return m
+}
+
+// clearJUnit removes the reports a previous run of the gate left, so
+// that what is read afterwards is this run's.
+func clearJUnit(dir, glob string) {
+	for _, f := range junitFiles(dir, glob) {
+		if fi, err := os.Lstat(f); err == nil && fi.Mode().IsRegular() {
+			os.Remove(f)
+		}
+	}
+}
+
+// readJUnit returns the reports the gate wrote, concatenated and bounded
+// (regular files only: a symlink out of the clone is not followed).
+func readJUnit(dir, glob string) string {
+	var b strings.Builder
+	for _, f := range junitFiles(dir, glob) {
+		fi, err := os.Lstat(f)
+		if err != nil || !fi.Mode().IsRegular() || int64(b.Len())+fi.Size() > MaxJUnit {
+			continue
+		}
+		data, err := os.ReadFile(f)
+		if err == nil {
+			b.Write(data)
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
+}
