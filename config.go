@@ -1,7 +1,10 @@
 package muster
 
 import (
+	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -321,6 +324,49 @@ func (c *Config) Executor(name string) *ExecutorSpec {
 		}
 	}
 	return nil
+}
+
+// KeyVars returns the variables the executors' api_key_env name, each
+// once, in executor order.
+func (c *Config) KeyVars() []string {
+	var out []string
+	for _, e := range c.Executors {
+		if e.APIKeyEnv != "" && !slices.Contains(out, e.APIKeyEnv) {
+			out = append(out, e.APIKeyEnv)
+		}
+	}
+	return out
+}
+
+// ScopeKeys keeps each executor's key to that executor: it removes every
+// api_key_env variable from [run] env_allow (which gates and every agent
+// get) and from the env_allow of every executor but the one whose key it
+// is. It returns a warning for each entry it removed.
+func (c *Config) ScopeKeys() []string {
+	owner := map[string][]string{}
+	for _, e := range c.Executors {
+		if e.APIKeyEnv != "" {
+			owner[e.APIKeyEnv] = append(owner[e.APIKeyEnv], e.Name)
+		}
+	}
+	var warnings []string
+	drop := func(list []string, where string, own string) []string {
+		kept := list[:0:0]
+		for _, n := range list {
+			if names, ok := owner[n]; ok && n != own {
+				warnings = append(warnings, fmt.Sprintf("%s env_allow names %s, the api_key_env of executor %s: only that executor's agents get it",
+					where, n, strings.Join(names, ", ")))
+				continue
+			}
+			kept = append(kept, n)
+		}
+		return kept
+	}
+	c.Run.EnvAllow = drop(c.Run.EnvAllow, "[run]", "")
+	for _, e := range c.Executors {
+		e.EnvAllow = drop(e.EnvAllow, "[executors."+e.Name+"]", e.APIKeyEnv)
+	}
+	return warnings
 }
 
 // EnvAllowOf returns the variables the executor's agents get although

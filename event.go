@@ -146,6 +146,11 @@ const (
 	UsageClaim    = "claim"
 )
 
+// UsageUnavailable is the Reason of the provider-source TokensUsed event
+// (zero usage) muster records for an invocation behind its endpoint when
+// a response carried no usage fields: the agent's numbers count then.
+const UsageUnavailable = "provider usage unavailable"
+
 // Counted reports whether a TokensUsed event counts toward sums and
 // budgets: every one but an agent's claim that the provider's own
 // numbers replace.

@@ -132,6 +132,7 @@ func TestLayersRuleCanFail(t *testing.T) {
 		{"git", "journal", true}, {"git", "internal/owns", false}, {"git", "driver", true}, {"report", "cost", false},
 		{"", "engine", true}, {"config", "internal/cli/cmdutil", true}, {"internal/cli/run", "driver", false},
 		{"agent/claude", "agent/codex", true}, {"internal/proc", "git", true},
+		{"egress", "internal/agentkit", false}, {"egress", "agent/claude", true}, {"egress", "driver", true},
 	} {
 		if got := forbidden(c.pkg, c.dep) != ""; got != c.bad {
 			t.Errorf("%s -> %s: forbidden %v, want %v", name(c.pkg), name(c.dep), got, c.bad)

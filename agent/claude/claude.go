@@ -123,6 +123,12 @@ func kindEnv(spec *muster.ExecutorSpec, req *muster.ExecRequest, home, key strin
 		// Claude Code appends /v1/messages itself.
 		env["ANTHROPIC_BASE_URL"] = strings.TrimSuffix(strings.TrimSuffix(spec.BaseURL, "/"), "/v1")
 	}
+	if req.Endpoint != nil && spec.Model != "" {
+		// Behind muster's endpoint only the executor's models pass: the
+		// CLI's background model is its model too.
+		env["ANTHROPIC_SMALL_FAST_MODEL"] = spec.Model
+		env["ANTHROPIC_DEFAULT_HAIKU_MODEL"] = spec.Model
+	}
 	if permissionMode(req) == "bypassPermissions" && root {
 		// bypassPermissions is refused for root unless the CLI is told it
 		// runs in a sandbox (muster's worktree, with the task's authority).

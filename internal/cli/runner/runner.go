@@ -13,6 +13,7 @@ import (
 
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/driver"
+	"github.com/muster-run/muster/egress"
 	"github.com/muster-run/muster/engine"
 	"github.com/muster-run/muster/gate"
 	"github.com/muster-run/muster/git"
@@ -139,12 +140,17 @@ func (s *Session) Drive(ctx context.Context) error {
 	if s.Flags.JSON {
 		jsonOut = newJSONStream(s.IO.Out)
 	}
+	// Each key to its executor: no other agent, no gate, no setup or
+	// code step gets an api_key_env variable, whatever its name.
+	warnings = append(warnings, s.Config.ScopeKeys()...)
+	proc.SetKeyVars(s.Config.KeyVars()...)
 	preflight.AllowEnv(s.Config)
 	runner := gate.Runner{Grace: s.Config.Grace(), Allow: s.Config.Run.EnvAllow, Confine: confinement}
 	// Setup may write the package caches; agents and gates only read them.
 	setup := runner
 	setup.Confine = confinement.With(setupCaches(s.Config)...)
-	crew, err := agents.Crew(s.Config, runner)
+	ledger := egress.NewLedger(s.Config.Run)
+	crew, err := agents.CrewWithin(s.Config, runner, ledger)
 	if err != nil {
 		return err
 	}
@@ -185,6 +191,9 @@ func (s *Session) Drive(ctx context.Context) error {
 		KillOrphan: killOrphan, Identify: procid.Of, CrashAt: os.Getenv(CrashEnv),
 		Fragment: fragment(s.Config), Reserved: gopts.Reserved, GateFiles: gopts.GateFiles,
 		OnEvent: func(e *muster.Event, st *engine.State) {
+			if e.Type == muster.EvTokensUsed {
+				ledger.Observe(st.Usage)
+			}
 			if live != nil && live.Active() {
 				live.Send(*e)
 			} else {
