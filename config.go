@@ -300,20 +300,20 @@ type PoolConfig struct {
 }
 
 // FleetConfig is the [fleet] table: where the fleet's NATS server is and
-// how to reach it. It never holds a secret itself: a password is read
-// from the environment variable PasswordEnv names, an nkey from its seed
-// file.
+// how to reach it. It never holds a secret itself: Creds names a NATS
+// .creds file (muster fleet credentials issues them).
 type FleetConfig struct {
-	NATS         string `json:"nats,omitempty"`           // server URL, without user-info
-	User         string `json:"user,omitempty"`           // NATS user (password in PasswordEnv)
-	PasswordEnv  string `json:"password_env,omitempty"`   // variable holding the password
-	NkeySeedFile string `json:"nkey_seed_file,omitempty"` // an nkey seed, instead of user/password
-	// Nkeys are the public nkeys `fleet serve` admits.
-	Nkeys   []string      `json:"nkeys,omitempty"`
-	TLSCA   string        `json:"tls_ca,omitempty"`   // CA bundle to verify the other side
-	TLSCert string        `json:"tls_cert,omitempty"` // certificate (server: its own; client: for mutual TLS)
-	TLSKey  string        `json:"tls_key,omitempty"`
-	Lease   time.Duration `json:"lease,omitempty"` // a worker's lease on a task (the ack wait)
+	NATS    string `json:"nats,omitempty"`     // server URL, without user-info
+	Creds   string `json:"creds,omitempty"`    // the .creds file of this host's fleet identity
+	TLSCA   string `json:"tls_ca,omitempty"`   // CA bundle to verify the other side
+	TLSCert string `json:"tls_cert,omitempty"` // certificate (server: its own; client: for mutual TLS)
+	TLSKey  string `json:"tls_key,omitempty"`
+	// Lease is a worker's lease on a task (the ack wait).
+	Lease time.Duration `json:"lease,omitempty"`
+	// TrustWorkerGates takes the gate results a worker reports instead of
+	// running the task's gates again on the orchestrator: it trusts the
+	// worker machines.
+	TrustWorkerGates bool `json:"trust_worker_gates,omitempty"`
 }
 
 // Executor returns the executor spec with the given name, or nil.

@@ -137,6 +137,9 @@ const (
 	// RecViolation (Tool: what was asked, Text: the path) says the agent
 	// asked muster for a path outside its worktree, and was refused.
 	RecViolation = "violation"
+	// RecRefused (Worker: the sender, Text: the subject, Tool: why) says a
+	// fleet report was refused; it never fails or charges the task.
+	RecRefused = "refused"
 	// RecBlocked (Host, Port, Text: why) is a request muster's model
 	// endpoint or proxy refused the invocation.
 	RecBlocked = "blocked"

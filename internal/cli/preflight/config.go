@@ -30,6 +30,8 @@ type Flags struct {
 	Plain       bool
 	// NATS is the fleet's server (--nats); the crew gains its executors.
 	NATS string
+	// Creds is the fleet credentials file (--creds).
+	Creds string
 }
 
 // AddFlags registers the flags shared by run and resume.
@@ -48,6 +50,7 @@ func AddFlags(cmd *cobra.Command, f *Flags) {
 	fs.BoolVar(&f.Verbose, "verbose", false, "also print tool uses and passing gates")
 	fs.BoolVar(&f.Plain, "plain", false, "plain progress lines even on a terminal")
 	fs.StringVar(&f.NATS, "nats", "", "a fleet's NATS server, nats://HOST:PORT: the crew gains the executors its workers serve (default: [fleet] nats)")
+	fs.StringVar(&f.Creds, "creds", "", "the orchestrator's fleet credentials file (default: [fleet] creds, or $MUSTER_NATS_CREDS)")
 }
 
 // LoadConfig reads the config (flag, or muster.toml at the top, or the
