@@ -60,6 +60,7 @@ func Preflight(ctx context.Context, repo *cmdutil.Repo, planPath string, cfg *mu
 			Message: err.Error() + ": name a readable price table, or drop the key for the built-in one"})
 	}
 	probs = append(probs, missingGates(repo, plan, cfg)...)
+	probs = append(probs, keysLeaving(cfg)...)
 	return plan, probs, nil
 }
 
