@@ -39,7 +39,10 @@ func (w *worker) confinement(spec *muster.ExecutorSpec, auth muster.Authority, i
 // TMPDIR of its own (unless the executor's env table sets one). A coder
 // (shared) gets the attempt's home and TMPDIR, made once and reused by
 // its later rounds; every other invocation fresh ones.
-func (w *worker) exchangeFor(req *muster.ExecRequest, prefix string, shared bool) (*exchange.Dir, error) {
+//
+// before, when set, runs once the directory exists and before the prompt
+// is written (a reviewer's diff, and a prompt that names its file).
+func (w *worker) exchangeFor(req *muster.ExecRequest, prefix string, shared bool, before func(*exchange.Dir) error) (*exchange.Dir, error) {
 	var o exchange.Options
 	if shared {
 		if w.home == "" {
@@ -58,6 +61,11 @@ func (w *worker) exchangeFor(req *muster.ExecRequest, prefix string, shared bool
 	inv, err := exchange.New(w.scratch, prefix, o)
 	if err != nil {
 		return nil, err
+	}
+	if before != nil {
+		if err := before(inv); err != nil {
+			return nil, err
+		}
 	}
 	if req.PromptFile, err = inv.WriteIn("prompt.md", []byte(req.Prompt)); err != nil {
 		return nil, fmt.Errorf("the prompt file: %w", err)

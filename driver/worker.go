@@ -385,7 +385,7 @@ func (w *worker) check(ctx context.Context, m *engine.Attempt, res *muster.ExecR
 		}
 		return fb, w.stepUnlessFix(m.Gates(failed)), ""
 	}
-	fb, failed := w.gates(ctx, round)
+	fb, failed := w.gates(ctx, round, change)
 	if ctx.Err() != nil {
 		return "", w.cancelled(ctx), ""
 	}
@@ -482,7 +482,7 @@ func (w *worker) execute(ctx context.Context, exec muster.Executor, round int, f
 	var inv *exchange.Dir
 	if _, free := exec.(muster.ScratchFree); !free || w.task.Delegates {
 		var err error
-		if inv, err = w.exchangeFor(req, fmt.Sprintf("r%d", round), true); err != nil {
+		if inv, err = w.exchangeFor(req, fmt.Sprintf("r%d", round), true, nil); err != nil {
 			return nil, err
 		}
 		if w.task.Delegates {
@@ -674,6 +674,9 @@ func (w *worker) record(spec *muster.ExecutorSpec, role muster.Role, clone int) 
 			w.send(muster.Event{Type: muster.EvAgentStarted, Executor: spec.Name, Clone: clone, Role: role, PID: r.PID, PIDStart: p.Start, BootID: p.Boot})
 		case muster.RecWorker:
 			w.send(muster.Event{Type: muster.EvWorkerAssigned, Executor: spec.Name, Clone: clone, Role: role, Worker: r.Worker, WorkerClone: r.WorkerClone})
+		case muster.RecRefused:
+			w.send(muster.Event{Type: muster.EvRefused, Executor: spec.Name, Clone: clone, Role: role, Worker: bound(r.Worker, 80),
+				Subject: bound(r.Text, 200), Reason: red.String(bound(r.Tool, maxMessage))})
 		}
 	}
 }

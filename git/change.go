@@ -107,6 +107,9 @@ func (w *Workspace) stage(ctx context.Context, s *slot, base string) (wtGit, str
 		}
 		s.exact = true
 	}
+	if err := w.rehashLinked(ctx, s, g); err != nil {
+		return g, "", fmt.Errorf("stage the change in %s: %w", s.dir, err)
+	}
 	tree, err := line(ctx, g.c("write-tree"))
 	if err != nil {
 		return g, "", fmt.Errorf("write the change in %s: %w", s.dir, err)
@@ -139,6 +142,7 @@ func (w *Workspace) stageTouched(ctx context.Context, s *slot, g wtGit) (bool, e
 		case fi.IsDir():
 			remove = append(remove, p) // a file replaced by a directory
 		case fi.Mode().IsRegular() && hardLinked(fi):
+			s.findLinked() // its other names, too: never trusted by stat data
 			return false, nil
 		case fi.Mode().IsRegular() && fi.Size() > w.maxFile:
 			s.oversize = append(s.oversize, p) // never read: Violations names it

@@ -173,9 +173,9 @@ func (w *Workspace) ig(args ...string) cmd {
 // agentGit makes the clone's own git directory afresh: HEAD detached at
 // tip, no refs, muster's config, no hooks, info/exclude from the user's
 // repository, alternates to the user's object store, an empty object
-// store of its own, and muster's private index as its index (its split
-// parts linked: git checks their hashes, so a changed one is refused,
-// not trusted).
+// store of its own, and a copy of muster's private index as its index
+// (its split parts copied too, never hard-linked: a write to a link
+// would be a write to muster's own index).
 func (w *Workspace) agentGit(s *slot, tip string) error {
 	ag := filepath.Join(s.dir, ".git")
 	if fi, err := os.Lstat(ag); err == nil && !fi.IsDir() {
@@ -207,13 +207,12 @@ func (w *Workspace) agentGit(s *slot, tip string) error {
 		}
 		return err
 	}
+	// A copy, never a hard link: the agent writes its own git directory,
+	// and a write through a link would be a write to muster's index.
 	shared, _ := filepath.Glob(filepath.Join(s.gitDir, "sharedindex.*"))
 	for _, f := range shared {
-		dst := filepath.Join(ag, filepath.Base(f))
-		if err := os.Link(f, dst); err != nil {
-			if err := copyIndex(f, dst); err != nil {
-				return err
-			}
+		if err := copyIndex(f, filepath.Join(ag, filepath.Base(f))); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -142,6 +142,9 @@ type slot struct {
 	// oversize are the files the last staging left out for being larger
 	// than MaxFileBytes (never read).
 	oversize []string
+	// linked are the clone's files seen with more than one name: never
+	// trusted by their stat data (hardlink.go).
+	linked map[string]bool
 	// idle: no attempt is using the clone (between EndAttempt and the
 	// next BeginAttempt); guarded by Workspace.mu.
 	idle bool
@@ -414,6 +417,10 @@ func (w *Workspace) reset(ctx context.Context, s *slot, tip string) error {
 	if err := w.ownGitDir(s.gitDir, w.excludes); err != nil {
 		return err
 	}
+	if s.wt != nil {
+		s.wt.drain(s.touched)
+	}
+	s.unlinkLinked()
 	if w.fastReset(ctx, s, tip) {
 		w.fastResets.Add(1)
 	} else {
