@@ -27,6 +27,7 @@ import (
 
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/journal"
+	"github.com/muster-run/muster/report"
 )
 
 // bin is the muster binary, built once.
@@ -167,34 +168,6 @@ func quantile(xs []float64, q float64) float64 {
 	return s[max(0, min(i, len(s)-1))]
 }
 
-// integrationWaits is, per task, the seconds from its Committed to the
-// start of the gate run that covered it (its verifying phase), or to the
-// Integrating that moved the branch over it when no gate ran.
-func integrationWaits(events []muster.Event) []float64 {
-	committed := map[muster.TaskID]time.Time{}
-	var out []float64
-	covered := func(id muster.TaskID, at time.Time) {
-		if c, ok := committed[id]; ok {
-			out = append(out, at.Sub(c).Seconds())
-			delete(committed, id)
-		}
-	}
-	for _, e := range events {
-		switch {
-		case e.Type == muster.EvCommitted:
-			committed[e.Task] = e.Time
-		case e.Type == muster.EvPhase && e.Phase == "verifying":
-			covered(e.Task, e.Time)
-		case e.Type == muster.EvIntegrating:
-			covered(e.Task, e.Time)
-			for _, l := range e.Chain {
-				covered(l.Task, e.Time)
-			}
-		}
-	}
-	return out
-}
-
 // BenchmarkLinear: 64 independent tasks of 1-3 s on 16 clones with a
 // light agent. x_linear is the ideal (Σ agent time / 16) over the
 // makespan: the target is at least 0.9.
@@ -223,7 +196,7 @@ func BenchmarkGatedQueue(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		o := run(b, scenario{name: "gated", sleeps: sleeps, clones: 8, gates: map[string]string{"slow": "sleep 1"}})
 		bound := (sum(sleeps)+float64(len(sleeps))*1)/8 + 1
-		waits := integrationWaits(o.events)
+		rep := report.Build([][]muster.Event{o.events}, report.Options{})
 		batches := 0
 		for _, e := range o.events {
 			if e.Type == muster.EvIntegrating {
@@ -232,8 +205,8 @@ func BenchmarkGatedQueue(b *testing.B) {
 		}
 		b.ReportMetric(o.wall.Seconds(), "s_makespan")
 		b.ReportMetric(o.wall.Seconds()/bound, "x_bound")
-		b.ReportMetric(quantile(waits, 0.5), "s_wait_p50")
-		b.ReportMetric(quantile(waits, 0.95), "s_wait_p95")
+		b.ReportMetric(rep.IntegrationWaitP50, "s_wait_p50")
+		b.ReportMetric(rep.IntegrationWaitP95, "s_wait_p95")
 		b.ReportMetric(float64(len(sleeps))/float64(batches), "tasks/move")
 	}
 }
