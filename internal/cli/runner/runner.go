@@ -287,7 +287,8 @@ func (s *Session) Drive(ctx context.Context) error {
 	warnings = append(warnings, s.Config.ScopeKeys()...)
 	proc.SetKeyVars(s.Config.KeyVars()...)
 	allowEnv(s.Config)
-	runner := gate.Runner{Grace: s.Config.Grace(), Allow: s.Config.Run.EnvAllow, Confine: confinement}
+	runner := gate.Runner{Grace: s.Config.Grace(), Allow: s.Config.Run.EnvAllow, Confine: confinement,
+		Net: egress.Open, Network: s.Config.GateNetwork()}
 	// Setup may write the package caches; agents and gates only read them.
 	setup := runner
 	setup.Confine = confinement.With(setupCaches(s.Config)...)
