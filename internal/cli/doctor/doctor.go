@@ -16,7 +16,7 @@ import (
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/confine"
 	"github.com/muster-run/muster/doctor"
-	"github.com/muster-run/muster/internal/cli/runner"
+	"github.com/muster-run/muster/internal/cli/preflight"
 )
 
 // Options are the command's inputs.
@@ -118,7 +118,7 @@ func Run(ctx context.Context, opts *Options, out io.Writer) error {
 		if st.Available() && mode != muster.ConfineOff {
 			fmt.Fprintln(out, namespacesLine(ns))
 		}
-		if w := runner.RootWarning(); w != "" {
+		if w := preflight.RootWarning(); w != "" {
 			fmt.Fprintln(out, "warning: "+w)
 		}
 	}

@@ -13,13 +13,14 @@ import (
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
 	"github.com/muster-run/muster/internal/cli/plan"
+	"github.com/muster-run/muster/internal/cli/preflight"
 	"github.com/muster-run/muster/internal/cli/runner"
 	"github.com/muster-run/muster/internal/textsafe"
 )
 
 // NewCmd returns muster run.
 func NewCmd(io *cmdutil.IOStreams) *cobra.Command {
-	f := &runner.Flags{}
+	f := &preflight.Flags{}
 	var goal, executor string
 	var yes, dryRun bool
 	cmd := &cobra.Command{
@@ -58,7 +59,7 @@ input, 3 environment error, 130 interrupted (resume with muster resume).`,
 					return cmdutil.FlagErrorf("--yes and --planner go with --goal")
 				}
 				if dryRun {
-					return runner.DryRun(cmd.Context(), io, args[0], f)
+					return DryRun(cmd.Context(), io, args[0], f)
 				}
 				_, err := runner.Start(cmd.Context(), io, args[0], f)
 				return err
@@ -72,7 +73,7 @@ input, 3 environment error, 130 interrupted (resume with muster resume).`,
 			return runGoal(cmd, io, f, goal, executor, yes, commands)
 		},
 	}
-	runner.AddFlags(cmd, f)
+	preflight.AddFlags(cmd, f)
 	cmd.Flags().BoolVar(&f.Strict, "strict", false, "treat overlapping Owns between parallel tasks as an error")
 	cmd.Flags().StringVar(&goal, "goal", "", "plan for this goal first (a planner agent writes the plan), then run it")
 	cmd.Flags().StringVar(&executor, "planner", "", "with --goal: the executor that plans (default: the first with role planner, else the first coder)")
@@ -82,7 +83,7 @@ input, 3 environment error, 130 interrupted (resume with muster resume).`,
 }
 
 // runGoal plans for goal, shows the plan and, once confirmed, runs it.
-func runGoal(cmd *cobra.Command, io *cmdutil.IOStreams, f *runner.Flags, goal, executor string, yes, commands bool) error {
+func runGoal(cmd *cobra.Command, io *cmdutil.IOStreams, f *preflight.Flags, goal, executor string, yes, commands bool) error {
 	if strings.TrimSpace(goal) == "" {
 		return cmdutil.FlagErrorf("--goal is empty: say what the plan should achieve")
 	}
@@ -95,7 +96,7 @@ func runGoal(cmd *cobra.Command, io *cmdutil.IOStreams, f *runner.Flags, goal, e
 	if err != nil {
 		return err
 	}
-	cfg, err := runner.LoadConfig(repo, f)
+	cfg, err := preflight.LoadConfig(repo, f)
 	if err != nil {
 		return err
 	}
@@ -105,10 +106,10 @@ func runGoal(cmd *cobra.Command, io *cmdutil.IOStreams, f *runner.Flags, goal, e
 	}
 	if !out.Valid() {
 		fmt.Fprintf(io.ErrOut, "no valid plan after %d tries; nothing runs. The last plan's problems:\n", out.Tries)
-		runner.PrintProblems(io.ErrOut, out.Problems)
+		preflight.PrintProblems(io.ErrOut, out.Problems)
 		return &cmdutil.Silent{Err: cmdutil.Invalid("no valid plan after %d tries", out.Tries)}
 	}
-	runner.PrintProblems(io.ErrOut, out.Problems)
+	preflight.PrintProblems(io.ErrOut, out.Problems)
 	fmt.Fprintln(io.ErrOut)
 	for _, l := range strings.Split(strings.TrimRight(string(out.Text), "\n"), "\n") {
 		fmt.Fprintln(io.ErrOut, "  │ "+textsafe.Sanitize(l))
@@ -139,7 +140,7 @@ func terminal(r any) bool {
 
 // approvesCommands reports whether --approve names "commands", and takes
 // it out of the authorities the runner reads.
-func approvesCommands(f *runner.Flags) bool {
+func approvesCommands(f *preflight.Flags) bool {
 	found := false
 	var kept []string
 	for _, a := range f.Approve {

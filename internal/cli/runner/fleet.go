@@ -10,6 +10,7 @@ import (
 	"github.com/muster-run/muster/fleet"
 	"github.com/muster-run/muster/git"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
+	"github.com/muster-run/muster/internal/cli/preflight"
 )
 
 var _ fleet.Local = git.Bundles{}
@@ -29,7 +30,7 @@ type fleetCrew struct {
 // executor of the same name keeps it. Executors a journaled config
 // recorded as the fleet's are dropped first: the fleet of now counts.
 // It returns nil when the run has no fleet.
-func joinFleet(ctx context.Context, io *cmdutil.IOStreams, cfg *muster.Config, f *Flags) (*fleetCrew, error) {
+func joinFleet(ctx context.Context, io *cmdutil.IOStreams, cfg *muster.Config, f *preflight.Flags) (*fleetCrew, error) {
 	kept := cfg.Executors[:0:0]
 	for _, e := range cfg.Executors {
 		if !e.Fleet {
