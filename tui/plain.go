@@ -103,6 +103,8 @@ func PlainLine(e muster.Event) string {
 			return fmt.Sprintf("%s: attempt %d failed, will retry%s", id, e.Attempt, suffix(e.Reason))
 		}
 		return fmt.Sprintf("%s: FAILED%s", id, suffix(e.Reason))
+	case muster.EvTaskReopened:
+		return fmt.Sprintf("%s: follow-up %d from the pull request", id, e.Followup)
 	case muster.EvTaskSkipped:
 		return fmt.Sprintf("%s: skipped%s", id, suffix(e.Reason))
 	case muster.EvTaskCancelled:

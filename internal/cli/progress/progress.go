@@ -58,6 +58,11 @@ func (p *Printer) OnEvent(e *muster.Event, s *engine.State) {
 		line = fmt.Sprintf("run %s on branch %s (base %s)", e.Run, e.Branch, textsafe.Short(e.Base))
 	case muster.EvRunResumed:
 		line = "resumed: unfinished tasks run again"
+		if e.Cause == muster.CausePR {
+			line = "resumed: the pull request's feedback goes back to its tasks"
+		}
+	case muster.EvTaskReopened:
+		line = fmt.Sprintf("↺ %s follow-up %d: feedback from the pull request", task, e.Followup)
 	case muster.EvTaskStarted:
 		a := ""
 		if e.Attempt > 1 {

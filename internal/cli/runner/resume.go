@@ -50,12 +50,13 @@ func Resume(ctx context.Context, io *cmdutil.IOStreams, runID string, f *Flags) 
 		return nil, err
 	}
 	var fc *fleetCrew
-	if !allSucceeded(st) {
+	done := allSucceeded(st) && len(f.Reopen) == 0
+	if !done {
 		if fc, err = joinFleet(ctx, io, cfg, f); err != nil {
 			return nil, err
 		}
 	}
-	if allSucceeded(st) {
+	if done {
 		// A process killed after the run's end left no receipt (and
 		// perhaps worktrees): finish that, and change nothing else.
 		s := &Session{IO: io, Repo: repo, RunID: id}

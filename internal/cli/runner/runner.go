@@ -50,6 +50,9 @@ type Flags struct {
 	Plain       bool
 	// NATS is the fleet's server (--nats); the crew gains its executors.
 	NATS string
+	// Reopen (resume only; muster pr --follow) are TaskReopened events
+	// for succeeded tasks that take their pull request's feedback.
+	Reopen []muster.Event
 }
 
 // AddFlags registers the flags shared by run and resume.
@@ -220,8 +223,9 @@ func (s *Session) Drive(ctx context.Context) error {
 		if err != nil {
 			return cmdutil.Env("journal of run %s does not replay: %v", s.RunID, err)
 		}
-		// The run may have ended while this process waited for its lock.
-		if allSucceeded(st) {
+		// The run may have ended while this process waited for its lock
+		// (unless feedback reopens it: muster pr --follow).
+		if allSucceeded(st) && len(s.Flags.Reopen) == 0 {
 			s.State = st
 			return errEndedMeanwhile
 		}
@@ -339,6 +343,7 @@ func (s *Session) Drive(ctx context.Context) error {
 	}
 	if s.Resume {
 		opts.ResumeConfig = Journaled(s.Config)
+		opts.Reopen = s.Flags.Reopen
 	}
 	st, runErr := driver.Run(ctx, opts)
 	s.State = st
