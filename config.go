@@ -1,7 +1,10 @@
 package muster
 
 import (
+	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -297,20 +300,20 @@ type PoolConfig struct {
 }
 
 // FleetConfig is the [fleet] table: where the fleet's NATS server is and
-// how to reach it. It never holds a secret itself: a password is read
-// from the environment variable PasswordEnv names, an nkey from its seed
-// file.
+// how to reach it. It never holds a secret itself: Creds names a NATS
+// .creds file (muster fleet credentials issues them).
 type FleetConfig struct {
-	NATS         string `json:"nats,omitempty"`           // server URL, without user-info
-	User         string `json:"user,omitempty"`           // NATS user (password in PasswordEnv)
-	PasswordEnv  string `json:"password_env,omitempty"`   // variable holding the password
-	NkeySeedFile string `json:"nkey_seed_file,omitempty"` // an nkey seed, instead of user/password
-	// Nkeys are the public nkeys `fleet serve` admits.
-	Nkeys   []string      `json:"nkeys,omitempty"`
-	TLSCA   string        `json:"tls_ca,omitempty"`   // CA bundle to verify the other side
-	TLSCert string        `json:"tls_cert,omitempty"` // certificate (server: its own; client: for mutual TLS)
-	TLSKey  string        `json:"tls_key,omitempty"`
-	Lease   time.Duration `json:"lease,omitempty"` // a worker's lease on a task (the ack wait)
+	NATS    string `json:"nats,omitempty"`     // server URL, without user-info
+	Creds   string `json:"creds,omitempty"`    // the .creds file of this host's fleet identity
+	TLSCA   string `json:"tls_ca,omitempty"`   // CA bundle to verify the other side
+	TLSCert string `json:"tls_cert,omitempty"` // certificate (server: its own; client: for mutual TLS)
+	TLSKey  string `json:"tls_key,omitempty"`
+	// Lease is a worker's lease on a task (the ack wait).
+	Lease time.Duration `json:"lease,omitempty"`
+	// TrustWorkerGates takes the gate results a worker reports instead of
+	// running the task's gates again on the orchestrator: it trusts the
+	// worker machines.
+	TrustWorkerGates bool `json:"trust_worker_gates,omitempty"`
 }
 
 // Executor returns the executor spec with the given name, or nil.
@@ -321,6 +324,49 @@ func (c *Config) Executor(name string) *ExecutorSpec {
 		}
 	}
 	return nil
+}
+
+// KeyVars returns the variables the executors' api_key_env name, each
+// once, in executor order.
+func (c *Config) KeyVars() []string {
+	var out []string
+	for _, e := range c.Executors {
+		if e.APIKeyEnv != "" && !slices.Contains(out, e.APIKeyEnv) {
+			out = append(out, e.APIKeyEnv)
+		}
+	}
+	return out
+}
+
+// ScopeKeys keeps each executor's key to that executor: it removes every
+// api_key_env variable from [run] env_allow (which gates and every agent
+// get) and from the env_allow of every executor but the one whose key it
+// is. It returns a warning for each entry it removed.
+func (c *Config) ScopeKeys() []string {
+	owner := map[string][]string{}
+	for _, e := range c.Executors {
+		if e.APIKeyEnv != "" {
+			owner[e.APIKeyEnv] = append(owner[e.APIKeyEnv], e.Name)
+		}
+	}
+	var warnings []string
+	drop := func(list []string, where string, own string) []string {
+		kept := list[:0:0]
+		for _, n := range list {
+			if names, ok := owner[n]; ok && n != own {
+				warnings = append(warnings, fmt.Sprintf("%s env_allow names %s, the api_key_env of executor %s: only that executor's agents get it",
+					where, n, strings.Join(names, ", ")))
+				continue
+			}
+			kept = append(kept, n)
+		}
+		return kept
+	}
+	c.Run.EnvAllow = drop(c.Run.EnvAllow, "[run]", "")
+	for _, e := range c.Executors {
+		e.EnvAllow = drop(e.EnvAllow, "[executors."+e.Name+"]", e.APIKeyEnv)
+	}
+	return warnings
 }
 
 // EnvAllowOf returns the variables the executor's agents get although

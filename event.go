@@ -48,6 +48,12 @@ const (
 	// credential (engine/pace.go); the attempt is not charged to the
 	// task's Retries.
 	EvRateLimited EventType = "RateLimited"
+	// EvRefused (Task, Attempt, Executor, Clone, Role, Worker: the
+	// sender, Subject, Reason) is a fleet report the orchestrator refused:
+	// a claim, a record or a result that is not of the lease it accepted,
+	// or that names another worker than its subject. It never fails or
+	// charges the task.
+	EvRefused EventType = "Refused"
 	// EvBlocked (Task, Attempt, Executor, Clone, Role, Host, Port, Reason)
 	// is a request muster's endpoint or proxy refused an invocation: once
 	// per host and port per attempt, bounded (ARCHITECTURE.md §8.5).
@@ -147,6 +153,8 @@ type Event struct {
 	WorkerClone int    `json:"worker_clone,omitempty"`
 	// Followup (TaskReopened) numbers a task's follow-ups from 1.
 	Followup int `json:"followup,omitempty"`
+	// Subject (Refused) is the NATS subject a refused report came on.
+	Subject string `json:"subject,omitempty"`
 }
 
 // Sources of usage (Event.Source, Record.Source).
@@ -154,6 +162,11 @@ const (
 	UsageProvider = "provider"
 	UsageClaim    = "claim"
 )
+
+// UsageUnavailable is the Reason of the provider-source TokensUsed event
+// (zero usage) muster records for an invocation behind its endpoint when
+// a response carried no usage fields: the agent's numbers count then.
+const UsageUnavailable = "provider usage unavailable"
 
 // Counted reports whether a TokensUsed event counts toward sums and
 // budgets: every one but an agent's claim that the provider's own

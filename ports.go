@@ -137,6 +137,9 @@ const (
 	// RecViolation (Tool: what was asked, Text: the path) says the agent
 	// asked muster for a path outside its worktree, and was refused.
 	RecViolation = "violation"
+	// RecRefused (Worker: the sender, Text: the subject, Tool: why) says a
+	// fleet report was refused; it never fails or charges the task.
+	RecRefused = "refused"
 	// RecBlocked (Host, Port, Text: why) is a request muster's model
 	// endpoint or proxy refused the invocation.
 	RecBlocked = "blocked"
@@ -313,6 +316,15 @@ type Guard interface {
 	CheckAttempt(ctx context.Context, slot string) []string
 	// EndAttempt marks the end of the attempt on slot.
 	EndAttempt(slot string)
+}
+
+// Exporter is implemented by a Workspace that can write the tree of a
+// clone's change (tracked files only, as Commit would record them) into
+// a fresh directory: reviewers work there, never in the coder's clone.
+type Exporter interface {
+	// Export writes the tree of dir's change against base into dest,
+	// which must not exist yet.
+	Export(ctx context.Context, dir, base, dest string) error
 }
 
 // GateRunner runs gate commands (through sh -c) in a worktree.

@@ -23,7 +23,7 @@ const FileName = "muster.toml"
 // Known keys, in the order of the documentation.
 var (
 	topKeys      = []string{"run", "executors", "gates", "setup", "pool", "fleet"}
-	fleetKeys    = []string{"nats", "user", "password_env", "nkey_seed_file", "nkeys", "tls_ca", "tls_cert", "tls_key", "lease"}
+	fleetKeys    = []string{"nats", "creds", "tls_ca", "tls_cert", "tls_key", "lease", "trust_worker_gates"}
 	poolKeys     = []string{"max_clones"}
 	runKeys      = []string{"max_parallel", "on_failure", "budget_usd", "budget_tokens", "writers", "on_violation", "noop", "max_rounds", "verify_integration", "approve", "require_approval", "keep", "guard", "grace", "gate_timeout", "reviewers", "stall_timeout", "prices_file", "env_allow", "confine", "writable", "hide", "network", "allow_hosts", "max_file_bytes", "max_tasks", "review_partial"}
 	executorKeys = []string{"kind", "clones", "roles", "model", "models", "base_url", "api_key_env", "env", "args", "command", "timeout", "max_concurrent", "env_allow", "writable", "network", "allow_hosts", "seed", "speed"}
@@ -275,9 +275,10 @@ func (r *reader) run(rc *muster.RunConfig, t map[string]any) {
 	}
 }
 
-// fleet reads the [fleet] table. A URL with user-info is refused: a
-// password belongs in the environment (password_env), not in a file
-// that is shared or printed.
+// fleet reads the [fleet] table. A URL with user-info is refused, and so
+// are the shared user/password and nkey settings of earlier versions: a
+// fleet's clients hold credentials of their own (muster fleet
+// credentials).
 func (r *reader) fleet(fc *muster.FleetConfig, t map[string]any) {
 	for _, k := range r.sortedKeys(t, "fleet") {
 		v, p := t[k], []string{"fleet", k}
@@ -285,18 +286,12 @@ func (r *reader) fleet(fc *muster.FleetConfig, t map[string]any) {
 		case "nats":
 			fc.NATS = r.str(v, p)
 			if strings.Contains(fc.NATS, "@") {
-				r.at(p, "nats: no credentials in the URL: set user and password_env (or nkey_seed_file), or MUSTER_NATS_USER and MUSTER_NATS_PASSWORD")
+				r.at(p, "nats: no credentials in the URL: set [fleet] creds to a file muster fleet credentials issued")
 			}
-		case "user":
-			fc.User = r.str(v, p)
-		case "password_env":
-			if fc.PasswordEnv = r.str(v, p); fc.PasswordEnv != "" && !envNamePattern.MatchString(fc.PasswordEnv) {
-				r.at(p, "password_env: %q is not an environment variable name", fc.PasswordEnv)
-			}
-		case "nkey_seed_file":
-			fc.NkeySeedFile = r.str(v, p)
-		case "nkeys":
-			fc.Nkeys = r.strings(v, p)
+		case "creds":
+			fc.Creds = r.str(v, p)
+		case "user", "password_env", "nkey_seed_file", "nkeys":
+			r.at(p, "%s: a fleet no longer shares a user, a password or nkeys: each host holds credentials of its own; issue them with muster fleet credentials NAME --store DIR -o FILE and set [fleet] creds = \"FILE\" (docs/fleet.md)", k)
 		case "tls_ca":
 			fc.TLSCA = r.str(v, p)
 		case "tls_cert":
@@ -305,6 +300,12 @@ func (r *reader) fleet(fc *muster.FleetConfig, t map[string]any) {
 			fc.TLSKey = r.str(v, p)
 		case "lease":
 			fc.Lease = r.duration(v, p)
+		case "trust_worker_gates":
+			if b, ok := v.(bool); ok {
+				fc.TrustWorkerGates = b
+			} else {
+				r.at(p, "%s: want true or false", k)
+			}
 		default:
 			r.unknown(fleetKeys, p...)
 		}

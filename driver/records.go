@@ -206,4 +206,3 @@ func (w *worker) blocked(r muster.Record) (muster.Event, bool) {
 	c.blocked[key] = true
 	return e, true
 }
-

@@ -389,7 +389,7 @@ func (w *worker) check(ctx context.Context, m *engine.Attempt, res *muster.ExecR
 		}
 		return fb, w.stepUnlessFix(m.Gates(failed)), ""
 	}
-	fb, failed := w.gates(ctx, round)
+	fb, failed := w.gates(ctx, round, change)
 	if ctx.Err() != nil {
 		return "", w.cancelled(ctx), ""
 	}
@@ -678,6 +678,9 @@ func (w *worker) record(spec *muster.ExecutorSpec, role muster.Role, clone int) 
 			w.send(muster.Event{Type: muster.EvAgentStarted, Executor: spec.Name, Clone: clone, Role: role, PID: r.PID, PIDStart: p.Start, BootID: p.Boot})
 		case muster.RecWorker:
 			w.send(muster.Event{Type: muster.EvWorkerAssigned, Executor: spec.Name, Clone: clone, Role: role, Worker: r.Worker, WorkerClone: r.WorkerClone})
+		case muster.RecRefused:
+			w.send(muster.Event{Type: muster.EvRefused, Executor: spec.Name, Clone: clone, Role: role, Worker: bound(r.Worker, 80),
+				Subject: bound(r.Text, 200), Reason: red.String(bound(r.Tool, maxMessage))})
 		}
 	}
 }

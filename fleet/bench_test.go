@@ -25,7 +25,7 @@ func BenchmarkPublish(b *testing.B) {
 			}
 			defer srv.Close()
 			ctx := context.Background()
-			conn, err := Connect(ctx, srv.URL(), "bench", Auth{})
+			conn, err := Connect(ctx, srv.URL(), "bench", Auth{Creds: creds(b, srv, "bench", UserOptions{Orchestrator: true})}, true)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -33,7 +33,7 @@ func BenchmarkPublish(b *testing.B) {
 			data := make([]byte, 512)
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				if _, err := conn.JS.Publish(ctx, eventSubject("run", "job"), data, jetstream.WithExpectStream(EventsStream)); err != nil {
+				if _, err := conn.JS.Publish(ctx, eventSubject("run", "w", "job"), data, jetstream.WithExpectStream(EventsStream)); err != nil {
 					b.Fatal(err)
 				}
 			}

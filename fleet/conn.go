@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -26,27 +27,27 @@ const (
 	RunsBucket    = "muster_runs"
 )
 
-// Environment variables with the credentials (never on argv).
+// Environment variables with the credentials file and TLS files (never
+// on argv).
 const (
-	EnvUser     = "MUSTER_NATS_USER"
-	EnvPassword = "MUSTER_NATS_PASSWORD"
-	EnvNkeySeed = "MUSTER_NATS_NKEY_SEED" // path of an nkey seed file
-	EnvCA       = "MUSTER_NATS_CA"
-	EnvCert     = "MUSTER_NATS_CERT"
-	EnvKey      = "MUSTER_NATS_KEY"
+	EnvCreds = "MUSTER_NATS_CREDS" // path of a .creds file
+	EnvCA    = "MUSTER_NATS_CA"
+	EnvCert  = "MUSTER_NATS_CERT"
+	EnvKey   = "MUSTER_NATS_KEY"
 )
 
-// Auth is how to authenticate to the server, and how to check it (TLS).
+// Auth is how to authenticate to the server (a .creds file), and how to
+// check it (TLS).
 type Auth struct {
-	User, Password string
-	NkeySeedFile   string
-	CA, Cert, Key  string
+	Creds         string
+	CA, Cert, Key string
 }
 
-// AuthFrom reads the credentials from the [fleet] table and the
-// environment; the environment wins. Relative file names in the config
-// are taken from the config file's directory.
-func AuthFrom(cfg *muster.Config) Auth {
+// AuthFrom reads the credentials file and the TLS files from the [fleet]
+// table and the environment; the environment wins, and a --creds flag
+// (creds, when not empty) wins over both. Relative file names in the
+// config are taken from the config file's directory.
+func AuthFrom(cfg *muster.Config, creds string) Auth {
 	var a Auth
 	dir := ""
 	if cfg != nil {
@@ -54,20 +55,19 @@ func AuthFrom(cfg *muster.Config) Auth {
 		if cfg.Source != "" {
 			dir = filepath.Dir(cfg.Source)
 		}
-		a.User = fc.User
-		if fc.PasswordEnv != "" {
-			a.Password = os.Getenv(fc.PasswordEnv)
-		}
-		a.NkeySeedFile = rel(dir, fc.NkeySeedFile)
+		a.Creds = rel(dir, fc.Creds)
 		a.CA, a.Cert, a.Key = rel(dir, fc.TLSCA), rel(dir, fc.TLSCert), rel(dir, fc.TLSKey)
 	}
 	for _, e := range []struct {
 		name string
 		to   *string
-	}{{EnvUser, &a.User}, {EnvPassword, &a.Password}, {EnvNkeySeed, &a.NkeySeedFile}, {EnvCA, &a.CA}, {EnvCert, &a.Cert}, {EnvKey, &a.Key}} {
+	}{{EnvCreds, &a.Creds}, {EnvCA, &a.CA}, {EnvCert, &a.Cert}, {EnvKey, &a.Key}} {
 		if v := os.Getenv(e.name); v != "" {
 			*e.to = v
 		}
+	}
+	if creds != "" {
+		a.Creds = creds
 	}
 	return a
 }
@@ -91,7 +91,7 @@ func CheckURL(raw string) error {
 			return &muster.Error{Code: muster.CodeInvalid, Message: fmt.Sprintf("NATS URL %q: want nats://HOST:PORT (or tls://HOST:PORT)", one)}
 		}
 		if u.User != nil {
-			return &muster.Error{Code: muster.CodeInvalid, Message: "NATS URL: no credentials in the URL (they would show on the command line): set " + EnvUser + " and " + EnvPassword + ", or " + EnvNkeySeed}
+			return &muster.Error{Code: muster.CodeInvalid, Message: "NATS URL: no credentials in the URL (they would show on the command line): pass --creds FILE (muster fleet credentials issues one)"}
 		}
 	}
 	return nil
@@ -116,23 +116,22 @@ const (
 	RunTTL    = 15 * time.Second
 )
 
-// Connect dials the server at url and makes sure the fleet's streams and
-// buckets exist. name identifies the client in the server's monitoring.
-func Connect(ctx context.Context, rawURL, name string, a Auth) (*Conn, error) {
+// Connect dials the server at url with the credentials of a and binds
+// the fleet's streams and buckets; create makes them when they are
+// missing (an orchestrator does; a worker may not). name identifies the
+// client in the server's monitoring.
+func Connect(ctx context.Context, rawURL, name string, a Auth, create bool) (*Conn, error) {
 	if err := CheckURL(rawURL); err != nil {
 		return nil, err
 	}
-	opts := []nats.Option{nats.Name(name), nats.Timeout(5 * time.Second), nats.MaxReconnects(-1), nats.ReconnectWait(500 * time.Millisecond)}
-	if a.User != "" {
-		opts = append(opts, nats.UserInfo(a.User, a.Password))
+	if a.Creds == "" {
+		return nil, &muster.Error{Code: muster.CodeInvalid, Message: "no fleet credentials: pass --creds FILE or set [fleet] creds (issue them with muster fleet credentials NAME --store DIR -o FILE, see docs/fleet.md)"}
 	}
-	if a.NkeySeedFile != "" {
-		o, err := nats.NkeyOptionFromSeed(a.NkeySeedFile)
-		if err != nil {
-			return nil, &muster.Error{Code: muster.CodeInvalid, Message: fmt.Sprintf("nkey seed %s: %v", a.NkeySeedFile, err)}
-		}
-		opts = append(opts, o)
+	if _, err := ReadIdentity(a.Creds); err != nil {
+		return nil, err
 	}
+	opts := []nats.Option{nats.Name(name), nats.Timeout(5 * time.Second), nats.MaxReconnects(-1), nats.ReconnectWait(500 * time.Millisecond),
+		nats.UserCredentials(a.Creds)}
 	if a.CA != "" {
 		opts = append(opts, nats.RootCAs(a.CA))
 	}
@@ -141,21 +140,31 @@ func Connect(ctx context.Context, rawURL, name string, a Auth) (*Conn, error) {
 	}
 	nc, err := nats.Connect(rawURL, opts...)
 	if err != nil {
-		code := muster.CodeInternal
 		if errors.Is(err, nats.ErrAuthorization) || strings.Contains(err.Error(), "Authorization Violation") {
-			err = fmt.Errorf("%w (check %s/%s or %s)", err, EnvUser, EnvPassword, EnvNkeySeed)
+			err = fmt.Errorf("%w (are the credentials %s this fleet's, and not revoked?)", err, a.Creds)
 		}
-		return nil, &muster.Error{Code: code, Message: fmt.Sprintf("connect to the fleet at %s: %v", rawURL, err)}
+		return nil, &muster.Error{Code: muster.CodeInternal, Message: fmt.Sprintf("connect to the fleet at %s: %v", rawURL, err)}
 	}
 	c := &Conn{NC: nc}
-	if err := c.setUp(ctx); err != nil {
+	if err := c.bind(ctx, create); err != nil {
 		nc.Close()
-		return nil, &muster.Error{Code: muster.CodeInternal, Message: fmt.Sprintf("fleet at %s: %v (is JetStream enabled on the server?)", rawURL, err)}
+		return nil, &muster.Error{Code: muster.CodeInternal, Message: fmt.Sprintf("fleet at %s: %v (is JetStream enabled on the server? an orchestrator or muster fleet serve makes the fleet's streams)", rawURL, err)}
 	}
 	return c, nil
 }
 
-func (c *Conn) setUp(ctx context.Context) error {
+var (
+	tasksConfig = jetstream.StreamConfig{
+		Name: TasksStream, Subjects: []string{"muster.task.>"}, Retention: jetstream.WorkQueuePolicy,
+		MaxAge: 7 * 24 * time.Hour, Storage: jetstream.FileStorage, Duplicates: 2 * time.Minute,
+	}
+	eventsConfig = jetstream.StreamConfig{
+		Name: EventsStream, Subjects: []string{"muster.ev.>"}, Retention: jetstream.LimitsPolicy,
+		MaxAge: 7 * 24 * time.Hour, Storage: jetstream.FileStorage, Duplicates: 10 * time.Minute,
+	}
+)
+
+func (c *Conn) bind(ctx context.Context, create bool) error {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	js, err := jetstream.New(c.NC)
@@ -163,31 +172,54 @@ func (c *Conn) setUp(ctx context.Context) error {
 		return err
 	}
 	c.JS = js
-	if _, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name: TasksStream, Subjects: []string{"muster.task.>"}, Retention: jetstream.WorkQueuePolicy,
-		MaxAge: 7 * 24 * time.Hour, Storage: jetstream.FileStorage, Duplicates: 2 * time.Minute,
-	}); err != nil {
-		return fmt.Errorf("stream %s: %w", TasksStream, err)
+	kv := func(cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+		if create {
+			return js.CreateOrUpdateKeyValue(ctx, cfg)
+		}
+		return js.KeyValue(ctx, cfg.Bucket)
 	}
-	if _, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name: EventsStream, Subjects: []string{"muster.ev.>"}, Retention: jetstream.LimitsPolicy,
-		MaxAge: 7 * 24 * time.Hour, Storage: jetstream.FileStorage, Duplicates: 10 * time.Minute,
-	}); err != nil {
-		return fmt.Errorf("stream %s: %w", EventsStream, err)
+	for _, sc := range []jetstream.StreamConfig{tasksConfig, eventsConfig} {
+		if create {
+			_, err = js.CreateOrUpdateStream(ctx, sc)
+		} else {
+			_, err = js.Stream(ctx, sc.Name)
+		}
+		if err != nil {
+			return fmt.Errorf("stream %s: %w", sc.Name, err)
+		}
 	}
-	if c.Workers, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: WorkersBucket, TTL: WorkerTTL, History: 1}); err != nil {
+	if c.Workers, err = kv(jetstream.KeyValueConfig{Bucket: WorkersBucket, TTL: WorkerTTL, History: 1}); err != nil {
 		return fmt.Errorf("bucket %s: %w", WorkersBucket, err)
 	}
-	if c.Leases, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: LeasesBucket, TTL: 7 * 24 * time.Hour, History: 1}); err != nil {
+	if c.Leases, err = kv(jetstream.KeyValueConfig{Bucket: LeasesBucket, TTL: 7 * 24 * time.Hour, History: 1}); err != nil {
 		return fmt.Errorf("bucket %s: %w", LeasesBucket, err)
 	}
-	if c.Runs, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: RunsBucket, TTL: RunTTL, History: 1}); err != nil {
+	if c.Runs, err = kv(jetstream.KeyValueConfig{Bucket: RunsBucket, TTL: RunTTL, History: 1}); err != nil {
 		return fmt.Errorf("bucket %s: %w", RunsBucket, err)
 	}
-	if c.Bundles, err = js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: BundlesBucket, TTL: 7 * 24 * time.Hour}); err != nil {
+	oc := jetstream.ObjectStoreConfig{Bucket: BundlesBucket, TTL: 7 * 24 * time.Hour}
+	if create {
+		c.Bundles, err = js.CreateOrUpdateObjectStore(ctx, oc)
+	} else {
+		c.Bundles, err = js.ObjectStore(ctx, oc.Bucket)
+	}
+	if err != nil {
 		return fmt.Errorf("bucket %s: %w", BundlesBucket, err)
 	}
 	return nil
+}
+
+// Info asks fleet serve what it says of itself; ok is false when no one
+// answers (another NATS server).
+func (c *Conn) Info(ctx context.Context) (ServerInfo, bool) {
+	var si ServerInfo
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	m, err := c.NC.RequestWithContext(ctx, InfoSubject, nil)
+	if err != nil || json.Unmarshal(m.Data, &si) != nil {
+		return si, false
+	}
+	return si, true
 }
 
 // Close drains the connection.

@@ -2,36 +2,73 @@ package fleet
 
 import (
 	"context"
-	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/muster-run/muster"
 )
 
-// TestServeAuth: a server with credentials admits only clients that
-// present them; the error of one that does not names what to set.
+// creds issues credentials of srv's account into a file of dir.
+func creds(t testing.TB, srv *Server, name string, o UserOptions) string {
+	t.Helper()
+	b, err := srv.Keys().Issue(name, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), name+".creds")
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestServeAuth: the server admits only holders of its account's
+// credentials: an anonymous client and one with another fleet's are
+// refused; the keys are the owner's alone.
 func TestServeAuth(t *testing.T) {
-	srv, err := Serve(ServeOptions{Listen: "127.0.0.1:0", Store: filepath.Join(t.TempDir(), "js"), Users: map[string]string{"muster": "s3cret"}})
+	store := filepath.Join(t.TempDir(), "js")
+	srv, err := Serve(ServeOptions{Listen: "127.0.0.1:0", Store: store})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer srv.Close()
+	for _, f := range []string{"operator.nk", "account.nk", "operator.jwt", "account.jwt"} {
+		st, err := os.Stat(filepath.Join(store, KeysDir, f))
+		if err != nil || st.Mode().Perm() != 0o600 {
+			t.Errorf("%s: %v %v", f, st.Mode(), err)
+		}
+	}
 	ctx := context.Background()
-	_, err = Connect(ctx, srv.URL(), "test", Auth{})
-	if err == nil || !strings.Contains(err.Error(), EnvUser) || muster.ErrorCode(err) != muster.CodeInternal {
+	if nc, err := nats.Connect(srv.URL()); err == nil {
+		nc.Close()
+		t.Fatal("an anonymous client was admitted")
+	}
+	if _, err := Connect(ctx, srv.URL(), "test", Auth{}, false); err == nil || muster.ErrorCode(err) != muster.CodeInvalid || !strings.Contains(err.Error(), "fleet credentials") {
 		t.Fatalf("no credentials: %v", err)
 	}
-	if _, err := Connect(ctx, srv.URL(), "test", Auth{User: "muster", Password: "wrong"}); err == nil {
-		t.Fatal("a wrong password was admitted")
+	other, err := Serve(ServeOptions{Listen: "127.0.0.1:0", Store: filepath.Join(t.TempDir(), "other")})
+	if err != nil {
+		t.Fatal(err)
 	}
-	c, err := Connect(ctx, srv.URL(), "test", Auth{User: "muster", Password: "s3cret"})
+	foreign := creds(t, other, "orch", UserOptions{Orchestrator: true})
+	other.Close()
+	if _, err := Connect(ctx, srv.URL(), "test", Auth{Creds: foreign}, false); err == nil || !strings.Contains(err.Error(), "Authorization") {
+		t.Fatalf("another fleet's credentials: %v", err)
+	}
+	c, err := Connect(ctx, srv.URL(), "test", Auth{Creds: creds(t, srv, "orch", UserOptions{Orchestrator: true})}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
+	if si, ok := c.Info(ctx); !ok || !si.SyncAlways {
+		t.Errorf("fleet serve's info: %+v %v", si, ok)
+	}
 	if err := c.Register(ctx, &Registration{Name: "w1", Version: "v", Executors: []ExecutorState{{Name: "claude", Kind: "claude-code", Clones: 3}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -57,6 +94,85 @@ func TestServeAuth(t *testing.T) {
 	}
 }
 
+// TestWorkerPermissions: a worker's credentials let it publish its own
+// reports and registration only; it cannot pose as another worker, make
+// or delete a stream, or take another executor's tasks. Revoking its
+// credentials disconnects it.
+func TestWorkerPermissions(t *testing.T) {
+	srv, err := Serve(ServeOptions{Listen: "127.0.0.1:0", Store: filepath.Join(t.TempDir(), "js")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ctx := context.Background()
+	path := creds(t, srv, "w1", UserOptions{Executors: []string{"sh"}})
+	id, err := ReadIdentity(path)
+	if err != nil || id.Name != "w1" || id.Orchestrator || len(id.Executors) != 1 || id.Executors[0] != "sh" {
+		t.Fatalf("identity %+v %v", id, err)
+	}
+	w, err := Connect(ctx, srv.URL(), "w1", Auth{Creds: path}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	// A denied request gets no answer: each waits a second.
+	denied := func() context.Context {
+		c, cancel := context.WithTimeout(ctx, time.Second)
+		t.Cleanup(cancel)
+		return c
+	}
+	if err := w.Register(ctx, &Registration{Name: "w1"}); err != nil {
+		t.Errorf("own registration: %v", err)
+	}
+	if err := w.Register(denied(), &Registration{Name: "w2"}); err == nil {
+		t.Error("w1 registered as w2")
+	}
+	if _, err := w.JS.Publish(denied(), eventSubject("run", "w1", "job"), []byte("{}")); err != nil {
+		t.Errorf("own report: %v", err)
+	}
+	if _, err := w.JS.Publish(denied(), eventSubject("run", "w2", "job"), []byte("{}")); err == nil {
+		t.Error("w1 published on w2's subject")
+	}
+	if _, err := w.Leases.Put(denied(), "run.job", []byte("w1/1.9")); err == nil {
+		t.Error("w1 wrote a lease")
+	}
+	if _, err := w.JS.CreateOrUpdateStream(denied(), jetstream.StreamConfig{Name: "EVIL", Subjects: []string{"evil.>"}}); err == nil {
+		t.Error("w1 made a stream")
+	}
+	if err := w.JS.DeleteStream(denied(), EventsStream); err == nil {
+		t.Error("w1 deleted the events stream")
+	}
+	if _, err := w.JS.CreateOrUpdateStream(denied(), eventsConfig); err == nil {
+		t.Error("w1 changed the events stream")
+	}
+	if _, err := w.JS.CreateOrUpdateConsumer(denied(), TasksStream, jetstream.ConsumerConfig{Durable: consumerName("codex"), FilterSubject: taskFilter("codex"), AckPolicy: jetstream.AckExplicitPolicy}); err == nil {
+		t.Error("w1 took codex's tasks")
+	}
+	if _, err := w.JS.CreateOrUpdateConsumer(denied(), TasksStream, jetstream.ConsumerConfig{Durable: consumerName("sh"), FilterSubject: "muster.task.>", AckPolicy: jetstream.AckExplicitPolicy}); err == nil {
+		t.Error("w1 widened its consumer to every task")
+	}
+	if _, err := w.JS.CreateOrUpdateConsumer(denied(), EventsStream, jetstream.ConsumerConfig{AckPolicy: jetstream.AckNonePolicy}); err == nil {
+		t.Error("w1 read the events stream")
+	}
+	if _, err := w.JS.CreateOrUpdateConsumer(ctx, TasksStream, jetstream.ConsumerConfig{Durable: consumerName("sh"), FilterSubject: taskFilter("sh"), AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
+		t.Errorf("own executor's consumer: %v", err)
+	}
+	keys, err := OpenKeys(srv.store, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := keys.Revoke("w1"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for w.NC.IsConnected() && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, err := Connect(ctx, srv.URL(), "w1", Auth{Creds: path}, false); err == nil {
+		t.Error("revoked credentials were admitted")
+	}
+}
+
 // TestServeSyncsEveryWrite: the running server's JetStream syncs each
 // write before it acknowledges it (a kill -9 cannot tell: the page cache
 // survives a process kill, so the configuration is what is checked).
@@ -68,14 +184,6 @@ func TestServeSyncsEveryWrite(t *testing.T) {
 	defer srv.Close()
 	if !srv.SyncAlways() {
 		t.Fatalf("JetStream config %+v: SyncAlways is off", srv.ns.JetStreamConfig())
-	}
-}
-
-func TestServeRefusesOpenNetwork(t *testing.T) {
-	_, err := Serve(ServeOptions{Listen: "0.0.0.0:0", Store: t.TempDir()})
-	var me *muster.Error
-	if !errors.As(err, &me) || me.Code != muster.CodeInvalid {
-		t.Fatalf("serving beyond loopback without credentials: %v", err)
 	}
 }
 

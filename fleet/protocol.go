@@ -41,6 +41,9 @@ type Job struct {
 	// Gates run in the clone after the agent (coders).
 	Gates       []muster.GateSpec `json:"gates,omitempty"`
 	GateTimeout time.Duration     `json:"gate_timeout,omitempty"`
+	// NotOn names workers that may not take the job (a reviewer's job
+	// never runs where its change was made).
+	NotOn []string `json:"not_on,omitempty"`
 }
 
 // Kinds of Report.
@@ -49,6 +52,7 @@ const (
 	RepRecord   = "record"   // an executor record
 	RepResult   = "result"   // the invocation ended
 	RepHandback = "handback" // the worker stopped and gave the job back
+	RepAlive    = "alive"    // the lease holder still works on the job
 )
 
 // Report is what a worker says about a job, on muster.ev.<run>.<job>.
@@ -81,6 +85,10 @@ type Report struct {
 	Fail       string              `json:"fail,omitempty"` // the worker could not run the job (not the agent's fault)
 	Gates      []muster.GateResult `json:"gates,omitempty"`
 	Plan       string              `json:"plan,omitempty"` // a delegating task's plan file
+
+	// subject is the subject the report came on (set by the orchestrator
+	// as it reads it, never sent), sender its worker token.
+	subject, sender string
 }
 
 // holder names a lease: "worker/msg.delivery".
@@ -110,12 +118,15 @@ var tokenEnc = base32.HexEncoding.WithPadding(base32.NoPadding)
 func token(name string) string { return strings.ToLower(tokenEnc.EncodeToString([]byte(name))) }
 
 func taskSubject(run, executor string) string { return "muster.task." + run + "." + token(executor) }
+func taskFilter(executor string) string       { return "muster.task.*." + token(executor) }
 func consumerName(executor string) string     { return "exec_" + token(executor) }
-func eventSubject(run, job string) string     { return "muster.ev." + run + "." + job }
-func bundleSubject(run string) string         { return "muster.bundle." + run }
-func leaseKey(run, job string) string         { return run + "." + job }
-func genKey(run string) string                { return run + ".gen" }
-func runKey(run string) string                { return "r." + run }
+func eventSubject(run, worker, job string) string {
+	return "muster.ev." + run + "." + worker + "." + job
+}
+func bundleSubject(run string) string { return "muster.bundle." + run }
+func leaseKey(run, job string) string { return run + "." + job }
+func genKey(run string) string        { return run + ".gen" }
+func runKey(run string) string        { return "r." + run }
 
 // inlineMax is the largest bundle sent inside a message; larger ones go
 // through the object store (a message stays well under any server's

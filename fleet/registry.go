@@ -62,13 +62,13 @@ func (c *Conn) Register(ctx context.Context, r *Registration) error {
 	if err != nil {
 		return err
 	}
-	_, err = c.Workers.Put(ctx, "w."+r.Name, data)
+	_, err = c.Workers.Put(ctx, r.Name, data)
 	return err
 }
 
 // Unregister removes a worker's registration (on a clean stop).
 func (c *Conn) Unregister(ctx context.Context, name string) error {
-	return c.Workers.Purge(ctx, "w."+name)
+	return c.Workers.Purge(ctx, name)
 }
 
 // Workers lists the registered workers, by name. A registration that

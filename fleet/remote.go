@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -10,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -48,11 +50,16 @@ type Dispatcher struct {
 	local   Local
 	scratch string
 	lease   time.Duration
+	// trustGates: see DispatchOptions.TrustGates.
+	trustGates bool
 
 	mu   sync.Mutex // guards jobs and stored
 	jobs map[string]*pending
 	// stored names the large bundles already in the object store.
 	stored map[string]bool
+	// producer is the worker whose change of a task was taken last: the
+	// task's reviewers never run there.
+	producer map[muster.TaskID]string
 
 	// base is Open's context without its cancellation: bundle requests
 	// run under it (with their own deadline).
@@ -80,6 +87,10 @@ type pending struct {
 	holder string
 	seen   map[string]bool
 	msgSeq uint64
+	// lastSeen is when the holder last said it works on the job (or when
+	// the job was sent); refused counts the Refused records.
+	lastSeen time.Time
+	refused  int
 }
 
 // DispatchOptions configure Open.
@@ -91,6 +102,10 @@ type DispatchOptions struct {
 	Scratch string
 	// Lease is the workers' lease, for the watchdog (default DefaultLease).
 	Lease time.Duration
+	// TrustGates takes the gate results workers report ([fleet]
+	// trust_worker_gates); else the driver runs the task's gates again on
+	// the returned change.
+	TrustGates bool
 }
 
 // Open starts a new generation of run on the fleet: work of earlier
@@ -100,7 +115,7 @@ func Open(ctx context.Context, c *Conn, o DispatchOptions) (*Dispatcher, error) 
 	if o.Lease <= 0 {
 		o.Lease = DefaultLease
 	}
-	d := &Dispatcher{conn: c, run: o.Run, runTok: token(o.Run), repo: o.Repo, local: o.Local, scratch: o.Scratch, lease: o.Lease, jobs: map[string]*pending{}, stored: map[string]bool{}, base: context.WithoutCancel(ctx)}
+	d := &Dispatcher{conn: c, run: o.Run, runTok: token(o.Run), repo: o.Repo, local: o.Local, scratch: o.Scratch, lease: o.Lease, trustGates: o.TrustGates, jobs: map[string]*pending{}, stored: map[string]bool{}, producer: map[muster.TaskID]string{}, base: context.WithoutCancel(ctx)}
 	if err := os.MkdirAll(o.Scratch, 0o700); err != nil {
 		return nil, err
 	}
@@ -172,6 +187,12 @@ func (d *Dispatcher) onEvent(m jetstream.Msg) {
 	var r Report
 	if json.Unmarshal(m.Data(), &r) != nil {
 		return
+	}
+	// muster.ev.<run>.<worker>.<job>: the server let only <worker>'s
+	// credentials publish there.
+	r.subject = m.Subject()
+	if t := strings.Split(r.subject, "."); len(t) == 5 {
+		r.sender = t[3]
 	}
 	d.mu.Lock()
 	p := d.jobs[r.Job]
@@ -288,8 +309,18 @@ func (r *remote) Execute(ctx context.Context, req *muster.ExecRequest, emit func
 		Authority: req.Authority, Model: req.Model, Prompt: req.Prompt, SessionID: req.SessionID,
 		Timeout: req.Timeout, Grace: req.Grace, Stall: req.Stall, PlanOut: req.PlanOut != "",
 	}
-	if req.Role == muster.RoleCoder {
+	if req.Role == muster.RoleCoder && d.trustGates {
 		job.Gates, job.GateTimeout = req.Gates, req.GateTimeout
+	}
+	if req.Role == muster.RoleReviewer {
+		d.mu.Lock()
+		if w := d.producer[req.Task.ID]; w != "" {
+			job.NotOn = []string{w}
+		}
+		d.mu.Unlock()
+		if len(job.NotOn) > 0 && !d.servedElsewhere(ctx, r.name, job.NotOn[0]) {
+			return nil, &muster.AgentError{Class: muster.FailInvalid, Message: fmt.Sprintf("fleet: no worker but %s, which made the change, serves reviewer executor %s: a reviewer never runs where the change was made (add a worker, or a local reviewer)", job.NotOn[0], r.name)}
+		}
 	}
 	if req.DiffFile != "" {
 		b, err := os.ReadFile(req.DiffFile)
@@ -313,66 +344,123 @@ func (r *remote) Execute(ctx context.Context, req *muster.ExecRequest, emit func
 	}
 	watch := time.NewTicker(d.lease)
 	defer watch.Stop()
-	lastSeen := time.Now()
+	p.lastSeen = time.Now()
 	for {
 		select {
 		case <-ctx.Done():
 			_, _ = d.conn.Leases.Put(bg, leaseKey(d.run, job.ID), []byte(LeaseCancel))
 			return nil, ctx.Err()
 		case <-watch.C:
-			if time.Since(lastSeen) > 2*d.lease {
+			if time.Since(p.lastSeen) > 2*d.lease {
 				d.rescue(ctx, p)
-				lastSeen = time.Now()
+				p.lastSeen = time.Now()
 			}
 		case rep := <-p.ch:
-			if rep.Task != job.Task.ID || rep.Attempt != job.Attempt {
-				continue // a report that names another task than its job's: refused
-			}
-			who := rep.holder()
-			switch rep.Kind {
-			case RepClaim:
-				if rep.Msg != p.msgSeq || rep.Delivery == 0 {
-					continue // not a delivery of the job's message: refused
-				}
-				if p.holder != "" && !newer(rep, p.holder) {
-					continue // an older lease's claim
-				}
-				p.holder, lastSeen = who, time.Now()
-				_, _ = d.conn.Leases.Put(bg, leaseKey(d.run, job.ID), []byte(who))
-				emit(muster.Record{Type: muster.RecWorker, Worker: rep.Worker, WorkerClone: rep.Clone})
-			case RepRecord:
-				if who != p.holder || rep.Record == nil {
-					continue
-				}
-				lastSeen = time.Now()
-				key := who + "#" + strconv.Itoa(rep.Seq)
-				if p.seen[key] {
-					continue // a redelivered report: counted once
-				}
-				p.seen[key] = true
-				switch rep.Record.Type {
-				case muster.RecPID, muster.RecWorker:
-					continue // another host's processes are none of ours
-				}
-				emit(*rep.Record)
-			case RepHandback:
-				if who == p.holder {
-					p.holder = ""
-					lastSeen = time.Now()
-				}
-			case RepResult:
-				if who != p.holder {
-					continue // not the accepted lease: a late or foreign result, dropped
-				}
-				res, err := d.accept(ctx, req, p, &rep)
-				if ctx.Err() != nil {
-					return nil, ctx.Err()
-				}
-				_, _ = d.conn.Leases.Put(bg, leaseKey(d.run, job.ID), []byte(LeaseDone))
+			if done, res, err := d.report(ctx, req, p, &rep, emit); done {
 				return res, err
 			}
 		}
 	}
+}
+
+// maxRefused bounds the Refused records of one invocation.
+const maxRefused = 16
+
+// refuse records a refused report: the task is neither failed nor charged.
+func (p *pending) refuse(rep *Report, emit func(muster.Record), why string) {
+	if p.refused >= maxRefused {
+		return
+	}
+	p.refused++
+	emit(muster.Record{Type: muster.RecRefused, Worker: rep.sender, Text: rep.subject, Tool: string(rep.Kind) + ": " + why})
+}
+
+// report takes one report of the job; done says the invocation ended.
+func (d *Dispatcher) report(ctx context.Context, req *muster.ExecRequest, p *pending, rep *Report, emit func(muster.Record)) (bool, *muster.ExecResult, error) {
+	bg := context.WithoutCancel(ctx)
+	job := p.job
+	if rep.sender != rep.Worker {
+		p.refuse(rep, emit, fmt.Sprintf("it names worker %q but came from %q", rep.Worker, rep.sender))
+		return false, nil, nil
+	}
+	if rep.Task != job.Task.ID || rep.Attempt != job.Attempt {
+		p.refuse(rep, emit, "it names another task or attempt than its job's")
+		return false, nil, nil
+	}
+	who := rep.holder()
+	switch rep.Kind {
+	case RepClaim:
+		if why := p.claimRefused(rep, d.lease); why != "" {
+			p.refuse(rep, emit, why)
+			return false, nil, nil
+		}
+		p.holder, p.lastSeen = who, time.Now()
+		_, _ = d.conn.Leases.Put(bg, leaseKey(d.run, job.ID), []byte(who))
+		emit(muster.Record{Type: muster.RecWorker, Worker: rep.Worker, WorkerClone: rep.Clone})
+	case RepAlive:
+		if who == p.holder {
+			p.lastSeen = time.Now()
+		}
+	case RepRecord:
+		if who != p.holder || rep.Record == nil {
+			return false, nil, nil // a superseded lease's records: dropped
+		}
+		p.lastSeen = time.Now()
+		key := who + "#" + strconv.Itoa(rep.Seq)
+		if p.seen[key] {
+			return false, nil, nil // a redelivered report: counted once
+		}
+		p.seen[key] = true
+		switch rep.Record.Type {
+		case muster.RecPID, muster.RecWorker, muster.RecRefused:
+			return false, nil, nil // another host's processes are none of ours
+		}
+		emit(*rep.Record)
+	case RepHandback:
+		if who == p.holder {
+			p.holder = ""
+			p.lastSeen = time.Now()
+		}
+	case RepResult:
+		if who != p.holder {
+			p.refuse(rep, emit, "not from the lease the orchestrator accepted ("+cmp.Or(p.holder, "none")+")")
+			return false, nil, nil
+		}
+		res, err := d.accept(ctx, req, p, rep)
+		if ctx.Err() != nil {
+			return true, nil, ctx.Err()
+		}
+		_, _ = d.conn.Leases.Put(bg, leaseKey(d.run, job.ID), []byte(LeaseDone))
+		if err == nil && req.Role == muster.RoleCoder {
+			d.mu.Lock()
+			d.producer[job.Task.ID] = rep.Worker
+			d.mu.Unlock()
+		}
+		return true, res, err
+	}
+	return false, nil, nil
+}
+
+// claimRefused says why a claim cannot take the job's lease ("": it
+// can). A claim must be of a delivery of the job's own message, by a
+// worker the job allows, and newer than the holder's; it takes the lease
+// from a holder only once that holder has been silent for most of a
+// lease (a live holder's lease is not up for grabs: a delivery count is
+// the claimant's word).
+func (p *pending) claimRefused(rep *Report, lease time.Duration) string {
+	switch {
+	case rep.Msg != p.msgSeq || rep.Delivery == 0:
+		return "not a delivery of the job's message"
+	case slices.Contains(p.job.NotOn, rep.Worker):
+		return "the job may not run on " + rep.Worker + " (it made the change under review)"
+	case p.holder == "":
+		return ""
+	case !newer(*rep, p.holder):
+		return "an older lease than " + p.holder + "'s"
+	case time.Since(p.lastSeen) < lease*3/4:
+		return "the lease of " + p.holder + " is alive"
+	}
+	return ""
 }
 
 // newer reports whether a claim's lease comes after the holder's.
@@ -408,11 +496,28 @@ func (d *Dispatcher) rescue(ctx context.Context, p *pending) {
 	_ = d.publish(ctx, p)
 }
 
+// servedElsewhere reports whether a registered worker other than not
+// serves executor.
+func (d *Dispatcher) servedElsewhere(ctx context.Context, executor, not string) bool {
+	ws, err := d.conn.ListWorkers(ctx)
+	if err != nil {
+		return true // cannot tell: the queue waits for one
+	}
+	for _, w := range ws {
+		for _, e := range w.Executors {
+			if w.Name != not && e.Name == executor && !w.Stopping {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // holderAlive reports whether the lease holder's worker is registered
 // and says it does the job.
 func (d *Dispatcher) holderAlive(ctx context.Context, p *pending) bool {
 	name, _, _ := strings.Cut(p.holder, "/")
-	e, err := d.conn.Workers.Get(ctx, "w."+name)
+	e, err := d.conn.Workers.Get(ctx, name)
 	if err != nil {
 		return false
 	}
@@ -447,8 +552,8 @@ func (d *Dispatcher) accept(ctx context.Context, req *muster.ExecRequest, p *pen
 				return nil, &muster.AgentError{Class: muster.FailInvalid, Message: "fleet worker " + rep.Worker + ": result refused: " + err.Error()}
 			}
 		}
-		if rep.Gates != nil {
-			res.Gates = rep.Gates
+		if rep.Gates != nil && d.trustGates {
+			res.Gates = rep.Gates // trusted: else the driver runs them on the change here
 		}
 	}
 	if req.PlanOut != "" && rep.Plan != "" {

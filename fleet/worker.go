@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -140,7 +141,7 @@ func (w *Worker) consumer(ctx context.Context, executor string) (jetstream.Consu
 	l := w.o.Lease
 	return w.o.Conn.JS.CreateOrUpdateConsumer(ctx, TasksStream, jetstream.ConsumerConfig{
 		Durable:       consumerName(executor),
-		FilterSubject: "muster.task.*." + token(executor),
+		FilterSubject: taskFilter(executor),
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		// Redeliveries are bounded, each lease longer than the last.
 		MaxDeliver: 6,
@@ -188,6 +189,10 @@ func (w *Worker) handle(stop context.Context, spec *muster.ExecutorSpec, n int, 
 		_ = msg.Ack() // done, cancelled or of an earlier generation: nothing to do
 		return
 	}
+	if slices.Contains(job.NotOn, w.o.Name) {
+		_ = msg.NakWithDelay(w.o.Lease) // another worker's to take
+		return
+	}
 	rep := func(r Report) error {
 		r.Job, r.Task, r.Attempt, r.Worker, r.Msg, r.Delivery, r.Clone = job.ID, job.Task.ID, job.Attempt, w.o.Name, seq, delivery, n
 		return w.publish(bg, &job, r)
@@ -216,6 +221,7 @@ func (w *Worker) handle(stop context.Context, spec *muster.ExecutorSpec, n int, 
 				return
 			case <-t.C:
 				_ = msg.InProgress()
+				_ = rep(Report{Kind: RepAlive, Seq: int(time.Now().UnixMilli())})
 				if why, _ := w.stale(bg, &job, me); why != "" {
 					cancel(fmt.Errorf("%w (%s)", errStale, why))
 					return
@@ -314,7 +320,7 @@ func (w *Worker) publish(ctx context.Context, job *Job, r Report) error {
 	id := fmt.Sprintf("%s.%s.%d.%d.%s.%d", job.ID, r.Worker, r.Msg, r.Delivery, r.Kind, r.Seq)
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	_, err = w.o.Conn.JS.Publish(ctx, eventSubject(token(job.Run), job.ID), data, jetstream.WithMsgID(id))
+	_, err = w.o.Conn.JS.Publish(ctx, eventSubject(token(job.Run), w.o.Name, job.ID), data, jetstream.WithMsgID(id))
 	return err
 }
 

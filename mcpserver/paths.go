@@ -21,10 +21,10 @@ func Inside(root, p string) (string, error) {
 		return "", errors.New("path holds a NUL byte")
 	}
 	for _, part := range strings.Split(filepath.ToSlash(p), "/") {
-		switch part {
-		case "..":
+		switch {
+		case part == "..":
 			return "", fmt.Errorf("%s: \"..\" is not allowed; give a path inside the repository", p)
-		case ".git":
+		case strings.EqualFold(part, ".git"):
 			return "", fmt.Errorf("%s: paths into .git are not allowed", p)
 		}
 	}
@@ -49,13 +49,34 @@ func Inside(root, p string) (string, error) {
 	if !within(realRoot, parent) {
 		return "", fmt.Errorf("%s leads outside the repository (through a symlink)", p)
 	}
+	if intoGit(realRoot, parent) {
+		return "", fmt.Errorf("%s leads into .git (through a symlink): paths into .git are not allowed", p)
+	}
 	if st, err := os.Lstat(abs); err == nil && st.Mode()&os.ModeSymlink != 0 {
 		target, err := filepath.EvalSymlinks(abs)
 		if err != nil || !within(realRoot, target) {
 			return "", fmt.Errorf("%s is a symlink that leads outside the repository", p)
 		}
+		if intoGit(realRoot, target) {
+			return "", fmt.Errorf("%s is a symlink into .git: paths into .git are not allowed", p)
+		}
 	}
 	return abs, nil
+}
+
+// intoGit reports whether the resolved path p, inside root, is or lies
+// in a .git directory (any case).
+func intoGit(root, p string) bool {
+	rel, err := filepath.Rel(root, p)
+	if err != nil {
+		return true
+	}
+	for _, part := range strings.Split(filepath.ToSlash(rel), "/") {
+		if strings.EqualFold(part, ".git") {
+			return true
+		}
+	}
+	return false
 }
 
 // existingAncestor resolves the symlinks of dir's nearest existing

@@ -10,16 +10,26 @@ import (
 func TestInside(t *testing.T) {
 	root := t.TempDir()
 	outside := t.TempDir()
-	for _, d := range []string{"sub", "sub/deep"} {
+	for _, d := range []string{"sub", "sub/deep", ".git", ".git/hooks"} {
 		if err := os.Mkdir(filepath.Join(root, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if err := os.WriteFile(filepath.Join(root, ".git/config"), nil, 0o644); err != nil {
+		t.Fatal(err)
 	}
 	for name, target := range map[string]string{
 		"out":      outside,
 		"dangling": filepath.Join(outside, "nothing"),
 		"in.md":    filepath.Join(root, "sub"),
 		"rel":      "sub",
+		// In-repository links to git's directory (issue 21, item 11): a
+		// lexical check lets them through.
+		"gitdir":    ".git",
+		"hooks":     ".git/hooks",
+		"sub/cfg":   "../.git/config",
+		"sub/abs":   filepath.Join(root, ".git"),
+		"upper.GIT": ".git",
 	} {
 		if err := os.Symlink(target, filepath.Join(root, name)); err != nil {
 			t.Fatal(err)
@@ -44,6 +54,14 @@ func TestInside(t *testing.T) {
 		{"dangling/x.md", "symlink to nothing"},
 		{".git/hooks/pre-commit", ".git"},
 		{"sub/.git/config", ".git"},
+		{"sub/.GIT/config", ".git"},
+		{"gitdir/config", ".git"},
+		{"gitdir/hooks/pre-commit", ".git"},
+		{"hooks/pre-commit", ".git"},
+		{"hooks", ".git"},
+		{"sub/cfg", ".git"},
+		{"sub/abs/config", ".git"},
+		{"upper.GIT/x", ".git"},
 	} {
 		got, err := Inside(root, c.path)
 		switch {

@@ -2,6 +2,8 @@ package mockllm
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -25,6 +27,34 @@ type Request struct {
 	API      string      `json:"api,omitempty"` // anthropic, responses, chat, gemini
 	Scenario string      `json:"scenario,omitempty"`
 	Step     int         `json:"step"` // 0-based step served (-1: none)
+	// KeyDigest is KeyDigest of the key the request carried (x-api-key,
+	// x-goog-api-key, api-key or a bearer authorization), so a test can
+	// tell which key reached the provider without the log holding it.
+	KeyDigest string `json:"key_digest,omitempty"`
+}
+
+// KeyDigest is the first 16 hex digits of the SHA-256 of key; "" for no
+// key.
+func KeyDigest(key string) string {
+	if key == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:8])
+}
+
+// requestKey is the key a request carries, whatever its API.
+func requestKey(h http.Header) string {
+	for _, k := range []string{"X-Api-Key", "X-Goog-Api-Key", "Api-Key"} {
+		if v := h.Get(k); v != "" {
+			return v
+		}
+	}
+	a := h.Get("Authorization")
+	if v, ok := strings.CutPrefix(a, "Bearer "); ok {
+		return v
+	}
+	return a
 }
 
 // MaxKept bounds the requests kept in memory; past it the oldest half is
@@ -115,7 +145,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "read body", http.StatusBadRequest)
 		return
 	}
-	rec := Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Header: redact(r.Header), Body: string(body), Step: -1}
+	rec := Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Header: redact(r.Header), Body: string(body), Step: -1, KeyDigest: KeyDigest(requestKey(r.Header))}
 	path := strings.TrimPrefix(r.URL.Path, "/v1")
 	switch {
 	case r.Method == http.MethodGet && (path == "/models" || path == "beta/models"):

@@ -10,11 +10,6 @@ import (
 	"github.com/muster-run/muster/internal/textsafe"
 )
 
-// ReasonUsageUnavailable is the Reason of the TokensUsed event muster
-// records for an invocation behind its endpoint when a response carried
-// no usage fields: the agent's numbers count then.
-const ReasonUsageUnavailable = "provider usage unavailable"
-
 // Observed is the usage of one agent clone on one task as the provider
 // reported it in the responses muster forwarded, beside what the agent
 // claimed (docs/usage.md).
@@ -71,7 +66,7 @@ func (r *Report) network(run string, events []muster.Event) {
 			o := get(e)
 			seen[key{e.Task, e.Slot()}] = true
 			o.ProviderTokens = muster.SatAdd(o.ProviderTokens, e.Credited().Tokens())
-			if e.Reason == ReasonUsageUnavailable {
+			if e.Reason == muster.UsageUnavailable {
 				o.Available = false
 			}
 		case e.Type == muster.EvTokensUsed:
@@ -96,7 +91,7 @@ func writeNetwork(w io.Writer, r *Report) error {
 		for _, o := range r.Observed {
 			prov := num(o.ProviderTokens)
 			if !o.Available {
-				prov = ReasonUsageUnavailable
+				prov = muster.UsageUnavailable
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", textsafe.Sanitize(string(o.Task)), textsafe.Sanitize(o.Clone), prov, num(o.ClaimedTokens))
 		}

@@ -20,7 +20,7 @@ func TestProviderUsageBesideClaims(t *testing.T) {
 		{Time: at(0), Type: muster.EvRunStarted, Run: "r1", Schema: 1},
 		tok("a", 1, muster.UsageProvider, "", 120),
 		tok("a", 1, muster.UsageClaim, "", 100),
-		tok("b", 2, muster.UsageProvider, report.ReasonUsageUnavailable, 0),
+		tok("b", 2, muster.UsageProvider, muster.UsageUnavailable, 0),
 		tok("b", 2, "", "", 70),
 		{Time: at(6), Type: muster.EvBlocked, Task: "a", Attempt: 1, Executor: "claude", Clone: 1, Host: "127.0.0.1", Port: 4222, Reason: "loopback"},
 		{Time: at(9), Type: muster.EvRunFinished, State: muster.RunSucceeded},

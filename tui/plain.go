@@ -37,6 +37,8 @@ func PlainLine(e muster.Event) string {
 			return ""
 		}
 		return fmt.Sprintf("%s: taken by fleet worker %s", id, textsafe.Sanitize(e.Worker+"/"+muster.Slot(e.Executor, e.WorkerClone)))
+	case muster.EvRefused:
+		return fmt.Sprintf("%s: refused a fleet report from %s on %s: %s", id, textsafe.Sanitize(e.Worker), textsafe.Sanitize(e.Subject), textsafe.Sanitize(e.Reason))
 	case muster.EvPhase:
 		switch e.Phase {
 		case "agent":

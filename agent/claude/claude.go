@@ -71,6 +71,12 @@ func buildArgs(spec *muster.ExecutorSpec, req *muster.ExecRequest, resume bool) 
 	if req.Scratch != "" {
 		args = append(args, "--add-dir", req.Scratch)
 	}
+	if req.Role == muster.RoleReviewer {
+		// The change under review may hold project settings (.claude/,
+		// .mcp.json): a reviewer loads only its own home's (muster's
+		// template) and no MCP server at all.
+		args = append(args, "--setting-sources", "user", "--strict-mcp-config")
+	}
 	if resume {
 		args = append(args, "--resume", req.SessionID)
 	}
@@ -122,6 +128,12 @@ func kindEnv(spec *muster.ExecutorSpec, req *muster.ExecRequest, home, key strin
 	if spec.BaseURL != "" {
 		// Claude Code appends /v1/messages itself.
 		env["ANTHROPIC_BASE_URL"] = strings.TrimSuffix(strings.TrimSuffix(spec.BaseURL, "/"), "/v1")
+	}
+	if req.Endpoint != nil && spec.Model != "" {
+		// Behind muster's endpoint only the executor's models pass: the
+		// CLI's background model is its model too.
+		env["ANTHROPIC_SMALL_FAST_MODEL"] = spec.Model
+		env["ANTHROPIC_DEFAULT_HAIKU_MODEL"] = spec.Model
 	}
 	if permissionMode(req) == "bypassPermissions" && root {
 		// bypassPermissions is refused for root unless the CLI is told it

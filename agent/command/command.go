@@ -13,12 +13,14 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 
 	muster "github.com/muster-run/muster"
+	"github.com/muster-run/muster/internal/agentkit"
 	"github.com/muster-run/muster/internal/proc"
 	"github.com/muster-run/muster/internal/redact"
 )
@@ -144,7 +146,10 @@ func unwrapStart(err error) error {
 // spec.Env, req.Env and the MUSTER_* variables, later ones winning.
 func Environ(spec *muster.ExecutorSpec, req *muster.ExecRequest, promptFile string) []string {
 	allow := append([]string(nil), spec.EnvAllow...)
-	if spec.APIKeyEnv != "" {
+	if spec.APIKeyEnv != "" && (req.Endpoint == nil || req.Endpoint.BaseURL == "") {
+		// Without a base_url muster cannot know the provider, so the
+		// program holds its key; behind the endpoint it holds the
+		// placeholder (endpointVars).
 		allow = append(allow, spec.APIKeyEnv)
 	}
 	vars := map[string]string{}
@@ -172,11 +177,33 @@ func Environ(spec *muster.ExecutorSpec, req *muster.ExecRequest, promptFile stri
 	for k, v := range MusterVars(req, promptFile) {
 		set(k, v)
 	}
+	for k, v := range endpointVars(spec, req) {
+		set(k, v)
+	}
 	out := make([]string, 0, len(order))
 	for _, k := range order {
 		out = append(out, k+"="+vars[k])
 	}
 	return out
+}
+
+// endpointVars point a command behind muster's model endpoint at it
+// (MUSTER_MODEL_BASE_URL, and the proxy variables) and give its
+// api_key_env the placeholder, unless env_allow lets the real key
+// through (validate warns then).
+func endpointVars(spec *muster.ExecutorSpec, req *muster.ExecRequest) map[string]string {
+	ep := req.Endpoint
+	if ep == nil {
+		return nil
+	}
+	m := agentkit.EndpointVars(ep)
+	if ep.BaseURL != "" {
+		m[muster.ModelBaseURLVar] = ep.BaseURL
+	}
+	if spec.APIKeyEnv != "" && ep.Key != "" && !slices.Contains(spec.EnvAllow, spec.APIKeyEnv) {
+		m[spec.APIKeyEnv] = ep.Key
+	}
+	return m
 }
 
 // Secrets returns the values redacted from what the program reports: the

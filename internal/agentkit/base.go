@@ -32,8 +32,16 @@ func NewBase(spec *muster.ExecutorSpec, kind muster.ExecKind) (*Base, error) {
 
 // SpecFor is the executor's spec for req: a copy whose Model is the one
 // the request asks for (a task's Model:), else the executor's own.
+// Behind muster's model endpoint (req.Endpoint) its base URL is the
+// endpoint's.
 func (b *Base) SpecFor(req *muster.ExecRequest) *muster.ExecutorSpec {
-	return WithModel(b.Spec, req)
+	spec := WithModel(b.Spec, req)
+	if req != nil && req.Endpoint != nil && req.Endpoint.BaseURL != "" && spec != nil {
+		c := *spec
+		c.BaseURL = req.Endpoint.BaseURL
+		spec = &c
+	}
+	return spec
 }
 
 // WithModel returns spec, or a copy of it with req's model when the
@@ -75,6 +83,10 @@ func (b *Base) Prepare(req *muster.ExecRequest) (*Setup, error) {
 	}
 	s := &Setup{Kind: b.Kind, Bin: bin, Home: home}
 	s.KeyName, s.Key = APIKey(b.SpecFor(req), b.Kind)
+	if s.Key != "" && req.Endpoint != nil && req.Endpoint.BaseURL != "" {
+		// muster's endpoint adds the real key; the agent never holds it.
+		s.Key = req.Endpoint.Key
+	}
 	if s.Key == "" {
 		if err := SeedLogin(b.Kind, home); err != nil {
 			return nil, StartFailure(err)

@@ -156,6 +156,9 @@ func Environ(home string, kindVars map[string]string, req *muster.ExecRequest) [
 	for k, v := range kindVars {
 		set[k] = v
 	}
+	for k, v := range EndpointVars(req.Endpoint) {
+		set[k] = v
+	}
 	if req.Spec != nil {
 		for k, v := range req.Spec.Env {
 			set[k] = v
@@ -185,6 +188,21 @@ func Environ(home string, kindVars map[string]string, req *muster.ExecRequest) [
 		out = append(out, k+"="+set[k])
 	}
 	return out
+}
+
+// EndpointVars are the variables that point an invocation's tools at
+// muster's proxy (HTTPS_PROXY, HTTP_PROXY, their lower-case forms) with
+// its own loopback left out (NO_PROXY), so its own test servers are
+// reached directly; none without an endpoint.
+func EndpointVars(ep *muster.ModelEndpoint) map[string]string {
+	if ep == nil || ep.Proxy == "" {
+		return nil
+	}
+	const local = "localhost,127.0.0.1,::1"
+	return map[string]string{
+		"HTTPS_PROXY": ep.Proxy, "HTTP_PROXY": ep.Proxy, "https_proxy": ep.Proxy, "http_proxy": ep.Proxy,
+		"ALL_PROXY": ep.Proxy, "NO_PROXY": local, "no_proxy": local,
+	}
 }
 
 func hasVendorPrefix(name string) bool {

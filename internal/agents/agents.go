@@ -16,6 +16,7 @@ import (
 	"github.com/muster-run/muster/agent/opencode"
 	"github.com/muster-run/muster/agent/pi"
 	"github.com/muster-run/muster/agent/sim"
+	"github.com/muster-run/muster/egress"
 	"github.com/muster-run/muster/engine"
 	"github.com/muster-run/muster/gate"
 )
@@ -56,7 +57,16 @@ func New(spec *muster.ExecutorSpec) (muster.Executor, error) {
 }
 
 // Crew builds every executor of cfg, plus the runner of Kind: code tasks.
+// The agents of kinds that speak HTTP to a provider run behind muster's
+// model endpoint (egress), without a run budget there; CrewWithin gives
+// it one.
 func Crew(cfg *muster.Config, runner gate.Runner) (map[string]muster.Executor, error) {
+	return CrewWithin(cfg, runner, nil)
+}
+
+// CrewWithin is Crew whose model endpoints answer 429 once ledger says
+// the run's budget is spent.
+func CrewWithin(cfg *muster.Config, runner gate.Runner, ledger *egress.Ledger) (map[string]muster.Executor, error) {
 	out := map[string]muster.Executor{engine.CodeExecutor: gate.CodeExecutor{Runner: runner}}
 	for _, spec := range cfg.Executors {
 		if spec.Fleet {
@@ -66,7 +76,7 @@ func Crew(cfg *muster.Config, runner gate.Runner) (map[string]muster.Executor, e
 		if err != nil {
 			return nil, &muster.Error{Code: muster.CodeInvalid, Message: err.Error()}
 		}
-		out[spec.Name] = withSpec(e, spec)
+		out[spec.Name] = withSpec(egress.Wrap(e, spec, cfg, ledger), spec)
 	}
 	return out, nil
 }

@@ -18,6 +18,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -445,17 +446,33 @@ func readLines(r io.Reader, fn func(string), poke func()) {
 
 // Environ returns os.Environ() without credentials (redact.IsSecret: names
 // like *_KEY, *_TOKEN, *_SECRET, *_PAT, *_DSN, *PASSWORD*, *PASSWD*,
-// *APIKEY*, and values that are URLs with user-info), unless listed in allow.
+// *APIKEY*, and values that are URLs with user-info), unless listed in
+// allow, and without the executors' key variables (SetKeyVars) whatever
+// their names, unless listed in allow.
 func Environ(allow ...string) []string {
 	var out []string
+	keys := keyVars.Load()
 	for _, kv := range os.Environ() {
 		name, value, _ := strings.Cut(kv, "=")
-		if redact.IsSecret(name, value) && !contains(allow, name) {
+		if (redact.IsSecret(name, value) || keys != nil && contains(*keys, name)) && !contains(allow, name) {
 			continue
 		}
 		out = append(out, kv)
 	}
 	return out
+}
+
+// keyVars are the variables the executors' api_key_env name.
+var keyVars atomic.Pointer[[]string]
+
+// SetKeyVars names the variables that hold an executor's API key (every
+// executor's api_key_env): Environ leaves them out of every environment
+// whose allow list does not name them, whatever they are called. The
+// command line sets them once per run, before any invocation starts;
+// each executor allows its own key only.
+func SetKeyVars(names ...string) {
+	cp := append([]string(nil), names...)
+	keyVars.Store(&cp)
 }
 
 // IsSecretName reports whether an environment variable name looks like it

@@ -109,6 +109,21 @@ func TestEnvironScrubs(t *testing.T) {
 	}
 }
 
+// An executor's key variable is scrubbed whatever its name, unless the
+// caller (that executor) allows it.
+func TestEnvironScrubsKeyVars(t *testing.T) {
+	t.Setenv("ALPHA", "a-key")
+	t.Setenv("PLAIN", "ok")
+	SetKeyVars("ALPHA")
+	t.Cleanup(func() { SetKeyVars() })
+	if env := strings.Join(Environ(), "\n"); strings.Contains(env, "ALPHA") || !strings.Contains(env, "PLAIN=ok") {
+		t.Fatalf("env:\n%s", env)
+	}
+	if env := strings.Join(Environ("ALPHA"), "\n"); !strings.Contains(env, "ALPHA=a-key") {
+		t.Fatal("the executor's own key is missing")
+	}
+}
+
 // A process that exits leaving a child that holds its output open has
 // finished: Run returns with its exit status, and the leftover is killed
 // (it would otherwise keep Run waiting for a minute).

@@ -103,7 +103,9 @@ command = ["` + claudeACP + `"]
 		case muster.EvExecutorRelease:
 			running[ev.Executor]--
 		case muster.EvTokensUsed:
-			perClone[muster.Slot(ev.Executor, ev.Clone)] += ev.InputTokens + ev.CacheReadTokens
+			if ev.Counted() { // not an agent's claim beside the provider's numbers
+				perClone[muster.Slot(ev.Executor, ev.Clone)] += ev.InputTokens + ev.CacheReadTokens
+			}
 		}
 	}
 	if peak["qwen"] != 2 || peak["claude"] != 2 {

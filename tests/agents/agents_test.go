@@ -139,11 +139,13 @@ command = ["` + codex + `"]
 		t.Errorf("%s commits on the run branch, want 2", n)
 	}
 
-	// Usage per clone, from the events muster printed.
+	// Usage per clone, from the events muster printed: what counts (the
+	// provider's, seen by muster's endpoint; the agents' claims beside it
+	// do not count).
 	perClone := map[string]int64{}
 	for _, line := range strings.Split(out.String(), "\n") {
 		var ev muster.Event
-		if json.Unmarshal([]byte(line), &ev) != nil || ev.Type != muster.EvTokensUsed {
+		if json.Unmarshal([]byte(line), &ev) != nil || !ev.Counted() {
 			continue
 		}
 		perClone[muster.Slot(ev.Executor, ev.Clone)] += ev.InputTokens + ev.CacheReadTokens

@@ -165,7 +165,9 @@ func (r *Recorder) Of(typ string) []muster.Record {
 func (r *Recorder) Usage() muster.Usage {
 	var u muster.Usage
 	for _, rec := range r.Of(muster.RecUsage) {
-		u.Add(rec.Usage)
+		if rec.Source != muster.UsageClaim { // an agent's claim beside the provider's numbers
+			u.Add(rec.Usage)
+		}
 	}
 	return u
 }
@@ -242,14 +244,22 @@ func Script() *mockllm.Script {
 		write("create", map[string]any{"path": "{{cwd}}/hello.txt", "file_text": "hello\n"}),
 		write("write_file", map[string]any{"path": "hello.txt", "content": "hello\n"}),
 		write("write", map[string]any{"path": "hello.txt", "content": "hello\n"}),
+		{Steps: []mockllm.Step{{Tools: []mockllm.ToolCall{{Name: "Bash", Input: map[string]any{"command": leak, "description": "leak"}}}}, {Text: "Done."}}},
+		{Steps: []mockllm.Step{{Tools: []mockllm.ToolCall{{Name: "exec_command", Input: map[string]any{"cmd": leak}}}}, {Text: "Done."}}},
 	}
 	names := []string{"claude-write", "codex-write", "gemini-write", "opencode-write", "review", "auth", "ratelimit", "slow",
-		"claude-shell", "codex-shell", "opencode-shell", "gemini-shell", "copilot-write", "http-write", "pi-write"}
+		"claude-shell", "codex-shell", "opencode-shell", "gemini-shell", "copilot-write", "http-write", "pi-write",
+		"claude-leak", "codex-leak"}
 	for i := range sc {
 		sc[i].Name = names[i]
 	}
 	return &mockllm.Script{Scenarios: sc}
 }
+
+// leak is the attack of issue 22 as a shell tool call: the agent writes
+// its key variables and its whole environment into its worktree, where
+// they would be committed with its change.
+const leak = `printf '%s|%s|%s' "$ANTHROPIC_API_KEY" "$OPENAI_API_KEY" "$MUSTER_IT_CODEX_KEY" > key.txt; env > env.txt`
 
 // NoSecret fails the test when secret appears in any record, in the
 // result's tail, or in any file under dirs.

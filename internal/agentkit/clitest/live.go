@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/mockllm"
 	"github.com/muster-run/muster/mockllm/mockllmtest"
 )
 
@@ -28,6 +29,9 @@ type LiveConfig struct {
 	// read, its repository.
 	// The test binary must then handle muster.ConfineCommand.
 	Launcher string
+	// Wrap, when set, wraps the adapter (muster's model endpoint:
+	// egress.Wrap), as the command line does.
+	Wrap func(muster.Executor, *muster.ExecutorSpec) muster.Executor
 }
 
 // Live is an adapter under test that drives the installed CLI against the
@@ -41,6 +45,8 @@ type Live struct {
 	// NoSession says the kind has no agent session (muster's HTTP agent):
 	// Write does not ask for one.
 	NoSession bool
+	// Mock is the mock model server.
+	Mock *mockllm.Server
 	// Req, Res and Rec are the first invocation's, set by Write.
 	Req *muster.ExecRequest
 	Res *muster.ExecResult
@@ -61,7 +67,11 @@ func StartLive[E muster.Executor](t *testing.T, newExec func(*muster.ExecutorSpe
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Live{Exec: e, Spec: &spec, Key: cfg.Key, Launcher: cfg.Launcher}
+	var exec muster.Executor = e
+	if cfg.Wrap != nil {
+		exec = cfg.Wrap(exec, &spec)
+	}
+	return &Live{Exec: exec, Spec: &spec, Key: cfg.Key, Launcher: cfg.Launcher, Mock: srv}
 }
 
 // Write runs the coder's first invocation with write authority in a fresh
@@ -193,4 +203,17 @@ func (l *Live) confine(t *testing.T, req *muster.ExecRequest) {
 	if req.Authority != muster.AuthorityRead {
 		req.Confine.Writable = append(req.Confine.Writable, req.Dir)
 	}
+}
+
+// Run runs one invocation with authority auth playing scenario in a fresh
+// repository, failing the test on an error, and returns it.
+func (l *Live) Run(t *testing.T, auth muster.Authority, scenario string) (*muster.ExecRequest, *muster.ExecResult, *Recorder) {
+	t.Helper()
+	if l.Req == nil {
+		l.Req = Request(t, l.Spec, muster.RoleCoder, auth, "")
+	}
+	req := l.inRepo(t, auth, scenario)
+	rec := &Recorder{}
+	res := l.execute(t, req, rec)
+	return req, res, rec
 }

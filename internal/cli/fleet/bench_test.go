@@ -60,7 +60,7 @@ func BenchmarkDispatch(b *testing.B) {
 					b.Fatal(err)
 				}
 				defer srv.Close()
-				wc, err := fleet.Connect(ctx, srv.URL(), "bench worker", fleet.Auth{})
+				wc, err := fleet.Connect(ctx, srv.URL(), "bench worker", fleet.Auth{Creds: issue(b, srv, dir, "bw", fleet.UserOptions{Executors: []string{"x"}})}, false)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -75,7 +75,7 @@ func BenchmarkDispatch(b *testing.B) {
 				done := make(chan struct{})
 				go func() { _ = w.Run(wctx); close(done) }()
 				defer func() { stop(); <-done }()
-				oc, err := fleet.Connect(ctx, srv.URL(), "bench run", fleet.Auth{})
+				oc, err := fleet.Connect(ctx, srv.URL(), "bench run", fleet.Auth{Creds: issue(b, srv, dir, "run", fleet.UserOptions{Orchestrator: true})}, true)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -99,6 +99,19 @@ func BenchmarkDispatch(b *testing.B) {
 			})
 		})
 	}
+}
+
+// issue writes credentials of srv's fleet into dir.
+func issue(b *testing.B, srv *fleet.Server, dir, name string, o fleet.UserOptions) string {
+	c, err := srv.Keys().Issue(name, o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := filepath.Join(dir, name+".creds")
+	if err := os.WriteFile(p, c, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	return p
 }
 
 // benchRuns runs b.N runs of n zero-work tasks on one clone and reports

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -60,6 +61,9 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	e.srv, e.url = srv, srv.URL()
+	// The orchestrator's credentials for every muster the test starts
+	// (a worker's --creds wins over them).
+	e.vars = append(e.vars, "MUSTER_NATS_CREDS="+e.creds("orchestrator", fleet.UserOptions{Orchestrator: true}))
 	t.Cleanup(func() {
 		if t.Failed() {
 			logs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
@@ -144,15 +148,36 @@ func (e *env) log(name string) string {
 	return string(b)
 }
 
-// worker starts `muster worker` with config toml and waits until it is
-// registered.
+// creds issues credentials of the test's fleet and returns their file.
+func (e *env) creds(name string, o fleet.UserOptions) string {
+	e.t.Helper()
+	b, err := e.srv.Keys().Issue(name, o)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	p := filepath.Join(e.dir, name+".creds")
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		e.t.Fatal(err)
+	}
+	return p
+}
+
+var executorTable = regexp.MustCompile(`(?m)^\[executors\.([^\]]+)\]`)
+
+// worker starts `muster worker` with config toml, and credentials that
+// name its executors, and waits until it is registered.
 func (e *env) worker(name, toml string) *exec.Cmd {
 	e.t.Helper()
 	cfg := filepath.Join(e.dir, name+".toml")
 	if err := os.WriteFile(cfg, []byte(toml), 0o644); err != nil {
 		e.t.Fatal(err)
 	}
-	c := e.start(e.dir, name+".log", "worker", "--nats", e.url, "--config", cfg, "--name", name, "--dir", filepath.Join(e.dir, "w-"+name))
+	var execs []string
+	for _, m := range executorTable.FindAllStringSubmatch(toml, -1) {
+		execs = append(execs, m[1])
+	}
+	creds := e.creds(name, fleet.UserOptions{Executors: execs})
+	c := e.start(e.dir, name+".log", "worker", "--nats", e.url, "--creds", creds, "--config", cfg, "--dir", filepath.Join(e.dir, "w-"+name))
 	e.waitFor(20*time.Second, func() bool { return e.registered(name) }, "worker "+name+" registers\n"+e.log(name+".log"))
 	return c
 }

@@ -30,7 +30,7 @@ func NewCmd(io *cmdutil.IOStreams) *cobra.Command {
 JetStream server. muster fleet serve runs one; any NATS server 2.11+ with
 JetStream works as well. See docs/fleet.md.`,
 	}
-	cmd.AddCommand(newServe(io), newStatus(io))
+	cmd.AddCommand(newServe(io), newStatus(io), newCredentials(io))
 	return cmd
 }
 
@@ -72,10 +72,12 @@ func newServe(io *cmdutil.IOStreams) *cobra.Command {
 		Use:   "serve",
 		Short: "Run the fleet's NATS JetStream server in the foreground",
 		Long: `Run a NATS server with JetStream in the foreground until SIGINT or SIGTERM.
-Credentials come from the environment (MUSTER_NATS_USER and MUSTER_NATS_PASSWORD)
-or from [fleet] in the config (user and password_env, nkeys); TLS from [fleet]
-tls_cert and tls_key (and tls_ca to require client certificates). Serving
-beyond loopback without credentials is refused.`,
+The server runs NATS's decentralized authentication: on first start it creates
+an operator and an account in --store (keys/, mode 0600), and admits only
+clients holding credentials that account signed (muster fleet credentials).
+JetStream syncs every write to disk before it acknowledges it. TLS comes from
+[fleet] tls_cert and tls_key (and tls_ca to require client certificates), or
+MUSTER_NATS_CERT, MUSTER_NATS_KEY and MUSTER_NATS_CA (the environment wins).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := LoadConfig(cfgFile)
@@ -89,20 +91,13 @@ beyond loopback without credentials is refused.`,
 				}
 				store = filepath.Join(d, "fleet")
 			}
-			a := fleet.AuthFrom(cfg)
-			o := fleet.ServeOptions{Listen: listen, Store: store, Nkeys: cfg.Fleet.Nkeys,
-				TLSCert: a.Cert, TLSKey: a.Key, TLSCA: a.CA}
-			if a.User != "" {
-				if a.Password == "" {
-					return cmdutil.Invalid("fleet user %q has no password: set %s (or [fleet] password_env)", a.User, fleet.EnvPassword)
-				}
-				o.Users = map[string]string{a.User: a.Password}
-			}
-			srv, err := fleet.Serve(o)
+			a := fleet.AuthFrom(cfg, "")
+			srv, err := fleet.Serve(fleet.ServeOptions{Listen: listen, Store: store, TLSCert: a.Cert, TLSKey: a.Key, TLSCA: a.CA})
 			if err != nil {
 				return err
 			}
 			fmt.Fprintf(io.ErrOut, "fleet: serving NATS with JetStream at %s (store %s); stop with Ctrl-C\n", srv.URL(), store)
+			fmt.Fprintf(io.ErrOut, "fleet: issue credentials with: muster fleet credentials NAME --store %s -o NAME.creds\n", store)
 			<-cmd.Context().Done()
 			srv.Close()
 			fmt.Fprintln(io.ErrOut, "fleet: stopped")
@@ -135,7 +130,7 @@ type executorJSON struct {
 }
 
 func newStatus(io *cmdutil.IOStreams) *cobra.Command {
-	var url, cfgFile string
+	var url, cfgFile, creds string
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "status",
@@ -149,11 +144,16 @@ func newStatus(io *cmdutil.IOStreams) *cobra.Command {
 			if url == "" {
 				url = cfg.Fleet.NATS
 			}
-			conn, err := fleet.Connect(cmd.Context(), url, "muster fleet status", fleet.AuthFrom(cfg))
+			conn, err := fleet.Connect(cmd.Context(), url, "muster fleet status", fleet.AuthFrom(cfg, creds), false)
 			if err != nil {
 				return err
 			}
 			defer conn.Close()
+			if si, ok := conn.Info(cmd.Context()); !ok {
+				fmt.Fprintln(io.ErrOut, "warning: cannot confirm that the fleet's server syncs every JetStream write (not muster fleet serve?): set jetstream { sync_interval: always } in its config (docs/fleet.md)")
+			} else if !si.SyncAlways {
+				fmt.Fprintln(io.ErrOut, "warning: the fleet's server does not sync every JetStream write: a power failure can lose acknowledged messages (docs/fleet.md)")
+			}
 			ws, err := conn.ListWorkers(cmd.Context())
 			if err != nil {
 				return cmdutil.Env("fleet status: %v", err)
@@ -167,6 +167,7 @@ func newStatus(io *cmdutil.IOStreams) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&url, "nats", "", "the fleet's server, nats://HOST:PORT (default: [fleet] nats)")
+	cmd.Flags().StringVar(&creds, "creds", "", "credentials file (default: [fleet] creds, or $MUSTER_NATS_CREDS)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.Flags().StringVar(&cfgFile, "config", "", "config file with a [fleet] table (default: muster.toml of the repository here, if any)")
 	return cmd
@@ -194,7 +195,7 @@ func toJSON(ws []fleet.WorkerInfo, now time.Time) statusJSON {
 
 func printStatus(w io.Writer, ws []fleet.WorkerInfo, now time.Time) {
 	if len(ws) == 0 {
-		fmt.Fprintln(w, "no workers (start one with: muster worker --nats URL)")
+		fmt.Fprintln(w, "no workers (start one with: muster worker --nats URL --creds FILE)")
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/muster-run/muster/fleet"
 )
 
 // agentScript is the coder of the fleet tests. Tasks named in SLOW
@@ -128,6 +130,9 @@ func TestWorkerRegistration(t *testing.T) {
 // unreachable server are refused with the contract's exit codes.
 func TestFleetInputErrors(t *testing.T) {
 	e := newEnv(t)
+	wc := e.creds("w1", fleet.UserOptions{Executors: []string{"sh"}})
+	other := e.write("other.toml", "[executors.codex]\nkind = \"codex\"\n")
+	old := e.write("old.toml", "[fleet]\nuser = \"muster\"\npassword_env = \"PW\"\n")
 	for _, c := range []struct {
 		args []string
 		code int
@@ -137,8 +142,13 @@ func TestFleetInputErrors(t *testing.T) {
 		{[]string{"worker", "--nats", "nats://u:secret@127.0.0.1:1", "--name", "x"}, 2, "no credentials in the URL"},
 		{[]string{"fleet", "status"}, 2, "no NATS URL"},
 		{[]string{"fleet", "status", "--nats", "nats://127.0.0.1:1"}, 3, "connect to the fleet"},
-		{[]string{"fleet", "serve", "--listen", "0.0.0.0:0", "--store", filepath.Join(e.dir, "s")}, 2, "not a loopback address"},
-		{[]string{"worker", "--nats", e.url, "--name", "bad name"}, 2, "--name"},
+		{[]string{"worker", "--nats", e.url}, 2, "not a worker's credentials"},
+		{[]string{"worker", "--nats", e.url, "--creds", wc, "--name", "w2"}, 2, `the worker's name is its credential's, "w1"`},
+		{[]string{"worker", "--nats", e.url, "--creds", wc, "--config", other}, 2, "executor codex: the credentials of w1 do not name it"},
+		{[]string{"worker", "--nats", e.url, "--creds", filepath.Join(e.dir, "none.creds")}, 2, "none.creds"},
+		{[]string{"fleet", "status", "--nats", e.url, "--config", old}, 2, "muster fleet credentials"},
+		{[]string{"fleet", "credentials", "w3", "--store", filepath.Join(e.dir, "st"), "-o", filepath.Join(e.dir, "w3.creds")}, 2, "--executor"},
+		{[]string{"fleet", "credentials", "--revoke", "nobody", "--store", filepath.Join(e.dir, "st")}, 2, "no fleet keys"},
 	} {
 		code, _, errs := e.run(e.dir, 30*time.Second, c.args...)
 		if code != c.code || !strings.Contains(errs, c.msg) {

@@ -74,44 +74,70 @@ Gate: echo built > r.gen
 Owns: o.txt
 `
 
-// TestFleetRefusesForeignResults: a client of the fleet that does not
-// hold a job forges a claim (of another message) and a result for it;
-// both are refused and the task's commit is the real worker's. A worker
-// whose change touches paths outside Owns is refused as a local agent
-// would be: the task fails with a boundary violation and nothing of it
-// lands.
+// TestFleetRefusesForeignResults: a holder of valid worker credentials
+// (for the same executor, doing other work) learns of a job another
+// worker holds, and forges a claim of that job's own message with a
+// higher delivery, a result under its own name, and one that names the
+// real worker; the server refuses its publishing on the real worker's
+// subject; the orchestrator refuses the rest and journals each as
+// Refused, and the task's commit is the real worker's. A worker whose
+// change touches paths outside Owns is refused as a local agent would
+// be: the task fails with a boundary violation and nothing of it lands.
 func TestFleetRefusesForeignResults(t *testing.T) {
 	e := newEnv(t)
 	e.initRepo(map[string]string{"agent.sh": agentScript})
 	plan := e.write("plan.md", refusePlan)
 	e.worker("w1", fmt.Sprintf(workerToml, 2))
 
-	rogue, err := fleet.Connect(context.Background(), e.url, "rogue", fleet.Auth{})
+	// The watcher (the orchestrator's credentials) tells the rogue what
+	// it could not read itself.
+	watcher, err := fleet.Connect(context.Background(), e.url, "watcher", fleet.Auth{Creds: filepath.Join(e.dir, "orchestrator.creds")}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watcher.Close()
+	rogue, err := fleet.Connect(context.Background(), e.url, "rogue", fleet.Auth{Creds: e.creds("rogue", fleet.UserOptions{Executors: []string{"sh"}})}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rogue.Close()
+	if _, err := rogue.NC.Subscribe("muster.ev.>", func(*nats.Msg) {}); err == nil {
+		_ = rogue.NC.Flush()
+		if rogue.NC.LastError() == nil {
+			t.Error("a worker subscribed to every worker's reports")
+		}
+	}
 	var mu sync.Mutex
-	forged := 0
-	sub, err := rogue.NC.Subscribe("muster.ev.>", func(m *nats.Msg) {
+	forged, denied := 0, 0
+	sub, err := watcher.NC.Subscribe("muster.ev.>", func(m *nats.Msg) {
 		var r fleet.Report
-		if json.Unmarshal(m.Data, &r) != nil || r.Kind != fleet.RepClaim || r.Task != "r" || r.Worker == "rogue" {
+		if json.Unmarshal(m.Data, &r) != nil || r.Kind != fleet.RepClaim || r.Task != "r" || r.Worker != "w1" {
 			return
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
+		own := strings.Replace(m.Subject, ".w1.", ".rogue.", 1)
 		claim := r
-		claim.Worker, claim.Msg, claim.Delivery = "rogue", r.Msg+1000, 9
+		claim.Worker, claim.Delivery = "rogue", r.Delivery+8
 		result := r
-		result.Kind, result.Worker, result.Commit, result.Bundle = fleet.RepResult, "rogue", strings.Repeat("a", 40), "refuse/r/"+r.Job+".1.1"
-		result.Exec = nil
-		for _, f := range []fleet.Report{claim, result} {
+		result.Kind, result.Worker, result.Delivery, result.Commit, result.Bundle = fleet.RepResult, "rogue", r.Delivery+8, strings.Repeat("a", 40), "refuse/r/"+r.Job+".1.1"
+		posing := result
+		posing.Worker, posing.Delivery = "w1", r.Delivery
+		for i, f := range []fleet.Report{claim, result, posing} {
 			b, _ := json.Marshal(f)
-			if _, err := rogue.JS.Publish(ctx, m.Subject, b, jetstream.WithMsgID("forged-"+string(f.Kind))); err == nil {
+			if _, err := rogue.JS.Publish(ctx, own, b, jetstream.WithMsgID(fmt.Sprintf("forged-%d", i))); err == nil {
 				mu.Lock()
 				forged++
 				mu.Unlock()
 			}
+		}
+		b, _ := json.Marshal(posing)
+		short, cancel2 := context.WithTimeout(context.Background(), time.Second)
+		defer cancel2()
+		if _, err := rogue.JS.Publish(short, m.Subject, b, jetstream.WithMsgID("forged-w1")); err != nil {
+			mu.Lock()
+			denied++
+			mu.Unlock()
 		}
 	})
 	if err != nil {
@@ -124,8 +150,8 @@ func TestFleetRefusesForeignResults(t *testing.T) {
 		t.Fatalf("run: exit %d, want 1 (o fails)\n%s", code, errs)
 	}
 	mu.Lock()
-	if forged != 2 {
-		t.Fatalf("the forger sent %d reports, want 2", forged)
+	if forged != 3 || denied != 1 {
+		t.Fatalf("the forger sent %d reports on its own subject (want 3) and was denied %d on w1's (want 1)", forged, denied)
 	}
 	mu.Unlock()
 	st := e.runStatus()
@@ -162,10 +188,21 @@ func TestFleetRefusesForeignResults(t *testing.T) {
 	if code, out, _ := e.run(e.repo, 30*time.Second, "status", "refuse"); code != 0 || !regexp.MustCompile(`r\s+w1/sh#[12]`).MatchString(out) {
 		t.Errorf("status does not show w1/sh#N for r:\n%s", out)
 	}
+	refused := 0
 	for _, ev := range e.journal("refuse") {
+		if ev["type"] == "Refused" {
+			refused++
+			if ev["worker"] != "rogue" || ev["task"] != "r" || !strings.Contains(ev["subject"].(string), ".rogue.") {
+				t.Errorf("Refused names the sender and its subject: %v", ev)
+			}
+			continue
+		}
 		if ev["worker"] == "rogue" {
 			t.Errorf("journal took the forger: %v", ev)
 		}
+	}
+	if refused != 3 {
+		t.Errorf("%d Refused events, want 3 (the claim, the result, the posing result)", refused)
 	}
 }
 
@@ -239,12 +276,16 @@ func TestWorkerDropsOrphanedJobs(t *testing.T) {
 // TestFleetReviewRound: reviewers served by the fleet get the change
 // (the coder's worktree as a commit, and the diff); a major finding sends
 // the task back to the remote coder with the finding in its prompt, on the
-// state of its first round; the second review approves.
+// state of its first round; the second review approves. The reviewer
+// never runs on the worker that made the change, though it serves the
+// reviewer's executor too.
 func TestFleetReviewRound(t *testing.T) {
 	e := newEnv(t)
 	e.initRepo(map[string]string{"agent.sh": agentScript, "review.sh": reviewScript})
 	plan := e.write("plan.md", "# Plan: review\n\n## [ ] q: Q, reviewed\nOwns: q.txt\n")
-	e.worker("w1", fmt.Sprintf(workerToml, 1)+"\n[executors.rv]\nkind = \"command\"\ncommand = [\"./review.sh\"]\nroles = [\"reviewer\"]\n")
+	rv := "\n[executors.rv]\nkind = \"command\"\ncommand = [\"./review.sh\"]\nroles = [\"reviewer\"]\n"
+	e.worker("w1", fmt.Sprintf(workerToml, 1)+rv)
+	e.worker("w2", "[fleet]\nlease = \"2s\"\n"+rv)
 	code, _, errs := e.run(e.repo, 90*time.Second, "run", plan, "--nats", e.url, "--plain", "--run-id", "review")
 	if code != 0 {
 		t.Fatalf("run: exit %d\n%s", code, errs)
@@ -261,8 +302,11 @@ func TestFleetReviewRound(t *testing.T) {
 	}
 	reviewerOnFleet := false
 	for _, x := range ev {
-		if x["type"] == "WorkerAssigned" && x["role"] == "reviewer" && x["worker"] == "w1" {
+		if x["type"] == "WorkerAssigned" && x["role"] == "reviewer" {
 			reviewerOnFleet = true
+			if x["worker"] != "w2" {
+				t.Errorf("the reviewer ran on %v, where the change was made", x["worker"])
+			}
 		}
 	}
 	if !reviewerOnFleet {

@@ -12,6 +12,7 @@ import (
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/engine"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
+	"github.com/muster-run/muster/internal/cli/preflight"
 	"github.com/muster-run/muster/internal/cli/runner"
 	"github.com/muster-run/muster/internal/owns"
 	"github.com/muster-run/muster/internal/textsafe"
@@ -205,13 +206,13 @@ func (p *publisher) reopen(st *engine.State, byTask map[muster.TaskID][]item) []
 // run left unfinished by an earlier pass (killed mid-way) is finished
 // first, without new feedback.
 func (p *publisher) resume(ctx context.Context, io *cmdutil.IOStreams, fo *FollowOptions, reopen []muster.Event) error {
-	f := &runner.Flags{Repo: p.o.RepoDir, Reopen: reopen}
+	f := &preflight.Flags{Repo: p.o.RepoDir}
 	if fo.BudgetUSD > 0 {
 		// --budget-usd is what the follow-ups may spend on top of what
 		// the run spent: the run's new total limit.
 		f.BudgetUSD = float64(p.fold.Usage.CostMicros)/1e6 + fo.BudgetUSD
 	}
-	s, err := runner.Resume(ctx, io, p.id, f)
+	s, err := runner.ResumeReopening(ctx, io, p.id, f, reopen)
 	if err != nil {
 		return err
 	}
@@ -284,7 +285,7 @@ func finishPass(ctx context.Context, io *cmdutil.IOStreams, o *Options) error {
 		return nil
 	}
 	fmt.Fprintf(io.ErrOut, "run %s: an earlier follow-up pass did not end: finishing it first\n", id)
-	s, err := runner.Resume(ctx, io, id, &runner.Flags{Repo: o.RepoDir})
+	s, err := runner.Resume(ctx, io, id, &preflight.Flags{Repo: o.RepoDir})
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/muster-run/muster/fleet"
 	"github.com/muster-run/muster/git"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
+	"github.com/muster-run/muster/internal/cli/preflight"
 )
 
 var _ fleet.Local = git.Bundles{}
@@ -20,6 +21,8 @@ type fleetCrew struct {
 	conn  *fleet.Conn
 	specs []*muster.ExecutorSpec
 	lease time.Duration
+	// trustGates: [fleet] trust_worker_gates.
+	trustGates bool
 }
 
 // joinFleet connects to the fleet (--nats, else [fleet] nats) and adds
@@ -27,7 +30,7 @@ type fleetCrew struct {
 // executor of the same name keeps it. Executors a journaled config
 // recorded as the fleet's are dropped first: the fleet of now counts.
 // It returns nil when the run has no fleet.
-func joinFleet(ctx context.Context, io *cmdutil.IOStreams, cfg *muster.Config, f *Flags) (*fleetCrew, error) {
+func joinFleet(ctx context.Context, io *cmdutil.IOStreams, cfg *muster.Config, f *preflight.Flags) (*fleetCrew, error) {
 	kept := cfg.Executors[:0:0]
 	for _, e := range cfg.Executors {
 		if !e.Fleet {
@@ -45,7 +48,7 @@ func joinFleet(ctx context.Context, io *cmdutil.IOStreams, cfg *muster.Config, f
 	if err := fleet.CheckURL(url); err != nil {
 		return nil, &cmdutil.FlagError{Err: err}
 	}
-	conn, err := fleet.Connect(ctx, url, "muster run", fleet.AuthFrom(cfg))
+	conn, err := fleet.Connect(ctx, url, "muster run", fleet.AuthFrom(cfg, f.Creds), true)
 	if err != nil {
 		return nil, err
 	}
@@ -54,7 +57,7 @@ func joinFleet(ctx context.Context, io *cmdutil.IOStreams, cfg *muster.Config, f
 		conn.Close()
 		return nil, cmdutil.Env("fleet at %s: %v", url, err)
 	}
-	fc := &fleetCrew{conn: conn, lease: fleet.Lease(workers)}
+	fc := &fleetCrew{conn: conn, lease: fleet.Lease(workers), trustGates: cfg.Fleet.TrustWorkerGates}
 	for _, s := range fleet.Crew(workers) {
 		if local := cfg.Executor(s.Name); local != nil {
 			fmt.Fprintf(io.ErrOut, "warning: executor %s is local and the fleet's: the local one runs it\n", s.Name)
@@ -78,7 +81,7 @@ func (fc *fleetCrew) dispatch(ctx context.Context, runID, top, base, runDir stri
 	if err != nil {
 		return nil, nil, cmdutil.Env("fleet: %v", err)
 	}
-	d, err := fleet.Open(ctx, fc.conn, fleet.DispatchOptions{Run: runID, Repo: root, Local: git.Bundles{}, Scratch: filepath.Join(runDir, "fleet"), Lease: fc.lease})
+	d, err := fleet.Open(ctx, fc.conn, fleet.DispatchOptions{Run: runID, Repo: root, Local: git.Bundles{}, Scratch: filepath.Join(runDir, "fleet"), Lease: fc.lease, TrustGates: fc.trustGates})
 	if err != nil {
 		return nil, nil, cmdutil.Env("%v", err)
 	}

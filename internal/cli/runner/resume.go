@@ -9,12 +9,20 @@ import (
 	"github.com/muster-run/muster/config"
 	"github.com/muster-run/muster/engine"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
+	"github.com/muster-run/muster/internal/cli/preflight"
 	"github.com/muster-run/muster/planfile"
 )
 
 // Resume finishes an interrupted or failed run: every task that has not
 // succeeded runs again, with the flags given now.
-func Resume(ctx context.Context, io *cmdutil.IOStreams, runID string, f *Flags) (*Session, error) {
+func Resume(ctx context.Context, io *cmdutil.IOStreams, runID string, f *preflight.Flags) (*Session, error) {
+	return ResumeReopening(ctx, io, runID, f, nil)
+}
+
+// ResumeReopening is Resume that also reopens succeeded tasks with
+// feedback (TaskReopened events: muster pr --follow), even on a run
+// where every task succeeded.
+func ResumeReopening(ctx context.Context, io *cmdutil.IOStreams, runID string, f *preflight.Flags, reopen []muster.Event) (*Session, error) {
 	repo, err := cmdutil.OpenRepo(ctx, f.Repo)
 	if err != nil {
 		return nil, err
@@ -44,13 +52,13 @@ func Resume(ctx context.Context, io *cmdutil.IOStreams, runID string, f *Flags) 
 	} else if cfg == nil {
 		cfg = &muster.Config{}
 	} else {
-		restoreSecrets(cfg)
+		preflight.RestoreSecrets(cfg)
 	}
-	if err := ApplyFlags(cfg, f); err != nil {
+	if err := preflight.ApplyFlags(cfg, f); err != nil {
 		return nil, err
 	}
 	var fc *fleetCrew
-	done := allSucceeded(st) && len(f.Reopen) == 0
+	done := allSucceeded(st) && len(reopen) == 0
 	if !done {
 		if fc, err = joinFleet(ctx, io, cfg, f); err != nil {
 			return nil, err
@@ -69,7 +77,7 @@ func Resume(ctx context.Context, io *cmdutil.IOStreams, runID string, f *Flags) 
 	plan := &muster.Plan{Source: events[0].Plan}
 	// The tasks come from the journal; the brief from the run's copy of
 	// the plan.
-	if p := PlanCopy(repo.RunDir(id)); p != "" {
+	if p := cmdutil.PlanCopy(repo.RunDir(id)); p != "" {
 		pl, err := planfile.Load(p)
 		if err != nil {
 			fmt.Fprintf(io.ErrOut, "warning: the run's copy of the plan does not load, so prompts go without its brief: %v\n", err)
@@ -77,7 +85,7 @@ func Resume(ctx context.Context, io *cmdutil.IOStreams, runID string, f *Flags) 
 			plan.Brief, plan.Title = pl.Brief, pl.Title
 		}
 	}
-	s := &Session{IO: io, Repo: repo, Flags: f, Config: cfg, Plan: plan, RunID: id, Resume: true, Events: events, Base: st.Base, fleet: fc}
+	s := &Session{IO: io, Repo: repo, Flags: f, Config: cfg, Plan: plan, RunID: id, Resume: true, Events: events, Reopen: reopen, Base: st.Base, fleet: fc}
 	err = s.Drive(ctx)
 	if errors.Is(err, errEndedMeanwhile) {
 		fmt.Fprintf(io.ErrOut, "run %s: every task succeeded already; nothing to do\n", id)

@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -18,19 +19,19 @@ import (
 	clifleet "github.com/muster-run/muster/internal/cli/fleet"
 )
 
-var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]*$`)
-
 // NewCmd returns muster worker.
 func NewCmd(io *cmdutil.IOStreams, version string) *cobra.Command {
-	var url, cfgFile, name, dir string
+	var url, cfgFile, name, dir, creds string
 	cmd := &cobra.Command{
-		Use:   "worker --nats URL",
+		Use:   "worker --nats URL --creds FILE",
 		Short: "Serve this host's executors to a fleet",
 		Long: `Join a fleet and serve the executors of this host's config (its own agent CLIs,
 credentials and clones) until SIGINT or SIGTERM; then hand back what it holds,
 so that no task is lost. The config's [gates] are ignored: gates come from the
 run. Clones are kept under --dir (default: muster's cache directory, fleet/).
-Credentials come from the environment or [fleet] (see docs/fleet.md).`,
+Its identity is its credentials file (--creds, [fleet] creds or
+$MUSTER_NATS_CREDS; muster fleet credentials issues it): the worker's name is
+the credential's name, and it serves only the executors the credential names.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := clifleet.LoadConfig(cfgFile)
@@ -40,16 +41,24 @@ Credentials come from the environment or [fleet] (see docs/fleet.md).`,
 			if url == "" {
 				url = cfg.Fleet.NATS
 			}
-			if name == "" {
-				h, err := os.Hostname()
-				if err != nil {
-					return cmdutil.FlagErrorf("no --name and no host name: %v", err)
-				}
-				name = h
+			if err := fleet.CheckURL(url); err != nil {
+				return &cmdutil.FlagError{Err: err}
 			}
-			if !namePattern.MatchString(name) {
-				return cmdutil.FlagErrorf("--name %q: use letters, digits, '_' and '-'", name)
+			auth := fleet.AuthFrom(cfg, creds)
+			if auth.Creds == "" {
+				return cmdutil.FlagErrorf("no credentials: pass --creds FILE (issue it with muster fleet credentials NAME --executor E -o FILE, see docs/fleet.md)")
 			}
+			id, err := fleet.ReadIdentity(auth.Creds)
+			if err != nil {
+				return err
+			}
+			if id.Orchestrator || !fleet.NamePattern.MatchString(id.Name) {
+				return cmdutil.FlagErrorf("%s: not a worker's credentials (issue them with muster fleet credentials NAME --executor E)", auth.Creds)
+			}
+			if name != "" && name != id.Name {
+				return cmdutil.FlagErrorf("--name %q: the worker's name is its credential's, %q", name, id.Name)
+			}
+			name = id.Name
 			if dir == "" {
 				c, err := os.UserCacheDir()
 				if err != nil {
@@ -67,13 +76,16 @@ Credentials come from the environment or [fleet] (see docs/fleet.md).`,
 				if s.Fleet {
 					continue
 				}
+				if !slices.Contains(id.Executors, s.Name) {
+					return cmdutil.FlagErrorf("executor %s: the credentials of %s do not name it (they name: %s); issue them again with --executor %s", s.Name, name, strings.Join(id.Executors, ", "), s.Name)
+				}
 				e, err := agents.New(s)
 				if err != nil {
 					return &muster.Error{Code: muster.CodeInvalid, Message: err.Error()}
 				}
 				execs[s.Name], specs = e, append(specs, s)
 			}
-			conn, err := fleet.Connect(cmd.Context(), url, "muster worker "+name, fleet.AuthFrom(cfg))
+			conn, err := fleet.Connect(cmd.Context(), url, "muster worker "+name, auth, false)
 			if err != nil {
 				return err
 			}
@@ -95,7 +107,8 @@ Credentials come from the environment or [fleet] (see docs/fleet.md).`,
 	fs := cmd.Flags()
 	fs.StringVar(&url, "nats", "", "the fleet's server, nats://HOST:PORT (default: [fleet] nats)")
 	fs.StringVar(&cfgFile, "config", "", "config file with the executors to serve (default: muster.toml of the repository here, if any)")
-	fs.StringVar(&name, "name", "", "the worker's name (default: the host name)")
+	fs.StringVar(&name, "name", "", "the worker's name: must be its credential's (the default)")
+	fs.StringVar(&creds, "creds", "", "the worker's credentials file (default: [fleet] creds, or $MUSTER_NATS_CREDS)")
 	fs.StringVar(&dir, "dir", "", "where the worker keeps its clones (default: muster's cache directory, fleet/)")
 	return cmd
 }

@@ -1,0 +1,166 @@
+package egress
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+
+	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/internal/agentkit"
+)
+
+// Executor puts the invocations of an executor behind muster's model
+// endpoint and proxy: each invocation gets a server of its own on a
+// fresh listener, the agent gets its URL in place of the provider's and
+// a placeholder in place of the key, and what the server saw (the
+// provider's usage, refusals, rate limits) is reported as records.
+type Executor struct {
+	Inner muster.Executor
+	// Config is the run's configuration: the network policies.
+	Config *muster.Config
+	// Ledger is the run's budget (nil: none).
+	Ledger *Ledger
+	// Listen opens the listener the server is reached on (nil: a port on
+	// 127.0.0.1, the fallback where there is no network namespace).
+	Listen func() (net.Listener, error)
+}
+
+// Wrap returns e behind the endpoint for the executors of kinds that
+// speak HTTP to a provider (Behind); other executors are returned as
+// they are.
+func Wrap(e muster.Executor, spec *muster.ExecutorSpec, cfg *muster.Config, ledger *Ledger) muster.Executor {
+	if spec == nil || !Behind(spec.Kind) || spec.Fleet {
+		return e
+	}
+	return &Executor{Inner: e, Config: cfg, Ledger: ledger}
+}
+
+// KeyEnv is the variable an executor's key is read from (the adapter's).
+func KeyEnv(spec *muster.ExecutorSpec) string {
+	if k := agentkit.Lookup(spec.Kind); k != nil {
+		return agentkit.KeyName(spec, k)
+	}
+	return spec.APIKeyEnv
+}
+
+// Execute runs one invocation behind a server of its own.
+func (x *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit func(muster.Record)) (*muster.ExecResult, error) {
+	if req.Spec == nil {
+		return x.Inner.Execute(ctx, req, emit)
+	}
+	cfg := x.Config
+	if cfg == nil {
+		cfg = &muster.Config{}
+	}
+	netw := cfg.AgentNetwork(req.Spec)
+	var route *Route
+	if netw.Policy != muster.NetNone {
+		var err error
+		spec := agentkit.WithModel(req.Spec, req)
+		if route, err = RouteFor(spec, req.Model, KeyEnv(spec)); err != nil {
+			return nil, agentkit.StartFailure(err)
+		}
+	}
+	listen := x.Listen
+	if listen == nil {
+		listen = func() (net.Listener, error) { return net.Listen("tcp", "127.0.0.1:0") }
+	}
+	ln, err := listen()
+	if err != nil {
+		return nil, agentkit.StartFailure(err)
+	}
+	var mu sync.Mutex
+	out := func(r muster.Record) { mu.Lock(); defer mu.Unlock(); emit(r) }
+	srv := New(Options{Route: route, Network: netw, Report: out, Ledger: x.Ledger})
+	srv.Serve(ln)
+	defer srv.Close()
+
+	r := *req
+	r.Endpoint = &muster.ModelEndpoint{Proxy: srv.URL()}
+	if route != nil {
+		r.Endpoint.BaseURL = srv.URL() + route.Upstream.Path
+		if route.Key != "" {
+			r.Endpoint.Key = muster.PlaceholderKey
+		}
+	}
+	var claims []muster.Record
+	res, err := x.Inner.Execute(ctx, &r, func(rec muster.Record) {
+		if rec.Type == muster.RecUsage && route != nil {
+			mu.Lock()
+			claims = append(claims, rec)
+			mu.Unlock()
+			return
+		}
+		out(rec)
+	})
+	_ = srv.Close()
+	seen := srv.Result()
+	if route != nil {
+		settle(seen, claims, emit)
+	}
+	return res, rateLimited(err, seen)
+}
+
+// settle reports the agent's usage claims beside the provider's usage
+// (already reported, one record per response): as claims, never counted,
+// when every response carried usage; else the provider's usage is
+// unavailable, and what the agent claims past it counts.
+func settle(seen Result, claims []muster.Record, emit func(muster.Record)) {
+	if len(claims) == 0 && seen.Missing == 0 {
+		return
+	}
+	if seen.Missing == 0 && len(seen.Usage) > 0 {
+		for _, c := range claims {
+			c.Source = muster.UsageClaim
+			emit(c)
+		}
+		return
+	}
+	emit(muster.Record{Type: muster.RecUsage, Source: muster.UsageProvider, Text: muster.UsageUnavailable})
+	var claimed, provided muster.Usage
+	model := ""
+	for _, c := range claims {
+		claimed.Add(c.Usage)
+		if model == "" {
+			model = c.Model
+		}
+	}
+	for _, p := range seen.Usage {
+		provided.Add(p.Usage)
+	}
+	rest := muster.Usage{
+		InputTokens:      max(claimed.InputTokens-provided.InputTokens, 0),
+		OutputTokens:     max(claimed.OutputTokens-provided.OutputTokens, 0),
+		CacheReadTokens:  max(claimed.CacheReadTokens-provided.CacheReadTokens, 0),
+		CacheWriteTokens: max(claimed.CacheWriteTokens-provided.CacheWriteTokens, 0),
+	}
+	if len(seen.Usage) == 0 {
+		rest.CostMicros = claimed.CostMicros // the agent's own price of its own numbers
+	}
+	if !rest.IsZero() {
+		emit(muster.Record{Type: muster.RecUsage, Model: model, Usage: rest})
+	}
+}
+
+// rateLimited classifies a failed invocation that met a 429 from the
+// provider as a rate limit, so that the pacing rule slows its credential
+// whatever the agent made of it.
+func rateLimited(err error, seen Result) error {
+	if err == nil || !seen.RateLimited {
+		return err
+	}
+	var ae *muster.AgentError
+	if errors.As(err, &ae) {
+		switch ae.Class {
+		case muster.FailRateLimit, muster.FailUsageLimit, muster.FailTimeout, muster.FailStart:
+			if ae.Class == muster.FailRateLimit && ae.RetryAfter == 0 {
+				ae.RetryAfter = seen.RetryAfter
+			}
+			return err
+		}
+		return &muster.AgentError{Class: muster.FailRateLimit, ExitCode: ae.ExitCode, RetryAfter: seen.RetryAfter,
+			Message: "the provider answered 429 (seen by muster's endpoint): " + ae.Message}
+	}
+	return err
+}

@@ -1,0 +1,94 @@
+package fleet
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/muster-run/muster/fleet"
+	"github.com/muster-run/muster/internal/cli/cmdutil"
+)
+
+func newCredentials(io *cmdutil.IOStreams) *cobra.Command {
+	var store, out, revoke string
+	var orchestrator bool
+	var executors []string
+	cmd := &cobra.Command{
+		Use:   "credentials (NAME -o FILE | --revoke NAME) [--store DIR]",
+		Short: "Issue (or revoke) a fleet identity: a NATS user JWT and seed in a .creds file",
+		Long: `Issue the credentials of one fleet member with the operator and account that
+muster fleet serve keeps in --store: a NATS user JWT and its seed in NATS's
+standard .creds format (the nats CLI reads it too), written to -o FILE with
+mode 0600. A worker's credentials name the executors it may serve
+(--executor, repeatable); its name is NAME, and the server lets it publish
+only its own reports and registration. --orchestrator issues the
+credentials of muster run, resume, validate and fleet status. The server
+admits new credentials without a restart.
+
+--revoke NAME revokes every credential issued under NAME, through the
+account's revocation list: a running fleet serve disconnects its holders.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if (len(args) == 1) == (revoke != "") {
+				return cmdutil.FlagErrorf("pass NAME -o FILE to issue credentials, or --revoke NAME (one of them)")
+			}
+			if store == "" {
+				d, err := DataDir()
+				if err != nil {
+					return err
+				}
+				store = filepath.Join(d, "fleet")
+			}
+			if revoke != "" {
+				if out != "" || orchestrator || len(executors) > 0 {
+					return cmdutil.FlagErrorf("--revoke takes no -o, --orchestrator or --executor")
+				}
+				keys, err := fleet.OpenKeys(store, false)
+				if err != nil {
+					return err
+				}
+				if err := keys.Revoke(revoke); err != nil {
+					return err
+				}
+				fmt.Fprintf(io.ErrOut, "fleet: revoked the credentials of %s (a running fleet serve on %s disconnects them)\n", revoke, store)
+				return nil
+			}
+			name := args[0]
+			if out == "" {
+				return cmdutil.FlagErrorf("credentials %s: pass -o FILE (the .creds file to write)", name)
+			}
+			if orchestrator == (len(executors) > 0) {
+				return cmdutil.FlagErrorf("credentials %s: a worker's name the executors it may serve (--executor NAME, repeatable); an orchestrator's take --orchestrator (one of them)", name)
+			}
+			keys, err := fleet.OpenKeys(store, true)
+			if err != nil {
+				return err
+			}
+			creds, err := keys.Issue(name, fleet.UserOptions{Orchestrator: orchestrator, Executors: executors})
+			if err != nil {
+				return err
+			}
+			if err := os.WriteFile(out, creds, 0o600); err != nil {
+				return cmdutil.Env("write %s: %v", out, err)
+			}
+			if err := os.Chmod(out, 0o600); err != nil {
+				return cmdutil.Env("write %s: %v", out, err)
+			}
+			what := "worker (executors: " + fmt.Sprint(executors) + ")"
+			if orchestrator {
+				what = "orchestrator"
+			}
+			fmt.Fprintf(io.ErrOut, "fleet: wrote the credentials of %s, %s, to %s; copy it to its host (mode 0600)\n", name, what, out)
+			return nil
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&store, "store", "", "fleet serve's store (default: muster's data directory, fleet/)")
+	fs.StringVarP(&out, "output", "o", "", "the .creds file to write")
+	fs.BoolVar(&orchestrator, "orchestrator", false, "issue an orchestrator's credentials (muster run, resume, validate, fleet status)")
+	fs.StringArrayVar(&executors, "executor", nil, "an executor the worker may serve (repeatable)")
+	fs.StringVar(&revoke, "revoke", "", "revoke the credentials issued under this name")
+	return cmd
+}
