@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/internal/exchange"
 )
 
 // Host is a worker's git side (git.Host): one object store per
@@ -347,24 +348,30 @@ func (w *Worker) run(ctx context.Context, spec *muster.ExecutorSpec, n int, job 
 	}
 	req := &muster.ExecRequest{
 		Run: job.Run, Task: job.Task, Role: job.Role, Spec: spec, Clone: n, Attempt: job.Attempt, Round: job.Round,
-		Dir: dir, Prompt: job.Prompt, Authority: job.Authority, Model: job.Model, Scratch: filepath.Join(scratch, "x"),
+		Dir: dir, Prompt: job.Prompt, Authority: job.Authority, Model: job.Model,
 		SessionID: job.SessionID, Timeout: job.Timeout, Grace: job.Grace, Stall: job.Stall,
 		Env: map[string]string{"MUSTER_FLEET_WORKER": w.o.Name},
 	}
 	if req.Timeout == 0 {
 		req.Timeout = spec.Timeout
 	}
-	if err := os.MkdirAll(req.Scratch, 0o700); err != nil {
+	// The invocation's own directory (internal/exchange): prompt and diff
+	// in its read-only in/, the plan read back from its out/.
+	inv, err := exchange.New(scratch, "x", exchange.Options{})
+	if err != nil {
 		return fail("scratch: %v", err)
 	}
+	req.Scratch, req.Home = inv.Path, inv.Home
+	if req.PromptFile, err = inv.WriteIn("prompt.md", []byte(job.Prompt)); err != nil {
+		return fail("prompt file: %v", err)
+	}
 	if job.Role == muster.RoleReviewer {
-		req.DiffFile = filepath.Join(req.Scratch, "change.diff")
-		if err := os.WriteFile(req.DiffFile, []byte(job.Diff), 0o644); err != nil {
+		if req.DiffFile, err = inv.WriteIn("change.diff", []byte(job.Diff)); err != nil {
 			return fail("diff file: %v", err)
 		}
 	}
 	if job.PlanOut {
-		req.PlanOut = filepath.Join(scratch, "plan-out.md")
+		req.PlanOut = inv.OutFile("plan-out.md")
 	}
 	nrec := 0
 	res, execErr := exec.Execute(ctx, req, func(r muster.Record) {
@@ -388,7 +395,7 @@ func (w *Worker) run(ctx context.Context, spec *muster.ExecutorSpec, n int, job 
 		out.Fail = "agent: " + execErr.Error()
 	}
 	if job.PlanOut {
-		if b, err := os.ReadFile(req.PlanOut); err == nil {
+		if b, err := inv.ReadOut("plan-out.md", 1<<20); err == nil {
 			out.Plan = string(b)
 		}
 	}
