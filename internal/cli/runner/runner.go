@@ -20,7 +20,6 @@ import (
 	"github.com/muster-run/muster/internal/agents"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
 	"github.com/muster-run/muster/internal/cli/preflight"
-	"github.com/muster-run/muster/internal/cli/progress"
 	"github.com/muster-run/muster/internal/proc"
 	"github.com/muster-run/muster/internal/procid"
 	"github.com/muster-run/muster/internal/reserve"
@@ -120,8 +119,11 @@ func (s *Session) Drive(ctx context.Context) error {
 		}
 	}
 	errOut := s.IO.ErrOut
-	pr := progress.New(errOut, cmdutil.ColorEnabled(errOut) && !s.Flags.Plain)
-	pr.Verbose = s.Flags.Verbose
+	pr := tui.NewPrinter(errOut)
+	pr.Color, pr.Verbose = cmdutil.ColorEnabled(errOut) && !s.Flags.Plain, s.Flags.Verbose
+	for _, e := range replayed {
+		pr.Fold(e) // the count and the clock go on from where the run was
+	}
 	// On a terminal, the live view shows the run; q leaves it (the run
 	// goes on in plain lines), ctrl+c in it stops the run.
 	var live *tui.Live
@@ -199,8 +201,9 @@ func (s *Session) Drive(ctx context.Context) error {
 			}
 			if live != nil && live.Active() {
 				live.Send(*e)
+				pr.Fold(*e)
 			} else {
-				pr.OnEvent(e, st)
+				_ = pr.Print(*e) // progress on stderr; the journal is the record
 			}
 			if jsonOut != nil {
 				jsonOut.write(e)
