@@ -20,6 +20,7 @@ import (
 	"github.com/muster-run/muster/internal/agents"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
 	"github.com/muster-run/muster/internal/cli/preflight"
+	"github.com/muster-run/muster/internal/owns"
 	"github.com/muster-run/muster/internal/proc"
 	"github.com/muster-run/muster/internal/procid"
 	"github.com/muster-run/muster/internal/reserve"
@@ -192,6 +193,7 @@ func (s *Session) Drive(ctx context.Context) error {
 		LogDir: filepath.Join(s.Dir, muster.LogDir), Redactor: preflight.Redactor(s.Config),
 		KillOrphan: killOrphan, Identify: procid.Of, CrashAt: os.Getenv(CrashEnv),
 		Fragment: fragment(s.Config), Reserved: gopts.Reserved, GateFiles: gopts.GateFiles,
+		Overlap: func(a, b []string) bool { _, _, ok := owns.Overlaps(a, b); return ok },
 		OnEvent: func(e *muster.Event, st *engine.State) {
 			if e.Type == muster.EvTokensUsed {
 				ledger.Observe(st.Usage)
