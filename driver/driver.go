@@ -301,14 +301,15 @@ func (d *Driver) run(ctx context.Context) (*engine.State, error) {
 	// The plan-wide gates on the base, after setup, before any task:
 	// what fails there is said now, and a gate or setup that cannot run
 	// stops the run before any agent spends anything.
-	if warnings, err := d.baseGates(ctx); err != nil {
-		d.fatal = err
-	} else {
-		for _, w := range warnings {
-			if err := d.emit(muster.Event{Type: muster.EvWarning, Gate: w.Gate, Message: w.Message}); err != nil {
-				return d.state, err
-			}
+	// (Warnings, and Blocked events of a gate muster's proxy refused.)
+	evs, err := d.baseGates(ctx)
+	for _, e := range evs {
+		if err := d.emit(e); err != nil {
+			return d.state, err
 		}
+	}
+	if err != nil {
+		d.fatal = err
 	}
 	// The run's start (or resumption) is durable, and shown, at once.
 	if err := d.sync(); err != nil {

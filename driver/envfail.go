@@ -144,6 +144,11 @@ func gateEnv(g muster.GateSpec, r muster.GateResult, dir string) (why string, ha
 	if r.Passed {
 		return "", false
 	}
+	if len(r.Blocked) > 0 {
+		// It failed after muster's proxy refused it a host: the network
+		// policy's doing, not the change's (docs/security.md).
+		return "environment error: " + muster.BlockedReason("gate "+g.Name, r.Blocked, "[gates]") + "; then run muster resume", true
+	}
 	switch r.ExitCode {
 	case 127:
 		return fmt.Sprintf("environment error: gate %s (%s) could not run, command not found (exit 127): %s; install it or fix the gate, then run muster resume",

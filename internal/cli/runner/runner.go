@@ -148,10 +148,12 @@ func (s *Session) Drive(ctx context.Context) error {
 	warnings = append(warnings, s.Config.ScopeKeys()...)
 	proc.SetKeyVars(s.Config.KeyVars()...)
 	preflight.AllowEnv(s.Config)
-	runner := gate.Runner{Grace: s.Config.Grace(), Allow: s.Config.Run.EnvAllow, Confine: confinement}
+	runner := gate.Runner{Grace: s.Config.Grace(), Allow: s.Config.Run.EnvAllow, Confine: confinement,
+		Net: egress.Open, Network: s.Config.GateNetwork()}
 	// Setup may write the package caches; agents and gates only read them.
 	setup := runner
 	setup.Confine = confinement.With(setupCaches(s.Config)...)
+	setup.Network = s.Config.SetupNetworkOf()
 	ledger := egress.NewLedger(s.Config.Run)
 	crew, err := agents.CrewWithin(s.Config, runner, ledger)
 	if err != nil {
