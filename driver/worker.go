@@ -485,7 +485,7 @@ func (w *worker) execute(ctx context.Context, exec muster.Executor, round int, f
 			w.planOut, req.PlanOut = inv.Out, inv.OutFile(planOutFile)
 		}
 	}
-	req.Confine = w.confinement(spec, req.Authority, inv)
+	req.Confine = w.confinement(spec, req.Authority, inv, w.dir)
 	backoff := time.Second
 	for try := 0; ; try++ {
 		res, err := exec.Execute(ctx, req, w.record(spec, w.a.Role, w.a.Clone))
