@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/internal/exchange"
 )
 
 // Host is a worker's git side (git.Host): one object store per
@@ -49,6 +50,11 @@ type WorkerOptions struct {
 	Lease   time.Duration
 	// Log gets one line per job taken and ended.
 	Log io.Writer
+	// Confine, when set, confines every agent as a local run does (the
+	// worker's credentials, its other clones and its cache already
+	// hidden in it); each invocation may write its clone and its own
+	// directories besides. nil: agents run unconfined.
+	Confine *muster.Confinement
 }
 
 // errStale cancels a job whose lease went to someone else, or whose run
@@ -345,27 +351,31 @@ func (w *Worker) run(ctx context.Context, spec *muster.ExecutorSpec, n int, job 
 	if err != nil {
 		return fail("check out %s: %v", job.Start, err)
 	}
+	inv, err := exchange.New(scratch, "x", exchange.Options{})
+	if err != nil {
+		return fail("scratch: %v", err)
+	}
 	req := &muster.ExecRequest{
 		Run: job.Run, Task: job.Task, Role: job.Role, Spec: spec, Clone: n, Attempt: job.Attempt, Round: job.Round,
-		Dir: dir, Prompt: job.Prompt, Authority: job.Authority, Model: job.Model, Scratch: filepath.Join(scratch, "x"),
+		Dir: dir, Prompt: job.Prompt, Authority: job.Authority, Model: job.Model, Scratch: inv.Path, Home: inv.Home,
 		SessionID: job.SessionID, Timeout: job.Timeout, Grace: job.Grace, Stall: job.Stall,
-		Env: map[string]string{"MUSTER_FLEET_WORKER": w.o.Name},
+		Env: map[string]string{"MUSTER_FLEET_WORKER": w.o.Name, "TMPDIR": inv.Tmp},
 	}
 	if req.Timeout == 0 {
 		req.Timeout = spec.Timeout
 	}
-	if err := os.MkdirAll(req.Scratch, 0o700); err != nil {
-		return fail("scratch: %v", err)
+	if req.PromptFile, err = inv.WriteIn("prompt.md", []byte(job.Prompt)); err != nil {
+		return fail("prompt file: %v", err)
 	}
 	if job.Role == muster.RoleReviewer {
-		req.DiffFile = filepath.Join(req.Scratch, "change.diff")
-		if err := os.WriteFile(req.DiffFile, []byte(job.Diff), 0o644); err != nil {
+		if req.DiffFile, err = inv.WriteIn("change.diff", []byte(job.Diff)); err != nil {
 			return fail("diff file: %v", err)
 		}
 	}
 	if job.PlanOut {
-		req.PlanOut = filepath.Join(scratch, "plan-out.md")
+		req.PlanOut = inv.OutFile("plan-out.md")
 	}
+	req.Confine = w.confinement(spec, job.Authority, dir, inv)
 	nrec := 0
 	res, execErr := exec.Execute(ctx, req, func(r muster.Record) {
 		if r.Type == muster.RecPID || r.Type == muster.RecWorker {
@@ -388,7 +398,7 @@ func (w *Worker) run(ctx context.Context, spec *muster.ExecutorSpec, n int, job 
 		out.Fail = "agent: " + execErr.Error()
 	}
 	if job.PlanOut {
-		if b, err := os.ReadFile(req.PlanOut); err == nil {
+		if b, err := inv.ReadOut("plan-out.md", maxPlan+1); err == nil {
 			out.Plan = string(b)
 		}
 	}
@@ -431,6 +441,24 @@ func (w *Worker) run(ctx context.Context, spec *muster.ExecutorSpec, n int, job 
 	}
 
 	return out
+}
+
+// confinement is what one invocation may write: the worker's Confine
+// plus the invocation's own directories, the executor's writable paths
+// and, unless it only reads, its clone (the driver's rule, on a worker).
+func (w *Worker) confinement(spec *muster.ExecutorSpec, auth muster.Authority, dir string, inv *exchange.Dir) *muster.Confinement {
+	c := w.o.Confine
+	if c == nil {
+		return nil
+	}
+	paths := inv.Writable()
+	c = c.WithReadOnly(inv.Readable()...)
+	if auth != muster.AuthorityRead {
+		paths = append(paths, dir)
+	} else {
+		c = c.WithReadOnly(dir)
+	}
+	return c.With(append(paths, spec.Writable...)...)
 }
 
 // putFile stores the file at path as object name.
