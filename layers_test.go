@@ -179,3 +179,69 @@ func TestEveryAdapterHasADepguardRule(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanReadersDoNotLinkTheDriver: the commands that read a plan or a
+// run without driving one (validate, verify, report) and the checks they
+// share (internal/cli/preflight) link neither the driver nor the run's
+// session; only run, resume and demo import internal/cli/runner.
+func TestPlanReadersDoNotLinkTheDriver(t *testing.T) {
+	t.Parallel()
+	for _, pkg := range []string{"internal/cli/validate", "internal/cli/verify", "internal/cli/report", "internal/cli/preflight"} {
+		out, err := exec.Command("go", "list", "-deps", "./"+pkg).Output()
+		if err != nil {
+			t.Skipf("go list: %v", err)
+		}
+		if why := linksSession(pkg, strings.Fields(string(out))); why != "" {
+			t.Error(why)
+		}
+	}
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "./...").Output()
+	if err != nil {
+		t.Skipf("go list: %v", err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		if why := importsRunner(strings.TrimPrefix(f[0], module+"/"), f[1:]); why != "" {
+			t.Error(why)
+		}
+	}
+}
+
+// linksSession says why pkg, linking deps, breaks the rule, or "".
+func linksSession(pkg string, deps []string) string {
+	for _, d := range deps {
+		if d == module+"/driver" || d == module+"/internal/cli/runner" {
+			return pkg + " links " + strings.TrimPrefix(d, module+"/") + " (go list -deps): move what it borrows into internal/cli/preflight or cmdutil"
+		}
+	}
+	return ""
+}
+
+// runnerUsers are the commands that drive a run's session.
+var runnerUsers = map[string]bool{"internal/cli/run": true, "internal/cli/resume": true, "internal/cli/demo": true}
+
+// importsRunner says why pkg may not import what it imports, or "".
+func importsRunner(pkg string, imports []string) string {
+	for _, imp := range imports {
+		if imp == module+"/internal/cli/runner" && !runnerUsers[pkg] {
+			return pkg + " imports internal/cli/runner, a run's session: only run, resume and demo do (the shared checks are internal/cli/preflight)"
+		}
+	}
+	return ""
+}
+
+func TestPlanReadersRuleCanFail(t *testing.T) {
+	t.Parallel()
+	if linksSession("internal/cli/validate", []string{"fmt", module + "/driver"}) == "" {
+		t.Error("a package linking the driver passes")
+	}
+	if linksSession("internal/cli/validate", []string{"fmt", module + "/planfile"}) != "" {
+		t.Error("a package linking no driver fails")
+	}
+	if importsRunner("internal/cli/validate", []string{module + "/internal/cli/runner"}) == "" {
+		t.Error("validate importing the runner passes")
+	}
+	if importsRunner("internal/cli/run", []string{module + "/internal/cli/runner"}) != "" {
+		t.Error("run importing the runner fails")
+	}
+}

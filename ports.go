@@ -315,6 +315,15 @@ type Guard interface {
 	EndAttempt(slot string)
 }
 
+// Exporter is implemented by a Workspace that can write the tree of a
+// clone's change (tracked files only, as Commit would record them) into
+// a fresh directory: reviewers work there, never in the coder's clone.
+type Exporter interface {
+	// Export writes the tree of dir's change against base into dest,
+	// which must not exist yet.
+	Export(ctx context.Context, dir, base, dest string) error
+}
+
 // GateRunner runs gate commands (through sh -c) in a worktree.
 type GateRunner interface {
 	Run(ctx context.Context, dir string, gate GateSpec, timeout time.Duration) GateResult

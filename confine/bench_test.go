@@ -1,6 +1,8 @@
 package confine_test
 
 import (
+	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
@@ -9,6 +11,8 @@ import (
 	"time"
 
 	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/confine"
+	"github.com/muster-run/muster/internal/proc"
 )
 
 // BenchmarkReexec measures what confinement adds to starting an agent:
@@ -54,4 +58,89 @@ func BenchmarkReexec(b *testing.B) {
 			b.ReportMetric(float64(times[len(times)/2].Microseconds())/1000, "ms-median")
 		})
 	}
+}
+
+// BenchmarkSandboxStart measures what the sandbox adds to starting an
+// invocation, side by side: /bin/true started directly, through the
+// Landlock-only `__confine` (capability drop, Landlock, execve), and
+// through the sandbox (new user, PID, mount, network and IPC namespaces;
+// stage one's mounts, loopback and reaping; stage two), each through
+// internal/proc as muster starts agents, with the real muster binary. It
+// reports the median start-to-return time of each (ms-median).
+//
+//	go test ./confine -run '^$' -bench SandboxStart -benchtime 200x -count 5
+func BenchmarkSandboxStart(b *testing.B) {
+	bin, clone := benchBinary(b)
+	base := &muster.Confinement{Launcher: bin, Writable: []string{clone}}
+	ns := *base
+	ns.Namespaces = true
+	ns.Hide = confine.DefaultHide(os.Getenv("HOME"))
+	if r := confine.ProbeNamespaces(bin); r != "" {
+		b.Skip(r)
+	}
+	for _, bc := range []struct {
+		name string
+		c    *muster.Confinement
+	}{{"direct", nil}, {"landlock", base}, {"sandbox", &ns}} {
+		b.Run(bc.name, func(b *testing.B) {
+			benchRuns(b, bc.c, clone, []string{"true"})
+		})
+	}
+}
+
+// BenchmarkKillStep measures the attempt-end kill step: an invocation
+// that leaves a daemon behind (setsid, holding no pipe), from start to
+// Run's return once the daemon is dead, against one that leaves nothing;
+// Landlock-only (the family scan and kill through /proc) and in the
+// sandbox (the namespace ends with stage one). It reports the median
+// (ms-median); the kill step is the difference to "clean".
+//
+//	go test ./confine -run '^$' -bench KillStep -benchtime 100x -count 5
+func BenchmarkKillStep(b *testing.B) {
+	bin, clone := benchBinary(b)
+	base := &muster.Confinement{Launcher: bin, Writable: []string{clone}}
+	ns := *base
+	ns.Namespaces = true
+	if r := confine.ProbeNamespaces(bin); r != "" {
+		b.Skip(r)
+	}
+	leaver := []string{"sh", "-c", "setsid sleep 600 </dev/null >/dev/null 2>&1 &"}
+	for _, bc := range []struct {
+		name string
+		c    *muster.Confinement
+		argv []string
+	}{
+		{"landlock/clean", base, []string{"true"}}, {"landlock/leaver", base, leaver},
+		{"sandbox/clean", &ns, []string{"true"}}, {"sandbox/leaver", &ns, leaver},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			benchRuns(b, bc.c, clone, bc.argv)
+		})
+	}
+}
+
+func benchBinary(b *testing.B) (bin, clone string) {
+	b.Helper()
+	needLandlock(b)
+	bin = filepath.Join(b.TempDir(), "muster")
+	build := exec.Command("go", "build", "-o", bin, "github.com/muster-run/muster/cmd/muster")
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin, b.TempDir()
+}
+
+func benchRuns(b *testing.B, c *muster.Confinement, dir string, argv []string) {
+	b.Helper()
+	times := make([]time.Duration, 0, b.N)
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		res, err := proc.Run(context.Background(), proc.Spec{Argv: argv, Dir: dir, Confine: c, Grace: time.Second})
+		if err != nil || res.ExitCode != 0 {
+			b.Fatalf("%v exit %d", err, res.ExitCode)
+		}
+		times = append(times, time.Since(t0))
+	}
+	sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
+	b.ReportMetric(float64(times[len(times)/2].Microseconds())/1000, "ms-median")
 }

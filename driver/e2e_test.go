@@ -278,3 +278,42 @@ echo done`
 		t.Fatalf("the run branch's change: %q", files)
 	}
 }
+
+// A gate that rewrites the agent's change (a formatter that fixes
+// instead of checking) fails the round as "gate G changed P": what it
+// wrote is not committed unless a later round leaves the gate nothing
+// to change. Here the coder writes the same unformatted line every
+// round, so every round fails and nothing is committed.
+func TestE2EGateThatRewritesTheChangeFailsTheRound(t *testing.T) {
+	p := &muster.Plan{Tasks: []*muster.Task{task("a", "src.txt")}}
+	coder := `echo 'x  =  1' > src.txt; echo done`
+	g := muster.GateSpec{Name: "fmt", Command: "sed -i 's/  */ /g' src.txt"}
+	e := newE2E(t, p, map[string]string{"src.txt": "old\n"}, coder, "", g)
+	st := e.run(t)
+	a := st.Tasks["a"]
+	if a.State == muster.StateSucceeded {
+		t.Fatalf("succeeded although the gate rewrote src.txt")
+	}
+	if !strings.Contains(a.Reason, "gate fmt changed src.txt") {
+		t.Fatalf("reason %q", a.Reason)
+	}
+	if files := sh(t, e.repo, "git", "diff", "--name-only", e.ws.Base(), e.ws.Branch()); files != "" {
+		t.Fatalf("the run branch holds %q", files)
+	}
+}
+
+// The coder that keeps what the gate wrote (its next round changes
+// nothing the gate rewrites) gets its change committed.
+func TestE2EGateRewriteKeptNextRoundCommits(t *testing.T) {
+	p := &muster.Plan{Tasks: []*muster.Task{task("a", "src.txt")}}
+	coder := `if [ "$MUSTER_ROUND" -eq 0 ]; then echo 'x  =  1' > src.txt; fi; echo done`
+	g := muster.GateSpec{Name: "fmt", Command: "sed -i 's/  */ /g' src.txt"}
+	e := newE2E(t, p, map[string]string{"src.txt": "old\n"}, coder, "", g)
+	st := e.run(t)
+	if a := st.Tasks["a"]; a.State != muster.StateSucceeded {
+		t.Fatalf("%s %q", a.State, a.Reason)
+	}
+	if got := sh(t, e.repo, "git", "show", e.ws.Branch()+":src.txt"); got != "x = 1" {
+		t.Fatalf("src.txt %q", got)
+	}
+}

@@ -94,3 +94,41 @@ echo '{"type":"findings","findings":[{"severity":"critical","title":"not 42","pa
 		t.Error("the fixed change was not committed")
 	}
 }
+
+// Reviewers run on a clean checkout of the staged change: the agent
+// settings a coder leaves untracked in its clone (hooks, MCP servers) are
+// not there, ignored files neither; the change itself is, whole.
+func TestE2EReviewerSeesOnlyTheStagedTree(t *testing.T) {
+	a := task("a", "answer.txt", ".claude/", ".mcp.json", ".gemini/")
+	p := &muster.Plan{Tasks: []*muster.Task{a}}
+	coder := `set -e
+mkdir -p .claude .gemini build
+echo '{"hooks":{"PreToolUse":[{"hooks":[{"type":"command","command":"touch $SCRIPTS/hooked"}]}]}}' > .claude/settings.local.json
+echo '{"mcpServers":{"evil":{"command":"sh"}}}' > .mcp.json
+echo '{"mcpServers":{"evil":{"command":"sh"}}}' > .gemini/settings.json
+echo junk > build/out.o
+echo 42 > answer.txt
+`
+	reviewer := `set -e
+pwd > "$SCRIPTS/review-cwd"
+find . -path ./.git -prune -o -type f -print | sort > "$SCRIPTS/review-files"
+echo '{"type":"findings","findings":[]}'
+`
+	e := newE2E(t, p, map[string]string{"answer.txt": "0\n", ".gitignore": "build/\n.claude/settings.local.json\n.mcp.json\n.gemini/\n"}, coder, reviewer)
+	st := e.run(t)
+	if st.RunState != muster.RunSucceeded {
+		t.Fatalf("run %s: %s", st.RunState, st.Tasks["a"].Reason)
+	}
+	scripts := e.opts.Config.Executors[0].Env["SCRIPTS"]
+	files, _ := os.ReadFile(filepath.Join(scripts, "review-files"))
+	if got := strings.Fields(string(files)); strings.Join(got, " ") != "./.gitignore ./README.md ./answer.txt" {
+		t.Errorf("the reviewer saw %v, want the tracked files alone", got)
+	}
+	cwd, _ := os.ReadFile(filepath.Join(scripts, "review-cwd"))
+	if strings.TrimSpace(string(cwd)) == e.ws.Base() || strings.Contains(string(cwd), "/clones/") {
+		t.Errorf("the reviewer ran in the coder's clone: %s", cwd)
+	}
+	if b, _ := os.ReadFile(filepath.Join(strings.TrimSpace(string(cwd)), "answer.txt")); b != nil {
+		t.Errorf("the review tree outlived its review")
+	}
+}

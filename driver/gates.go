@@ -18,7 +18,7 @@ const baselineSlot = "muster-baseline"
 // base too is pre-existing and not charged (for go test output, only
 // newly failing tests are charged); a task gate is an acceptance test and
 // must pass whatever it did on the base.
-func (w *worker) gates(ctx context.Context, round int) (feedback, failed string) {
+func (w *worker) gates(ctx context.Context, round int, change *muster.Change) (feedback, failed string) {
 	if w.d.opts.Gates == nil {
 		return "", ""
 	}
@@ -28,6 +28,24 @@ func (w *worker) gates(ctx context.Context, round int) (feedback, failed string)
 	}
 	w.send(muster.Event{Type: muster.EvPhase, Phase: "gates", Round: round})
 	var fb []string
+	// The gates run on what the agent left, its namespace gone: one that
+	// rewrites it fails the round ("gate G changed P"), whatever its
+	// exit status.
+	var staged map[string]string
+	if len(w.remoteGates) == 0 {
+		staged = changeContents(w.dir, change)
+	}
+	changed := func(g muster.GateSpec) bool {
+		paths := rewritten(w.dir, staged)
+		if len(paths) == 0 {
+			return false
+		}
+		fb = append(fb, gateChangedFeedback(g, paths))
+		if failed == "" {
+			failed = gateChangedReason(g, paths)
+		}
+		return true
+	}
 	charge := func(g muster.GateSpec, r muster.GateResult, why string) {
 		fb = append(fb, fmt.Sprintf("Gate %q (%s) failed%s:\n%s", g.Name, g.Command, why, tail(r.Output, maxFeedback/2)))
 		if failed == "" {
@@ -38,7 +56,7 @@ func (w *worker) gates(ctx context.Context, round int) (feedback, failed string)
 		r := w.runGate(ctx, g)
 		w.logGate(g, r, round)
 		ev := muster.Event{Type: muster.EvGateRan, Gate: g.Name, Passed: &r.Passed, Output: tail(r.Output, maxGateOutput), Round: round}
-		if r.Passed {
+		if changed(g) || r.Passed {
 			w.send(ev)
 			continue
 		}
@@ -85,7 +103,7 @@ func (w *worker) gates(ctx context.Context, round int) (feedback, failed string)
 			w.envFailed = why
 			return "", why
 		}
-		if !r.Passed {
+		if !changed(g) && !r.Passed {
 			charge(g, r, "")
 		}
 	}

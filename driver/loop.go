@@ -91,7 +91,7 @@ func (w *worker) loop(ctx context.Context, exec muster.Executor) ([]muster.Event
 	if change.Empty() {
 		return []muster.Event{{Type: muster.EvTaskSucceeded, Task: w.a.Task, Attempt: w.a.Attempt, Reason: "loop resolved without a change"}}, ""
 	}
-	if _, failed := w.gates(ctx, w.round); failed != "" {
+	if _, failed := w.gates(ctx, w.round, change); failed != "" {
 		return w.fail("loop resolved but "+failed, false), ""
 	}
 	if ctx.Err() != nil {

@@ -3,6 +3,8 @@ package driver
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -45,9 +47,14 @@ func (w *worker) review(ctx context.Context, round int, diff string) (feedback, 
 			w.send(muster.Event{Type: muster.EvExecutorRelease, Executor: l.Executor, Clone: l.Clone, Role: muster.RoleReviewer})
 		}
 	}()
+	tree, cleanup, err := w.reviewTree(ctx, round)
+	if err != nil {
+		return "", bound("review: the change could not be checked out for its reviewers: "+err.Error(), 300), true
+	}
+	defer cleanup()
 	var findings []muster.Finding
 	for i, lease := range leases {
-		fs, ok := w.reviewBy(ctx, round, i, lease, diff)
+		fs, ok := w.reviewBy(ctx, round, i, lease, diff, tree)
 		if ok {
 			findings = append(findings, fs...)
 		}
@@ -86,7 +93,7 @@ func (w *worker) review(ctx context.Context, round int, diff string) (feedback, 
 }
 
 // reviewBy runs one reviewer clone on the change.
-func (w *worker) reviewBy(ctx context.Context, round, i int, lease engine.Lease, diff string) ([]muster.Finding, bool) {
+func (w *worker) reviewBy(ctx context.Context, round, i int, lease engine.Lease, diff, tree string) ([]muster.Finding, bool) {
 	spec := w.cfg.Executor(lease.Executor)
 	exec := w.d.opts.Executors[lease.Executor]
 	if spec == nil || exec == nil {
@@ -94,7 +101,7 @@ func (w *worker) reviewBy(ctx context.Context, round, i int, lease engine.Lease,
 	}
 	req := &muster.ExecRequest{
 		Run: w.runID, Task: w.task, Role: muster.RoleReviewer, Spec: spec, Clone: lease.Clone, Attempt: w.a.Attempt, Round: round,
-		Dir: w.dir, Authority: muster.AuthorityRead, Timeout: spec.Timeout, Grace: w.cfg.Grace(), Stall: w.cfg.Run.StallTimeout,
+		Dir: tree, Authority: muster.AuthorityRead, Timeout: spec.Timeout, Grace: w.cfg.Grace(), Stall: w.cfg.Run.StallTimeout,
 	}
 	// A fresh directory, home and TMPDIR of the reviewer's own: nothing
 	// the coder wrote is in them, and nothing muster writes for the
@@ -148,6 +155,29 @@ func (w *worker) reviewBy(ctx context.Context, round, i int, lease engine.Lease,
 	}
 	w.send(muster.Event{Type: muster.EvReviewed, Executor: lease.Executor, Clone: lease.Clone, Findings: res.Findings, Round: round})
 	return res.Findings, true
+}
+
+// reviewTree is where the round's reviewers work: a fresh checkout of
+// the staged change (tracked files only: nothing the coder left
+// untracked in its clone, such as agent settings with hooks or MCP
+// servers, is there), read-only to them, removed after the review. A
+// workspace that cannot export (a test's) leaves them the clone.
+func (w *worker) reviewTree(ctx context.Context, round int) (string, func(), error) {
+	ex, ok := w.d.opts.Workspace.(muster.Exporter)
+	if !ok {
+		return w.dir, func() {}, nil
+	}
+	parent, err := exchange.NewHome(w.scratch, fmt.Sprintf("review-tree-r%d", round))
+	if err != nil {
+		return "", nil, err
+	}
+	cleanup := func() { _ = os.RemoveAll(parent) }
+	tree := filepath.Join(parent, "tree")
+	if err := ex.Export(ctx, w.dir, w.base, tree); err != nil {
+		cleanup()
+		return "", nil, err
+	}
+	return tree, cleanup, nil
 }
 
 // partialReview is why a review that found nothing blocking is no

@@ -385,7 +385,7 @@ func (w *worker) check(ctx context.Context, m *engine.Attempt, res *muster.ExecR
 		}
 		return fb, w.stepUnlessFix(m.Gates(failed)), ""
 	}
-	fb, failed := w.gates(ctx, round)
+	fb, failed := w.gates(ctx, round, change)
 	if ctx.Err() != nil {
 		return "", w.cancelled(ctx), ""
 	}

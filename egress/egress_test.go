@@ -288,3 +288,5 @@ func TestProxyProviderPolicyRefusesAll(t *testing.T) {
 		t.Fatalf("blocked %+v", bl)
 	}
 }
+
+func netListen() (net.Listener, error) { return net.Listen("tcp", "127.0.0.1:0") }

@@ -3,11 +3,11 @@ package acp
 import (
 	"bufio"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/internal/exchange"
 )
 
 // maxRollout bounds the rollout file read for usage.
@@ -25,14 +25,17 @@ func codexTotal(home, thread string) (muster.Usage, bool) {
 	if len(m) != 1 {
 		return muster.Usage{}, false
 	}
-	f, err := os.Open(m[0])
+	// The home is the agent's too: opened through internal/exchange (no
+	// link followed, a FIFO never waited on, a regular file under its cap).
+	rel, err := filepath.Rel(home, m[0])
 	if err != nil {
 		return muster.Usage{}, false
 	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil || fi.Size() > maxRollout {
+	f, err := exchange.Open(home, rel, maxRollout)
+	if f == nil || err != nil {
 		return muster.Usage{}, false
 	}
+	defer f.Close()
 	var line struct {
 		Type    string `json:"type"`
 		Payload struct {

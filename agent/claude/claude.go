@@ -71,6 +71,12 @@ func buildArgs(spec *muster.ExecutorSpec, req *muster.ExecRequest, resume bool) 
 	if req.Scratch != "" {
 		args = append(args, "--add-dir", req.Scratch)
 	}
+	if req.Role == muster.RoleReviewer {
+		// The change under review may hold project settings (.claude/,
+		// .mcp.json): a reviewer loads only its own home's (muster's
+		// template) and no MCP server at all.
+		args = append(args, "--setting-sources", "user", "--strict-mcp-config")
+	}
 	if resume {
 		args = append(args, "--resume", req.SessionID)
 	}

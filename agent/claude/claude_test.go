@@ -35,6 +35,15 @@ func TestBuildArgs(t *testing.T) {
 	if got := strings.Join(buildArgs(spec, req, false), " "); !strings.Contains(got, "--permission-mode bypassPermissions --tools "+writeTools) {
 		t.Errorf("worktree under .git: %q", got)
 	}
+	// A reviewer loads no project settings and no MCP server: the change
+	// under review may carry them. A coder keeps the repository's own.
+	rev := strings.Join(buildArgs(spec, &muster.ExecRequest{Spec: spec, Role: muster.RoleReviewer, Authority: muster.AuthorityRead}, false), " ")
+	if !strings.Contains(rev, "--setting-sources user --strict-mcp-config") {
+		t.Errorf("reviewer args %q", rev)
+	}
+	if coder := strings.Join(buildArgs(spec, &muster.ExecRequest{Spec: spec, Role: muster.RoleCoder}, false), " "); strings.Contains(coder, "--setting-sources") {
+		t.Errorf("coder args %q", coder)
+	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			req := &muster.ExecRequest{Spec: spec, Authority: c.auth, SessionID: "sess-1", Scratch: "/s/x"}

@@ -10,13 +10,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/internal/agentkit"
+	"github.com/muster-run/muster/internal/exchange"
 )
 
 // Executor runs the Gemini CLI for one executor spec.
@@ -121,7 +121,11 @@ func resumable(home, dir, id string) bool {
 	}
 	projects, _ := filepath.Glob(filepath.Join(home, ".gemini", "tmp", "*", ".project_root"))
 	for _, pr := range projects {
-		b, err := os.ReadFile(pr)
+		rel, err := filepath.Rel(home, pr)
+		if err != nil {
+			continue
+		}
+		b, err := exchange.ReadFile(home, rel, 1<<12) // the agent's home: no link, no FIFO
 		if err != nil || !roots[strings.TrimSpace(string(b))] {
 			continue
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	muster "github.com/muster-run/muster"
@@ -192,6 +194,72 @@ func (tb *toolbox) resolve(p string) (string, error) {
 	return filepath.Join(resolved, rest), nil
 }
 
+// The file tools run inside muster, unconfined: every open goes through
+// an os.Root on the worktree, so a link an agent swaps in after resolve
+// checked the path still cannot lead outside it (resolve's check alone
+// would race), and with O_NONBLOCK, so a FIFO never blocks muster; only
+// a regular file is read or written.
+
+// maxToolFile bounds a file the tools read or edit.
+const maxToolFile = 16 << 20
+
+func (tb *toolbox) readFile(abs string) ([]byte, fs.FileMode, error) {
+	r, err := os.OpenRoot(tb.root)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer r.Close()
+	f, err := r.OpenFile(tb.rel(abs), os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, 0, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, 0, errors.New("not a regular file")
+	}
+	if st.Size() > maxToolFile {
+		return nil, 0, fmt.Errorf("%d bytes: larger than the %d the tools read", st.Size(), maxToolFile)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxToolFile))
+	return b, st.Mode().Perm(), err
+}
+
+func (tb *toolbox) writeRel(abs string, data []byte, mode fs.FileMode) error {
+	r, err := os.OpenRoot(tb.root)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	rel := tb.rel(abs)
+	if dir := filepath.Dir(rel); dir != "." {
+		if err := r.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+	}
+	f, err := r.OpenFile(rel, os.O_WRONLY|os.O_CREATE|syscall.O_NONBLOCK, mode)
+	if err != nil {
+		return err
+	}
+	st, err := f.Stat()
+	if err == nil && !st.Mode().IsRegular() {
+		err = errors.New("not a regular file")
+	}
+	if err == nil {
+		err = f.Truncate(0)
+	}
+	if err == nil {
+		_, err = f.Write(data)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
 func (tb *toolbox) rel(abs string) string {
 	r, err := filepath.Rel(tb.root, abs)
 	if err != nil {
@@ -250,7 +318,7 @@ func (tb *toolbox) read(a toolArgs) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	b, err := os.ReadFile(p)
+	b, _, err := tb.readFile(p)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", a.Path, unwrapPath(err))
 	}
@@ -279,10 +347,7 @@ func (tb *toolbox) writeFile(a toolArgs) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return "", fmt.Errorf("%s: %w", a.Path, unwrapPath(err))
-	}
-	if err := os.WriteFile(p, []byte(a.Content), 0o644); err != nil {
+	if err := tb.writeRel(p, []byte(a.Content), 0o644); err != nil {
 		return "", fmt.Errorf("%s: %w", a.Path, unwrapPath(err))
 	}
 	return fmt.Sprintf("wrote %d bytes to %s", len(a.Content), tb.rel(p)), nil
@@ -293,7 +358,7 @@ func (tb *toolbox) edit(a toolArgs) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	b, err := os.ReadFile(p)
+	b, mode, err := tb.readFile(p)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", a.Path, unwrapPath(err))
 	}
@@ -308,12 +373,7 @@ func (tb *toolbox) edit(a toolArgs) (string, error) {
 		return "", fmt.Errorf("%s: old_string occurs %d times; include more context so it matches once", a.Path, n)
 	}
 	s := strings.Replace(string(b), a.OldString, a.NewString, 1)
-	info, _ := os.Stat(p)
-	mode := fs.FileMode(0o644)
-	if info != nil {
-		mode = info.Mode().Perm()
-	}
-	if err := os.WriteFile(p, []byte(s), mode); err != nil {
+	if err := tb.writeRel(p, []byte(s), mode); err != nil {
 		return "", fmt.Errorf("%s: %w", a.Path, unwrapPath(err))
 	}
 	return "edited " + tb.rel(p), nil
@@ -354,7 +414,7 @@ func (tb *toolbox) search(a toolArgs) (string, error) {
 		if info, err := d.Info(); err != nil || info.Size() > 1<<20 {
 			return nil
 		}
-		b, err := os.ReadFile(p)
+		b, _, err := tb.readFile(p)
 		if err != nil || bytes.IndexByte(b[:min(len(b), 8000)], 0) >= 0 {
 			return nil
 		}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -166,4 +167,43 @@ func FuzzParseStreams(f *testing.F) {
 			}
 		}
 	})
+}
+
+// The race resolve alone leaves: a path checked while it led inside, then
+// swapped for a link out of the worktree before the write. The write
+// goes through an os.Root on the worktree and fails; nothing outside
+// changes. And a FIFO planted where a tool reads or writes never blocks
+// muster, which runs the tools itself.
+func TestFileToolsSurviveASwapAndAFIFO(t *testing.T) {
+	t.Parallel()
+	tb, outside := newTB(t, muster.AuthorityWrite)
+	must(t, os.MkdirAll(filepath.Join(tb.root, "sub"), 0o755))
+	checked, err := tb.resolve("sub/secret.txt")
+	must(t, err)
+	// The swap: sub becomes a link to outside after the check.
+	must(t, os.RemoveAll(filepath.Join(tb.root, "sub")))
+	must(t, os.Symlink(outside, filepath.Join(tb.root, "sub")))
+	if err := tb.writeRel(checked, []byte("pwned"), 0o644); err == nil {
+		t.Error("a write through a link swapped in after the check succeeded")
+	}
+	if _, _, err := tb.readFile(checked); err == nil {
+		t.Error("a read through a link swapped in after the check succeeded")
+	}
+	if b, _ := os.ReadFile(filepath.Join(outside, "secret.txt")); string(b) != "outside" {
+		t.Fatalf("outside file changed: %q", b)
+	}
+	must(t, syscall.Mkfifo(filepath.Join(tb.root, "fifo"), 0o644))
+	ctx := context.Background()
+	for _, c := range []struct{ tool, args string }{
+		{"read_file", `{"path":"fifo"}`},
+		{"write_file", `{"path":"fifo","content":"x"}`},
+		{"edit_file", `{"path":"fifo","old_string":"a","new_string":"b"}`},
+	} {
+		if out, isErr := tb.run(ctx, c.tool, c.args); !isErr {
+			t.Errorf("%s on a FIFO: %q", c.tool, out)
+		}
+	}
+	if out, _ := tb.run(ctx, "search", `{"pattern":"one"}`); !strings.Contains(out, "a.txt:1") {
+		t.Errorf("search: %q", out)
+	}
 }

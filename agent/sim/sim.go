@@ -27,6 +27,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/muster-run/muster"
@@ -208,15 +209,24 @@ func (e *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit fu
 		if skip[p] {
 			return nil
 		}
-		full := filepath.Join(req.Dir, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+		// The simulated agent runs inside muster: it writes through an
+		// os.Root on the worktree, so no link there leads it outside.
+		r, err := os.OpenRoot(req.Dir)
+		if err != nil {
 			return err
+		}
+		defer r.Close()
+		rel := filepath.FromSlash(p)
+		if dir := filepath.Dir(rel); dir != "." {
+			if err := r.MkdirAll(dir, 0o755); err != nil {
+				return err
+			}
 		}
 		flag := os.O_CREATE | os.O_WRONLY | os.O_TRUNC
 		if appendTo {
 			flag = os.O_CREATE | os.O_WRONLY | os.O_APPEND
 		}
-		f, err := os.OpenFile(full, flag, 0o644)
+		f, err := r.OpenFile(rel, flag|syscall.O_NONBLOCK, 0o644)
 		if err != nil {
 			return err
 		}

@@ -2,7 +2,9 @@ package cli_test
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -39,6 +41,9 @@ func TestConfineScripts(t *testing.T) {
 			}
 			env.Setenv("HOME", home)
 			env.Setenv("XDG_CACHE_HOME", filepath.Join(home, ".cache"))
+			// The Go build cache of this machine, for an honest agent's go
+			// build in the sandbox (listed as writable by the script).
+			env.Setenv("HOSTGOCACHE", hostGoCache(env.WorkDir))
 			return nil
 		},
 		Condition: func(cond string) (bool, error) {
@@ -52,4 +57,14 @@ func TestConfineScripts(t *testing.T) {
 			"waitfile": cmdWaitFile,
 		},
 	})
+}
+
+// hostGoCache is `go env GOCACHE`, or a fresh one under dir.
+func hostGoCache(dir string) string {
+	if out, err := exec.Command("go", "env", "GOCACHE").Output(); err == nil {
+		if d := strings.TrimSpace(string(out)); filepath.IsAbs(d) {
+			return d
+		}
+	}
+	return filepath.Join(dir, "go-build")
 }

@@ -27,10 +27,10 @@ import (
 	"github.com/muster-run/muster/internal/cli/mockllm"
 	"github.com/muster-run/muster/internal/cli/plan"
 	"github.com/muster-run/muster/internal/cli/pr"
+	"github.com/muster-run/muster/internal/cli/preflight"
 	"github.com/muster-run/muster/internal/cli/report"
 	"github.com/muster-run/muster/internal/cli/resume"
 	"github.com/muster-run/muster/internal/cli/run"
-	"github.com/muster-run/muster/internal/cli/runner"
 	"github.com/muster-run/muster/internal/cli/runs"
 	"github.com/muster-run/muster/internal/cli/status"
 	"github.com/muster-run/muster/internal/cli/usage"
@@ -144,7 +144,7 @@ func doctorCmd() *cobra.Command {
 			if err != nil {
 				return nil
 			}
-			return runner.CommittedCommands(ctx, repo.Top, cfg)
+			return preflight.CommittedCommands(ctx, repo.Top, cfg)
 		}})
 }
 
@@ -155,7 +155,7 @@ func repoConfig() (*muster.Config, error) {
 	if err != nil {
 		return nil, nil
 	}
-	return runner.LoadConfig(repo, &runner.Flags{})
+	return preflight.LoadConfig(repo, &preflight.Flags{})
 }
 
 // Main runs muster with the process's arguments and returns the exit

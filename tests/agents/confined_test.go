@@ -47,3 +47,37 @@ func TestConfinedCodex(t *testing.T) {
 	t.Run("read authority is enforced", func(t *testing.T) { l.Refuses(t, muster.AuthorityRead, "codex-write") })
 	t.Run("shell authority runs commands", func(t *testing.T) { l.Writes(t, muster.AuthorityShell, "codex-shell") })
 }
+
+// sandboxLauncher is launcher where the sandbox's namespaces can be
+// built too.
+func sandboxLauncher(t *testing.T) string {
+	t.Helper()
+	exe := launcher(t)
+	if r := confine.ProbeNamespaces(exe); r != "" {
+		t.Skip(r)
+	}
+	return exe
+}
+
+// TestSandboxedClaude: the real Claude Code CLI works in the sandbox
+// (its own /tmp, no view of other processes, no credential paths, a
+// network of its own that reaches the model only through the bridge): it
+// writes the file, resumes its session as a reviewer, and refuses to
+// write with read authority.
+func TestSandboxedClaude(t *testing.T) {
+	l := clitest.StartLive(t, claude.New, clitest.LiveConfig{Key: "sk-ant-sandboxed-claude-33", Launcher: sandboxLauncher(t), Sandbox: true,
+		Spec: muster.ExecutorSpec{Name: "claude", Kind: muster.ExecClaudeCode, Model: "claude-sonnet-4-5", APIKeyEnv: "MUSTER_IT_CLAUDE_KEY"}})
+	l.Write(t, "claude-write", true)
+	t.Run("review resumes the session", func(t *testing.T) { l.Review(t, false) })
+	t.Run("read authority is enforced", func(t *testing.T) { l.Refuses(t, muster.AuthorityRead, "claude-write") })
+}
+
+// TestSandboxedCodex: the real Codex CLI works in the sandbox too.
+func TestSandboxedCodex(t *testing.T) {
+	l := clitest.StartLive(t, codex.New, clitest.LiveConfig{Key: "sk-codex-sandboxed-34", URLPath: "/v1", Launcher: sandboxLauncher(t), Sandbox: true,
+		Spec: muster.ExecutorSpec{Name: "codex", Kind: muster.ExecCodex, Model: "gpt-5.5", APIKeyEnv: "MUSTER_IT_CODEX_KEY"}})
+	l.Write(t, "codex-write", false)
+	t.Run("review resumes the thread", func(t *testing.T) { l.Review(t, true) })
+	t.Run("read authority is enforced", func(t *testing.T) { l.Refuses(t, muster.AuthorityRead, "codex-write") })
+	t.Run("shell authority runs commands", func(t *testing.T) { l.Writes(t, muster.AuthorityShell, "codex-shell") })
+}

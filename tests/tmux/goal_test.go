@@ -11,7 +11,7 @@ import (
 
 // goalRepo makes a repository whose crew has a scripted planner and a
 // coder, both command executors.
-func goalRepo(t *testing.T) string {
+func goalRepo(t *testing.T, planKeys ...string) string {
 	t.Helper()
 	tmp := t.TempDir()
 	gitconfig := filepath.Join(tmp, "gitconfig")
@@ -25,7 +25,7 @@ func goalRepo(t *testing.T) string {
 	files := map[string]string{
 		"muster.toml": "[executors.planner]\nkind = \"command\"\ncommand = [\"./planner.sh\"]\nroles = [\"planner\"]\n\n" +
 			"[executors.coder]\nkind = \"command\"\ncommand = [\"./coder.sh\"]\n",
-		"planner.sh": "#!/bin/sh\nprintf '# Plan: one\\n\\n## [ ] only: Write only.txt\\nOwns: only.txt\\n' > \"$MUSTER_PLAN_OUT\"\n",
+		"planner.sh": "#!/bin/sh\nprintf '# Plan: one\\n\\n## [ ] only: Write only.txt\\nOwns: only.txt\\n" + strings.Join(planKeys, "") + "' > \"$MUSTER_PLAN_OUT\"\n",
 		"coder.sh":   "#!/bin/sh\necho only > only.txt\n",
 	}
 	if err := os.MkdirAll(repo, 0o755); err != nil {
@@ -70,6 +70,37 @@ func TestRunGoalAsks(t *testing.T) {
 			t.Errorf("answer %s: want %q and exit 0:\n%s", c.answer, c.want, end)
 		}
 		err := exec.Command("git", "-C", repo, "rev-parse", "--verify", "-q", "muster/goal-"+c.answer).Run()
+		if ran := err == nil; ran != c.ran {
+			t.Errorf("answer %s: run branch exists %v, want %v", c.answer, ran, c.ran)
+		}
+	}
+}
+
+// On a terminal, run --goal --yes approves the tasks, not the commands
+// the planner wrote (issue 21, item 12): it lists them and asks; "n"
+// runs nothing, "y" runs the plan, its gate passing.
+func TestRunGoalAsksForCommands(t *testing.T) {
+	needTmux(t)
+	bin := buildMuster(t)
+	repo := goalRepo(t, "Gate: test -f only.txt\\n")
+	for _, c := range []struct {
+		answer, want string
+		ran          bool
+	}{{"n", "not run; the plan is in", false}, {"y", "run cmd-y: succeeded", true}} {
+		name := "cmd" + c.answer
+		s := start(t, name, fmt.Sprintf("%s run --goal 'Write only.txt' --yes --repo %s --plain --run-id cmd-%s", bin, repo, c.answer))
+		scr := s.waitUntil("the question", func(scr string) bool {
+			return strings.Contains(scr, "run these commands? [y/N]") || strings.Contains(scr, name+"-exited=")
+		})
+		if !strings.Contains(scr, "task only Gate: test -f only.txt") {
+			t.Errorf("the commands are not listed before the question:\n%s", scr)
+		}
+		s.keys(c.answer, "Enter")
+		end := s.waitUntil("the end", func(scr string) bool { return strings.Contains(scr, name+"-exited=") })
+		if !strings.Contains(end, c.want) || !strings.Contains(end, name+"-exited=0") {
+			t.Errorf("answer %s: want %q and exit 0:\n%s", c.answer, c.want, end)
+		}
+		err := exec.Command("git", "-C", repo, "rev-parse", "--verify", "-q", "muster/cmd-"+c.answer).Run()
 		if ran := err == nil; ran != c.ran {
 			t.Errorf("answer %s: run branch exists %v, want %v", c.answer, ran, c.ran)
 		}

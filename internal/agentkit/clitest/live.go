@@ -2,8 +2,12 @@ package clitest
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -29,6 +33,11 @@ type LiveConfig struct {
 	// read, its repository.
 	// The test binary must then handle muster.ConfineCommand.
 	Launcher string
+	// Sandbox, with Launcher, runs every invocation in the sandbox's
+	// namespaces (muster.Confinement.Namespaces) with a network of its
+	// own: the CLI reaches the mock model server only through the bridge,
+	// which forwards to it, as muster's endpoint does.
+	Sandbox bool
 	// Wrap, when set, wraps the adapter (muster's model endpoint:
 	// egress.Wrap), as the command line does.
 	Wrap func(muster.Executor, *muster.ExecutorSpec) muster.Executor
@@ -42,6 +51,9 @@ type Live struct {
 	Key  string               // the API key, which must never leak
 	// Launcher confines each invocation (see LiveConfig.Launcher).
 	Launcher string
+	// Sandbox: see LiveConfig.Sandbox; the bridge forwards to upstream.
+	Sandbox  bool
+	upstream string
 	// NoSession says the kind has no agent session (muster's HTTP agent):
 	// Write does not ask for one.
 	NoSession bool
@@ -63,6 +75,11 @@ func StartLive[E muster.Executor](t *testing.T, newExec func(*muster.ExecutorSpe
 	t.Setenv(cfg.Spec.APIKeyEnv, cfg.Key)
 	spec := cfg.Spec
 	spec.Clones, spec.BaseURL, spec.Command = 1, srv.URL+cfg.URLPath, []string{bin}
+	upstream := strings.TrimPrefix(srv.URL, "http://")
+	if cfg.Sandbox {
+		// Inside the sandbox the server is the bridge's port.
+		spec.BaseURL = fmt.Sprintf("http://127.0.0.1:%d%s", bridgePort, cfg.URLPath)
+	}
 	e, err := newExec(&spec)
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +88,7 @@ func StartLive[E muster.Executor](t *testing.T, newExec func(*muster.ExecutorSpe
 	if cfg.Wrap != nil {
 		exec = cfg.Wrap(exec, &spec)
 	}
-	return &Live{Exec: exec, Spec: &spec, Key: cfg.Key, Launcher: cfg.Launcher, Mock: srv}
+	return &Live{Exec: exec, Spec: &spec, Key: cfg.Key, Launcher: cfg.Launcher, Sandbox: cfg.Sandbox, upstream: upstream, Mock: srv}
 }
 
 // Write runs the coder's first invocation with write authority in a fresh
@@ -202,6 +219,39 @@ func (l *Live) confine(t *testing.T, req *muster.ExecRequest) {
 	req.Confine = &muster.Confinement{Launcher: l.Launcher, Writable: []string{area}}
 	if req.Authority != muster.AuthorityRead {
 		req.Confine.Writable = append(req.Confine.Writable, req.Dir)
+	} else {
+		req.Confine.ReadOnly = append(req.Confine.ReadOnly, req.Dir)
+	}
+	if l.Sandbox {
+		home, _ := os.UserHomeDir()
+		req.Confine.Namespaces = true
+		req.Confine.Hide = []string{"/run", filepath.Join(home, ".ssh"), filepath.Join(home, ".aws")}
+		req.Confine.Bridge = &muster.Bridge{Port: bridgePort, Serve: func(ln net.Listener) { go forward(ln, l.upstream) }}
+	}
+}
+
+// bridgePort is the port of the bridge inside a sandbox (any port: the
+// network namespace is the invocation's own).
+const bridgePort = 47600
+
+// forward relays every connection accepted on ln to upstream until ln is
+// closed.
+func forward(ln net.Listener, upstream string) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			defer c.Close()
+			u, err := net.Dial("tcp", upstream)
+			if err != nil {
+				return
+			}
+			defer u.Close()
+			go func() { _, _ = io.Copy(u, c) }()
+			_, _ = io.Copy(c, u)
+		}()
 	}
 }
 

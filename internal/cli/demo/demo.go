@@ -20,8 +20,10 @@ import (
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/engine"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
+	"github.com/muster-run/muster/internal/cli/preflight"
 	"github.com/muster-run/muster/internal/cli/report"
 	"github.com/muster-run/muster/internal/cli/runner"
+	rep "github.com/muster-run/muster/report"
 )
 
 //go:embed project
@@ -31,7 +33,7 @@ var project embed.FS
 func NewCmd(io *cmdutil.IOStreams) *cobra.Command {
 	var dir string
 	var speed float64
-	f := &runner.Flags{}
+	f := &preflight.Flags{}
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Run a sample plan with a simulated crew in a scratch repository",
@@ -52,7 +54,7 @@ once, one task gets a gate fix round and one a review finding. Needs only git.`,
 	return cmd
 }
 
-func runDemo(ctx context.Context, io *cmdutil.IOStreams, dir string, speed float64, f *runner.Flags) error {
+func runDemo(ctx context.Context, io *cmdutil.IOStreams, dir string, speed float64, f *preflight.Flags) error {
 	if _, err := exec.LookPath("git"); err != nil {
 		return cmdutil.Env("git is not installed: the demo needs the git command")
 	}
@@ -80,7 +82,7 @@ func runDemo(ctx context.Context, io *cmdutil.IOStreams, dir string, speed float
 	if err != nil {
 		return err
 	}
-	cfg, err := runner.LoadConfig(repo, &cfgFlags)
+	cfg, err := preflight.LoadConfig(repo, &cfgFlags)
 	if err != nil {
 		return err
 	}
@@ -110,7 +112,7 @@ func runDemo(ctx context.Context, io *cmdutil.IOStreams, dir string, speed float
 	if err == nil {
 		w := io.ErrOut
 		fmt.Fprintf(w, "\nat most %d tasks worked at once; the demo took %s\n", maxRunning, time.Since(start).Round(100*time.Millisecond))
-		keys, by := runner.ByClone(events)
+		keys, by := rep.ByClone(events)
 		var total muster.Usage
 		for _, k := range keys {
 			total.Add(by[k])

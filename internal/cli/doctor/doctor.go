@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -15,6 +16,7 @@ import (
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/confine"
 	"github.com/muster-run/muster/doctor"
+	"github.com/muster-run/muster/internal/cli/preflight"
 )
 
 // Options are the command's inputs.
@@ -29,6 +31,10 @@ type Options struct {
 	// Probe tells what kernel confinement this system offers (nil:
 	// confine.Probe).
 	Probe func() confine.Status
+	// Namespaces tells why the sandbox's namespaces cannot be built here
+	// ("" when they can; nil: confine.ProbeNamespaces of muster's own
+	// executable).
+	Namespaces func() string
 }
 
 // NewCmd returns the `doctor` command. loadConfig returns the repository's
@@ -47,10 +53,11 @@ program is found (on PATH, in the executor's command, or in .cache/agents),
 its version, whether its credentials are present (never printed: only "set",
 "login" or "missing"), and whether each authority (read, write, shell) is
 enforced by the agent or only advisory; then whether the kernel can confine
-agents and gates (Landlock). A program given as a relative path (command =
+agents and gates (Landlock, the sandbox's namespaces, the capability drop),
+and a warning when muster runs as root. A program given as a relative path (command =
 ["./agent.sh"]) must be committed: it is resolved in each task's worktree, a
 clone of the committed tree. Exits 1 when a configured executor cannot run,
-or when [run] confine = "required" and the kernel cannot confine.`,
+or when [run] confine = "required" and any layer is missing.`,
 		Args:         cobra.NoArgs,
 		SilenceUsage: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -102,18 +109,53 @@ func Run(ctx context.Context, opts *Options, out io.Writer) error {
 	if cfg != nil && cfg.Run.Confine != "" {
 		mode = cfg.Run.Confine
 	}
+	ns := ""
+	if st.Available() && mode != muster.ConfineOff {
+		ns = namespacesReason(opts)
+	}
 	if !opts.JSON {
 		fmt.Fprintln(out, "\n"+confinementLine(st, mode))
+		if st.Available() && mode != muster.ConfineOff {
+			fmt.Fprintln(out, namespacesLine(ns))
+		}
+		if w := preflight.RootWarning(); w != "" {
+			fmt.Fprintln(out, "warning: "+w)
+		}
 	}
 	if mode == muster.ConfineRequired && !st.Available() {
 		return &muster.Error{Code: muster.CodeFailed, Op: "doctor",
 			Message: `[run] confine = "required", but this system cannot confine agents: ` + st.Reason}
+	}
+	if mode == muster.ConfineRequired && ns != "" {
+		return &muster.Error{Code: muster.CodeFailed, Op: "doctor",
+			Message: `[run] confine = "required", but this system cannot build the sandbox's namespaces: ` + ns}
 	}
 	if failed := doctor.Failed(results); len(failed) > 0 {
 		return &muster.Error{Code: muster.CodeFailed, Op: "doctor",
 			Message: fmt.Sprintf("configured executor(s) cannot run: %s", strings.Join(failed, ", "))}
 	}
 	return nil
+}
+
+func namespacesReason(opts *Options) string {
+	if opts.Namespaces != nil {
+		return opts.Namespaces()
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Sprintf("cannot find muster's own executable: %v", err)
+	}
+	return confine.ProbeNamespaces(exe)
+}
+
+// namespacesLine says whether each invocation gets the sandbox's
+// namespaces (reason "" when it does).
+func namespacesLine(reason string) string {
+	if reason == "" {
+		return "namespaces: user, PID, mount, network, IPC: each invocation has its own /tmp, sees no other process, " +
+			"no socket or credential of yours, and ends with everything it started; capabilities dropped"
+	}
+	return "namespaces: unavailable: " + reason + "; Landlock and the capability drop only (/tmp is shared, your sockets are reachable)"
 }
 
 // confinementLine says how agents and gates would be confined here.

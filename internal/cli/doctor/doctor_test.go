@@ -2,13 +2,16 @@ package doctor
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/confine"
 	"github.com/muster-run/muster/internal/agentkit"
 )
 
@@ -88,4 +91,33 @@ func listed() int {
 		}
 	}
 	return n
+}
+
+// TestNamespacesLayer: doctor names the namespaces layer, and with
+// confine = "required" a missing one fails it (exit 1) naming why.
+func TestNamespacesLayer(t *testing.T) {
+	hideAgents(t)
+	landlock := func() confine.Status { return confine.Status{ABI: 7} }
+	for _, c := range []struct {
+		name, mode, reason, want string
+		fail                     bool
+	}{
+		{"available", "", "", "namespaces: user, PID, mount, network, IPC", false},
+		{"missing auto", "", "no user namespaces (simulated)", "namespaces: unavailable: no user namespaces (simulated); Landlock", false},
+		{"missing required", muster.ConfineRequired, "no user namespaces (simulated)", "namespaces: unavailable", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := &muster.Config{Run: muster.RunConfig{Confine: c.mode}}
+			opts := &Options{LoadConfig: func() (*muster.Config, error) { return cfg, nil }, Probe: landlock,
+				Namespaces: func() string { return c.reason }}
+			var out bytes.Buffer
+			err := Run(context.Background(), opts, &out)
+			if !strings.Contains(out.String(), c.want) {
+				t.Errorf("output lacks %q:\n%s", c.want, out.String())
+			}
+			if c.fail != (err != nil) || c.fail && !strings.Contains(err.Error(), c.reason) {
+				t.Errorf("err %v", err)
+			}
+		})
+	}
 }

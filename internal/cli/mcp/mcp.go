@@ -22,11 +22,12 @@ import (
 	"github.com/muster-run/muster/internal/cli/cmdutil"
 	"github.com/muster-run/muster/internal/cli/logs"
 	"github.com/muster-run/muster/internal/cli/plan"
-	"github.com/muster-run/muster/internal/cli/runner"
+	"github.com/muster-run/muster/internal/cli/preflight"
 	"github.com/muster-run/muster/internal/cli/status"
 	"github.com/muster-run/muster/internal/textsafe"
 	"github.com/muster-run/muster/journal"
 	"github.com/muster-run/muster/mcpserver"
+	rep "github.com/muster-run/muster/report"
 )
 
 // NewCmd returns muster mcp.
@@ -87,7 +88,7 @@ const maxPlanFile = 4 << 20
 func (b *backend) Root() string { return b.repo.Top }
 
 func (b *backend) loadConfig() (*muster.Config, error) {
-	return runner.LoadConfig(b.repo, &runner.Flags{Config: b.config})
+	return preflight.LoadConfig(b.repo, &preflight.Flags{Config: b.config})
 }
 
 // rel names a path inside the repository relative to its top.
@@ -216,7 +217,7 @@ func (b *backend) Report(ctx context.Context, run string) (*mcpserver.ReportOutp
 		return nil, err
 	}
 	s := status.Build(st, b.repo.RunDir(id), journal.Locked(b.repo.JournalPath(id)))
-	keys, by := runner.ByClone(evs)
+	keys, by := rep.ByClone(evs)
 	out := &mcpserver.ReportOutput{Run: id, State: s.State, Clones: []mcpserver.CloneUsage{}, Total: mcpserver.CloneUsage{Clone: "total"}}
 	var total muster.Usage
 	for _, k := range keys {

@@ -13,7 +13,7 @@ import (
 	"github.com/muster-run/muster/git"
 	"github.com/muster-run/muster/internal/agents"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
-	"github.com/muster-run/muster/internal/cli/runner"
+	"github.com/muster-run/muster/internal/cli/preflight"
 	"github.com/muster-run/muster/internal/textsafe"
 	"github.com/muster-run/muster/journal"
 	"github.com/muster-run/muster/planfile"
@@ -93,11 +93,11 @@ func Make(ctx context.Context, repo *cmdutil.Repo, cfg *muster.Config, req Reque
 	if err != nil {
 		return nil, cmdutil.Invalid("%v", err)
 	}
-	prices, err := runner.Prices(cfg)
+	prices, err := preflight.Prices(cfg)
 	if err != nil {
 		return nil, err
 	}
-	confinement, warnings, err := runner.RepoConfinement(repo, cfg)
+	confinement, warnings, err := preflight.RepoConfinement(repo, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -134,7 +134,7 @@ func Make(ctx context.Context, repo *cmdutil.Repo, cfg *muster.Config, req Reque
 	o := &Outcome{Session: id, Dir: ws.RunDir(), Executor: spec.Name}
 	res, err := planner.Run(ctx, planner.Options{
 		Goal: req.Goal, RunID: id, Output: name, Tries: req.Tries, Spec: spec, Executor: exec,
-		Workspace: ws, Base: ws.Base(), Config: cfg, Journaled: runner.Journaled(cfg), Redactor: runner.Redactor(cfg),
+		Workspace: ws, Base: ws.Base(), Config: cfg, Journaled: preflight.Journaled(cfg), Redactor: preflight.Redactor(cfg),
 		Journal: j, Check: Checker(cfg),
 		ScratchDir: filepath.Join(ws.RunDir(), "scratch"), Price: prices.Cost, Grace: cfg.Grace(), Confine: confinement,
 		OnEvent: func(e *muster.Event) { progress(req.Log, spec, e, req.Tries) },
@@ -224,7 +224,7 @@ func Checker(cfg *muster.Config) func(name string, data []byte) (*muster.Plan, m
 	return func(name string, data []byte) (*muster.Plan, muster.Problems) {
 		p, probs := planfile.Parse(name, data)
 		probs = append(probs, planfile.Validate(p, crew, planfile.Options{})...)
-		return p, append(probs, runner.Unapproved(p, cfg)...)
+		return p, append(probs, preflight.Unapproved(p, cfg)...)
 	}
 }
 

@@ -14,13 +14,13 @@ import (
 
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
-	"github.com/muster-run/muster/internal/cli/runner"
+	"github.com/muster-run/muster/internal/cli/preflight"
 	"github.com/muster-run/muster/planner"
 )
 
 // Options are the command's flags.
 type Options struct {
-	Flags    runner.Flags // --repo, --config, --crew, --approve
+	Flags    preflight.Flags // --repo, --config, --crew, --approve
 	Executor string
 	Output   string
 	Tries    int
@@ -86,7 +86,7 @@ func run(cmd *cobra.Command, io *cmdutil.IOStreams, o *Options, goal string) err
 	if err != nil {
 		return err
 	}
-	cfg, err := runner.LoadConfig(repo, &o.Flags)
+	cfg, err := preflight.LoadConfig(repo, &o.Flags)
 	if err != nil {
 		return err
 	}
@@ -101,10 +101,10 @@ func run(cmd *cobra.Command, io *cmdutil.IOStreams, o *Options, goal string) err
 	}
 	if !out.Valid() {
 		fmt.Fprintf(io.ErrOut, "no valid plan after %d tries; nothing written. The last plan's problems:\n", out.Tries)
-		runner.PrintProblems(io.ErrOut, out.Problems)
+		preflight.PrintProblems(io.ErrOut, out.Problems)
 		return &cmdutil.Silent{Err: cmdutil.Invalid("no valid plan after %d tries", out.Tries)}
 	}
-	runner.PrintProblems(io.ErrOut, out.Problems) // warnings
+	preflight.PrintProblems(io.ErrOut, out.Problems) // warnings
 	Print(io.ErrOut, out, o.Output, true)
 	return nil
 }

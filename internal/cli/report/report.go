@@ -16,7 +16,7 @@ import (
 	"github.com/muster-run/muster/engine"
 	"github.com/muster-run/muster/htmlreport"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
-	"github.com/muster-run/muster/internal/cli/runner"
+	"github.com/muster-run/muster/internal/cli/preflight"
 	"github.com/muster-run/muster/internal/cli/verify"
 	"github.com/muster-run/muster/internal/textsafe"
 	"github.com/muster-run/muster/journal"
@@ -143,11 +143,11 @@ func run(io *cmdutil.IOStreams, o *Options, id string) error {
 	if o.HTML != "" {
 		return writeHTML(context.Background(), io, o.HTML, runs[0], repo, ids[0])
 	}
-	cfg, err := runner.LoadConfig(repo, &runner.Flags{Config: o.Config})
+	cfg, err := preflight.LoadConfig(repo, &preflight.Flags{Config: o.Config})
 	if err != nil {
 		return err
 	}
-	prices, err := runner.Prices(cfg)
+	prices, err := preflight.Prices(cfg)
 	if err != nil {
 		return err
 	}

@@ -5,12 +5,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/muster-run/muster/internal/cli/cmdutil"
+	"github.com/muster-run/muster/internal/cli/preflight"
 	"github.com/muster-run/muster/internal/cli/runner"
 )
 
 // NewCmd returns muster resume.
 func NewCmd(io *cmdutil.IOStreams) *cobra.Command {
-	f := &runner.Flags{}
+	f := &preflight.Flags{}
 	cmd := &cobra.Command{
 		Use:   "resume [RUN]",
 		Short: "Finish an interrupted or failed run (default: the latest)",
@@ -29,7 +30,7 @@ On a run where every task succeeded it changes nothing and exits 0.`,
 			return err
 		},
 	}
-	runner.AddFlags(cmd, f)
+	preflight.AddFlags(cmd, f)
 	_ = cmd.Flags().MarkHidden("run-id")
 	return cmd
 }

@@ -123,25 +123,6 @@ func groupAlive(pgid int) bool {
 	return false
 }
 
-// PlanHash returns the hash of the plan copied into a run directory, in
-// version canon of its canonical form; empty when the copy is missing or
-// does not parse, or the version is unknown.
-func PlanHash(dir string, canon int) string {
-	p := PlanCopy(dir)
-	if p == "" {
-		return ""
-	}
-	pl, err := planfile.Load(p)
-	if err != nil {
-		return ""
-	}
-	h, err := planfile.HashAt(pl, canon)
-	if err != nil {
-		return ""
-	}
-	return h
-}
-
 // seal writes the run's receipt (at the end of a run, finished or
 // interrupted). A journal whose file vanished (its run directory was
 // deleted) seals nothing and is an environment error: the run's record
@@ -157,7 +138,7 @@ func (s *Session) seal(j *journal.Journal, tip string) error {
 	b, err := os.ReadFile(s.Repo.JournalPath(s.RunID))
 	if err == nil {
 		var r *receipt.Receipt
-		if r, err = receipt.Seal(b, receipt.Input{HashPlan: func(v int) string { return PlanHash(s.Dir, v) }, Final: tip, Now: time.Now()}); err == nil {
+		if r, err = receipt.Seal(b, receipt.Input{HashPlan: func(v int) string { return cmdutil.PlanHash(s.Dir, v) }, Final: tip, Now: time.Now()}); err == nil {
 			if err = r.Write(s.Dir); err == nil {
 				s.Receipt = r
 				return nil

@@ -10,6 +10,7 @@ import (
 	"github.com/muster-run/muster/fleet"
 	"github.com/muster-run/muster/git"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
+	"github.com/muster-run/muster/internal/cli/preflight"
 )
 
 var _ fleet.Local = git.Bundles{}
@@ -29,7 +30,7 @@ type fleetCrew struct {
 // executor of the same name keeps it. Executors a journaled config
 // recorded as the fleet's are dropped first: the fleet of now counts.
 // It returns nil when the run has no fleet.
-func joinFleet(ctx context.Context, io *cmdutil.IOStreams, cfg *muster.Config, f *Flags) (*fleetCrew, error) {
+func joinFleet(ctx context.Context, io *cmdutil.IOStreams, cfg *muster.Config, f *preflight.Flags) (*fleetCrew, error) {
 	kept := cfg.Executors[:0:0]
 	for _, e := range cfg.Executors {
 		if !e.Fleet {
@@ -76,7 +77,7 @@ func joinFleet(ctx context.Context, io *cmdutil.IOStreams, cfg *muster.Config, f
 // JoinFleet adds the executors the fleet's workers serve to cfg (as a
 // run that joins it would), for muster validate; the returned func
 // closes the connection. Without a fleet it does nothing.
-func JoinFleet(ctx context.Context, io *cmdutil.IOStreams, cfg *muster.Config, f *Flags) (func(), error) {
+func JoinFleet(ctx context.Context, io *cmdutil.IOStreams, cfg *muster.Config, f *preflight.Flags) (func(), error) {
 	fc, err := joinFleet(ctx, io, cfg, f)
 	if err != nil || fc == nil {
 		return func() {}, err

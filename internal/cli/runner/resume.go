@@ -9,12 +9,13 @@ import (
 	"github.com/muster-run/muster/config"
 	"github.com/muster-run/muster/engine"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
+	"github.com/muster-run/muster/internal/cli/preflight"
 	"github.com/muster-run/muster/planfile"
 )
 
 // Resume finishes an interrupted or failed run: every task that has not
 // succeeded runs again, with the flags given now.
-func Resume(ctx context.Context, io *cmdutil.IOStreams, runID string, f *Flags) (*Session, error) {
+func Resume(ctx context.Context, io *cmdutil.IOStreams, runID string, f *preflight.Flags) (*Session, error) {
 	repo, err := cmdutil.OpenRepo(ctx, f.Repo)
 	if err != nil {
 		return nil, err
@@ -44,9 +45,9 @@ func Resume(ctx context.Context, io *cmdutil.IOStreams, runID string, f *Flags) 
 	} else if cfg == nil {
 		cfg = &muster.Config{}
 	} else {
-		restoreSecrets(cfg)
+		preflight.RestoreSecrets(cfg)
 	}
-	if err := ApplyFlags(cfg, f); err != nil {
+	if err := preflight.ApplyFlags(cfg, f); err != nil {
 		return nil, err
 	}
 	var fc *fleetCrew
@@ -68,7 +69,7 @@ func Resume(ctx context.Context, io *cmdutil.IOStreams, runID string, f *Flags) 
 	plan := &muster.Plan{Source: events[0].Plan}
 	// The tasks come from the journal; the brief from the run's copy of
 	// the plan.
-	if p := PlanCopy(repo.RunDir(id)); p != "" {
+	if p := cmdutil.PlanCopy(repo.RunDir(id)); p != "" {
 		pl, err := planfile.Load(p)
 		if err != nil {
 			fmt.Fprintf(io.ErrOut, "warning: the run's copy of the plan does not load, so prompts go without its brief: %v\n", err)

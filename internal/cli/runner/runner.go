@@ -7,16 +7,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 
-	"github.com/spf13/cobra"
-
 	"github.com/muster-run/muster"
-	"github.com/muster-run/muster/config"
-	"github.com/muster-run/muster/cost"
 	"github.com/muster-run/muster/driver"
 	"github.com/muster-run/muster/egress"
 	"github.com/muster-run/muster/engine"
@@ -24,6 +19,7 @@ import (
 	"github.com/muster-run/muster/git"
 	"github.com/muster-run/muster/internal/agents"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
+	"github.com/muster-run/muster/internal/cli/preflight"
 	"github.com/muster-run/muster/internal/cli/progress"
 	"github.com/muster-run/muster/internal/proc"
 	"github.com/muster-run/muster/internal/procid"
@@ -34,149 +30,11 @@ import (
 	"github.com/muster-run/muster/tui"
 )
 
-// Flags are the flags of run and resume (DESIGN.md §2).
-type Flags struct {
-	Repo        string
-	Config      string
-	JSON        bool
-	MaxParallel int
-	OnFailure   string
-	Crew        []string
-	RunID       string
-	Merge       bool
-	BudgetUSD   float64
-	Approve     []string
-	Strict      bool
-	Verbose     bool
-	Plain       bool
-	// NATS is the fleet's server (--nats); the crew gains its executors.
-	NATS string
-	// Creds is the fleet credentials file (--creds).
-	Creds string
-}
-
-// AddFlags registers the flags shared by run and resume.
-func AddFlags(cmd *cobra.Command, f *Flags) {
-	fs := cmd.Flags()
-	fs.StringVar(&f.Repo, "repo", "", "repository to work in (default: current directory)")
-	fs.StringVar(&f.Config, "config", "", "config file (default: muster.toml at the repository root, if present)")
-	fs.BoolVar(&f.JSON, "json", false, "write the journal's events to stdout as JSON lines; progress goes to stderr")
-	fs.IntVar(&f.MaxParallel, "max-parallel", 0, "cap on coders working at once (default: from config, else every clone)")
-	fs.StringVar(&f.OnFailure, "on-failure", "", "after a task fails: continue (default) or stop")
-	fs.StringArrayVar(&f.Crew, "crew", nil, "add or override an executor: NAME=KIND[:CLONES] (repeatable)")
-	fs.StringVar(&f.RunID, "run-id", "", "the run's ID (default: date and random digits)")
-	fs.BoolVar(&f.Merge, "merge", false, "fast-forward your branch to the run branch when every task succeeded")
-	fs.Float64Var(&f.BudgetUSD, "budget-usd", 0, "the run's total spending limit in dollars")
-	fs.StringArrayVar(&f.Approve, "approve", nil, "approve an authority the plan requests (e.g. shell; repeatable)")
-	fs.BoolVar(&f.Verbose, "verbose", false, "also print tool uses and passing gates")
-	fs.BoolVar(&f.Plain, "plain", false, "plain progress lines even on a terminal")
-	fs.StringVar(&f.NATS, "nats", "", "a fleet's NATS server, nats://HOST:PORT: the crew gains the executors its workers serve (default: [fleet] nats)")
-	fs.StringVar(&f.Creds, "creds", "", "the orchestrator's fleet credentials file (default: [fleet] creds, or $MUSTER_NATS_CREDS)")
-}
-
-// LoadConfig reads the config (flag, or muster.toml at the top, or the
-// defaults) and applies the command-line overrides.
-func LoadConfig(repo *cmdutil.Repo, f *Flags) (*muster.Config, error) {
-	cfg, err := config.Resolve(repo.Top, f.Config)
-	if err != nil {
-		return nil, err
-	}
-	return cfg, ApplyFlags(cfg, f)
-}
-
-// ApplyFlags applies command-line overrides to cfg.
-func ApplyFlags(cfg *muster.Config, f *Flags) error {
-	if err := config.MergeCrew(cfg, f.Crew); err != nil {
-		return &cmdutil.FlagError{Err: err}
-	}
-	if f.MaxParallel < 0 {
-		return cmdutil.FlagErrorf("--max-parallel must be 0 or more, not %d", f.MaxParallel)
-	}
-	if f.MaxParallel > 0 {
-		cfg.Run.MaxParallel = f.MaxParallel
-	}
-	switch f.OnFailure {
-	case "":
-	case muster.OnFailureStop, muster.OnFailureContinue:
-		cfg.Run.OnFailure = f.OnFailure
-	default:
-		return cmdutil.FlagErrorf("--on-failure must be stop or continue, not %q", f.OnFailure)
-	}
-	if err := CheckBudget(f.BudgetUSD); err != nil {
-		return err
-	}
-	if f.BudgetUSD > 0 {
-		cfg.Run.BudgetUSDMicros = muster.MicrosFromUSD(f.BudgetUSD)
-	}
-	for _, a := range f.Approve {
-		for _, one := range strings.Split(a, ",") {
-			one = strings.TrimSpace(one)
-			switch muster.Authority(one) {
-			case muster.AuthorityRead, muster.AuthorityWrite, muster.AuthorityShell:
-				cfg.Run.Approve = append(cfg.Run.Approve, muster.Authority(one))
-			default:
-				return cmdutil.FlagErrorf("--approve: unknown authority %q (read, write or shell)", one)
-			}
-		}
-	}
-	return nil
-}
-
-// Prices returns the price table for estimated costs: the embedded one,
-// or the file named by [run] prices_file.
-func Prices(cfg *muster.Config) (*cost.Table, error) {
-	if cfg.Run.PricesFile == "" {
-		return cost.Default(), nil
-	}
-	t, err := cost.Load(cfg.Run.PricesFile)
-	if err != nil {
-		return nil, &muster.Error{Code: muster.CodeInvalid, Message: fmt.Sprintf("prices_file %s: %v", cfg.Run.PricesFile, err)}
-	}
-	return t, nil
-}
-
-// Unapproved lists what the plan requests that is not approved: shell,
-// and any authority under require_approval, unless approved in config or
-// with --approve.
-func Unapproved(p *muster.Plan, cfg *muster.Config) muster.Problems {
-	need := map[muster.Authority]bool{muster.AuthorityShell: true}
-	for _, a := range cfg.Run.RequireApproval {
-		need[a] = true
-	}
-	for _, a := range cfg.Run.Approve {
-		delete(need, a)
-	}
-	var probs muster.Problems
-	for _, t := range p.Tasks {
-		if t.Done {
-			continue
-		}
-		a := t.EffectiveAuthority()
-		if need[a] {
-			probs = append(probs, muster.Problem{File: p.Source, Line: t.LineOf("authority"),
-				Message: fmt.Sprintf("task %s requests authority %q, which is not approved: approve it with --approve %s or [run] approve = [%q] in muster.toml", t.ID, a, a, a)})
-		}
-	}
-	return probs
-}
-
-// PrintProblems writes problems, one a line, to w.
-func PrintProblems(w io.Writer, probs muster.Problems) {
-	for _, p := range probs {
-		fmt.Fprintln(w, p.String())
-	}
-}
-
-func fileExists(p string) bool {
-	st, err := os.Stat(p)
-	return err == nil && !st.IsDir()
-}
-
 // Session is one driving of a run (new or resumed).
 type Session struct {
 	IO     *cmdutil.IOStreams
 	Repo   *cmdutil.Repo
-	Flags  *Flags
+	Flags  *preflight.Flags
 	Config *muster.Config
 	Plan   *muster.Plan
 	RunID  string
@@ -198,11 +56,11 @@ type Session struct {
 
 // Drive opens the workspace and journal and runs the driver to the end.
 func (s *Session) Drive(ctx context.Context) error {
-	prices, err := Prices(s.Config)
+	prices, err := preflight.Prices(s.Config)
 	if err != nil {
 		return err
 	}
-	confinement, warnings, err := RepoConfinement(s.Repo, s.Config)
+	confinement, warnings, err := preflight.RepoConfinement(s.Repo, s.Config)
 	if err != nil {
 		return err
 	}
@@ -213,7 +71,7 @@ func (s *Session) Drive(ctx context.Context) error {
 	gopts := git.Options{Repo: s.Repo.Top, RunID: s.RunID, Base: s.Base, Resume: s.Resume, Keep: s.Config.CleanKeep(), MaxClones: s.Config.Pool.MaxClones, Guard: s.Config.Run.Guard,
 		Reserved: reserve.Paths(s.Repo.Top, s.Config, s.Plan.Source), GateFiles: reserve.GateFiles(s.Repo.Top, s.Config, s.Plan), MaxFileBytes: s.Config.Run.MaxFileBytes}
 	if gopts.Guard == "" {
-		gopts.Guard = DefaultGuard(confinement)
+		gopts.Guard = preflight.DefaultGuard(confinement)
 	}
 	if s.Resume {
 		if j, replayed, err = openJournal(s.Repo, s.RunID); err != nil {
@@ -254,7 +112,7 @@ func (s *Session) Drive(ctx context.Context) error {
 		if err := copyPlan(s.Plan.Source, s.Dir); err != nil {
 			return cmdutil.Env("copy plan: %w", err)
 		}
-		if err := git.RecordHooks(ctx, s.Repo.Top, filepath.Join(s.Dir, HooksFile)); err != nil {
+		if err := git.RecordHooks(ctx, s.Repo.Top, filepath.Join(s.Dir, cmdutil.HooksFile)); err != nil {
 			return cmdutil.Env("record the repository's config and hooks: %w", err)
 		}
 	}
@@ -286,7 +144,7 @@ func (s *Session) Drive(ctx context.Context) error {
 	// code step gets an api_key_env variable, whatever its name.
 	warnings = append(warnings, s.Config.ScopeKeys()...)
 	proc.SetKeyVars(s.Config.KeyVars()...)
-	allowEnv(s.Config)
+	preflight.AllowEnv(s.Config)
 	runner := gate.Runner{Grace: s.Config.Grace(), Allow: s.Config.Run.EnvAllow, Confine: confinement}
 	// Setup may write the package caches; agents and gates only read them.
 	setup := runner
@@ -326,10 +184,10 @@ func (s *Session) Drive(ctx context.Context) error {
 		}
 	}
 	opts := driver.Options{
-		RunID: s.RunID, PlanPath: s.Plan.Source, Plan: s.Plan, PlanCanon: planfile.CanonicalVersion, Config: Journaled(s.Config), Base: s.Base, Branch: ws.Branch(), Ref: s.Ref,
+		RunID: s.RunID, PlanPath: s.Plan.Source, Plan: s.Plan, PlanCanon: planfile.CanonicalVersion, Config: preflight.Journaled(s.Config), Base: s.Base, Branch: ws.Branch(), Ref: s.Ref,
 		Replayed: replayed, Journal: j, Workspace: ws, Executors: crew, Gates: runner, Setup: setup, Price: prices.Cost,
 		ScratchDir: filepath.Join(s.Dir, "scratch"), Confine: confinement, Warnings: warnings, Owner: proc.Owner(),
-		LogDir: filepath.Join(s.Dir, muster.LogDir), Redactor: Redactor(s.Config),
+		LogDir: filepath.Join(s.Dir, muster.LogDir), Redactor: preflight.Redactor(s.Config),
 		KillOrphan: killOrphan, Identify: procid.Of, CrashAt: os.Getenv(CrashEnv),
 		Fragment: fragment(s.Config), Reserved: gopts.Reserved, GateFiles: gopts.GateFiles,
 		OnEvent: func(e *muster.Event, st *engine.State) {
@@ -350,7 +208,7 @@ func (s *Session) Drive(ctx context.Context) error {
 		},
 	}
 	if s.Resume {
-		opts.ResumeConfig = Journaled(s.Config)
+		opts.ResumeConfig = preflight.Journaled(s.Config)
 	}
 	st, runErr := driver.Run(ctx, opts)
 	s.State = st
@@ -371,10 +229,6 @@ func (s *Session) Drive(ctx context.Context) error {
 	}
 	return runErr
 }
-
-// HooksFile, in the run directory, holds a digest of the repository's
-// config and hooks as the run started; --merge runs only with those.
-const HooksFile = "hooks.json"
 
 func classifyGit(err error) error {
 	if errors.Is(err, git.ErrBranchExists) {
@@ -401,16 +255,6 @@ func copyPlan(src, dir string) error {
 		name = "plan" + strings.ToLower(filepath.Ext(src))
 	}
 	return os.WriteFile(filepath.Join(dir, name), data, 0o644)
-}
-
-// PlanCopy returns the path of the plan copied into a run directory.
-func PlanCopy(dir string) string {
-	for _, n := range []string{"plan.md", "plan.yaml", "plan.yml"} {
-		if p := filepath.Join(dir, n); fileExists(p) {
-			return p
-		}
-	}
-	return ""
 }
 
 // setupCaches are the [setup] package caches, made when missing (a

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -14,16 +13,17 @@ import (
 	"github.com/muster-run/muster/engine"
 	"github.com/muster-run/muster/git"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
+	"github.com/muster-run/muster/internal/cli/preflight"
 	"github.com/muster-run/muster/internal/textsafe"
 )
 
 // Start validates a plan and runs it as a new run.
-func Start(ctx context.Context, io *cmdutil.IOStreams, planPath string, f *Flags) (*Session, error) {
+func Start(ctx context.Context, io *cmdutil.IOStreams, planPath string, f *preflight.Flags) (*Session, error) {
 	repo, err := cmdutil.OpenRepo(ctx, f.Repo)
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := LoadConfig(repo, f)
+	cfg, err := preflight.LoadConfig(repo, f)
 	if err != nil {
 		return nil, err
 	}
@@ -32,7 +32,7 @@ func Start(ctx context.Context, io *cmdutil.IOStreams, planPath string, f *Flags
 
 // StartWith runs a plan as a new run with a config already loaded;
 // onEvent, if set, sees every event.
-func StartWith(ctx context.Context, io *cmdutil.IOStreams, planPath string, f *Flags, cfg *muster.Config, onEvent func(*muster.Event, *engine.State)) (*Session, error) {
+func StartWith(ctx context.Context, io *cmdutil.IOStreams, planPath string, f *preflight.Flags, cfg *muster.Config, onEvent func(*muster.Event, *engine.State)) (*Session, error) {
 	repo, err := cmdutil.OpenRepo(ctx, f.Repo)
 	if err != nil {
 		return nil, err
@@ -41,7 +41,7 @@ func StartWith(ctx context.Context, io *cmdutil.IOStreams, planPath string, f *F
 }
 
 // start validates the plan and drives it as a new run in repo.
-func start(ctx context.Context, io *cmdutil.IOStreams, repo *cmdutil.Repo, planPath string, f *Flags, cfg *muster.Config, onEvent func(*muster.Event, *engine.State)) (*Session, error) {
+func start(ctx context.Context, io *cmdutil.IOStreams, repo *cmdutil.Repo, planPath string, f *preflight.Flags, cfg *muster.Config, onEvent func(*muster.Event, *engine.State)) (*Session, error) {
 	fc, err := joinFleet(ctx, io, cfg, f)
 	if err != nil {
 		return nil, err
@@ -49,14 +49,14 @@ func start(ctx context.Context, io *cmdutil.IOStreams, repo *cmdutil.Repo, planP
 	runID := f.RunID
 	if runID == "" {
 		runID = cmdutil.NewRunID(time.Now())
-	} else if err := CheckRunID(runID); err != nil {
+	} else if err := preflight.CheckRunID(runID); err != nil {
 		return nil, err
 	}
-	plan, probs, err := Preflight(ctx, repo, planPath, cfg, f.Strict)
+	plan, probs, err := preflight.Preflight(ctx, repo, planPath, cfg, f.Strict)
 	if err != nil {
 		return nil, err
 	}
-	PrintProblems(io.ErrOut, probs)
+	preflight.PrintProblems(io.ErrOut, probs)
 	if len(probs.Errors()) > 0 {
 		return nil, &cmdutil.Silent{Err: probs.Errors()}
 	}
@@ -68,29 +68,6 @@ func start(ctx context.Context, io *cmdutil.IOStreams, repo *cmdutil.Repo, planP
 	s := &Session{IO: io, Repo: repo, Flags: f, Config: cfg, Plan: plan, RunID: runID, Ref: ref, OnEvent: onEvent, fleet: fc}
 	err = s.Drive(ctx)
 	return s, s.finish(ctx, err)
-}
-
-// NoCrew is the error of a plan with agent tasks and a config with no
-// executor (no muster.toml, no --crew): validate and run both give it,
-// and both point at muster init. nil when the plan can run.
-func NoCrew(plan *muster.Plan, cfg *muster.Config) error {
-	if plan == nil || len(cfg.Executors) > 0 || !needsCrew(plan) {
-		return nil
-	}
-	where := "no muster.toml"
-	if cfg.Source != "" {
-		where = cfg.Source + " has no [executors.NAME] table"
-	}
-	return cmdutil.Invalid("no executors: %s and no --crew; run muster init to write a muster.toml for the agents installed here, or pass --crew NAME=KIND[:CLONES] (e.g. --crew sim=sim:2 for a simulated crew)", where)
-}
-
-func needsCrew(p *muster.Plan) bool {
-	for _, t := range p.Tasks {
-		if !t.Done && t.EffectiveKind() != muster.KindCode {
-			return true
-		}
-	}
-	return false
 }
 
 // finish prints the summary, merges when asked, and turns the outcome
@@ -135,7 +112,7 @@ func (s *Session) finish(ctx context.Context, runErr error) error {
 		}
 		// --merge runs the user's own hooks and config: only those the run
 		// started with.
-		if changed, err := git.HooksChanged(context.WithoutCancel(ctx), s.Repo.Top, filepath.Join(s.Dir, HooksFile)); err != nil || len(changed) > 0 {
+		if changed, err := git.HooksChanged(context.WithoutCancel(ctx), s.Repo.Top, filepath.Join(s.Dir, cmdutil.HooksFile)); err != nil || len(changed) > 0 {
 			why := strings.Join(changed, ", ")
 			if err != nil {
 				why = err.Error()
@@ -190,7 +167,7 @@ func Summary(w io.Writer, s *engine.State, dir, tip string) {
 		}
 		fmt.Fprintf(w, "  time       %s wall, %s of task work, parallelism %.2fx%s\n", wall.Round(100*time.Millisecond), busy.Round(100*time.Millisecond), busy.Seconds()/wall.Seconds(), gaps)
 	}
-	fmt.Fprintf(w, "  usage      %s tokens, %s\n", fmtInt(s.Usage.Tokens()), muster.FormatUSD(s.Usage.CostMicros))
+	fmt.Fprintf(w, "  usage      %s tokens, %s\n", muster.Group(s.Usage.Tokens()), muster.FormatUSD(s.Usage.CostMicros))
 	var failed []string
 	for _, id := range s.Order {
 		t := s.Tasks[id]
@@ -205,34 +182,4 @@ func Summary(w io.Writer, s *engine.State, dir, tip string) {
 	if dir != "" {
 		fmt.Fprintf(w, "  run dir    %s\n", dir)
 	}
-}
-
-// ByClone sums usage by executor clone from events.
-func ByClone(events []muster.Event) ([]string, map[string]muster.Usage) {
-	m := map[string]muster.Usage{}
-	for _, e := range events {
-		if e.Counted() {
-			u := m[e.Slot()]
-			u.Add(e.Credited())
-			m[e.Slot()] = u
-		}
-	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys, m
-}
-
-func fmtInt(n int64) string {
-	s := fmt.Sprint(n)
-	var b strings.Builder
-	for i, r := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }

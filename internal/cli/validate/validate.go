@@ -8,12 +8,13 @@ import (
 
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
+	"github.com/muster-run/muster/internal/cli/preflight"
 	"github.com/muster-run/muster/internal/cli/runner"
 )
 
 // NewCmd returns muster validate.
 func NewCmd(io *cmdutil.IOStreams) *cobra.Command {
-	f := &runner.Flags{}
+	f := &preflight.Flags{}
 	cmd := &cobra.Command{
 		Use:   "validate PLAN",
 		Short: "Check a plan and the config; print nothing on success",
@@ -32,7 +33,7 @@ overlapping Owns between tasks that may run at once) alone exit 0, unless
 			if repo == nil {
 				repo = &cmdutil.Repo{Top: "."}
 			}
-			cfg, err := runner.LoadConfig(repo, f)
+			cfg, err := preflight.LoadConfig(repo, f)
 			if err != nil {
 				return err
 			}
@@ -46,11 +47,11 @@ overlapping Owns between tasks that may run at once) alone exit 0, unless
 				}
 				defer leave()
 			}
-			_, probs, err := runner.Preflight(cmd.Context(), repo, args[0], cfg, f.Strict)
+			_, probs, err := preflight.Preflight(cmd.Context(), repo, args[0], cfg, f.Strict)
 			if err != nil {
 				return err
 			}
-			runner.PrintProblems(io.ErrOut, probs)
+			preflight.PrintProblems(io.ErrOut, probs)
 			if f.JSON {
 				if err := writeProblems(io, probs); err != nil {
 					return cmdutil.Env("write: %w", err)

@@ -13,7 +13,6 @@ import (
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/git"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
-	"github.com/muster-run/muster/internal/cli/runner"
 	"github.com/muster-run/muster/internal/textsafe"
 	"github.com/muster-run/muster/journal"
 	"github.com/muster-run/muster/planfile"
@@ -95,7 +94,7 @@ func Check(ctx context.Context, repo *cmdutil.Repo, id string) (problems []strin
 	if err != nil {
 		return nil, "", err
 	}
-	if problems = receipt.Verify(r, data, runner.PlanHash(dir, r.Canon()), b); len(problems) > 0 {
+	if problems = receipt.Verify(r, data, cmdutil.PlanHash(dir, r.Canon()), b); len(problems) > 0 {
 		return problems, "", nil
 	}
 	return nil, fmt.Sprintf("%d journal lines (chain %s), plan %s, branch %s at %s, %d tasks",

@@ -17,7 +17,7 @@ import (
 	"github.com/muster-run/muster/internal/agents"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
 	clifleet "github.com/muster-run/muster/internal/cli/fleet"
-	"github.com/muster-run/muster/internal/cli/runner"
+	"github.com/muster-run/muster/internal/cli/preflight"
 )
 
 // NewCmd returns muster worker.
@@ -141,7 +141,7 @@ func confinement(cfg *muster.Config, dir, creds string) (workerConfinement, erro
 			protect = append(protect, abs)
 		}
 	}
-	c, warnings, err := runner.Confinement(cfg, protect...)
+	c, warnings, err := preflight.Confinement(cfg, protect...)
 	if err != nil {
 		return workerConfinement{}, err
 	}

@@ -1,4 +1,4 @@
-package runner
+package run
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/engine"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
+	"github.com/muster-run/muster/internal/cli/preflight"
 	"github.com/muster-run/muster/internal/textsafe"
 	"github.com/muster-run/muster/planfile"
 )
@@ -150,12 +151,12 @@ func Schedule(plan *muster.Plan, cfg *muster.Config, d time.Duration) (steps []S
 // DryRun validates a plan as run does, shows the schedule the engine
 // would follow and the expected cost, and spends nothing: no agent runs,
 // no run branch, no journal.
-func DryRun(ctx context.Context, io *cmdutil.IOStreams, planPath string, f *Flags) error {
+func DryRun(ctx context.Context, io *cmdutil.IOStreams, planPath string, f *preflight.Flags) error {
 	repo, err := cmdutil.OpenRepo(ctx, f.Repo)
 	if err != nil {
 		return err
 	}
-	cfg, err := LoadConfig(repo, f)
+	cfg, err := preflight.LoadConfig(repo, f)
 	if err != nil {
 		return err
 	}
@@ -163,14 +164,14 @@ func DryRun(ctx context.Context, io *cmdutil.IOStreams, planPath string, f *Flag
 	if err != nil {
 		return err
 	}
-	if err := NoCrew(plan, cfg); err != nil {
+	if err := preflight.NoCrew(plan, cfg); err != nil {
 		return err
 	}
-	if err := CheckCommands(ctx, repo.Top, cfg); err != nil {
+	if err := preflight.CheckCommands(ctx, repo.Top, cfg); err != nil {
 		return err
 	}
-	probs = append(probs, Unapproved(plan, cfg)...)
-	PrintProblems(io.ErrOut, probs)
+	probs = append(probs, preflight.Unapproved(plan, cfg)...)
+	preflight.PrintProblems(io.ErrOut, probs)
 	if len(probs.Errors()) > 0 {
 		return &cmdutil.Silent{Err: probs.Errors()}
 	}

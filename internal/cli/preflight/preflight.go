@@ -1,4 +1,11 @@
-package runner
+// Package preflight is what every plan-reading command does before it
+// spends: the config with the command line's overrides (Flags,
+// LoadConfig), the plan checked against it (Preflight: crew, committed
+// commands, approvals, prices, gate programs), the problems printed, the
+// redactor and the journaled config, and how agents are confined. It
+// links no driver: validate, verify, report and plan use it without the
+// run's session (internal/cli/runner, which imports this package).
+package preflight
 
 import (
 	"bufio"
@@ -53,7 +60,31 @@ func Preflight(ctx context.Context, repo *cmdutil.Repo, planPath string, cfg *mu
 			Message: err.Error() + ": name a readable price table, or drop the key for the built-in one"})
 	}
 	probs = append(probs, missingGates(repo, plan, cfg)...)
+	probs = append(probs, keysLeaving(cfg)...)
 	return plan, probs, nil
+}
+
+// NoCrew is the error of a plan with agent tasks and a config with no
+// executor (no muster.toml, no --crew): validate and run both give it,
+// and both point at muster init. nil when the plan can run.
+func NoCrew(plan *muster.Plan, cfg *muster.Config) error {
+	if plan == nil || len(cfg.Executors) > 0 || !needsCrew(plan) {
+		return nil
+	}
+	where := "no muster.toml"
+	if cfg.Source != "" {
+		where = cfg.Source + " has no [executors.NAME] table"
+	}
+	return cmdutil.Invalid("no executors: %s and no --crew; run muster init to write a muster.toml for the agents installed here, or pass --crew NAME=KIND[:CLONES] (e.g. --crew sim=sim:2 for a simulated crew)", where)
+}
+
+func needsCrew(p *muster.Plan) bool {
+	for _, t := range p.Tasks {
+		if !t.Done && t.EffectiveKind() != muster.KindCode {
+			return true
+		}
+	}
+	return false
 }
 
 // reservedConfig is the config file in use, relative to the repository's

@@ -1,4 +1,4 @@
-package runner
+package preflight
 
 import (
 	"maps"
@@ -39,9 +39,9 @@ func allowed(cfg *muster.Config, e *muster.ExecutorSpec, name string) bool {
 	return false
 }
 
-// allowEnv gives every executor the run's env_allow, so that each adapter
+// AllowEnv gives every executor the run's env_allow, so that each adapter
 // knows from its spec alone which variables it passes on.
-func allowEnv(cfg *muster.Config) {
+func AllowEnv(cfg *muster.Config) {
 	if len(cfg.Run.EnvAllow) == 0 {
 		return
 	}
@@ -94,11 +94,11 @@ func Journaled(cfg *muster.Config) *muster.Config {
 	return &cp
 }
 
-// restoreSecrets puts back, into a config replayed from a journal, what
+// RestoreSecrets puts back, into a config replayed from a journal, what
 // Journaled left out or redacted: it is read again from the config file
 // the run recorded, for executors of the same name and kind. A file that
 // is gone or no longer loads restores nothing.
-func restoreSecrets(cfg *muster.Config) {
+func RestoreSecrets(cfg *muster.Config) {
 	if cfg.Source == "" {
 		return
 	}

@@ -1,4 +1,4 @@
-package runner
+package preflight
 
 import (
 	"fmt"
@@ -95,6 +95,18 @@ func RepoConfinement(repo *cmdutil.Repo, cfg *muster.Config) (*muster.Confinemen
 	if err == nil {
 		protect = append(protect, cache)
 	}
+	// Nothing muster keeps may be writable from inside either: the git
+	// directory (hooks, config, the run directory) and the cache (every
+	// clone and its private git directory).
+	inside := []string{repo.GitDir}
+	if cache != "" {
+		inside = append(inside, cache)
+	}
+	if cfg.Run.Confine != muster.ConfineOff {
+		if err := checkWritableIn(cfg, inside); err != nil {
+			return nil, nil, err
+		}
+	}
 	c, warnings, err := Confinement(cfg, protect...)
 	if c != nil && c.Namespaces {
 		// The user's repository (where the clones' objects are) is seen
@@ -141,6 +153,35 @@ func checkWritable(cfg *muster.Config, protect []string) error {
 	return nil
 }
 
+// checkWritableIn rejects a configured writable path that lies in one of
+// dirs (muster's git directory and cache), symlinks resolved.
+func checkWritableIn(cfg *muster.Config, dirs []string) error {
+	check := func(where string, paths []string) error {
+		for _, w := range paths {
+			for _, d := range dirs {
+				if d != "" && holds(d, []string{w}) != "" {
+					src := cfg.Source
+					if src == "" {
+						src = "config"
+					}
+					return &muster.Error{Code: muster.CodeInvalid, Message: fmt.Sprintf(
+						"%s: %s writable: %q lies in %s, which agents must not write: list a path outside it", src, where, w, d)}
+				}
+			}
+		}
+		return nil
+	}
+	if err := check("[run]", cfg.Run.Writable); err != nil {
+		return err
+	}
+	for _, e := range cfg.Executors {
+		if err := check("[executors."+e.Name+"]", e.Writable); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // holds returns the first of paths that lies in dir (or is dir), or "".
 func holds(dir string, paths []string) string {
 	d := resolved(dir)
@@ -156,11 +197,33 @@ func holds(dir string, paths []string) string {
 	return ""
 }
 
+// resolved returns p with the symlinks of its nearest existing ancestor
+// resolved (a path that does not exist yet lies where its parent leads,
+// and a dangling link where it points).
 func resolved(p string) string {
-	if r, err := filepath.EvalSymlinks(p); err == nil {
-		return r
+	return resolvedN(p, 0)
+}
+
+func resolvedN(p string, depth int) string {
+	p = filepath.Clean(p)
+	var rest []string
+	for {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			return filepath.Join(append([]string{r}, rest...)...)
+		}
+		if t, err := os.Readlink(p); err == nil && depth < 40 {
+			if !filepath.IsAbs(t) {
+				t = filepath.Join(filepath.Dir(p), t)
+			}
+			return filepath.Join(append([]string{resolvedN(t, depth+1)}, rest...)...)
+		}
+		up := filepath.Dir(p)
+		if up == p {
+			return filepath.Join(append([]string{p}, rest...)...)
+		}
+		rest = append([]string{filepath.Base(p)}, rest...)
+		p = up
 	}
-	return filepath.Clean(p)
 }
 
 // DefaultGuard is the guard of a run whose config does not set one. Agents

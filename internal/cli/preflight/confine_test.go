@@ -1,0 +1,79 @@
+package preflight
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/confine"
+)
+
+// TestMain lets the test binary be the launcher ConfinementProbe starts
+// (os.Executable), as the real binary is.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == muster.ConfineCommand {
+		os.Exit(confine.Main(os.Args[2:], os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// TestConfinementNamespaceLayer: where the namespaces are missing (here
+// simulated), "required" refuses (exit 3) naming the layer, and "auto"
+// confines with Landlock alone, says so once, and lets agents write the
+// shared /tmp; where they exist, the sandbox hides the user's sockets and
+// credentials.
+func TestConfinementNamespaceLayer(t *testing.T) {
+	if st := confine.Probe(); !st.Available() {
+		t.Skip(st.Reason)
+	}
+	t.Setenv(confine.NoUserNSEnv, "1")
+	_, _, err := Confinement(&muster.Config{Run: muster.RunConfig{Confine: muster.ConfineRequired}})
+	if err == nil || muster.ErrorCode(err) != muster.CodeInternal || !strings.Contains(err.Error(), "namespaces") {
+		t.Fatalf("required without namespaces: %v", err)
+	}
+	c, warnings, err := Confinement(&muster.Config{})
+	if err != nil || c == nil || c.Namespaces {
+		t.Fatalf("auto: %+v %v", c, err)
+	}
+	if n := countContaining(warnings, "without namespaces"); n != 1 {
+		t.Errorf("warnings %q", warnings)
+	}
+	if !contains(c.Writable, "/tmp") {
+		t.Errorf("Landlock only, /tmp not writable: %q", c.Writable)
+	}
+	t.Setenv(confine.NoUserNSEnv, "")
+	exe, _ := os.Executable()
+	if r := confine.ProbeNamespaces(exe); r != "" {
+		t.Skip(r)
+	}
+	c, warnings, err = Confinement(&muster.Config{Run: muster.RunConfig{Hide: []string{"/srv/secret"}}})
+	if err != nil || c == nil || !c.Namespaces {
+		t.Fatalf("with namespaces: %+v %v", c, err)
+	}
+	if contains(c.Writable, "/tmp") || !contains(c.Hide, "/run") || !contains(c.Hide, "/srv/secret") {
+		t.Errorf("sandbox %+v", c)
+	}
+	if countContaining(warnings, "without namespaces") != 0 {
+		t.Errorf("warnings %q", warnings)
+	}
+}
+
+func countContaining(list []string, s string) int {
+	n := 0
+	for _, x := range list {
+		if strings.Contains(x, s) {
+			n++
+		}
+	}
+	return n
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
