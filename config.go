@@ -217,17 +217,20 @@ type GateSpec struct {
 
 // RunConfig is the [run] table.
 type RunConfig struct {
-	MaxParallel       int         `json:"max_parallel,omitempty"` // 0: number of coder clones
-	OnFailure         string      `json:"on_failure,omitempty"`
-	BudgetUSDMicros   int64       `json:"budget_usd_micros,omitempty"`
-	BudgetTokens      int64       `json:"budget_tokens,omitempty"`
-	Writers           int         `json:"writers,omitempty"` // 0: unlimited; 1: single-writer mode
-	OnViolation       string      `json:"on_violation,omitempty"`
-	Noop              string      `json:"noop,omitempty"`
+	MaxParallel     int    `json:"max_parallel,omitempty"` // 0: number of coder clones
+	OnFailure       string `json:"on_failure,omitempty"`
+	BudgetUSDMicros int64  `json:"budget_usd_micros,omitempty"`
+	BudgetTokens    int64  `json:"budget_tokens,omitempty"`
+	Writers         int    `json:"writers,omitempty"` // 0: unlimited; 1: single-writer mode
+	OnViolation     string `json:"on_violation,omitempty"`
+	Noop            string `json:"noop,omitempty"`
 	// ReviewPartial ("refuse", the default, or "allow") says whether a
 	// review whose prompt could not hold the whole diff may approve.
 	ReviewPartial string `json:"review_partial,omitempty"`
-	MaxRounds         int         `json:"max_rounds,omitempty"`
+	MaxRounds     int    `json:"max_rounds,omitempty"`
+	// MaxBatch bounds how many waiting commits one integration batch
+	// gates together (0: DefaultMaxBatch; 1: each on its own).
+	MaxBatch          int         `json:"max_batch,omitempty"`
 	VerifyIntegration *bool       `json:"verify_integration,omitempty"`
 	Approve           []Authority `json:"approve,omitempty"`
 	RequireApproval   []Authority `json:"require_approval,omitempty"`
@@ -389,6 +392,17 @@ func (c *Config) Grace() time.Duration {
 		return c.Run.Grace
 	}
 	return DefaultGraceSeconds * time.Second
+}
+
+// DefaultMaxBatch is [run] max_batch's default.
+const DefaultMaxBatch = 8
+
+// MaxBatch returns the bound on an integration batch.
+func (c *Config) MaxBatch() int {
+	if c.Run.MaxBatch > 0 {
+		return c.Run.MaxBatch
+	}
+	return DefaultMaxBatch
 }
 
 // MaxRounds returns the bound on fix rounds per attempt.

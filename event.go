@@ -28,8 +28,8 @@ const (
 	EvFixRound        EventType = "FixRound"      // Task, Round, Reason
 	EvViolation       EventType = "Violation"     // Task, Paths (Reason "tampered": what changed in the user's repository)
 	EvCommitted       EventType = "Committed"     // Task, Commit (task commit, before integration)
-	EvIntegrating     EventType = "Integrating"   // Task, Commit (the run branch's next tip), Tip (its tip now): durable before muster moves the branch
-	EvIntegrated      EventType = "Integrated"    // Task, Commit (on the run branch), Tip
+	EvIntegrating     EventType = "Integrating"   // Task, Commit (the run branch's next tip), Tip (its tip now), Chain (a batch: every task commit of the move, in order, the last being Commit): durable before muster moves the branch
+	EvIntegrated      EventType = "Integrated"    // Task, Commit (on the run branch), Tip (the branch's tip after the move: a batch's top)
 	EvTaskSucceeded   EventType = "TaskSucceeded" // Task, Attempt, Commit (or empty), Reason ("satisfied", "no change")
 	EvTaskFailed      EventType = "TaskFailed"    // Task, Attempt, Reason, Retry (true: will be retried)
 	EvTaskSkipped     EventType = "TaskSkipped"   // Task, Reason
@@ -123,6 +123,10 @@ type Event struct {
 
 	Commit string `json:"commit,omitempty"`
 	Tip    string `json:"tip,omitempty"`
+	// Chain (Integrating) lists a batch's commits in the order the run
+	// branch gets them; empty for a move of one task's commit (and in
+	// journals older than batching).
+	Chain []ChainLink `json:"chain,omitempty"`
 
 	Reason string `json:"reason,omitempty"`
 	// Cause (TaskCancelled) is why the task was cancelled, for code to
@@ -247,3 +251,9 @@ const (
 	RunFailed      = "failed"
 	RunInterrupted = "interrupted"
 )
+
+// ChainLink is one task commit of an integration batch.
+type ChainLink struct {
+	Task   TaskID `json:"task"`
+	Commit string `json:"commit"`
+}

@@ -109,6 +109,19 @@ type ModelEndpoint struct {
 	Proxy string
 }
 
+// NetSession is the network one gate or setup step gets beyond its own
+// loopback: muster's proxy with the step's policy (egress.Open).
+type NetSession struct {
+	// Env points the step's tools at the proxy (HTTPS_PROXY, NO_PROXY...).
+	Env map[string]string
+	// Close ends the session and returns the hosts ("host:port") the
+	// proxy refused the step.
+	Close func() []string
+}
+
+// NetOpener opens a NetSession for a step of network n.
+type NetOpener func(n Network) (*NetSession, error)
+
 // PlaceholderKey is what an agent behind muster's endpoint gets for its
 // key: not a credential, so nothing it leaks is one.
 const PlaceholderKey = "muster-placeholder-key"
@@ -123,6 +136,17 @@ func (e *Event) BlockedHost() string {
 		return e.Host
 	}
 	return net.JoinHostPort(e.Host, strconv.Itoa(e.Port))
+}
+
+// BlockedEvent is the Blocked event of hostport ("host:port") refused
+// for reason; its task, attempt and clone are the caller's to set.
+func BlockedEvent(hostport, reason string) Event {
+	host, port, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return Event{Type: EvBlocked, Host: hostport, Reason: reason}
+	}
+	n, _ := strconv.Atoi(port)
+	return Event{Type: EvBlocked, Host: host, Port: n, Reason: reason}
 }
 
 // BlockedText says what a Blocked event refused, for people: "host:port

@@ -302,6 +302,18 @@ type Workspace interface {
 	Close(ctx context.Context) error
 }
 
+// ChainMerger is implemented by a Workspace that can build an
+// integration batch: a chain of candidate commits above the run branch's
+// tip, moved onto the branch by one Advance to the chain's top. Without
+// it every commit integrates on its own ([run] max_batch = 1).
+type ChainMerger interface {
+	// MergeOnto is Merge onto onto instead of the tip: onto is the tip
+	// or a commit an earlier MergeOnto of the same batch returned. It
+	// returns commit itself when onto is base, else one new commit on
+	// onto holding the three-way merge; conflicts leave merged empty.
+	MergeOnto(ctx context.Context, onto, commit, base string) (merged string, conflicts []string, err error)
+}
+
 // Guard is implemented by a Workspace that watches the user's repository
 // around each attempt for what no agent may change there (refs, HEAD,
 // index, config, hooks, info, lock files), undoing what it can. Several

@@ -25,7 +25,7 @@ var (
 	topKeys      = []string{"run", "executors", "gates", "setup", "pool", "fleet"}
 	fleetKeys    = []string{"nats", "creds", "tls_ca", "tls_cert", "tls_key", "lease", "trust_worker_gates"}
 	poolKeys     = []string{"max_clones"}
-	runKeys      = []string{"max_parallel", "on_failure", "budget_usd", "budget_tokens", "writers", "on_violation", "noop", "max_rounds", "verify_integration", "approve", "require_approval", "keep", "guard", "grace", "gate_timeout", "reviewers", "stall_timeout", "prices_file", "env_allow", "confine", "writable", "hide", "network", "allow_hosts", "max_file_bytes", "max_tasks", "review_partial"}
+	runKeys      = []string{"max_parallel", "on_failure", "budget_usd", "budget_tokens", "writers", "on_violation", "noop", "max_rounds", "max_batch", "verify_integration", "approve", "require_approval", "keep", "guard", "grace", "gate_timeout", "reviewers", "stall_timeout", "prices_file", "env_allow", "confine", "writable", "hide", "network", "allow_hosts", "max_file_bytes", "max_tasks", "review_partial"}
 	executorKeys = []string{"kind", "clones", "roles", "model", "models", "base_url", "api_key_env", "env", "args", "command", "timeout", "max_concurrent", "env_allow", "writable", "network", "allow_hosts", "seed", "speed"}
 )
 
@@ -225,6 +225,8 @@ func (r *reader) run(rc *muster.RunConfig, t map[string]any) {
 			rc.ReviewPartial = r.oneOf(v, p, muster.ReviewPartialRefuse, muster.ReviewPartialAllow)
 		case "max_rounds":
 			rc.MaxRounds = r.count(v, 1, p)
+		case "max_batch":
+			rc.MaxBatch = r.count(v, 1, p)
 		case "verify_integration":
 			if b, ok := v.(bool); ok {
 				rc.VerifyIntegration = &b

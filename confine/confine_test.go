@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -170,5 +171,27 @@ func TestNoLandlockHook(t *testing.T) {
 	var buf bytes.Buffer
 	if code := confine.Main([]string{"--", "sh", "-c", "true"}, &buf); code != 125 || !strings.Contains(buf.String(), "cannot confine") {
 		t.Errorf("exit %d: %s", code, buf.String())
+	}
+}
+
+// TestLandlockOnlyDropsCapabilities: without the namespaces too, the
+// program holds no capability (as root as well): mknod fails in its
+// writable places and muster's /proc/PID/environ is not readable.
+func TestLandlockOnlyDropsCapabilities(t *testing.T) {
+	t.Parallel()
+	needLandlock(t)
+	root := outsideTmp(t)
+	out, _ := confined(t, `
+		mknod "$IN/null" c 1 3 2>/dev/null && echo MKNOD || echo no-mknod
+		grep -E '^Cap(Eff|Prm|Amb|Inh):' /proc/self/status | awk '{print $2}' | sort -u
+		cat /proc/$MUSTER_PID/environ >/dev/null 2>&1 && echo READ-ENVIRON || echo no-environ
+	`, []string{"IN=" + root, "MUSTER_PID=" + strconv.Itoa(os.Getpid())}, root)
+	for _, want := range []string{"no-mknod", "0000000000000000", "no-environ"} {
+		if !strings.Contains(out, want+"\n") {
+			t.Errorf("missing %s in:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "MKNOD") || strings.Contains(out, "READ-ENVIRON") {
+		t.Errorf("root's powers kept:\n%s", out)
 	}
 }

@@ -10,7 +10,9 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/confine"
@@ -323,5 +325,36 @@ func TestSandboxUnprivileged(t *testing.T) {
 		if !strings.Contains(string(out), "--- PASS: "+name) {
 			t.Errorf("%s did not pass as nobody:\n%s", name, out)
 		}
+	}
+}
+
+// TestSandboxForwardsSIGTERM: SIGTERM sent to stage one alone (PID 1 of
+// the namespace, which the kernel shields from signals it has no handler
+// for) reaches the program's process group, whose trap runs: the
+// documented SIGTERM-then-SIGKILL grace depends on it.
+func TestSandboxForwardsSIGTERM(t *testing.T) {
+	t.Parallel()
+	exe := needNamespaces(t)
+	clone := hostTmp(t)
+	var leader int
+	res, err := proc.Run(context.Background(), proc.Spec{
+		Argv: []string{"sh", "-c", `trap 'echo term > "$PWD/term"; exit 7' TERM; echo ready; while :; do sleep 0.1; done`},
+		Dir:  clone, Confine: &muster.Confinement{Launcher: exe, Namespaces: true, Writable: []string{clone}},
+		Timeout: 30 * time.Second, Grace: 5 * time.Second,
+		OnStart: func(pid int) { leader = pid },
+		OnLine: func(l string) {
+			if l == "ready" {
+				_ = syscall.Kill(leader, syscall.SIGTERM)
+			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Stopped != "" || res.ExitCode != 7 {
+		t.Errorf("result %+v, want the trap's exit 7", res)
+	}
+	if b, _ := os.ReadFile(filepath.Join(clone, "term")); string(b) != "term\n" {
+		t.Errorf("the program's trap did not run: %q", b)
 	}
 }

@@ -68,6 +68,46 @@ func buildMounts(o Options, prog string) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make the mount namespace private: %w", err)
 	}
+	ms, err := planMounts(o, prog, cwd)
+	defer func() {
+		for _, m := range ms {
+			if m.fd >= 0 {
+				unix.Close(m.fd)
+			}
+		}
+	}()
+	if err != nil {
+		return err
+	}
+	var tmpfs []string
+	for _, m := range ms {
+		covered, err := attach(m)
+		if err != nil {
+			return err
+		}
+		if covered && m.dir && !isMasked(m.path) {
+			tmpfs = append(tmpfs, m.path)
+		}
+	}
+	// The covers of hidden directories stay empty.
+	for _, p := range tmpfs {
+		if err := unix.MountSetattr(unix.AT_FDCWD, p, 0, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}); err != nil {
+			return fmt.Errorf("make the cover of %s read-only: %w", p, err)
+		}
+	}
+	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("mount a fresh /proc: %w", err)
+	}
+	if err := os.Chdir(cwd); err != nil {
+		return fmt.Errorf("the working directory %s is not in the sandbox: %w", cwd, err)
+	}
+	return nil
+}
+
+// planMounts lists the mounts of the namespace in the order they are put
+// in place: the trees to bind back, detached before anything is covered,
+// and the covers (Masked and o.Hide), shallow first.
+func planMounts(o Options, prog, cwd string) ([]mount, error) {
 	covers := existing(append(append([]string(nil), Masked...), o.Hide...))
 	under := func(p string, roots []string) bool {
 		for _, r := range roots {
@@ -94,24 +134,16 @@ func buildMounts(o Options, prog string) error {
 			ro = append(ro, p)
 		}
 	}
-	rw := existing(o.Write)
 	var ms []mount
-	defer func() {
-		for _, m := range ms {
-			if m.fd >= 0 {
-				unix.Close(m.fd)
-			}
-		}
-	}()
 	seen := map[string]bool{}
-	for _, p := range rw {
+	for _, p := range existing(o.Write) {
 		if seen[p] || !(under(p, covers) || under(p, ro)) {
 			continue
 		}
 		seen[p] = true
 		m, err := detach(p, false)
 		if err != nil {
-			return err
+			return ms, err
 		}
 		ms = append(ms, m)
 	}
@@ -122,16 +154,14 @@ func buildMounts(o Options, prog string) error {
 		seen[p] = true
 		m, err := detach(p, true)
 		if err != nil {
-			return err
+			return ms, err
 		}
 		ms = append(ms, m)
 	}
 	for _, p := range covers {
-		fi, err := os.Stat(p)
-		if err != nil {
-			continue
+		if fi, err := os.Stat(p); err == nil {
+			ms = append(ms, mount{path: p, fd: -1, dir: fi.IsDir()})
 		}
-		ms = append(ms, mount{path: p, fd: -1, dir: fi.IsDir()})
 	}
 	// Shallow first: a bind-back inside a cover lands on it, a cover
 	// inside a bind-back covers part of it. At one depth, covers first.
@@ -142,29 +172,7 @@ func buildMounts(o Options, prog string) error {
 		}
 		return ms[i].fd < 0 && ms[j].fd >= 0
 	})
-	var tmpfs []string
-	for _, m := range ms {
-		covered, err := attach(m)
-		if err != nil {
-			return err
-		}
-		if covered && m.dir && !isMasked(m.path) {
-			tmpfs = append(tmpfs, m.path)
-		}
-	}
-	// The covers of hidden directories stay empty.
-	for _, p := range tmpfs {
-		if err := unix.MountSetattr(unix.AT_FDCWD, p, 0, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}); err != nil {
-			return fmt.Errorf("make the cover of %s read-only: %w", p, err)
-		}
-	}
-	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-		return fmt.Errorf("mount a fresh /proc: %w", err)
-	}
-	if err := os.Chdir(cwd); err != nil {
-		return fmt.Errorf("the working directory %s is not in the sandbox: %w", cwd, err)
-	}
-	return nil
+	return ms, nil
 }
 
 func isMasked(p string) bool {

@@ -21,6 +21,12 @@ const (
 	// CrashIntegrate is right after the run branch moved to a task's
 	// commit, before the Integrated event is sent.
 	CrashIntegrate = "integrate"
+	// CrashBatchAnnounced is right after the Integrating of a batch of
+	// more than one commit is durable, before the branch moves.
+	CrashBatchAnnounced = "batch-announced"
+	// CrashBatch is right after the run branch moved over a batch of
+	// more than one commit, before its Integrated events are sent.
+	CrashBatch = "batch"
 )
 
 // crasher kills the process with SIGKILL the n-th time a point is

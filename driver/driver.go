@@ -123,6 +123,10 @@ type Options struct {
 	// or shown, from notes and from prompts (nil: nothing is redacted;
 	// the command line passes internal/redact's).
 	Redactor muster.Redactor
+	// Overlap says whether two tasks' Owns lists can name one path
+	// (internal/owns); the integration queue batches only tasks whose
+	// Owns do not overlap. nil: every pair overlaps (no batching).
+	Overlap func(a, b []string) bool
 	// CrashAt is a test-only hook: "POINT[:N]" kills the process with
 	// SIGKILL the N-th time POINT is reached (an event type, right after
 	// its journal write, or CrashCommit, CrashIntegrate); "panic:POINT[:N]"
@@ -182,7 +186,7 @@ type Driver struct {
 	clock muster.Clock
 	msgs  chan message
 	wg    sync.WaitGroup
-	integ fifo
+	q     queue // the integration queue (integrate.go)
 	// cancels holds each running attempt's cancel function, by task.
 	cancels map[muster.TaskID]context.CancelCauseFunc
 	pending []muster.Event // worker events waiting for the next batch
@@ -297,14 +301,15 @@ func (d *Driver) run(ctx context.Context) (*engine.State, error) {
 	// The plan-wide gates on the base, after setup, before any task:
 	// what fails there is said now, and a gate or setup that cannot run
 	// stops the run before any agent spends anything.
-	if warnings, err := d.baseGates(ctx); err != nil {
-		d.fatal = err
-	} else {
-		for _, w := range warnings {
-			if err := d.emit(muster.Event{Type: muster.EvWarning, Gate: w.Gate, Message: w.Message}); err != nil {
-				return d.state, err
-			}
+	// (Warnings, and Blocked events of a gate muster's proxy refused.)
+	evs, err := d.baseGates(ctx)
+	for _, e := range evs {
+		if err := d.emit(e); err != nil {
+			return d.state, err
 		}
+	}
+	if err != nil {
+		d.fatal = err
 	}
 	// The run's start (or resumption) is durable, and shown, at once.
 	if err := d.sync(); err != nil {

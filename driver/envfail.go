@@ -108,6 +108,8 @@ var gateEnvSigns = []gateEnvSign{
 		"install it for the gate's interpreter (or add the [setup] command that does)", pythonLocal},
 	{"No module named", regexp.MustCompile(`No module named '?([\w.]+)'?`), "a Python module",
 		"install it for the gate's interpreter (or add the [setup] command that does)", pythonLocal},
+	{"failed to initialize build cache", regexp.MustCompile(`failed to initialize build cache at (\S+):`), "a writable Go build cache",
+		"let gates write it: [run] writable = [\"<that directory>\"] (muster init writes it)", nil},
 	{"no required module provides package", regexp.MustCompile(`no required module provides package ([^\s;]+)`), "a Go module",
 		"download the modules: [setup] = [\"go mod download\"]", nil},
 }
@@ -141,6 +143,11 @@ func pythonLocal(piece, dir string) bool {
 func gateEnv(g muster.GateSpec, r muster.GateResult, dir string) (why string, hard bool) {
 	if r.Passed {
 		return "", false
+	}
+	if len(r.Blocked) > 0 {
+		// It failed after muster's proxy refused it a host: the network
+		// policy's doing, not the change's (docs/security.md).
+		return "environment error: " + muster.BlockedReason("gate "+g.Name, r.Blocked, "[gates]") + "; then run muster resume", true
 	}
 	switch r.ExitCode {
 	case 127:

@@ -24,6 +24,7 @@ func TestGateEnvTableEveryEntry(t *testing.T) {
 		"ModuleNotFoundError":                 {"Traceback (most recent call last):\n  File \"/w/t.py\", line 1, in <module>\n    import requests\nModuleNotFoundError: No module named 'requests'\n", "a Python module is missing: requests", 1},
 		"No module named":                     {"/usr/bin/python3: No module named pytest\n", "a Python module is missing: pytest", 1},
 		"no required module provides package": {"main.go:3:8: no required module provides package github.com/x/y; to add it:\n\tgo get github.com/x/y\n", "a Go module is missing: github.com/x/y", 1},
+		"failed to initialize build cache":    {"failed to initialize build cache at /root/.cache/go-build: mkdir /root/.cache: read-only file system\n", "a writable Go build cache is missing: /root/.cache/go-build", 1},
 		"exit 127":                            {"sh: 1: gotestsum: not found\n", "command not found (exit 127): sh: 1: gotestsum: not found", 127},
 		"exit 126":                            {"sh: 1: ./check.sh: Permission denied\n", "a program is not executable (exit 126)", 126},
 	}

@@ -55,6 +55,7 @@ func (w *worker) gates(ctx context.Context, round int, change *muster.Change) (f
 	for _, g := range w.cfg.Gates {
 		r := w.runGate(ctx, g)
 		w.logGate(g, r, round)
+		w.gateBlocked(g, r.Blocked)
 		ev := muster.Event{Type: muster.EvGateRan, Gate: g.Name, Passed: &r.Passed, Output: tail(r.Output, maxGateOutput), Round: round}
 		if changed(g) || r.Passed {
 			w.send(ev)
@@ -82,6 +83,7 @@ func (w *worker) gates(ctx context.Context, round int, change *muster.Change) (f
 	for _, g := range taskGates {
 		r := w.runGate(ctx, g)
 		w.logGate(g, r, round)
+		w.gateBlocked(g, r.Blocked)
 		ev := muster.Event{Type: muster.EvGateRan, Gate: g.Name, Passed: &r.Passed, Output: tail(r.Output, maxGateOutput), Round: round}
 		if !w.baselined[g.Name] {
 			if w.baselined == nil {

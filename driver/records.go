@@ -206,3 +206,14 @@ func (w *worker) blocked(r muster.Record) (muster.Event, bool) {
 	c.blocked[key] = true
 	return e, true
 }
+
+// gateBlocked sends the Blocked events of the hosts ("host:port") muster's
+// proxy refused a gate, each once per attempt.
+func (w *worker) gateBlocked(g muster.GateSpec, hosts []string) {
+	for _, hp := range hosts {
+		b := muster.BlockedEvent(hp, "gate "+g.Name)
+		if e, ok := w.blocked(muster.Record{Host: b.Host, Port: b.Port, Text: b.Reason}); ok {
+			w.send(e)
+		}
+	}
+}

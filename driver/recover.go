@@ -15,7 +15,8 @@ import (
 // the run branch that it does not record (whatever its trailers claim)
 // is never taken for a task's work. The branch must be at the journal's
 // tip, or at the one move the journal announced (Integrating) and did
-// not record as done; that move is then recorded.
+// not record as done; that move (every task commit of a batch's chain
+// not recorded yet) is then recorded.
 func (d *Driver) recover(ctx context.Context) error {
 	var evs []muster.Event
 	tip, err := d.opts.Workspace.Tip(ctx)
@@ -31,12 +32,14 @@ func (d *Driver) recover(ctx context.Context) error {
 	switch m := d.state.Moving; {
 	case tip == d.state.Tip:
 	case m != nil && tip == m.Commit && m.From == d.state.Tip:
-		// The move went through; its Integrated event did not reach
-		// the journal.
-		evs = append(evs, muster.Event{Type: muster.EvIntegrated, Task: m.Task, Commit: m.Commit, Tip: m.Commit,
-			Reason: "the run branch was found at the move muster announced"})
-		if t := d.state.Tasks[m.Task]; t != nil && t.State != muster.StateSucceeded {
-			landed[m.Task] = m.Commit
+		// The move went through; its Integrated events (a batch's: the
+		// chain's that are not recorded yet) did not reach the journal.
+		for _, l := range m.Chain {
+			evs = append(evs, muster.Event{Type: muster.EvIntegrated, Task: l.Task, Commit: l.Commit, Tip: m.Commit,
+				Reason: "the run branch was found at the move muster announced"})
+			if t := d.state.Tasks[l.Task]; t != nil && t.State != muster.StateSucceeded {
+				landed[l.Task] = l.Commit
+			}
 		}
 	default:
 		return &muster.Error{Code: muster.CodeInternal, Op: "resume",

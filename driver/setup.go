@@ -2,10 +2,10 @@ package driver
 
 import (
 	"context"
-	"errors"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -243,6 +243,11 @@ func (d *Driver) baseGates(ctx context.Context) ([]muster.Event, error) {
 	var out []muster.Event
 	for _, g := range cfg.Gates {
 		r, ok := d.gateAt(ctx, g, tip, cfg)
+		for _, hp := range r.Blocked {
+			if len(out) < maxBlockedRecords {
+				out = append(out, muster.BlockedEvent(hp, "gate "+g.Name+" on the base"))
+			}
+		}
 		if why := d.gc.setupFailure(tip); why != "" {
 			return nil, &envError{cause: why, err: errors.New("setup failed on the base")}
 		}
@@ -250,9 +255,9 @@ func (d *Driver) baseGates(ctx context.Context) ([]muster.Event, error) {
 			continue
 		}
 		if why, _ := gateEnv(g, r, ""); why != "" {
-			return nil, &envError{cause: strings.Replace(why, "could not run", "could not run on the base commit", 1), err: errors.New("a gate could not run")}
+			return out, &envError{cause: strings.Replace(why, "could not run", "could not run on the base commit", 1), err: errors.New("a gate could not run")}
 		}
-		out = append(out, muster.Event{Gate: g.Name, Message: fmt.Sprintf("gate %s (%s) fails on the base commit before any task: %s; only new failures are charged", g.Name, g.Command, gateSummary(r))})
+		out = append(out, muster.Event{Type: muster.EvWarning, Gate: g.Name, Message: fmt.Sprintf("gate %s (%s) fails on the base commit before any task: %s; only new failures are charged", g.Name, g.Command, gateSummary(r))})
 	}
 	return out, nil
 }

@@ -203,10 +203,7 @@ func (w *worker) run(ctx context.Context) []muster.Event {
 		if tampered := w.tampered(ctx); tampered != nil {
 			return tampered
 		}
-		w.send(muster.Event{Type: muster.EvPhase, Phase: "integrating", Round: w.round})
-		w.d.integ.lock()
-		l := w.land(ctx, commit)
-		w.d.integ.unlock()
+		l := w.integrate(ctx, commit)
 		if l.err != nil && ctx.Err() != nil {
 			return w.cancelled(ctx)
 		}
@@ -244,8 +241,7 @@ func (w *worker) run(ctx context.Context) []muster.Event {
 			start = w.round + 1
 			continue
 		}
-		w.d.crash.at(CrashIntegrate)
-		w.send(muster.Event{Type: muster.EvIntegrated, Commit: l.merged, Tip: l.merged})
+		// The queue recorded Integrated (driver/integrate.go).
 		w.shareFindings()
 		return []muster.Event{{Type: muster.EvTaskSucceeded, Task: w.a.Task, Attempt: w.a.Attempt, Commit: l.merged}}
 	}

@@ -266,6 +266,39 @@ func TestProxyAllowlist(t *testing.T) {
 	}
 }
 
+// [gates] host_ports opens a loopback port of the host whatever the
+// policy; other ports stay refused.
+func TestProxyHostPorts(t *testing.T) {
+	db := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "db") }))
+	t.Cleanup(db.Close)
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "other") }))
+	t.Cleanup(other.Close)
+	du, _ := url.Parse(db.URL)
+	port := du.Port()
+	n := 0
+	fmt.Sscan(port, &n)
+	s, recs := serve(t, nil, muster.Network{Policy: muster.NetNone, HostPorts: []int{n}}, nil)
+	c := client(t, s, nil)
+	resp, err := c.Get(db.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(b) != "db" {
+		t.Fatalf("host port: %d %q", resp.StatusCode, b)
+	}
+	if resp, err := c.Get(other.URL); err == nil {
+		resp.Body.Close()
+		if resp.StatusCode == 200 {
+			t.Fatal("another host port was reached")
+		}
+	}
+	if bl := recs.of(muster.RecBlocked); len(bl) != 1 {
+		t.Fatalf("blocked %+v", bl)
+	}
+}
+
 // The provider policy lets nothing through the proxy.
 func TestProxyProviderPolicyRefusesAll(t *testing.T) {
 	target := tlsServer(t, "x")

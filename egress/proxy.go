@@ -39,6 +39,10 @@ func (d *guardDialer) DialContext(ctx context.Context, network, addr string) (ne
 	}
 	port, _ := strconv.Atoi(portStr)
 	host = strings.ToLower(strings.TrimSuffix(host, "."))
+	if d.hostPort(host, port) {
+		var dl net.Dialer
+		return dl.DialContext(ctx, network, net.JoinHostPort("127.0.0.1", portStr))
+	}
 	if why := d.hostRefused(host, port); why != "" {
 		d.refuse(addr, why)
 		return nil, &refusedError{why}
@@ -84,6 +88,20 @@ func (d *guardDialer) lookup(ctx context.Context, host string) ([]net.IP, error)
 		out[i] = a.IP
 	}
 	return out, nil
+}
+
+// hostPort reports whether host:port is a loopback port of the host that
+// [gates] host_ports opens, whatever the policy.
+func (d *guardDialer) hostPort(host string, port int) bool {
+	if host != "localhost" && host != "127.0.0.1" {
+		return false
+	}
+	for _, p := range d.net.HostPorts {
+		if p == port {
+			return true
+		}
+	}
+	return false
 }
 
 // hostRefused says why the policy refuses host:port ("" when it allows

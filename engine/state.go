@@ -6,6 +6,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -61,11 +62,14 @@ func (t *TaskState) Terminal() bool {
 	return false
 }
 
-// Move is a move of the run branch to Commit, for Task, from From.
+// Move is a move of the run branch to Commit, for Task, from From. A
+// batch's move names its chain: the task commits, in order, whose
+// Integrated events are still to come (the last is Commit).
 type Move struct {
 	Task   muster.TaskID
 	Commit string
 	From   string
+	Chain  []muster.ChainLink
 }
 
 // Lease is a clone at work on a task.
@@ -295,13 +299,31 @@ func (s *State) Apply(e *muster.Event) error {
 			t.AttemptUsage.Add(u)
 		}
 	case muster.EvIntegrating:
-		s.Moving = &Move{Task: e.Task, Commit: e.Commit, From: e.Tip}
+		chain := append([]muster.ChainLink(nil), e.Chain...)
+		if len(chain) == 0 {
+			chain = []muster.ChainLink{{Task: e.Task, Commit: e.Commit}}
+		}
+		s.Moving = &Move{Task: e.Task, Commit: e.Commit, From: e.Tip, Chain: chain}
 	case muster.EvIntegrated:
 		if t := s.Tasks[e.Task]; t != nil {
 			t.Commit = e.Commit
 		}
-		s.Tip = e.Commit
-		s.Moving = nil
+		// A batch's move is done when its last commit is recorded: until
+		// then the tip stays where the move started, so that a resume
+		// finds the branch at the announced move and records the rest.
+		if m := s.Moving; m != nil {
+			n := len(m.Chain)
+			m.Chain = slices.DeleteFunc(m.Chain, func(l muster.ChainLink) bool { return l.Task == e.Task && l.Commit == e.Commit })
+			if len(m.Chain) > 0 && len(m.Chain) < n {
+				break
+			}
+			if len(m.Chain) == 0 {
+				s.Tip, s.Moving = m.Commit, nil
+				break
+			}
+			// Not this move's (a journal before batching): as before.
+		}
+		s.Tip, s.Moving = e.Commit, nil
 	case muster.EvTaskSucceeded:
 		t, err := s.task(e)
 		if err != nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/internal/exchange"
 )
 
 // Local is the orchestrator's git side of remote invocations, in the
@@ -564,7 +565,8 @@ func (d *Dispatcher) accept(ctx context.Context, req *muster.ExecRequest, p *pen
 		if len(rep.Plan) > maxPlan {
 			return nil, &muster.AgentError{Class: muster.FailInvalid, Message: "fleet worker " + rep.Worker + ": plan file over 1 MiB"}
 		}
-		if err := os.WriteFile(req.PlanOut, []byte(rep.Plan), 0o644); err != nil {
+		// Into the local invocation's out/, by rename: never through a link.
+		if err := exchange.WriteFile(filepath.Dir(req.PlanOut), filepath.Base(req.PlanOut), []byte(rep.Plan), 0o644); err != nil {
 			return nil, err
 		}
 	}

@@ -351,19 +351,23 @@ func (w *Worker) run(ctx context.Context, spec *muster.ExecutorSpec, n int, job 
 	if err != nil {
 		return fail("check out %s: %v", job.Start, err)
 	}
-	inv, err := exchange.New(scratch, "x", exchange.Options{})
-	if err != nil {
-		return fail("scratch: %v", err)
-	}
 	req := &muster.ExecRequest{
 		Run: job.Run, Task: job.Task, Role: job.Role, Spec: spec, Clone: n, Attempt: job.Attempt, Round: job.Round,
-		Dir: dir, Prompt: job.Prompt, Authority: job.Authority, Model: job.Model, Scratch: inv.Path, Home: inv.Home,
+		Dir: dir, Prompt: job.Prompt, Authority: job.Authority, Model: job.Model,
 		SessionID: job.SessionID, Timeout: job.Timeout, Grace: job.Grace, Stall: job.Stall,
-		Env: map[string]string{"MUSTER_FLEET_WORKER": w.o.Name, "TMPDIR": inv.Tmp},
+		Env: map[string]string{"MUSTER_FLEET_WORKER": w.o.Name},
 	}
 	if req.Timeout == 0 {
 		req.Timeout = spec.Timeout
 	}
+	// The invocation's own directory (internal/exchange): prompt and diff
+	// in its read-only in/, the plan read back from its out/.
+	inv, err := exchange.New(scratch, "x", exchange.Options{})
+	if err != nil {
+		return fail("scratch: %v", err)
+	}
+	req.Scratch, req.Home = inv.Path, inv.Home
+	req.Env["TMPDIR"] = inv.Tmp
 	if req.PromptFile, err = inv.WriteIn("prompt.md", []byte(job.Prompt)); err != nil {
 		return fail("prompt file: %v", err)
 	}
@@ -398,7 +402,7 @@ func (w *Worker) run(ctx context.Context, spec *muster.ExecutorSpec, n int, job 
 		out.Fail = "agent: " + execErr.Error()
 	}
 	if job.PlanOut {
-		if b, err := inv.ReadOut("plan-out.md", maxPlan+1); err == nil {
+		if b, err := inv.ReadOut("plan-out.md", 1<<20); err == nil {
 			out.Plan = string(b)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -31,6 +32,11 @@ type Runner struct {
 	// Confine, when set, confines every gate: it may write its clone and
 	// the paths Confine lists (nil: unconfined).
 	Confine *muster.Confinement
+	// Net, when set, opens each gate's network beyond its own loopback
+	// (muster's proxy with Network's policy); the hosts it refused are
+	// the result's Blocked.
+	Net     muster.NetOpener
+	Network muster.Network
 }
 
 // Run runs one gate in dir.
@@ -44,10 +50,20 @@ func (r Runner) Run(ctx context.Context, dir string, g muster.GateSpec, timeout 
 	}
 	out := newTail(MaxOutput)
 	clearJUnit(dir, g.JUnit)
+	env := proc.Environ(r.Allow...)
+	var blocked func() []string
+	if r.Net != nil {
+		ns, err := r.Net(r.Network)
+		if err != nil {
+			return muster.GateResult{Name: g.Name, Command: g.Command, ExitCode: -1, Output: "gate network: " + err.Error()}
+		}
+		env = withEnv(env, ns.Env)
+		blocked = ns.Close
+	}
 	res, err := proc.Run(ctx, proc.Spec{
 		Argv:     []string{"sh", "-c", g.Command},
 		Dir:      dir,
-		Env:      proc.Environ(r.Allow...),
+		Env:      env,
 		Confine:  r.Confine.With(dir),
 		Timeout:  timeout,
 		Grace:    grace,
@@ -72,7 +88,30 @@ func (r Runner) Run(ctx context.Context, dir string, g muster.GateSpec, timeout 
 		gr.Passed = res.ExitCode == 0
 	}
 	gr.JUnit = readJUnit(dir, g.JUnit)
+	if blocked != nil {
+		gr.Blocked = blocked()
+	}
 	return gr
+}
+
+// withEnv returns env with the variables of set (replacing any there).
+func withEnv(env []string, set map[string]string) []string {
+	out := make([]string, 0, len(env)+len(set))
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if _, ok := set[k]; !ok {
+			out = append(out, kv)
+		}
+	}
+	keys := make([]string, 0, len(set))
+	for k := range set {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		out = append(out, k+"="+set[k])
+	}
+	return out
 }
 
 // tail keeps the last n bytes of lines written to it.

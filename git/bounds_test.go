@@ -104,14 +104,7 @@ func TestSparseFileNeverStaged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Create(filepath.Join(dir, "huge.img"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Truncate(4 << 30); err != nil {
-		t.Skip("no sparse files here:", err)
-	}
-	f.Close()
+	sparse(t, filepath.Join(dir, "huge.img"), 4<<30)
 	ch, err := w.Change(ctx, dir, base)
 	if err != nil {
 		t.Fatal(err)
@@ -139,14 +132,7 @@ func BenchmarkStageSparse(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		f, err := os.Create(filepath.Join(dir, "huge.img"))
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := f.Truncate(3 << 30); err != nil {
-			b.Skip("no sparse files here:", err)
-		}
-		f.Close()
+		sparse(b, filepath.Join(dir, "huge.img"), 3<<30)
 		ch, err := w.Change(ctx, dir, base)
 		if err != nil {
 			b.Fatal(err)
@@ -161,4 +147,18 @@ func BenchmarkStageSparse(b *testing.B) {
 	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &kids)
 	b.ReportMetric(float64(kids.Maxrss)/1024, "child-maxrss-MB")
 	b.ReportMetric(float64(self.Maxrss)/1024, "self-maxrss-MB")
+}
+
+// sparse makes a sparse file of size bytes at p (skipping where the file
+// system has none).
+func sparse(t testing.TB, p string, size int64) {
+	t.Helper()
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Truncate(size); err != nil {
+		t.Skip("no sparse files here:", err)
+	}
 }

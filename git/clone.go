@@ -56,6 +56,11 @@ func (w *Workspace) openCache(ctx context.Context, opts Options) error {
 	if b, err := os.ReadFile(filepath.Join(w.common, "info", "exclude")); err == nil {
 		w.excludes = b
 	}
+	// What survives the clean between tasks (Keep: [setup] outputs such
+	// as node_modules/, [run] keep) is no task's change, .gitignore or not.
+	if len(w.keep) > 0 {
+		w.excludes = append(append(w.excludes, "\n# muster: kept between tasks\n"...), strings.Join(w.keep, "\n")+"\n"...)
+	}
 	w.integDir = filepath.Join(p.dir, "git")
 	w.batch = newBatch(w.ig())
 	return w.ownGitDir(w.integDir, nil)

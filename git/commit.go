@@ -145,6 +145,27 @@ func (w *Workspace) Merge(ctx context.Context, commit, base string) (merged stri
 	return w.merge(ctx, old, commit, base)
 }
 
+// MergeOnto is Merge onto onto, a commit above the tip that an earlier
+// MergeOnto returned (or the tip itself): the next link of an
+// integration batch's chain. Advance then moves the branch over the
+// whole chain to its top at once.
+func (w *Workspace) MergeOnto(ctx context.Context, onto, commit, base string) (merged string, conflicts []string, err error) {
+	w.integrateMu.Lock()
+	defer w.integrateMu.Unlock()
+	old, err := w.readTip(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	if onto != old && !w.chained[onto] {
+		return "", nil, fmt.Errorf("merge %s onto %s: not the tip (%s) nor a commit of the batch muster built on it", commit, onto, old)
+	}
+	merged, conflicts, err = w.merge(ctx, onto, commit, base)
+	if err == nil && merged != "" {
+		w.chained[merged] = true
+	}
+	return merged, conflicts, err
+}
+
 // Advance moves the run branch to merged when it is still at expectedTip
 // (update-ref with the expected old value); otherwise nothing moves.
 // expectedTip must be the tip muster last left: a branch found anywhere
@@ -184,6 +205,7 @@ func (w *Workspace) advance(ctx context.Context, merged, old string) error {
 		}
 	}
 	w.setTip(merged)
+	clear(w.chained) // a batch ends with the move: the next one builds on the new tip
 	return nil
 }
 

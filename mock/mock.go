@@ -22,6 +22,7 @@ type Workspace struct {
 	CommitFn     func(ctx context.Context, dir, base string, info muster.CommitInfo) (string, error)
 	IntegrateFn  func(ctx context.Context, commit, base string) (string, []string, error)
 	MergeFn      func(ctx context.Context, commit, base string) (string, []string, error)
+	MergeOntoFn  func(ctx context.Context, onto, commit, base string) (string, []string, error)
 	AdvanceFn    func(ctx context.Context, merged, expectedTip string) error
 	CheckoutFn   func(ctx context.Context, slot, commit string) (string, error)
 	TipFn        func(ctx context.Context) (string, error)
@@ -124,6 +125,26 @@ func MergeID(commit, tip string) string {
 	h := fnv.New64a()
 	h.Write([]byte(commit + "@" + tip))
 	return fmt.Sprintf("m%016x", h.Sum64())
+}
+
+// MergeOnto returns commit when onto is base, else MergeID(commit, onto),
+// by default. With MergeFn set and MergeOntoFn not, it calls MergeFn
+// when onto is the tip and reports a conflict otherwise, so that a test
+// written for Merge alone integrates one commit at a time.
+func (w *Workspace) MergeOnto(ctx context.Context, onto, commit, base string) (string, []string, error) {
+	if w.MergeOntoFn != nil {
+		return w.MergeOntoFn(ctx, onto, commit, base)
+	}
+	if w.MergeFn != nil {
+		if tip, _ := w.Tip(ctx); tip == onto {
+			return w.MergeFn(ctx, commit, base)
+		}
+		return "", []string{"(not batched: the test's MergeFn merges onto the tip only)"}, nil
+	}
+	if onto == base {
+		return commit, nil, nil
+	}
+	return MergeID(commit, onto), nil, nil
 }
 
 // Advance moves the fake tip to merged when it is at expectedTip, by

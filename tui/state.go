@@ -20,13 +20,14 @@ type state struct {
 	*runview.Run
 	budget int64 // micro-dollars, 0: none; Options.Budget, else the config's
 
-	msgs map[muster.TaskID][]string // latest agent messages, sanitized, oldest first
-	tail []string
-	last time.Time // time of the latest event
+	msgs  map[muster.TaskID][]string // latest agent messages, sanitized, oldest first
+	tail  []string                   // the plain printer's lines, tool uses too
+	plain plainFold
+	last  time.Time // time of the latest event
 }
 
 func newState() *state {
-	return &state{Run: runview.New(), msgs: map[muster.TaskID][]string{}}
+	return &state{Run: runview.New(), msgs: map[muster.TaskID][]string{}, plain: newPlainFold()}
 }
 
 // apply folds one event into the state.
@@ -34,10 +35,8 @@ func (s *state) apply(e muster.Event) {
 	if !e.Time.IsZero() {
 		s.last = e.Time
 	}
-	if line := PlainLine(e); line != "" {
-		if !e.Time.IsZero() {
-			line = e.Time.UTC().Format(time.TimeOnly) + " " + line
-		}
+	s.plain.apply(&e)
+	if line := s.plain.format(&e, false, true); line != "" {
 		s.tail = append(s.tail, line)
 		if len(s.tail) > maxTail {
 			s.tail = append(s.tail[:0:0], s.tail[len(s.tail)-maxTail:]...)

@@ -220,7 +220,6 @@ func TestKeys(t *testing.T) {
 func TestPrinter(t *testing.T) {
 	var b bytes.Buffer
 	p := NewPrinter(&b)
-	p.Time = true
 	for _, e := range loadSample(t) {
 		if err := p.Print(e); err != nil {
 			t.Fatal(err)

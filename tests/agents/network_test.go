@@ -34,9 +34,9 @@ curl -sS -o out/model.json -w '%{http_code}' -H "Authorization: Bearer $MUSTER_E
   -d '{"model":"m1","input":"hi"}' "$MUSTER_MODEL_BASE_URL/responses" > out/model.code
 curl -sS --noproxy '' -o out/host.body -w '%{http_code}' "http://127.0.0.1:$HOST_PORT/" > out/host.code || true
 curl -sS --noproxy '' -o out/allowed.body -w '%{http_code}' "http://127.0.0.1:$ALLOWED_PORT/" > out/allowed.code || true
-python3 -m http.server --bind 127.0.0.1 "$OWN_PORT" >/dev/null 2>&1 &
+"$PYTHON" -m http.server --bind 127.0.0.1 "$OWN_PORT" >out/py.log 2>&1 &
 srv=$!
-for i in 1 2 3 4 5 6 7 8 9 10; do curl -s -o /dev/null "http://127.0.0.1:$OWN_PORT/" && break; sleep 0.3; done
+for i in $(seq 1 20); do curl -s -o /dev/null "http://127.0.0.1:$OWN_PORT/" && break; sleep 0.3; done
 curl -sS -o /dev/null -w '%{http_code}' "http://127.0.0.1:$OWN_PORT/" > out/own.code || true
 kill $srv
 echo '{"type":"usage","model":"m1","input_tokens":3,"output_tokens":1}'
@@ -70,11 +70,24 @@ func portOf(t *testing.T, u string) string {
 // loopback server works; the provider's usage is recorded beside the
 // program's claim.
 func TestNetworkPolicyEndToEnd(t *testing.T) {
-	for _, tool := range []string{"curl", "python3", "sh"} {
+	for _, tool := range []string{"curl", "sh"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("%s not installed", tool)
 		}
 	}
+	// A python outside the home (the sandbox may hide the home, and a
+	// pyenv shim with it).
+	python := ""
+	for _, p := range []string{"/usr/bin/python3", "/usr/local/bin/python3", "/bin/python3"} {
+		if _, err := os.Stat(p); err == nil {
+			python = p
+			break
+		}
+	}
+	if python == "" {
+		t.Skip("no python3 outside the home")
+	}
+	t.Setenv("PYTHON", python)
 	const key = "sk-e2e-egress-real-7777"
 	srv := mockllmtest.Start(t, &mockllm.Script{Scenarios: []mockllm.Scenario{{Name: "default", Steps: []mockllm.Step{
 		{Text: "hello", Usage: &mockllm.Usage{InputTokens: 40, OutputTokens: 2}}}}}})
@@ -99,7 +112,7 @@ func TestNetworkPolicyEndToEnd(t *testing.T) {
 	toml := fmt.Sprintf(`[run]
 network = "allowlist"
 allow_hosts = ["127.0.0.1:%s"]
-env_allow = ["HOST_PORT", "ALLOWED_PORT", "OWN_PORT"]
+env_allow = ["HOST_PORT", "ALLOWED_PORT", "OWN_PORT", "PYTHON"]
 
 [executors.net]
 kind = "command"
@@ -139,7 +152,7 @@ api_key_env = "MUSTER_E2E_EGRESS_KEY"
 		t.Errorf("the allowlisted address: %s %q", code, body)
 	}
 	if code := show("out/own.code"); code != "200" {
-		t.Errorf("the program's own loopback server: %s", code)
+		t.Errorf("the program's own loopback server: %s\n%s", code, show("out/py.log"))
 	}
 
 	var blocked []muster.Event
@@ -175,5 +188,60 @@ api_key_env = "MUSTER_E2E_EGRESS_KEY"
 		if args[0] == "report" && !strings.Contains(o.String(), "Provider usage") {
 			t.Errorf("muster report does not show the provider's usage:\n%s", o.String())
 		}
+	}
+}
+
+// TestGateBlockedIsEnvironmentError: a gate that fails after muster's
+// proxy refused it a host (gates' default policy is none) stops the run
+// as an environment error naming the host and allow_hosts, with a Blocked
+// event; the task is not charged.
+func TestGateBlockedIsEnvironmentError(t *testing.T) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("curl not installed")
+	}
+	host := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") }))
+	defer host.Close()
+	gitconfig := filepath.Join(t.TempDir(), "gitconfig")
+	if err := os.WriteFile(gitconfig, []byte("[user]\n\tname = Test\n\temail = test@example.com\n[init]\n\tdefaultBranch = main\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GIT_CONFIG_GLOBAL", gitconfig)
+	repo := t.TempDir()
+	git(t, repo, "init", "-q")
+	toml := fmt.Sprintf(`[executors.sim]
+kind = "sim"
+
+[gates]
+fetch = "curl -sSf --noproxy '' -o /dev/null http://127.0.0.1:%s/"
+`, portOf(t, host.URL))
+	for name, body := range map[string]string{"muster.toml": toml, "plan.md": "# Plan: g\n\n## [ ] a: A\nOwns: a.txt\nReview: none\n\nWrite a.txt.\n"} {
+		if err := os.WriteFile(filepath.Join(repo, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	git(t, repo, "add", ".")
+	git(t, repo, "commit", "-q", "-m", "plan")
+	var out, errOut bytes.Buffer
+	io := &cmdutil.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}
+	code := cli.Execute(context.Background(), io, []string{"run", filepath.Join(repo, "plan.md"), "--repo", repo, "--json", "--run-id", "g1"})
+	if code != 3 {
+		t.Fatalf("muster run exited %d, want 3 (an environment error)\n%s", code, errOut.String())
+	}
+	want := "127.0.0.1:" + portOf(t, host.URL)
+	if !strings.Contains(errOut.String(), want) || !strings.Contains(errOut.String(), "[gates] allow_hosts") {
+		t.Errorf("the error does not name the host and [gates] allow_hosts:\n%s", errOut.String())
+	}
+	blocked := false
+	for _, line := range strings.Split(out.String(), "\n") {
+		var e muster.Event
+		if json.Unmarshal([]byte(line), &e) == nil && e.Type == muster.EvBlocked && e.BlockedHost() == want {
+			blocked = true
+		}
+		if json.Unmarshal([]byte(line), &e) == nil && e.Type == muster.EvTaskFailed && e.Task == "a" && !e.Retry {
+			t.Errorf("the task was charged: %+v", e)
+		}
+	}
+	if !blocked {
+		t.Errorf("no Blocked event for %s:\n%s", want, out.String())
 	}
 }

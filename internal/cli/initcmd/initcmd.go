@@ -83,7 +83,13 @@ func Run(ctx context.Context, io *cmdutil.IOStreams, opts *Options) error {
 	}
 	crew := pickCrew(check(ctx))
 	gates := detectGates(repo.Top, look)
-	text := configText(crew, gates)
+	setup := detectSetup(repo.Top, look)
+	text := configText(crew, gates) + setupText(setup)
+	if cache := goBuildCache(repo.Top, look); cache != "" {
+		// go test writes its build cache: a confined gate may write only
+		// what [run] writable names.
+		text = strings.Replace(text, "[run]\n", "[run]\nwritable = ["+fmt.Sprintf("%q", cache)+"]   # go test's build cache (gates are confined)\n", 1)
+	}
 	if err := os.WriteFile(cfgPath, []byte(text), 0o644); err != nil {
 		return cmdutil.Env("write %s: %v", cfgPath, err)
 	}
@@ -112,6 +118,13 @@ func Run(ctx context.Context, io *cmdutil.IOStreams, opts *Options) error {
 			state = " (commented out: " + g.off + ")"
 		}
 		fmt.Fprintf(w, "  gate %-8s %s%s\n", g.name, g.command, state)
+	}
+	for _, g := range setup {
+		state := ""
+		if g.off != "" {
+			state = " (commented out: " + g.off + ")"
+		}
+		fmt.Fprintf(w, "  setup %-7s %s%s\n", g.name, g.command, state)
 	}
 	if len(gates) == 0 {
 		fmt.Fprintln(w, "  no gates: none of go.mod, package.json, pytest, Cargo.toml, a Makefile test target found; add them under [gates]")
@@ -213,7 +226,8 @@ func detectGates(top string, look func(string) (string, error)) []gateSpec {
 	}
 	if has("pytest.ini") || has("conftest.py") || strings.Contains(read("pyproject.toml"), "pytest") ||
 		strings.Contains(read("setup.cfg"), "[tool:pytest]") || strings.Contains(read("tox.ini"), "[pytest]") {
-		add("pytest", "pytest", "pytest")
+		cmd, program := pytestCommand(top, look)
+		add("pytest", cmd, program)
 	}
 	if has("Cargo.toml") {
 		add("cargo", "cargo test", "cargo")

@@ -14,6 +14,7 @@ import (
 	"github.com/muster-run/muster/internal/agents"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
 	"github.com/muster-run/muster/internal/cli/preflight"
+	"github.com/muster-run/muster/internal/proc"
 	"github.com/muster-run/muster/internal/textsafe"
 	"github.com/muster-run/muster/journal"
 	"github.com/muster-run/muster/planfile"
@@ -101,6 +102,9 @@ func Make(ctx context.Context, repo *cmdutil.Repo, cfg *muster.Config, req Reque
 	if err != nil {
 		return nil, err
 	}
+	// Each key to its executor: the planner gets its own only.
+	warnings = append(warnings, cfg.ScopeKeys()...)
+	proc.SetKeyVars(cfg.KeyVars()...)
 	for _, w := range warnings {
 		if req.Log != nil {
 			fmt.Fprintln(req.Log, "warning: "+w)

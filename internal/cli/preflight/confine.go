@@ -129,44 +129,39 @@ func UnconfinedWarning(st confine.Status) string {
 // checkWritable rejects a configured writable path that holds a
 // protected one: agents could then write the user's repository.
 func checkWritable(cfg *muster.Config, protect []string) error {
-	check := func(where string, paths []string) error {
-		for _, w := range paths {
-			if p := holds(w, protect); p != "" {
-				src := cfg.Source
-				if src == "" {
-					src = "config"
-				}
-				return &muster.Error{Code: muster.CodeInvalid, Message: fmt.Sprintf(
-					"%s: %s writable: %q holds %s, which agents must not write: list narrower paths", src, where, w, p)}
-			}
+	return eachWritable(cfg, func(w string) string {
+		if p := holds(w, protect); p != "" {
+			return fmt.Sprintf("%q holds %s, which agents must not write: list narrower paths", w, p)
 		}
-		return nil
-	}
-	if err := check("[run]", cfg.Run.Writable); err != nil {
-		return err
-	}
-	for _, e := range cfg.Executors {
-		if err := check("[executors."+e.Name+"]", e.Writable); err != nil {
-			return err
-		}
-	}
-	return nil
+		return ""
+	})
 }
 
 // checkWritableIn rejects a configured writable path that lies in one of
 // dirs (muster's git directory and cache), symlinks resolved.
 func checkWritableIn(cfg *muster.Config, dirs []string) error {
+	return eachWritable(cfg, func(w string) string {
+		for _, d := range dirs {
+			if d != "" && holds(d, []string{w}) != "" {
+				return fmt.Sprintf("%q lies in %s, which agents must not write: list a path outside it", w, d)
+			}
+		}
+		return ""
+	})
+}
+
+// eachWritable applies bad to every configured writable path ([run],
+// then each executor's) and returns the first refusal as bad input
+// naming the config file and the table.
+func eachWritable(cfg *muster.Config, bad func(w string) string) error {
+	src := cfg.Source
+	if src == "" {
+		src = "config"
+	}
 	check := func(where string, paths []string) error {
 		for _, w := range paths {
-			for _, d := range dirs {
-				if d != "" && holds(d, []string{w}) != "" {
-					src := cfg.Source
-					if src == "" {
-						src = "config"
-					}
-					return &muster.Error{Code: muster.CodeInvalid, Message: fmt.Sprintf(
-						"%s: %s writable: %q lies in %s, which agents must not write: list a path outside it", src, where, w, d)}
-				}
+			if why := bad(w); why != "" {
+				return &muster.Error{Code: muster.CodeInvalid, Message: fmt.Sprintf("%s: %s writable: %s", src, where, why)}
 			}
 		}
 		return nil

@@ -20,7 +20,7 @@ import (
 	"github.com/muster-run/muster/internal/agents"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
 	"github.com/muster-run/muster/internal/cli/preflight"
-	"github.com/muster-run/muster/internal/cli/progress"
+	"github.com/muster-run/muster/internal/owns"
 	"github.com/muster-run/muster/internal/proc"
 	"github.com/muster-run/muster/internal/procid"
 	"github.com/muster-run/muster/internal/reserve"
@@ -117,8 +117,11 @@ func (s *Session) Drive(ctx context.Context) error {
 		}
 	}
 	errOut := s.IO.ErrOut
-	pr := progress.New(errOut, cmdutil.ColorEnabled(errOut) && !s.Flags.Plain)
-	pr.Verbose = s.Flags.Verbose
+	pr := tui.NewPrinter(errOut)
+	pr.Color, pr.Verbose = cmdutil.ColorEnabled(errOut) && !s.Flags.Plain, s.Flags.Verbose
+	for _, e := range replayed {
+		pr.Fold(e) // the count and the clock go on from where the run was
+	}
 	// On a terminal, the live view shows the run; q leaves it (the run
 	// goes on in plain lines), ctrl+c in it stops the run.
 	var live *tui.Live
@@ -145,10 +148,12 @@ func (s *Session) Drive(ctx context.Context) error {
 	warnings = append(warnings, s.Config.ScopeKeys()...)
 	proc.SetKeyVars(s.Config.KeyVars()...)
 	preflight.AllowEnv(s.Config)
-	runner := gate.Runner{Grace: s.Config.Grace(), Allow: s.Config.Run.EnvAllow, Confine: confinement}
+	runner := gate.Runner{Grace: s.Config.Grace(), Allow: s.Config.Run.EnvAllow, Confine: confinement,
+		Net: egress.Open, Network: s.Config.GateNetwork()}
 	// Setup may write the package caches; agents and gates only read them.
 	setup := runner
 	setup.Confine = confinement.With(setupCaches(s.Config)...)
+	setup.Network = s.Config.SetupNetworkOf()
 	ledger := egress.NewLedger(s.Config.Run)
 	crew, err := agents.CrewWithin(s.Config, runner, ledger)
 	if err != nil {
@@ -190,14 +195,16 @@ func (s *Session) Drive(ctx context.Context) error {
 		LogDir: filepath.Join(s.Dir, muster.LogDir), Redactor: preflight.Redactor(s.Config),
 		KillOrphan: killOrphan, Identify: procid.Of, CrashAt: os.Getenv(CrashEnv),
 		Fragment: fragment(s.Config), Reserved: gopts.Reserved, GateFiles: gopts.GateFiles,
+		Overlap: func(a, b []string) bool { _, _, ok := owns.Overlaps(a, b); return ok },
 		OnEvent: func(e *muster.Event, st *engine.State) {
 			if e.Type == muster.EvTokensUsed {
 				ledger.Observe(st.Usage)
 			}
 			if live != nil && live.Active() {
 				live.Send(*e)
+				pr.Fold(*e)
 			} else {
-				pr.OnEvent(e, st)
+				_ = pr.Print(*e) // progress on stderr; the journal is the record
 			}
 			if jsonOut != nil {
 				jsonOut.write(e)

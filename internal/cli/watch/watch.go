@@ -101,7 +101,6 @@ func Run(ctx context.Context, opts *Options) error {
 		return nil
 	}
 	p := tui.NewPrinter(opts.Out)
-	p.Time = true
 	var werr error
 	for e := range events {
 		if werr == nil {

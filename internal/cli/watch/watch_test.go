@@ -137,7 +137,7 @@ func TestWatchCommandPlain(t *testing.T) {
 	if asked != "20261129-demo01" {
 		t.Errorf("resolve got %q", asked)
 	}
-	for _, want := range []string{"10:00:00 [0/8] planned 8 tasks", "[7/8] e2e: FAILED: stalemate", "10:10:49 [7/8] run failed"} {
+	for _, want := range []string{"   0.0s run 20261129-demo01 on branch", "  1m53s [1/8] ✓ schema done in 1m53s commit e50db025ed", "[8/8] ✗ e2e failed: stalemate", " 10m49s [8/8] run failed"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
