@@ -257,6 +257,9 @@ type CommitInfo struct {
 	Task     TaskID
 	Title    string
 	Executor string // "name#clone"
+	// Followup, when above 0, is the follow-up this commit answers
+	// (trailer Muster-Followup).
+	Followup int
 }
 
 // Workspace is the git side of a run: the run branch and one worktree

@@ -3,11 +3,10 @@ package confine
 import (
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/muster-run/muster/internal/proc"
 )
 
 // Securebits that end root's special treatment for good on this thread
@@ -78,14 +77,4 @@ func holdsAny() bool {
 }
 
 // lastCap is the highest capability number the kernel knows.
-func lastCap() int {
-	b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap")
-	if err != nil {
-		return unix.CAP_LAST_CAP
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || n < 0 || n > 63 {
-		return unix.CAP_LAST_CAP
-	}
-	return n
-}
+func lastCap() int { return proc.LastCap() }

@@ -40,3 +40,31 @@ func DefaultHide(home string) []string {
 	}
 	return out
 }
+
+// ToolchainPaths are the toolchains and package caches below the user's
+// home that every confined invocation sees read-only, even where a cover
+// hides the home (/root, as root): Go's module cache, Rust's, npm's,
+// pip's, node and Python version managers, user-installed programs.
+var ToolchainPaths = []string{"go", ".cargo", ".rustup", ".npm", ".cache/pip", ".nvm", ".pyenv", ".bun", ".deno", ".m2", ".gradle", ".local/bin"}
+
+// ToolchainEnv are the variables that name such places elsewhere.
+var ToolchainEnv = []string{"GOPATH", "GOMODCACHE", "GOROOT", "CARGO_HOME", "RUSTUP_HOME", "NVM_DIR", "PYENV_ROOT", "npm_config_cache"}
+
+// Toolchains returns the ToolchainPaths below home and the absolute
+// places ToolchainEnv names (GOPATH may list several).
+func Toolchains(home string) []string {
+	var out []string
+	if filepath.IsAbs(home) {
+		for _, p := range ToolchainPaths {
+			out = append(out, filepath.Join(home, p))
+		}
+	}
+	for _, name := range ToolchainEnv {
+		for _, p := range filepath.SplitList(os.Getenv(name)) {
+			if filepath.IsAbs(p) {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}

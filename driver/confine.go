@@ -13,9 +13,11 @@ import (
 // TMPDIR; never in/, never the attempt's directory that holds other
 // invocations'), the executor's own writable paths and, unless auth is
 // read, the clone (its work tree and its own git directory inside it).
-// nil when agents run unconfined. This is the one list of what an agent
-// invocation may write (ARCHITECTURE.md §8.1, §8.2).
-func (w *worker) confinement(spec *muster.ExecutorSpec, auth muster.Authority, inv *exchange.Dir) *muster.Confinement {
+// nil when agents run unconfined. dir is where the invocation works: the
+// clone, or a reviewer's checkout of the change (read-only to it). This
+// is the one list of what an agent invocation may write (ARCHITECTURE.md
+// §8.1, §8.2).
+func (w *worker) confinement(spec *muster.ExecutorSpec, auth muster.Authority, inv *exchange.Dir, dir string) *muster.Confinement {
 	c := w.d.opts.Confine
 	if c == nil {
 		return nil
@@ -23,9 +25,9 @@ func (w *worker) confinement(spec *muster.ExecutorSpec, auth muster.Authority, i
 	paths := inv.Writable()
 	c = c.WithReadOnly(inv.Readable()...) // in/, bound back read-only in the sandbox
 	if auth != muster.AuthorityRead {
-		paths = append(paths, w.dir)
+		paths = append(paths, dir)
 	} else {
-		c = c.WithReadOnly(w.dir) // seen, in the sandbox, where the cache is hidden
+		c = c.WithReadOnly(dir) // seen, in the sandbox, where the cache is hidden
 	}
 	if spec != nil {
 		paths = append(paths, spec.Writable...)

@@ -120,7 +120,7 @@ func (w *worker) reviewBy(ctx context.Context, round, i int, lease engine.Lease,
 		w.send(muster.Event{Type: muster.EvWarning, Message: "review by " + muster.Slot(lease.Executor, lease.Clone) + " failed: " + err.Error()})
 		return nil, false
 	}
-	req.Confine = w.confinement(spec, req.Authority, inv)
+	req.Confine = w.confinement(spec, req.Authority, inv, req.Dir)
 	res, err := exec.Execute(ctx, req, w.record(spec, muster.RoleReviewer, lease.Clone))
 	if evs := w.overflow(spec, muster.RoleReviewer, lease.Clone); len(evs) > 0 {
 		w.send(evs...)

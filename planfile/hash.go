@@ -59,9 +59,10 @@ type canonTaskV1 struct {
 	Parent    string           `json:"parent"`
 }
 
-// canonTask is the current version. Every field is omitempty: a new plan
-// key is added here with omitempty (CONTRIBUTING.md, "A new plan key"),
-// and TestCanonicalCoversTask fails until it is.
+// canonTask is the current version, built by canonTaskOf. Every field is
+// omitempty: a new plan key is added here with omitempty (CONTRIBUTING.md,
+// "A new plan key"), and TestCanonicalTaskHashCoversEveryField fails
+// until it is.
 type canonTask struct {
 	ID        string         `json:"id"`
 	Title     string         `json:"title,omitempty"`
@@ -123,14 +124,7 @@ func CanonicalAt(p *muster.Plan, v int) ([]byte, error) {
 		tasks := []canonTask{}
 		for _, t := range p.Tasks {
 			if t != nil {
-				ct := canonOf(t)
-				tasks = append(tasks, canonTask{
-					ID: ct.ID, Title: ct.Title, Done: ct.Done, After: ct.After, Owns: ct.Owns, Reads: ct.Reads,
-					Gates: ct.Gates, Executor: ct.Executor, Model: strings.TrimSpace(t.Model), Role: ct.Role, Kind: ct.Kind, Run: ct.Run,
-					Satisfies: ct.Satisfies, Timeout: ct.Timeout, Retries: ct.Retries, Review: ct.Review,
-					Authority: ct.Authority, Budget: nonZeroBudget(t.Budget), Delegates: ct.Delegates,
-					DelegateDepth: canonDepth(t), Loop: ct.Loop, Prompt: ct.Prompt, Parent: ct.Parent,
-				})
+				tasks = append(tasks, canonTaskOf(t))
 			}
 		}
 		c.Tasks = tasks
@@ -140,7 +134,38 @@ func CanonicalAt(p *muster.Plan, v int) ([]byte, error) {
 	return json.Marshal(c)
 }
 
-// canonOf normalises the fields both versions share.
+// canonTaskOf is the one place a muster.Task becomes its canonical form
+// (version 2): a new plan key is added here and to canonTask, and
+// TestCanonicalTaskHashCoversEveryField fails until it is.
+func canonTaskOf(t *muster.Task) canonTask {
+	return canonTask{
+		ID:            string(t.ID),
+		Title:         strings.TrimSpace(t.Title),
+		Done:          t.Done,
+		After:         sortedSet(idStrings(t.After)),
+		Owns:          sortedSet(normOwns(t.Owns)),
+		Reads:         sortedSet(t.Reads),
+		Gates:         nonNil(t.Gates),
+		Executor:      t.Executor,
+		Model:         strings.TrimSpace(t.Model),
+		Role:          string(t.EffectiveRole()),
+		Kind:          t.EffectiveKind(),
+		Run:           strings.TrimSpace(t.Run),
+		Satisfies:     sortedSet(t.Satisfies),
+		Timeout:       int64(t.Timeout),
+		Retries:       t.Retries,
+		Review:        strings.ToLower(t.Review),
+		Authority:     string(t.EffectiveAuthority()),
+		Budget:        nonZeroBudget(t.Budget),
+		Delegates:     t.Delegates,
+		DelegateDepth: canonDepth(t),
+		Loop:          t.Loop,
+		Prompt:        canonText(t.Prompt),
+		Parent:        string(t.Parent),
+	}
+}
+
+// canonOf is version 1's form, frozen.
 func canonOf(t *muster.Task) canonTaskV1 {
 	return canonTaskV1{
 		ID:        string(t.ID),

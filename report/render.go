@@ -50,13 +50,34 @@ func (r *Report) sections() []struct {
 		name, title string
 		lines       []Line
 	}{
-		{"clone", "By executor clone", r.ByClone},
-		{"task", "By task", r.ByTask},
-		{"role", "By role", r.ByRole},
-		{"model", "By model", r.ByModel},
-		{"day", "By day", r.ByDay},
-		{"hour", "By hour", r.ByHour},
+		{"clone", "By executor clone", sanitized(r.ByClone)},
+		{"task", "By task", sanitized(r.ByTask)},
+		{"role", "By role", sanitized(r.ByRole)},
+		{"model", "By model", sanitized(r.ByModel)},
+		{"day", "By day", sanitized(r.ByDay)},
+		{"hour", "By hour", sanitized(r.ByHour)},
 	}
+}
+
+func sanitizedAll(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = textsafe.Sanitize(s)
+	}
+	return out
+}
+
+// sanitized is a copy of lines whose keys (what agents and plans named:
+// models, tasks, clones) are stripped of terminal control sequences for a
+// table or CSV; JSON escapes them itself. Every section goes through it,
+// so a new one needs no list of its own.
+func sanitized(lines []Line) []Line {
+	out := make([]Line, len(lines))
+	for i, l := range lines {
+		l.Key = textsafe.Sanitize(l.Key)
+		out[i] = l
+	}
+	return out
 }
 
 // WriteCSV writes one record per line of every breakdown, plus totals
@@ -101,7 +122,7 @@ func WriteText(w io.Writer, r *Report) error {
 	}
 	fmt.Fprintln(w)
 	if len(r.Unpriced) > 0 {
-		fmt.Fprintf(w, "No price for %s (counted as $0)\n", strings.Join(r.Unpriced, ", "))
+		fmt.Fprintf(w, "No price for %s (counted as $0)\n", strings.Join(sanitizedAll(r.Unpriced), ", "))
 	}
 	for _, t := range r.Tampered {
 		fmt.Fprintf(w, "Tampered: run %s, task %s (attempt %d) failed: your repository changed while it ran: %s\n",

@@ -212,3 +212,27 @@ func TestGapBeforeResumeLeftOut(t *testing.T) {
 		t.Errorf("cost per day %d, want 4320000", run.CostPerDayMicros)
 	}
 }
+
+// TestRendererSanitizesEveryKey: what agents named (a model, a task)
+// reaches a table or CSV without its escape sequences, whatever section
+// holds it; JSON keeps it, escaped.
+func TestRendererSanitizesEveryKey(t *testing.T) {
+	t.Parallel()
+	evs := demoRun()
+	evs[3].Model = "evil\x1b]0;pwned\x07-model"
+	evs[4].Task = "b\x1b[2J"
+	r := report.Build([][]muster.Event{evs}, report.Options{TZ: time.UTC, Now: at(300)})
+	for _, f := range []string{"text", "csv"} {
+		var buf bytes.Buffer
+		if err := report.Write(&buf, r, f); err != nil {
+			t.Fatal(err)
+		}
+		if bytes.ContainsRune(buf.Bytes(), '\x1b') || bytes.ContainsRune(buf.Bytes(), '\x07') {
+			t.Errorf("%s holds a control sequence:\n%q", f, buf.String())
+		}
+	}
+	var buf bytes.Buffer
+	if err := report.Write(&buf, r, "json"); err != nil || !bytes.Contains(buf.Bytes(), []byte(`evil\u001b]0;pwned\u0007-model`)) {
+		t.Errorf("json lost the model's name (%v):\n%s", err, buf.String())
+	}
+}

@@ -26,7 +26,7 @@ func SandboxAttr(hostNet bool) *syscall.SysProcAttr {
 	}
 	uid, gid := os.Getuid(), os.Getgid()
 	caps := make([]uintptr, 0, 64)
-	for c := 0; c <= lastCap(); c++ {
+	for c := 0; c <= LastCap(); c++ {
 		caps = append(caps, uintptr(c))
 	}
 	return &syscall.SysProcAttr{
@@ -38,8 +38,8 @@ func SandboxAttr(hostNet bool) *syscall.SysProcAttr {
 	}
 }
 
-// lastCap is the highest capability number the kernel knows.
-func lastCap() int {
+// LastCap is the highest capability number the kernel knows.
+func LastCap() int {
 	b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap")
 	if err != nil {
 		return unix.CAP_LAST_CAP

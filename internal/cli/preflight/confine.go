@@ -48,6 +48,10 @@ func Confinement(cfg *muster.Config, protect ...string) (c *muster.Confinement, 
 		c.HostNetwork = true
 		home, _ := os.UserHomeDir()
 		c.Hide = append(confine.DefaultHide(home), cfg.Run.Hide...)
+		// Toolchains and package caches stay readable where a cover
+		// would hide them (/root, as root); read-only (ARCHITECTURE
+		// §8.5: setup steps list them as writable).
+		c.ReadOnly = append(c.ReadOnly, confine.Toolchains(home)...)
 	} else {
 		if cfg.Run.Confine == muster.ConfineRequired {
 			return nil, nil, cmdutil.Env(`[run] confine = "required", but this system cannot build the sandbox's namespaces: %s`, reason)

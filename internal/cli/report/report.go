@@ -18,7 +18,6 @@ import (
 	"github.com/muster-run/muster/internal/cli/cmdutil"
 	"github.com/muster-run/muster/internal/cli/preflight"
 	"github.com/muster-run/muster/internal/cli/verify"
-	"github.com/muster-run/muster/internal/textsafe"
 	"github.com/muster-run/muster/journal"
 	rep "github.com/muster-run/muster/report"
 )
@@ -159,23 +158,7 @@ func run(io *cmdutil.IOStreams, o *Options, id string) error {
 	case o.CSV:
 		format = rep.FormatCSV
 	}
-	if format != rep.FormatJSON {
-		sanitize(r)
-	}
 	return rep.Write(io.Out, r, format)
-}
-
-// sanitize strips terminal control sequences from what agents named
-// (models) before a table or CSV prints it; JSON escapes them itself.
-func sanitize(r *rep.Report) {
-	for _, ls := range [][]rep.Line{r.ByModel, r.ByRole, r.ByTask, r.ByClone} {
-		for i := range ls {
-			ls[i].Key = textsafe.Sanitize(ls[i].Key)
-		}
-	}
-	for i, m := range r.Unpriced {
-		r.Unpriced[i] = textsafe.Sanitize(m)
-	}
 }
 
 // endDeadRun ends, in memory, a run that no process drives but whose
