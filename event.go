@@ -58,6 +58,13 @@ const (
 	// is a request muster's endpoint or proxy refused an invocation: once
 	// per host and port per attempt, bounded (ARCHITECTURE.md §8.5).
 	EvBlocked EventType = "Blocked"
+	// EvTaskReopened (Task, Followup, Message) gives a succeeded task
+	// feedback to act on: a failed check or a review comment on its pull
+	// request (muster pr --follow). The task runs again on the run
+	// branch's tip, through its gates, review and the integration queue;
+	// its new commit carries Muster-Followup: Followup. Message is the
+	// feedback, untrusted.
+	EvTaskReopened EventType = "TaskReopened"
 )
 
 // Event is one line of the journal. Fields not used by a type are empty.
@@ -151,6 +158,8 @@ type Event struct {
 	// Worker is the fleet worker (WorkerAssigned) and WorkerClone its clone.
 	Worker      string `json:"worker,omitempty"`
 	WorkerClone int    `json:"worker_clone,omitempty"`
+	// Followup (TaskReopened) numbers a task's follow-ups from 1.
+	Followup int `json:"followup,omitempty"`
 	// Subject (Refused) is the NATS subject a refused report came on.
 	Subject string `json:"subject,omitempty"`
 }
@@ -218,6 +227,9 @@ const (
 	CauseInterrupted CancelCause = "interrupted" // a signal, or the run was stopped from outside
 	CauseBudget      CancelCause = "budget"      // the run's or the task's budget
 	CauseStopped     CancelCause = "stopped"     // the run stopped for another reason (on_failure stop, an environment error)
+	// CausePR is the Cause of a RunResumed that a muster pr --follow
+	// pass made: it reopens tasks with their pull request's feedback.
+	CausePR CancelCause = "pr"
 )
 
 // CancelCause returns why a TaskCancelled event cancelled its task. Journals

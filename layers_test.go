@@ -183,7 +183,8 @@ func TestEveryAdapterHasADepguardRule(t *testing.T) {
 // TestPlanReadersDoNotLinkTheDriver: the commands that read a plan or a
 // run without driving one (validate, verify, report) and the checks they
 // share (internal/cli/preflight) link neither the driver nor the run's
-// session; only run, resume and demo import internal/cli/runner.
+// session; only run, resume, demo and pr (whose --follow resumes a run)
+// import internal/cli/runner.
 func TestPlanReadersDoNotLinkTheDriver(t *testing.T) {
 	t.Parallel()
 	for _, pkg := range []string{"internal/cli/validate", "internal/cli/verify", "internal/cli/report", "internal/cli/preflight"} {
@@ -218,13 +219,14 @@ func linksSession(pkg string, deps []string) string {
 }
 
 // runnerUsers are the commands that drive a run's session.
-var runnerUsers = map[string]bool{"internal/cli/run": true, "internal/cli/resume": true, "internal/cli/demo": true}
+// pr drives a run too: a --follow pass is a resume of it.
+var runnerUsers = map[string]bool{"internal/cli/run": true, "internal/cli/resume": true, "internal/cli/demo": true, "internal/cli/pr": true}
 
 // importsRunner says why pkg may not import what it imports, or "".
 func importsRunner(pkg string, imports []string) string {
 	for _, imp := range imports {
 		if imp == module+"/internal/cli/runner" && !runnerUsers[pkg] {
-			return pkg + " imports internal/cli/runner, a run's session: only run, resume and demo do (the shared checks are internal/cli/preflight)"
+			return pkg + " imports internal/cli/runner, a run's session: only run, resume, demo and pr do (the shared checks are internal/cli/preflight)"
 		}
 	}
 	return ""

@@ -45,6 +45,11 @@ type Options struct {
 	// ResumeConfig, when resuming, replaces the recorded config (flags
 	// given to resume, such as a raised budget).
 	ResumeConfig *muster.Config
+	// Reopen, when resuming, are TaskReopened events (Task, Followup,
+	// Message) to append after the RunResumed: succeeded tasks that take
+	// their pull request's feedback (muster pr --follow). The RunResumed
+	// then has Cause CausePR.
+	Reopen []muster.Event
 
 	// Journal records every event; one that also has Write and Sync
 	// (journal.Journal) gets group commits.
@@ -706,7 +711,8 @@ func (d *Driver) act(ctx context.Context, actions []engine.Action) (bool, error)
 func (d *Driver) start(ctx context.Context, a engine.Action) {
 	actx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	d.cancels[a.Task] = cancel
-	w := &worker{d: d, a: a, task: d.state.Tasks[a.Task].Task, cfg: d.state.Config, runID: d.state.Run}
+	ts := d.state.Tasks[a.Task]
+	w := &worker{d: d, a: a, task: ts.Task, cfg: d.state.Config, runID: d.state.Run, followup: ts.Followup, prFeedback: ts.Feedback}
 	w.scratch = filepath.Join(d.opts.ScratchDir, fmt.Sprintf("%s-%d", a.Task, a.Attempt))
 	w.deps = d.depOutputs(w.task)
 	d.wg.Add(1)

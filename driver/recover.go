@@ -86,6 +86,17 @@ func (d *Driver) recover(ctx context.Context) error {
 		}
 	}
 	resumed := muster.Event{Type: muster.EvRunResumed, Config: d.opts.ResumeConfig, Owner: d.opts.Owner}
+	if len(d.opts.Reopen) > 0 {
+		resumed.Cause = muster.CausePR
+	}
 	evs = append(evs, resumed)
+	// Feedback from the run's pull request reopens succeeded tasks
+	// (muster pr --follow): after the RunResumed, which would otherwise
+	// leave them succeeded.
+	for _, r := range d.opts.Reopen {
+		if t := d.state.Tasks[r.Task]; t != nil && t.State == muster.StateSucceeded {
+			evs = append(evs, muster.Event{Type: muster.EvTaskReopened, Task: r.Task, Followup: r.Followup, Message: bound(r.Message, maxFeedback)})
+		}
+	}
 	return d.emit(evs...)
 }

@@ -69,6 +69,10 @@ type worker struct {
 	// gateChanged are the files a gate names that the round's change
 	// touches, flagged in the review prompt.
 	gateChanged []string
+	// followup and prFeedback are what a TaskReopened gave the task (a
+	// pull request's feedback, muster pr --follow); followup 0: none.
+	followup   int
+	prFeedback string
 }
 
 type depOutput struct {
@@ -443,7 +447,7 @@ const emptyChangeQuestion = "You changed nothing. If the task already holds as i
 // message for the tasks that depend on this one.
 func (w *worker) commit(ctx context.Context, change *muster.Change) (string, error) {
 	commit, err := w.d.opts.Workspace.Commit(ctx, w.dir, w.base, muster.CommitInfo{
-		Run: w.runID, Task: w.task.ID, Title: w.task.Title, Executor: w.slot()})
+		Run: w.runID, Task: w.task.ID, Title: w.task.Title, Executor: w.slot(), Followup: w.followup})
 	if err != nil {
 		return "", err
 	}

@@ -45,6 +45,10 @@ type TaskState struct {
 	// locally), WorkerClone its clone there.
 	Worker      string
 	WorkerClone int
+	// Followup and Feedback are the latest TaskReopened's: the feedback
+	// the task's next attempt acts on (Followup 0: none).
+	Followup int
+	Feedback string
 
 	// waiting counts dependencies not yet succeeded; dependents lists the
 	// tasks that wait on this one.
@@ -381,6 +385,25 @@ func (s *State) Apply(e *muster.Event) error {
 			t.State, t.Cause = muster.StateCancelled, e.CancelCause()
 		} else {
 			s.doom(t)
+		}
+	case muster.EvTaskReopened:
+		t, err := s.task(e)
+		if err != nil {
+			return err
+		}
+		if t.State != muster.StateSucceeded {
+			return fmt.Errorf("event %d: task %s reopened while %s", e.Seq, t.Task.ID, t.State)
+		}
+		t.State, t.Reason, t.Followup, t.Feedback = muster.StatePending, "", e.Followup, e.Message
+		// Its dependents wait for it again, as its success had let them
+		// go (TaskSucceeded counts them down once more).
+		for _, d := range t.dependents {
+			dt := s.Tasks[d]
+			dt.waiting++
+			s.removeReady(d)
+		}
+		if t.waiting == 0 {
+			s.insertReady(t.Task.ID)
 		}
 	case muster.EvRunFinished:
 		s.RunState = e.State

@@ -19,6 +19,7 @@ const (
 	TrailerRun      = "Muster-Run"
 	TrailerTask     = "Muster-Task"
 	TrailerExecutor = "Muster-Executor"
+	TrailerFollowup = "Muster-Followup"
 )
 
 // Message returns a task commit's message: "<task>: <title>", a blank
@@ -29,8 +30,12 @@ func Message(info muster.CommitInfo) string {
 	if title != "" {
 		subject += ": " + title
 	}
-	return fmt.Sprintf("%s\n\n%s: %s\n%s: %s\n%s: %s\n", subject,
+	msg := fmt.Sprintf("%s\n\n%s: %s\n%s: %s\n%s: %s\n", subject,
 		TrailerRun, oneLine(info.Run), TrailerTask, oneLine(string(info.Task)), TrailerExecutor, oneLine(info.Executor))
+	if info.Followup > 0 {
+		msg += fmt.Sprintf("%s: %d\n", TrailerFollowup, info.Followup)
+	}
+	return msg
 }
 
 // oneLine turns control characters (newlines included) into spaces.

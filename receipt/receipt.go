@@ -223,6 +223,10 @@ func Fold(events []muster.Event) *Receipt {
 			if t := task(e.Task); t != nil {
 				t.Commit = e.Commit
 			}
+		case muster.EvTaskReopened:
+			if t := task(e.Task); t != nil {
+				t.State, t.Reason = muster.StatePending, ""
+			}
 		case muster.EvTaskSucceeded:
 			if t := task(e.Task); t != nil {
 				t.State, t.Reason = muster.StateSucceeded, e.Reason

@@ -214,6 +214,8 @@ func Build(runs [][]muster.Event, opts Options) *Report {
 				run.State = muster.RunRunning
 			case muster.EvTaskSucceeded:
 				taskState[e.Task] = muster.StateSucceeded
+			case muster.EvTaskReopened:
+				taskState[e.Task] = muster.StatePending
 			case muster.EvTaskFailed:
 				if !e.Retry {
 					taskState[e.Task] = muster.StateFailed

@@ -111,6 +111,9 @@ func (r *Run) Apply(e *muster.Event) {
 		}
 	case muster.EvTaskFailed, muster.EvTaskSkipped, muster.EvTaskCancelled:
 		r.end(e, EndState(e))
+	case muster.EvTaskReopened:
+		t := r.Task(e.Task)
+		t.State, t.Reason = muster.StatePending, ""
 	case muster.EvWarning:
 		r.Warnings = append(r.Warnings, e.Message)
 	case muster.EvRateLimited:

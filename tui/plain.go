@@ -86,6 +86,10 @@ func (f *plainFold) apply(e *muster.Event) {
 				f.tasks[t.ID] = muster.StateSucceeded
 			}
 		}
+	case muster.EvTaskReopened:
+		if _, ok := f.tasks[e.Task]; ok {
+			f.tasks[e.Task] = muster.StatePending
+		}
 	case muster.EvTaskStarted:
 		f.tasks[e.Task] = muster.StateRunning
 		f.started[e.Task] = e.Time
@@ -156,6 +160,9 @@ func (f *plainFold) line(e *muster.Event, color, verbose bool) string {
 	case muster.EvRunStarted:
 		return fmt.Sprintf("run %s on branch %s (base %s)", e.Run, e.Branch, textsafe.Short(e.Base))
 	case muster.EvRunResumed:
+		if e.Cause == muster.CausePR {
+			return "resumed: the pull request's feedback goes back to its tasks"
+		}
 		return "resumed: unfinished tasks run again"
 	case muster.EvTaskStarted:
 		a := ""
@@ -239,6 +246,8 @@ func (f *plainFold) line(e *muster.Event, color, verbose bool) string {
 			return fmt.Sprintf("%s executor %s paused until %s (%s): others keep going", c(yellow, "!"),
 				textsafe.Sanitize(e.Executor), e.Until.Local().Format("15:04:05"), textsafe.Sanitize(e.Reason))
 		}
+	case muster.EvTaskReopened:
+		return fmt.Sprintf("%s %s follow-up %d: feedback from the pull request", c(bold, "↺"), task, e.Followup)
 	case muster.EvBlocked:
 		return fmt.Sprintf("%s %s network blocked on %s: %s", c(yellow, "!"), task, textsafe.Sanitize(e.Slot()), textsafe.Sanitize(e.BlockedText()))
 	case muster.EvRefused:

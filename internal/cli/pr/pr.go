@@ -36,6 +36,9 @@ type Options struct {
 	// GITHUB_REPOSITORY, else the remote's URL).
 	GitHubRepo string
 	JSON       bool
+	// Follow, when set, turns the pull request's feedback into fix
+	// rounds (--follow and its flags).
+	Follow *FollowOptions
 
 	// Getenv reads the environment (os.Getenv when nil); Exe is muster's
 	// own executable, git's GIT_ASKPASS (os.Executable when empty).
@@ -67,7 +70,17 @@ line, in a URL or in a file: git gets it through GIT_ASKPASS (muster itself).
 What was pushed and opened is appended to publish.jsonl in the run directory;
 the journal and receipt are untouched, so muster verify still holds.
 Exit 3 when the remote branch moved to a commit the run did not make, or the
-API refuses. See docs/pr.md.`,
+API refuses.
+
+--follow reads the pull request's failed checks and statuses, its review
+comments and change requests (from the repository's owners, members and
+collaborators, or --from), gives each to the task whose Owns covers the file
+it names (else the last task), and resumes the run: a follow-up round of that
+task on the run branch's tip, through its gates, review and the integration
+queue, committed with a Muster-Followup trailer; the receipt is sealed again.
+Then it pushes and says what it did on the pull request. It repeats every
+--interval until checks are green and no change is requested, for at most
+--max-rounds passes or --budget-usd; --once makes one pass. See docs/pr.md.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
@@ -84,6 +97,29 @@ API refuses. See docs/pr.md.`,
 	f.StringVar(&o.Remote, "remote", "origin", "remote to push to")
 	f.StringVar(&o.GitHubRepo, "github-repo", "", "OWNER/NAME where the pull request opens (default: GITHUB_REPOSITORY, else the remote's URL)")
 	f.BoolVar(&o.JSON, "json", false, "print what was pushed and opened as JSON")
+	fo := &FollowOptions{}
+	var follow bool
+	f.BoolVar(&follow, "follow", false, "turn failed checks and review comments into fix rounds of the tasks that own the files, push, and say so on the pull request")
+	f.BoolVar(&fo.Once, "once", false, "with --follow: one pass, then exit (for CI)")
+	f.DurationVar(&fo.Interval, "interval", time.Minute, "with --follow: how long to wait between passes")
+	f.IntVar(&fo.MaxRounds, "max-rounds", 3, "with --follow: passes that act on feedback, at most")
+	f.Float64Var(&fo.BudgetUSD, "budget-usd", 0, "with --follow: what the follow-ups may spend, in dollars, on top of the run's spending")
+	f.StringSliceVar(&fo.From, "from", nil, "with --follow: logins whose comments count besides the repository's owners, members and collaborators")
+	cmd.PreRunE = func(cmd *cobra.Command, _ []string) error {
+		if !follow {
+			for _, n := range []string{"once", "interval", "max-rounds", "budget-usd", "from"} {
+				if cmd.Flags().Changed(n) {
+					return cmdutil.FlagErrorf("--%s goes with --follow", n)
+				}
+			}
+			return nil
+		}
+		if fo.MaxRounds < 1 || fo.Interval < time.Second || fo.BudgetUSD < 0 {
+			return cmdutil.FlagErrorf("--follow wants --max-rounds of 1 or more, an --interval of a second or more and a --budget-usd of 0 or more")
+		}
+		o.Follow = fo
+		return nil
+	}
 	return cmd
 }
 
@@ -115,11 +151,19 @@ func Run(ctx context.Context, io *cmdutil.IOStreams, o *Options) error {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.Follow != nil {
+		if err := finishPass(ctx, io, o); err != nil {
+			return err
+		}
+	}
 	p, err := prepare(ctx, o)
 	if err != nil {
 		return err
 	}
 	res, err := p.publish(ctx)
+	if err == nil && o.Follow != nil {
+		err = p.follow(ctx, io, o.Follow, res)
+	}
 	if res != nil {
 		report(io, o.JSON, res)
 	}
@@ -143,6 +187,9 @@ type publisher struct {
 	forge   muster.Forge
 	log     *publishLog
 	red     *redact.Redactor
+	// settled: the last follow pass saw no pending check and no
+	// feedback, taken or not.
+	settled bool
 }
 
 func prepare(ctx context.Context, o *Options) (*publisher, error) {

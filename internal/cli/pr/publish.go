@@ -29,6 +29,7 @@ const (
 	opUpdated  = "updated"  // pull request Number, body and base set again
 	opReopened = "reopened" // a closed pull request opened again
 	opMerged   = "merged"   // already merged: left alone
+	opTaken    = "taken"    // feedback Key given to Task as follow-up Number (before the resume that acts on it)
 )
 
 // record is one line of publish.jsonl.
@@ -43,6 +44,9 @@ type record struct {
 	Number int       `json:"number,omitempty"`
 	URL    string    `json:"url,omitempty"`
 	Task   string    `json:"task,omitempty"`
+	// Key (taken) names the feedback a follow-up took: check:NAME@SHA,
+	// comment:ID, review:ID; Number is then the follow-up's.
+	Key string `json:"key,omitempty"`
 }
 
 // publishLog appends records to a run directory's publish.jsonl.

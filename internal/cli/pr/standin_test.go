@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,14 +18,20 @@ import (
 // comments in memory and records every request, so tests assert what
 // muster asked.
 type standIn struct {
-	t     *testing.T
-	srv   *httptest.Server
-	token string
+	t      *testing.T
+	srv    *httptest.Server
+	token  string
+	remote string // the bare repository behind the git remote
 
 	mu       sync.Mutex
 	requests []request
 	pulls    []*pullJSON
 	comments map[int][]string
+	// Feedback the tests plant: failed check runs by commit, review
+	// comments and reviews by pull request.
+	checks         map[string][]map[string]any
+	reviewComments map[int][]map[string]any
+	reviews        map[int][]map[string]any
 	// onCreate, when set, runs inside POST /pulls: before the pull
 	// request exists when before is true (returning true, the request
 	// fails and nothing is created), after it exists otherwise.
@@ -54,7 +61,8 @@ type pullJSON struct {
 }
 
 func newStandIn(t *testing.T, token string) *standIn {
-	s := &standIn{t: t, token: token, comments: map[int][]string{}}
+	s := &standIn{t: t, token: token, comments: map[int][]string{}, checks: map[string][]map[string]any{},
+		reviewComments: map[int][]map[string]any{}, reviews: map[int][]map[string]any{}}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.srv.Close)
 	return s
@@ -80,6 +88,10 @@ func (s *standIn) serve(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.Method == "GET" && path == "/repos/octo/app/pulls":
 		s.list(w, r)
+	case r.Method == "GET" && strings.HasPrefix(path, "/repos/octo/app/commits/"):
+		s.commitFeedback(w, strings.TrimPrefix(path, "/repos/octo/app/commits/"))
+	case r.Method == "GET" && strings.HasPrefix(path, "/repos/octo/app/pulls/") && (strings.HasSuffix(path, "/comments") || strings.HasSuffix(path, "/reviews")):
+		s.pullFeedback(w, strings.TrimPrefix(path, "/repos/octo/app/pulls/"))
 	case r.Method == "POST" && path == "/repos/octo/app/pulls":
 		s.create(w, body)
 	case r.Method == "PATCH" && strings.HasPrefix(path, "/repos/octo/app/pulls/"):
@@ -94,6 +106,44 @@ func (s *standIn) serve(w http.ResponseWriter, r *http.Request) {
 	default:
 		http.Error(w, `{"message":"Not Found"}`, http.StatusNotFound)
 	}
+}
+
+func (s *standIn) commitFeedback(w http.ResponseWriter, rest string) {
+	sha, what, _ := strings.Cut(rest, "/")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var v any
+	switch what {
+	case "check-runs":
+		v = map[string]any{"total_count": len(s.checks[sha]), "check_runs": nonNil(s.checks[sha])}
+	case "status":
+		v = map[string]any{"state": "success", "statuses": []any{}}
+	default:
+		http.Error(w, `{"message":"Not Found"}`, http.StatusNotFound)
+		return
+	}
+	data, _ := json.Marshal(v)
+	_, _ = w.Write(data)
+}
+
+func (s *standIn) pullFeedback(w http.ResponseWriter, rest string) {
+	num, what, _ := strings.Cut(rest, "/")
+	n, _ := strconv.Atoi(num)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	list := s.reviewComments[n]
+	if what == "reviews" {
+		list = s.reviews[n]
+	}
+	data, _ := json.Marshal(nonNil(list))
+	_, _ = w.Write(data)
+}
+
+func nonNil(l []map[string]any) []map[string]any {
+	if l == nil {
+		return []map[string]any{}
+	}
+	return l
 }
 
 func (s *standIn) list(w http.ResponseWriter, r *http.Request) {
@@ -125,6 +175,7 @@ func (s *standIn) create(w http.ResponseWriter, body map[string]any) {
 		head = b
 	}
 	p.Head.Ref, p.Base.Ref = head, str(body["base"])
+	p.Head.SHA = s.headSHA(head)
 	s.pulls = append(s.pulls, p)
 	data, _ := json.Marshal(p)
 	s.mu.Unlock()
@@ -158,6 +209,16 @@ func (s *standIn) edit(w http.ResponseWriter, num string, body map[string]any) {
 	}
 	data, _ := json.Marshal(p)
 	_, _ = w.Write(data)
+}
+
+// headSHA is where the bare remote's branch is, as GitHub reports a
+// pull request's head.
+func (s *standIn) headSHA(branch string) string {
+	if s.remote == "" {
+		return ""
+	}
+	out, _ := exec.Command("git", "--git-dir", s.remote, "rev-parse", "--verify", "-q", "refs/heads/"+branch).Output()
+	return strings.TrimSpace(string(out))
 }
 
 func str(v any) string {

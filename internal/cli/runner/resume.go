@@ -16,6 +16,13 @@ import (
 // Resume finishes an interrupted or failed run: every task that has not
 // succeeded runs again, with the flags given now.
 func Resume(ctx context.Context, io *cmdutil.IOStreams, runID string, f *preflight.Flags) (*Session, error) {
+	return ResumeReopening(ctx, io, runID, f, nil)
+}
+
+// ResumeReopening is Resume that also reopens succeeded tasks with
+// feedback (TaskReopened events: muster pr --follow), even on a run
+// where every task succeeded.
+func ResumeReopening(ctx context.Context, io *cmdutil.IOStreams, runID string, f *preflight.Flags, reopen []muster.Event) (*Session, error) {
 	repo, err := cmdutil.OpenRepo(ctx, f.Repo)
 	if err != nil {
 		return nil, err
@@ -51,12 +58,13 @@ func Resume(ctx context.Context, io *cmdutil.IOStreams, runID string, f *preflig
 		return nil, err
 	}
 	var fc *fleetCrew
-	if !allSucceeded(st) {
+	done := allSucceeded(st) && len(reopen) == 0
+	if !done {
 		if fc, err = joinFleet(ctx, io, cfg, f); err != nil {
 			return nil, err
 		}
 	}
-	if allSucceeded(st) {
+	if done {
 		// A process killed after the run's end left no receipt (and
 		// perhaps worktrees): finish that, and change nothing else.
 		s := &Session{IO: io, Repo: repo, RunID: id}
@@ -77,7 +85,7 @@ func Resume(ctx context.Context, io *cmdutil.IOStreams, runID string, f *preflig
 			plan.Brief, plan.Title = pl.Brief, pl.Title
 		}
 	}
-	s := &Session{IO: io, Repo: repo, Flags: f, Config: cfg, Plan: plan, RunID: id, Resume: true, Events: events, Base: st.Base, fleet: fc}
+	s := &Session{IO: io, Repo: repo, Flags: f, Config: cfg, Plan: plan, RunID: id, Resume: true, Events: events, Reopen: reopen, Base: st.Base, fleet: fc}
 	err = s.Drive(ctx)
 	if errors.Is(err, errEndedMeanwhile) {
 		fmt.Fprintf(io.ErrOut, "run %s: every task succeeded already; nothing to do\n", id)

@@ -41,6 +41,9 @@ type Session struct {
 	Ref    string // the user's branch
 	Resume bool
 	Events []muster.Event // replayed, when resuming
+	// Reopen (a resume of muster pr --follow) are TaskReopened events for
+	// succeeded tasks that take their pull request's feedback.
+	Reopen []muster.Event
 	// OnEvent, if set, also sees every event (the demo's counters).
 	OnEvent func(e *muster.Event, s *engine.State)
 	// fleet is the fleet the run joined (nil: none).
@@ -83,7 +86,7 @@ func (s *Session) Drive(ctx context.Context) error {
 			return cmdutil.Env("journal of run %s does not replay: %v", s.RunID, err)
 		}
 		// The run may have ended while this process waited for its lock.
-		if allSucceeded(st) {
+		if allSucceeded(st) && len(s.Reopen) == 0 {
 			s.State = st
 			return errEndedMeanwhile
 		}
@@ -216,6 +219,7 @@ func (s *Session) Drive(ctx context.Context) error {
 	}
 	if s.Resume {
 		opts.ResumeConfig = preflight.Journaled(s.Config)
+		opts.Reopen = s.Reopen
 	}
 	st, runErr := driver.Run(ctx, opts)
 	s.State = st
