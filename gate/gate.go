@@ -51,6 +51,7 @@ func (r Runner) Run(ctx context.Context, dir string, g muster.GateSpec, timeout 
 	out := newTail(MaxOutput)
 	clearJUnit(dir, g.JUnit)
 	env := proc.Environ(r.Allow...)
+	conf := r.Confine.With(dir)
 	var blocked func() []string
 	if r.Net != nil {
 		ns, err := r.Net(r.Network)
@@ -59,12 +60,17 @@ func (r Runner) Run(ctx context.Context, dir string, g muster.GateSpec, timeout 
 		}
 		env = withEnv(env, ns.Env)
 		blocked = ns.Close
+		if conf != nil && conf.Namespaces && r.Network.Policy != muster.NetOpen && ns.Bridge != nil {
+			// A network of its own: its loopback and muster's proxy.
+			conf = conf.WithBridge(ns.Bridge)
+			conf.HostNetwork = false
+		}
 	}
 	res, err := proc.Run(ctx, proc.Spec{
 		Argv:     []string{"sh", "-c", g.Command},
 		Dir:      dir,
 		Env:      env,
-		Confine:  r.Confine.With(dir),
+		Confine:  conf,
 		Timeout:  timeout,
 		Grace:    grace,
 		OnLine:   out.line,
