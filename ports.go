@@ -77,6 +77,10 @@ type ExecRequest struct {
 	// Base is the commit Dir was prepared at (coders); at Round 0 Dir
 	// holds exactly Base.
 	Base string
+	// Source (reviewers) is the coder's clone the change under review
+	// was exported from into Dir: an executor that runs the reviewer
+	// elsewhere (a fleet worker) records the change from there.
+	Source string
 	// Gates (coders) are the gates the driver runs on the change next;
 	// an executor that runs the agent elsewhere (a fleet worker) runs
 	// them there and returns their results in ExecResult.Gates.

@@ -102,6 +102,7 @@ func (w *worker) reviewBy(ctx context.Context, round, i int, lease engine.Lease,
 	req := &muster.ExecRequest{
 		Run: w.runID, Task: w.task, Role: muster.RoleReviewer, Spec: spec, Clone: lease.Clone, Attempt: w.a.Attempt, Round: round,
 		Dir: tree, Authority: muster.AuthorityRead, Timeout: spec.Timeout, Grace: w.cfg.Grace(), Stall: w.cfg.Run.StallTimeout,
+		Source: w.dir,
 	}
 	// A fresh directory, home and TMPDIR of the reviewer's own: nothing
 	// the coder wrote is in them, and nothing muster writes for the

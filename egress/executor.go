@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strconv"
 	"sync"
 
 	"github.com/muster-run/muster"
@@ -62,24 +63,25 @@ func (x *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit fu
 			return nil, agentkit.StartFailure(err)
 		}
 	}
-	listen := x.Listen
-	if listen == nil {
-		listen = func() (net.Listener, error) { return net.Listen("tcp", "127.0.0.1:0") }
+	var mu sync.Mutex
+	done := false // after the invocation, a late record of a handler is dropped
+	out := func(r muster.Record) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !done {
+			emit(r)
+		}
 	}
-	ln, err := listen()
+	srv := New(Options{Route: route, Network: netw, Report: out, Ledger: x.Ledger})
+	defer srv.Close()
+	r := *req
+	base, err := x.listen(srv, &r, netw)
 	if err != nil {
 		return nil, agentkit.StartFailure(err)
 	}
-	var mu sync.Mutex
-	out := func(r muster.Record) { mu.Lock(); defer mu.Unlock(); emit(r) }
-	srv := New(Options{Route: route, Network: netw, Report: out, Ledger: x.Ledger})
-	srv.Serve(ln)
-	defer srv.Close()
-
-	r := *req
-	r.Endpoint = &muster.ModelEndpoint{Proxy: srv.URL()}
+	r.Endpoint = &muster.ModelEndpoint{Proxy: base}
 	if route != nil {
-		r.Endpoint.BaseURL = srv.URL() + route.Upstream.Path
+		r.Endpoint.BaseURL = base + route.Upstream.Path
 		if route.Key != "" {
 			r.Endpoint.Key = muster.PlaceholderKey
 		}
@@ -95,11 +97,53 @@ func (x *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit fu
 		out(rec)
 	})
 	_ = srv.Close()
+	mu.Lock()
+	done = true
+	mu.Unlock()
 	seen := srv.Result()
 	if route != nil {
 		settle(seen, claims, emit)
 	}
 	return res, rateLimited(err, seen)
+}
+
+// listen puts srv where the invocation reaches it and returns its URL.
+// In a network namespace of its own (the confinement step's, unless the
+// policy is open) that is the bridge: a listener on 127.0.0.1:PORT inside
+// the namespace, which muster serves from outside; nothing of the host's
+// network is there. Elsewhere it is a listener on the host's loopback.
+func (x *Executor) listen(srv *Server, r *muster.ExecRequest, netw muster.Network) (string, error) {
+	if c := r.Confine; c != nil && c.Namespaces && netw.Policy != muster.NetOpen {
+		port, err := freePort()
+		if err != nil {
+			return "", err
+		}
+		nc := c.WithBridge(&muster.Bridge{Port: port, Serve: srv.Serve})
+		nc.HostNetwork = false
+		r.Confine = nc
+		return "http://127.0.0.1:" + strconv.Itoa(port), nil
+	}
+	listen := x.Listen
+	if listen == nil {
+		listen = func() (net.Listener, error) { return net.Listen("tcp", "127.0.0.1:0") }
+	}
+	ln, err := listen()
+	if err != nil {
+		return "", err
+	}
+	srv.Serve(ln)
+	return "http://" + ln.Addr().String(), nil
+}
+
+// freePort is a port for the bridge: any port is free in a new network
+// namespace; one free here too keeps the URL the same on both sides.
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 // settle reports the agent's usage claims beside the provider's usage

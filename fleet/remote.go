@@ -287,18 +287,22 @@ func (r *remote) Execute(ctx context.Context, req *muster.ExecRequest, emit func
 	d := r.d
 	bg := context.WithoutCancel(ctx)
 	start := req.Base
+	dir := req.Dir // where the change is in git
+	if req.Role == muster.RoleReviewer && req.Source != "" {
+		dir = req.Source // Dir is an export without a repository
+	}
 	if req.Role != muster.RoleCoder || req.Round != 0 || start == "" {
 		// The worktree holds more than a commit (a fix round's state, a
 		// change under review): record it as one.
 		parent := req.Base
 		if parent == "" {
-			h, err := d.local.Head(ctx, req.Dir)
+			h, err := d.local.Head(ctx, dir)
 			if err != nil {
 				return nil, fmt.Errorf("fleet: %w", err)
 			}
 			parent = h
 		}
-		s, err := d.local.Snapshot(ctx, req.Dir, parent)
+		s, err := d.local.Snapshot(ctx, dir, parent)
 		if err != nil {
 			return nil, fmt.Errorf("fleet: snapshot the worktree: %w", err)
 		}
@@ -330,7 +334,7 @@ func (r *remote) Execute(ctx context.Context, req *muster.ExecRequest, emit func
 		}
 		job.Diff = string(b)
 	}
-	p := &pending{job: job, dir: req.Dir, ch: make(chan Report, 1024), done: make(chan struct{}), seen: map[string]bool{}}
+	p := &pending{job: job, dir: dir, ch: make(chan Report, 1024), done: make(chan struct{}), seen: map[string]bool{}}
 	d.mu.Lock()
 	d.jobs[job.ID] = p
 	d.mu.Unlock()

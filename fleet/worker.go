@@ -50,6 +50,11 @@ type WorkerOptions struct {
 	Lease   time.Duration
 	// Log gets one line per job taken and ended.
 	Log io.Writer
+	// Confine, when set, confines every agent as a local run does (the
+	// worker's credentials, its other clones and its cache already
+	// hidden in it); each invocation may write its clone and its own
+	// directories besides. nil: agents run unconfined.
+	Confine *muster.Confinement
 }
 
 // errStale cancels a job whose lease went to someone else, or whose run
@@ -362,6 +367,7 @@ func (w *Worker) run(ctx context.Context, spec *muster.ExecutorSpec, n int, job 
 		return fail("scratch: %v", err)
 	}
 	req.Scratch, req.Home = inv.Path, inv.Home
+	req.Env["TMPDIR"] = inv.Tmp
 	if req.PromptFile, err = inv.WriteIn("prompt.md", []byte(job.Prompt)); err != nil {
 		return fail("prompt file: %v", err)
 	}
@@ -373,6 +379,7 @@ func (w *Worker) run(ctx context.Context, spec *muster.ExecutorSpec, n int, job 
 	if job.PlanOut {
 		req.PlanOut = inv.OutFile("plan-out.md")
 	}
+	req.Confine = w.confinement(spec, job.Authority, dir, inv)
 	nrec := 0
 	res, execErr := exec.Execute(ctx, req, func(r muster.Record) {
 		if r.Type == muster.RecPID || r.Type == muster.RecWorker {
@@ -438,6 +445,24 @@ func (w *Worker) run(ctx context.Context, spec *muster.ExecutorSpec, n int, job 
 	}
 
 	return out
+}
+
+// confinement is what one invocation may write: the worker's Confine
+// plus the invocation's own directories, the executor's writable paths
+// and, unless it only reads, its clone (the driver's rule, on a worker).
+func (w *Worker) confinement(spec *muster.ExecutorSpec, auth muster.Authority, dir string, inv *exchange.Dir) *muster.Confinement {
+	c := w.o.Confine
+	if c == nil {
+		return nil
+	}
+	paths := inv.Writable()
+	c = c.WithReadOnly(inv.Readable()...)
+	if auth != muster.AuthorityRead {
+		paths = append(paths, dir)
+	} else {
+		c = c.WithReadOnly(dir)
+	}
+	return c.With(append(paths, spec.Writable...)...)
 }
 
 // putFile stores the file at path as object name.

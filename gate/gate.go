@@ -6,12 +6,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/internal/exchange"
 	"github.com/muster-run/muster/internal/proc"
 )
 
@@ -37,6 +39,9 @@ type Runner struct {
 	// the result's Blocked.
 	Net     muster.NetOpener
 	Network muster.Network
+	// TmpRoot, when set, holds a fresh TMPDIR per gate run (made there,
+	// writable to that run alone, removed after it).
+	TmpRoot string
 }
 
 // Run runs one gate in dir.
@@ -60,11 +65,20 @@ func (r Runner) Run(ctx context.Context, dir string, g muster.GateSpec, timeout 
 		env = withEnv(env, ns.Env)
 		blocked = ns.Close
 	}
+	confine := r.Confine.With(dir)
+	if r.TmpRoot != "" {
+		tmp, err := exchange.NewHome(r.TmpRoot, "gate-tmp")
+		if err != nil {
+			return muster.GateResult{Name: g.Name, Command: g.Command, ExitCode: -1, Output: "gate TMPDIR: " + err.Error()}
+		}
+		defer os.RemoveAll(tmp)
+		env, confine = withEnv(env, map[string]string{"TMPDIR": tmp}), confine.With(tmp)
+	}
 	res, err := proc.Run(ctx, proc.Spec{
 		Argv:     []string{"sh", "-c", g.Command},
 		Dir:      dir,
 		Env:      env,
-		Confine:  r.Confine.With(dir),
+		Confine:  confine,
 		Timeout:  timeout,
 		Grace:    grace,
 		OnLine:   out.line,

@@ -63,3 +63,39 @@ func TestJUnitReportsOfThisRun(t *testing.T) {
 		t.Fatalf("%+v", r)
 	}
 }
+
+// A gate's JUnit reports lie in the clone, which agents write: a FIFO or
+// a link planted at a report's name is not read (and never blocks
+// muster); a regular report is.
+func TestJUnitFollowsNoLinkAndNeverBlocks(t *testing.T) {
+	dir := t.TempDir()
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("<secret/>"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g := muster.GateSpec{Name: "t", Command: `mkdir -p r && mkfifo r/a.xml && ln -s ` + secret + ` r/b.xml && echo '<ok/>' > r/c.xml`, JUnit: "r/*.xml"}
+	res := Runner{}.Run(context.Background(), dir, g, 0)
+	if !res.Passed || strings.Contains(res.JUnit, "secret") || !strings.Contains(res.JUnit, "<ok/>") {
+		t.Fatalf("%+v", res)
+	}
+}
+
+// With TmpRoot each gate run gets a TMPDIR of its own, gone after it.
+func TestGateTmpdirIsItsOwn(t *testing.T) {
+	root := t.TempDir()
+	r := Runner{TmpRoot: root}
+	var seen []string
+	for i := 0; i < 2; i++ {
+		g := r.Run(context.Background(), t.TempDir(), muster.GateSpec{Name: "t", Command: `test -d "$TMPDIR" && touch "$TMPDIR/x" && echo "$TMPDIR"`}, 0)
+		if !g.Passed || !strings.HasPrefix(strings.TrimSpace(g.Output), root) {
+			t.Fatalf("%+v", g)
+		}
+		seen = append(seen, strings.TrimSpace(g.Output))
+	}
+	if seen[0] == seen[1] {
+		t.Error("two gate runs shared a TMPDIR")
+	}
+	if left, _ := os.ReadDir(root); len(left) != 0 {
+		t.Errorf("gate TMPDIRs left: %v", left)
+	}
+}

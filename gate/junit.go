@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/muster-run/muster/internal/exchange"
 )
 
 // MaxJUnit bounds the JUnit XML a gate's result keeps.
@@ -33,12 +35,14 @@ func clearJUnit(dir, glob string) {
 func readJUnit(dir, glob string) string {
 	var b strings.Builder
 	for _, f := range junitFiles(dir, glob) {
-		fi, err := os.Lstat(f)
-		if err != nil || !fi.Mode().IsRegular() || int64(b.Len())+fi.Size() > MaxJUnit {
+		rel, err := filepath.Rel(dir, f)
+		if err != nil {
 			continue
 		}
-		data, err := os.ReadFile(f)
-		if err == nil {
+		// The clone is the agents' too: read through internal/exchange (no
+		// link followed, a FIFO never waited on, checked by fstat).
+		data, err := exchange.ReadFile(dir, rel, MaxJUnit-int64(b.Len()))
+		if err == nil && data != nil {
 			b.Write(data)
 			b.WriteByte('\n')
 		}

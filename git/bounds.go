@@ -18,6 +18,10 @@ import (
 // run (Options.Reserved), and the files gates name unless a task owns
 // them by name (Options.GateFiles).
 
+// stageStreamAbove is the size above which staging streams a file into
+// the object store instead of reading it into memory.
+const stageStreamAbove = "8m"
+
 // oversized returns the files staging would read (untracked and not
 // ignored, or tracked and modified by their stat data) that are larger
 // than the cap, found by lstat: git has read none of them. More than

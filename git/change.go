@@ -34,7 +34,11 @@ func (g wtGit) c(args ...string) cmd {
 	// 50,000-file worktree a fifth smaller (3.5 MB), so every git call
 	// that writes it (checkout, update-index, read-tree) hashes less. It
 	// applies when git creates an index; rewrites keep the version.
-	a := []string{"-c", "index.version=4"}
+	// core.bigFileThreshold: a file larger than it is hashed and written
+	// as a stream (one pack of its own) rather than read whole, so the
+	// memory of staging stays flat in file size (max_file_bytes caps
+	// the size itself).
+	a := []string{"-c", "index.version=4", "-c", "core.bigFileThreshold=" + stageStreamAbove}
 	if g.split {
 		// The private index is a split index: a rewrite writes only the
 		// entries changed since the shared part (sharedindex.<hash>, in

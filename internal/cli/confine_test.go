@@ -50,6 +50,10 @@ func TestConfineScripts(t *testing.T) {
 			if cond == "landlock" {
 				return confine.Probe().Available(), nil
 			}
+			if cond == "userns" {
+				exe, err := os.Executable()
+				return err == nil && confine.ProbeNamespaces(exe) == "", nil
+			}
 			return false, nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
 	"runtime/debug"
 	"strings"
@@ -145,6 +146,16 @@ func doctorCmd() *cobra.Command {
 				return nil
 			}
 			return preflight.CommittedCommands(ctx, repo.Top, cfg)
+		},
+		Toolchains: func(ctx context.Context) []string {
+			repo, err := cmdutil.OpenRepo(ctx, "")
+			if err != nil {
+				return nil
+			}
+			return doctor.ToolchainWarnings(repo.Top, func(p string, args ...string) (string, error) {
+				out, err := exec.CommandContext(ctx, p, args...).Output()
+				return string(out), err
+			})
 		}})
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/agent/claude"
 	"github.com/muster-run/muster/agent/codex"
+	"github.com/muster-run/muster/confine"
 	"github.com/muster-run/muster/egress"
 	"github.com/muster-run/muster/internal/agentkit/clitest"
 	"github.com/muster-run/muster/mockllm"
@@ -82,13 +83,26 @@ func providerUsage(t *testing.T, rec *clitest.Recorder) {
 	}
 }
 
-// TestEgressClaude: the real Claude Code, confined, behind muster's model
+// sandbox says whether the sandbox's namespaces can be built here: then
+// the agents run in a network namespace of their own, muster's endpoint
+// on its bridge, the host's network out of reach.
+func sandbox(t *testing.T) bool {
+	exe, _ := os.Executable()
+	if why := confine.ProbeNamespaces(exe); why != "" {
+		t.Logf("no sandbox namespaces (%s): the endpoint listens on the host's loopback", why)
+		return false
+	}
+	return true
+}
+
+// TestEgressClaude: the real Claude Code, confined (in a network
+// namespace of its own where the kernel allows), behind muster's model
 // endpoint: the provider gets the real key, the agent holds only the
 // placeholder (a Bash call that writes its key and environment into the
 // worktree finds no trace of the real key), and the usage counted is the
 // provider's, the mock's numbers.
 func TestEgressClaude(t *testing.T) {
-	l := clitest.StartLive(t, claude.New, clitest.LiveConfig{Key: "sk-ant-egress-claude-61", Launcher: launcher(t), Wrap: behind,
+	l := clitest.StartLive(t, claude.New, clitest.LiveConfig{Key: "sk-ant-egress-claude-61", Launcher: launcher(t), Sandbox: sandbox(t), Wrap: behind,
 		Spec: muster.ExecutorSpec{Name: "claude", Kind: muster.ExecClaudeCode, Model: "claude-sonnet-4-5", APIKeyEnv: "MUSTER_IT_CLAUDE_KEY"}})
 	l.Write(t, "claude-write", false)
 	keyReached(t, l)
@@ -100,7 +114,7 @@ func TestEgressClaude(t *testing.T) {
 
 // TestEgressCodex: the same for the real Codex CLI.
 func TestEgressCodex(t *testing.T) {
-	l := clitest.StartLive(t, codex.New, clitest.LiveConfig{Key: "sk-codex-egress-62", URLPath: "/v1", Launcher: launcher(t), Wrap: behind,
+	l := clitest.StartLive(t, codex.New, clitest.LiveConfig{Key: "sk-codex-egress-62", URLPath: "/v1", Launcher: launcher(t), Sandbox: sandbox(t), Wrap: behind,
 		Spec: muster.ExecutorSpec{Name: "codex", Kind: muster.ExecCodex, Model: "gpt-5.5", APIKeyEnv: "MUSTER_IT_CODEX_KEY"}})
 	l.Write(t, "codex-write", false)
 	keyReached(t, l)

@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/confine"
 	"github.com/muster-run/muster/internal/cli"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
 	"github.com/muster-run/muster/mockllm"
@@ -33,6 +34,7 @@ env > out/env.txt
 curl -sS -o out/model.json -w '%{http_code}' -H "Authorization: Bearer $MUSTER_E2E_EGRESS_KEY" -H 'Content-Type: application/json' \
   -d '{"model":"m1","input":"hi"}' "$MUSTER_MODEL_BASE_URL/responses" > out/model.code
 curl -sS --noproxy '' -o out/host.body -w '%{http_code}' "http://127.0.0.1:$HOST_PORT/" > out/host.code || true
+curl -sS --max-time 5 -o out/direct.body -w '%{http_code}' "http://127.0.0.1:$HOST_PORT/" > out/direct.code || true
 curl -sS --noproxy '' -o out/allowed.body -w '%{http_code}' "http://127.0.0.1:$ALLOWED_PORT/" > out/allowed.code || true
 "$PYTHON" -m http.server --bind 127.0.0.1 "$OWN_PORT" >out/py.log 2>&1 &
 srv=$!
@@ -147,6 +149,16 @@ api_key_env = "MUSTER_E2E_EGRESS_KEY"
 	}
 	if code, body := show("out/host.code"), show("out/host.body"); code == "200" || strings.Contains(body, "host secret") {
 		t.Errorf("the host's loopback service was reached through the proxy: %s %q", code, body)
+	}
+	// In the network namespace of the confinement step, the host's
+	// loopback is not there at all.
+	exe, _ := os.Executable()
+	if confine.ProbeNamespaces(exe) == "" {
+		if code := show("out/direct.code"); code == "200" {
+			t.Errorf("the host's loopback service was reached directly from the sandbox's network namespace")
+		}
+	} else {
+		t.Logf("no network namespace here (%s): the host's loopback is reachable directly", confine.ProbeNamespaces(exe))
 	}
 	if code, body := show("out/allowed.code"), show("out/allowed.body"); code != "200" || body != "allowed" {
 		t.Errorf("the allowlisted address: %s %q", code, body)

@@ -76,8 +76,9 @@ func StartLive[E muster.Executor](t *testing.T, newExec func(*muster.ExecutorSpe
 	spec := cfg.Spec
 	spec.Clones, spec.BaseURL, spec.Command = 1, srv.URL+cfg.URLPath, []string{bin}
 	upstream := strings.TrimPrefix(srv.URL, "http://")
-	if cfg.Sandbox {
-		// Inside the sandbox the server is the bridge's port.
+	if cfg.Sandbox && cfg.Wrap == nil {
+		// Inside the sandbox the server is the bridge's port (behind
+		// muster's endpoint, Wrap's bridge forwards to the server).
 		spec.BaseURL = fmt.Sprintf("http://127.0.0.1:%d%s", bridgePort, cfg.URLPath)
 	}
 	e, err := newExec(&spec)

@@ -35,6 +35,9 @@ type Options struct {
 	// ("" when they can; nil: confine.ProbeNamespaces of muster's own
 	// executable).
 	Namespaces func() string
+	// Toolchains, when set, returns where the installed toolchain misses
+	// what the repository asks (ToolchainWarnings).
+	Toolchains func(ctx context.Context) []string
 }
 
 // NewCmd returns the `doctor` command. loadConfig returns the repository's
@@ -120,6 +123,11 @@ func Run(ctx context.Context, opts *Options, out io.Writer) error {
 		}
 		if w := preflight.RootWarning(); w != "" {
 			fmt.Fprintln(out, "warning: "+w)
+		}
+		if opts.Toolchains != nil {
+			for _, w := range opts.Toolchains(ctx) {
+				fmt.Fprintln(out, "warning: "+w)
+			}
 		}
 	}
 	if mode == muster.ConfineRequired && !st.Available() {

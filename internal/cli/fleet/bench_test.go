@@ -14,6 +14,7 @@ import (
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/driver"
 	"github.com/muster-run/muster/fleet"
+	"github.com/muster-run/muster/gate"
 	"github.com/muster-run/muster/git"
 	"github.com/muster-run/muster/journal"
 	"github.com/muster-run/muster/mock"
@@ -28,10 +29,14 @@ func writer() *mock.Executor {
 }
 
 // BenchmarkDispatch measures the time per zero-work task of a run on one
-// clone, local and through the fleet (an embedded server, one worker on
+// clone with one trivial plan-wide gate, local and through the fleet (an
+// embedded server with credentials and a per-write sync, one worker on
 // loopback with one clone, real git on both sides): the difference is
-// the fleet's dispatch overhead per task. Each task's base is a new run
-// branch tip, so every remote task moves a bundle out and one back.
+// the fleet's dispatch overhead per task. "fleet" runs the gate again on
+// the orchestrator (the default); "fleet_trusted" takes the worker's gate
+// result ([fleet] trust_worker_gates, the previous behaviour). Each
+// task's base is a new run branch tip, so every remote task moves a
+// bundle out and one back.
 //
 //	go test ./internal/cli/fleet/ -run '^$' -bench BenchmarkDispatch -benchtime 3x
 func BenchmarkDispatch(b *testing.B) {
@@ -39,8 +44,9 @@ func BenchmarkDispatch(b *testing.B) {
 	if _, err := exec.LookPath("git"); err != nil {
 		b.Skip("no git")
 	}
-	for _, remote := range []bool{false, true} {
-		b.Run(map[bool]string{false: "local", true: "fleet"}[remote], func(b *testing.B) {
+	for _, mode := range []string{"local", "fleet", "fleet_trusted"} {
+		remote, trusted := mode != "local", mode == "fleet_trusted"
+		b.Run(mode, func(b *testing.B) {
 			dir := b.TempDir()
 			b.Setenv("HOME", dir)
 			b.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache"))
@@ -67,7 +73,8 @@ func BenchmarkDispatch(b *testing.B) {
 				defer wc.Close()
 				spec := &muster.ExecutorSpec{Name: "x", Kind: "command", Clones: 1}
 				w, err := fleet.NewWorker(fleet.WorkerOptions{Name: "bw", Conn: wc, Specs: []*muster.ExecutorSpec{spec},
-					Executors: map[string]muster.Executor{"x": writer()}, Host: &git.Host{Root: filepath.Join(dir, "host")}, Scratch: filepath.Join(dir, "wscratch")})
+					Executors: map[string]muster.Executor{"x": writer()}, Host: &git.Host{Root: filepath.Join(dir, "host")}, Scratch: filepath.Join(dir, "wscratch"),
+					Gates: gate.Runner{}})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -85,7 +92,7 @@ func BenchmarkDispatch(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					d, err := fleet.Open(git.WithCPUCounter(ctx, &cpu), oc, fleet.DispatchOptions{Run: runID, Repo: root, Local: git.Bundles{}, Scratch: filepath.Join(runDir, "fleet")})
+					d, err := fleet.Open(git.WithCPUCounter(ctx, &cpu), oc, fleet.DispatchOptions{Run: runID, Repo: root, Local: git.Bundles{}, Scratch: filepath.Join(runDir, "fleet"), TrustGates: trusted})
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -121,7 +128,8 @@ func benchRuns(b *testing.B, repo, dir string, n int, cpu *atomic.Int64, crew fu
 	for i := range n {
 		p.Tasks = append(p.Tasks, &muster.Task{ID: muster.TaskID(fmt.Sprintf("t%03d", i)), Title: "x", Owns: []string{fmt.Sprintf("t%03d.txt", i)}})
 	}
-	cfg := &muster.Config{Executors: []*muster.ExecutorSpec{{Name: "x", Kind: "command", Clones: 1}}}
+	cfg := &muster.Config{Executors: []*muster.ExecutorSpec{{Name: "x", Kind: "command", Clones: 1}},
+		Gates: []muster.GateSpec{{Name: "check", Command: "true"}}}
 	ctx := git.WithCPUCounter(context.Background(), cpu)
 	b.ResetTimer()
 	cpu.Store(0)
@@ -143,7 +151,7 @@ func benchRuns(b *testing.B, repo, dir string, n int, cpu *atomic.Int64, crew fu
 		start := time.Now()
 		st, err := driver.Run(ctx, driver.Options{
 			RunID: runID, Plan: p, Config: cfg, Base: ws.Base(), Branch: ws.Branch(), Journal: j, Workspace: ws,
-			Executors: execs, ScratchDir: filepath.Join(ws.RunDir(), "scratch"),
+			Executors: execs, ScratchDir: filepath.Join(ws.RunDir(), "scratch"), Gates: gate.Runner{},
 		})
 		total += time.Since(start)
 		j.Close()

@@ -34,6 +34,8 @@ type env struct {
 	repo string
 	url  string
 	srv  *fleet.Server
+	// keys sign the credentials the test issues (srv's by default).
+	keys *fleet.Keys
 	vars []string
 	// procs are killed at the end (whatever state they are in).
 	procs []*exec.Cmd
@@ -60,7 +62,7 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.srv, e.url = srv, srv.URL()
+	e.srv, e.url, e.keys = srv, srv.URL(), srv.Keys()
 	// The orchestrator's credentials for every muster the test starts
 	// (a worker's --creds wins over them).
 	e.vars = append(e.vars, "MUSTER_NATS_CREDS="+e.creds("orchestrator", fleet.UserOptions{Orchestrator: true}))
@@ -151,7 +153,7 @@ func (e *env) log(name string) string {
 // creds issues credentials of the test's fleet and returns their file.
 func (e *env) creds(name string, o fleet.UserOptions) string {
 	e.t.Helper()
-	b, err := e.srv.Keys().Issue(name, o)
+	b, err := e.keys.Issue(name, o)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -168,6 +170,7 @@ var executorTable = regexp.MustCompile(`(?m)^\[executors\.([^\]]+)\]`)
 // name its executors, and waits until it is registered.
 func (e *env) worker(name, toml string) *exec.Cmd {
 	e.t.Helper()
+	toml = e.marksWritable(toml)
 	cfg := filepath.Join(e.dir, name+".toml")
 	if err := os.WriteFile(cfg, []byte(toml), 0o644); err != nil {
 		e.t.Fatal(err)
@@ -177,7 +180,26 @@ func (e *env) worker(name, toml string) *exec.Cmd {
 		execs = append(execs, m[1])
 	}
 	creds := e.creds(name, fleet.UserOptions{Executors: execs})
-	c := e.start(e.dir, name+".log", "worker", "--nats", e.url, "--creds", creds, "--config", cfg, "--dir", filepath.Join(e.dir, "w-"+name))
+	return e.workerAt(name, e.url, creds, cfg)
+}
+
+// marksWritable runs a worker's agents unconfined unless its config
+// says otherwise ([run]): the protocol tests' agents talk through the
+// marks directory and leave their host pids there for the test to stop
+// them (a confined agent's pid is its namespace's). TestWorkerConfines-
+// Agents tests the confinement.
+func (e *env) marksWritable(toml string) string {
+	if strings.Contains(toml, "[run]") {
+		return toml
+	}
+	return toml + "\n[run]\nconfine = \"off\"\n"
+}
+
+// workerAt starts a worker that dials url with creds and config cfg,
+// and waits until it is registered.
+func (e *env) workerAt(name, url, creds, cfg string) *exec.Cmd {
+	e.t.Helper()
+	c := e.start(e.dir, name+".log", "worker", "--nats", url, "--creds", creds, "--config", cfg, "--dir", filepath.Join(e.dir, "w-"+name))
 	e.waitFor(20*time.Second, func() bool { return e.registered(name) }, "worker "+name+" registers\n"+e.log(name+".log"))
 	return c
 }

@@ -74,6 +74,17 @@ func joinFleet(ctx context.Context, io *cmdutil.IOStreams, cfg *muster.Config, f
 	return fc, nil
 }
 
+// JoinFleet adds the executors the fleet's workers serve to cfg (as a
+// run that joins it would), for muster validate; the returned func
+// closes the connection. Without a fleet it does nothing.
+func JoinFleet(ctx context.Context, io *cmdutil.IOStreams, cfg *muster.Config, f *preflight.Flags) (func(), error) {
+	fc, err := joinFleet(ctx, io, cfg, f)
+	if err != nil || fc == nil {
+		return func() {}, err
+	}
+	return fc.conn.Close, nil
+}
+
 // dispatch opens the run on the fleet and returns the adapters of its
 // executors.
 func (fc *fleetCrew) dispatch(ctx context.Context, runID, top, base, runDir string) (*fleet.Dispatcher, map[string]muster.Executor, error) {

@@ -152,7 +152,7 @@ func (s *Session) Drive(ctx context.Context) error {
 	proc.SetKeyVars(s.Config.KeyVars()...)
 	preflight.AllowEnv(s.Config)
 	runner := gate.Runner{Grace: s.Config.Grace(), Allow: s.Config.Run.EnvAllow, Confine: confinement,
-		Net: egress.Open, Network: s.Config.GateNetwork()}
+		Net: egress.Open, Network: s.Config.GateNetwork(), TmpRoot: filepath.Join(s.Dir, "scratch", "gates")}
 	// Setup may write the package caches; agents and gates only read them.
 	setup := runner
 	setup.Confine = confinement.With(setupCaches(s.Config)...)

@@ -9,6 +9,7 @@ import (
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
 	"github.com/muster-run/muster/internal/cli/preflight"
+	"github.com/muster-run/muster/internal/cli/runner"
 )
 
 // NewCmd returns muster validate.
@@ -36,6 +37,16 @@ overlapping Owns between tasks that may run at once) alone exit 0, unless
 			if err != nil {
 				return err
 			}
+			// A plan may name executors only the fleet serves: with
+			// --nats they are known as in a run (a config's [fleet] nats
+			// alone does not make validate dial the fleet).
+			if f.NATS != "" {
+				leave, err := runner.JoinFleet(cmd.Context(), io, cfg, f)
+				if err != nil {
+					return err
+				}
+				defer leave()
+			}
 			_, probs, err := preflight.Preflight(cmd.Context(), repo, args[0], cfg, f.Strict)
 			if err != nil {
 				return err
@@ -58,6 +69,8 @@ overlapping Owns between tasks that may run at once) alone exit 0, unless
 	fs.StringArrayVar(&f.Crew, "crew", nil, "add or override an executor: NAME=KIND[:CLONES]")
 	fs.StringArrayVar(&f.Approve, "approve", nil, "approve an authority (e.g. shell)")
 	fs.BoolVar(&f.Strict, "strict", false, "treat warnings as errors")
+	fs.StringVar(&f.NATS, "nats", "", "a fleet's NATS server: the executors its workers serve are known")
+	fs.StringVar(&f.Creds, "creds", "", "the fleet credentials file (default: [fleet] creds, or $MUSTER_NATS_CREDS)")
 	fs.BoolVar(&f.JSON, "json", false, "also write each problem to stdout as a JSON line (nothing on success)")
 	return cmd
 }

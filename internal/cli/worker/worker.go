@@ -17,6 +17,7 @@ import (
 	"github.com/muster-run/muster/internal/agents"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
 	clifleet "github.com/muster-run/muster/internal/cli/fleet"
+	"github.com/muster-run/muster/internal/cli/preflight"
 )
 
 // NewCmd returns muster worker.
@@ -29,6 +30,9 @@ func NewCmd(io *cmdutil.IOStreams, version string) *cobra.Command {
 credentials and clones) until SIGINT or SIGTERM; then hand back what it holds,
 so that no task is lost. The config's [gates] are ignored: gates come from the
 run. Clones are kept under --dir (default: muster's cache directory, fleet/).
+Its agents (and gates) are confined as a local run's are ([run] confine of
+its config): each may write its clone and its own directories only, and
+sees neither the worker's credentials nor its other clones and cache.
 Its identity is its credentials file (--creds, [fleet] creds or
 $MUSTER_NATS_CREDS; muster fleet credentials issues it): the worker's name is
 the credential's name, and it serves only the executors the credential names.`,
@@ -69,7 +73,14 @@ the credential's name, and it serves only the executors the credential names.`,
 			if dir, err = filepath.Abs(dir); err != nil {
 				return cmdutil.FlagErrorf("--dir: %v", err)
 			}
-			runner := gate.Runner{Grace: cfg.Grace()}
+			conf, err := confinement(cfg, dir, auth.Creds)
+			if err != nil {
+				return err
+			}
+			if conf.warning != "" {
+				fmt.Fprintln(io.ErrOut, "warning: "+conf.warning)
+			}
+			runner := gate.Runner{Grace: cfg.Grace(), Allow: cfg.Run.EnvAllow, Confine: conf.c}
 			execs := map[string]muster.Executor{}
 			var specs []*muster.ExecutorSpec
 			for _, s := range cfg.Executors {
@@ -93,7 +104,7 @@ the credential's name, and it serves only the executors the credential names.`,
 			w, err := fleet.NewWorker(fleet.WorkerOptions{
 				Name: name, Version: version, Conn: conn, Specs: specs, Executors: execs,
 				Gates: runner, Host: &git.Host{Root: dir}, Scratch: filepath.Join(dir, "scratch", name),
-				Lease: cfg.Fleet.Lease, Log: io.ErrOut,
+				Lease: cfg.Fleet.Lease, Log: io.ErrOut, Confine: conf.c,
 			})
 			if err != nil {
 				return err
@@ -111,4 +122,38 @@ the credential's name, and it serves only the executors the credential names.`,
 	fs.StringVar(&creds, "creds", "", "the worker's credentials file (default: [fleet] creds, or $MUSTER_NATS_CREDS)")
 	fs.StringVar(&dir, "dir", "", "where the worker keeps its clones (default: muster's cache directory, fleet/)")
 	return cmd
+}
+
+type workerConfinement struct {
+	c       *muster.Confinement
+	warning string
+}
+
+// confinement is how the worker confines its agents and gates: the local
+// run's confinement ([run] confine), with the worker's directory (its
+// clones, object stores and scratch) and its credentials file hidden;
+// an invocation's own clone and directories are bound back, and the
+// object stores its clone borrows from are seen read-only.
+func confinement(cfg *muster.Config, dir, creds string) (workerConfinement, error) {
+	protect := []string{dir}
+	if creds != "" {
+		if abs, err := filepath.Abs(creds); err == nil {
+			protect = append(protect, abs)
+		}
+	}
+	c, warnings, err := preflight.Confinement(cfg, protect...)
+	if err != nil {
+		return workerConfinement{}, err
+	}
+	out := workerConfinement{c: c, warning: strings.Join(warnings, "; ")}
+	if c == nil {
+		return out, nil
+	}
+	if c.Namespaces {
+		c.Hide = append(c.Hide, protect...)
+		out.c = c.WithReadOnly(filepath.Join(dir, "repos"))
+	} else {
+		out.warning = strings.TrimPrefix(out.warning+"; the worker's credentials and clones are not hidden from its agents without namespaces", "; ")
+	}
+	return out, nil
 }
