@@ -23,7 +23,7 @@ const (
 	EvToolUse         EventType = "ToolUse"       // Task, Tool, Args
 	EvMessage         EventType = "Message"       // Task, Message: agent transcript excerpt (untrusted)
 	EvTokensUsed      EventType = "TokensUsed"    // Task, Executor, Clone, Role, Model, tokens, CostMicros, Estimated
-	EvGateRan         EventType = "GateRan"       // Task, Gate, Passed, Output, Baseline
+	EvGateRan         EventType = "GateRan"       // Task, Gate, Passed, Output, Baseline, NotCharged, Reason
 	EvReviewed        EventType = "Reviewed"      // Task, Executor, Clone, Findings
 	EvFixRound        EventType = "FixRound"      // Task, Round, Reason
 	EvViolation       EventType = "Violation"     // Task, Paths (Reason "tampered": what changed in the user's repository)
@@ -121,12 +121,15 @@ type Event struct {
 	Host string `json:"host,omitempty"`
 	Port int    `json:"port,omitempty"`
 
-	Gate     string    `json:"gate,omitempty"`
-	Passed   *bool     `json:"passed,omitempty"`
-	Baseline string    `json:"baseline,omitempty"` // "pass", "fail", "" (not computed)
-	Output   string    `json:"output,omitempty"`
-	Findings []Finding `json:"findings,omitempty"`
-	Paths    []string  `json:"paths,omitempty"`
+	Gate     string `json:"gate,omitempty"`
+	Passed   *bool  `json:"passed,omitempty"`
+	Baseline string `json:"baseline,omitempty"` // "pass", "fail", "" (not computed)
+	// NotCharged (GateRan) marks a failure that was there before the
+	// change: recorded, not charged to the task. Read it with Uncharged.
+	NotCharged bool      `json:"not_charged,omitempty"`
+	Output     string    `json:"output,omitempty"`
+	Findings   []Finding `json:"findings,omitempty"`
+	Paths      []string  `json:"paths,omitempty"`
 
 	Commit string `json:"commit,omitempty"`
 	Tip    string `json:"tip,omitempty"`
@@ -186,9 +189,14 @@ const ReasonTampered = "tampered"
 // integrated onto), so it is recorded but not charged to the task.
 const ReasonPreExisting = "pre-existing"
 
-// NotCharged reports whether e is a gate failure not charged to its task.
-func (e *Event) NotCharged() bool {
-	return e.Type == EvGateRan && e.Passed != nil && !*e.Passed && strings.HasPrefix(e.Reason, ReasonPreExisting)
+// Uncharged reports whether e is a gate failure not charged to its task.
+// Journals written before the NotCharged field say it only in the reason
+// (its ReasonPreExisting prefix); it is read from there once, here.
+func (e *Event) Uncharged() bool {
+	if e.Type != EvGateRan || e.Passed == nil || *e.Passed {
+		return false
+	}
+	return e.NotCharged || strings.HasPrefix(e.Reason, ReasonPreExisting)
 }
 
 // Slot returns "executor#clone" for events that carry a clone.

@@ -36,6 +36,28 @@ func TestFormatUSDPrecise(t *testing.T) {
 	}
 }
 
+// TestUnchargedFieldAndOldJournals: a gate failure is not charged when
+// its NotCharged field says so, or, in a journal written before the
+// field, when its reason starts "pre-existing"; a pass never is.
+func TestUnchargedFieldAndOldJournals(t *testing.T) {
+	t.Parallel()
+	yes, no := true, false
+	for _, c := range []struct {
+		e    Event
+		want bool
+	}{
+		{Event{Type: EvGateRan, Passed: &no, NotCharged: true, Reason: "fails on the base commit too"}, true},
+		{Event{Type: EvGateRan, Passed: &no, Reason: ReasonPreExisting + ": fails on the base commit too; not charged"}, true},
+		{Event{Type: EvGateRan, Passed: &no, Reason: "newly failing: t1"}, false},
+		{Event{Type: EvGateRan, Passed: &yes, NotCharged: true}, false},
+		{Event{Type: EvTaskFailed, NotCharged: true}, false},
+	} {
+		if got := c.e.Uncharged(); got != c.want {
+			t.Errorf("%+v: uncharged %v, want %v", c.e, got, c.want)
+		}
+	}
+}
+
 func TestCancelCauseOfOldJournals(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {

@@ -8,19 +8,22 @@ import (
 
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/driver"
+	"github.com/muster-run/muster/engine"
 	"github.com/muster-run/muster/journal"
 	"github.com/muster-run/muster/mock"
 )
 
 // BenchmarkOverhead measures the scheduler and journal cost per task: 10,000
-// zero-work tasks (a chain every 10, so dependencies are exercised) on 16
+// zero-work tasks (a chain every 10, so dependencies are exercised; each
+// owning its own file, so the integration queue batches them) on 16
 // clones, with the real journal (group-committed fsyncs) and no-op git.
-// Report: ns/task.
+// Report: ns/task, tasks/fsync and tasks per move of the run branch (one
+// synced Integrating each).
 func BenchmarkOverhead(b *testing.B) {
 	const n = 10_000
 	p := &muster.Plan{}
 	for i := 0; i < n; i++ {
-		t := &muster.Task{ID: muster.TaskID(fmt.Sprintf("t%05d", i)), Title: "x"}
+		t := &muster.Task{ID: muster.TaskID(fmt.Sprintf("t%05d", i)), Title: "x", Owns: []string{fmt.Sprintf("f%05d", i)}}
 		if i%10 != 0 {
 			t.After = []muster.TaskID{muster.TaskID(fmt.Sprintf("t%05d", i-1))}
 		}
@@ -29,7 +32,7 @@ func BenchmarkOverhead(b *testing.B) {
 	cfg := &muster.Config{Executors: []*muster.ExecutorSpec{{Name: "x", Clones: 16}}}
 	for _, sync := range []bool{true, false} {
 		b.Run(fmt.Sprintf("fsync=%v", sync), func(b *testing.B) {
-			syncs := 0
+			syncs, moves := 0, 0
 			for i := 0; i < b.N; i++ {
 				dir := b.TempDir()
 				j, _, err := journal.Open(filepath.Join(dir, journal.FileName), journal.Options{NoSync: !sync})
@@ -40,6 +43,12 @@ func BenchmarkOverhead(b *testing.B) {
 				st, err := driver.Run(context.Background(), driver.Options{
 					RunID: "bench", Plan: p, Config: cfg, Journal: cj, Workspace: &mock.Workspace{},
 					Executors: map[string]muster.Executor{"x": &mock.Executor{}}, ScratchDir: dir,
+					Overlap: func(a, b []string) bool { return a[0] == b[0] },
+					OnEvent: func(e *muster.Event, _ *engine.State) {
+						if e.Type == muster.EvIntegrating {
+							moves++
+						}
+					},
 				})
 				j.Close()
 				if err != nil || st.RunState != muster.RunSucceeded {
@@ -49,6 +58,7 @@ func BenchmarkOverhead(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/task")
 			b.ReportMetric(float64(b.N*n)/float64(syncs), "tasks/fsync")
+			b.ReportMetric(float64(b.N*n)/float64(moves), "tasks/move")
 		})
 	}
 }

@@ -170,6 +170,7 @@ func (w *worker) judge(ctx context.Context, g muster.GateSpec, r muster.GateResu
 	charged, newly = triage(r, before)
 	switch {
 	case !charged:
+		ev.NotCharged = true
 		ev.Reason = muster.ReasonPreExisting + ": fails on " + where + " too; not charged"
 	case len(newly) > 0:
 		ev.Reason = "newly failing: " + strings.Join(newly, ", ")

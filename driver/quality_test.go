@@ -118,7 +118,10 @@ func TestPreExistingFailureNotCharged(t *testing.T) {
 		if g.Baseline != "fail" {
 			t.Fatalf("baseline %+v", g)
 		}
-		if strings.HasPrefix(g.Reason, "pre-existing") {
+		if g.NotCharged != strings.HasPrefix(g.Reason, "pre-existing") {
+			t.Errorf("NotCharged %v with reason %q", g.NotCharged, g.Reason)
+		}
+		if g.NotCharged {
 			free++
 		} else if g.Reason == "newly failing: TestNew" {
 			charged++

@@ -209,7 +209,7 @@ func Fold(events []muster.Event) *Receipt {
 		case muster.EvGateRan:
 			if t := task(e.Task); t != nil {
 				t.Gates = append(t.Gates, Gate{Name: e.Gate, Attempt: e.Attempt, Round: e.Round, Passed: e.Passed != nil && *e.Passed,
-					Phase: e.Phase, NotCharged: e.NotCharged()})
+					Phase: e.Phase, NotCharged: e.Uncharged()})
 			}
 		case muster.EvTokensUsed:
 			if !e.Counted() {

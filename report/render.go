@@ -121,6 +121,9 @@ func WriteText(w io.Writer, r *Report) error {
 		fmt.Fprintf(w, "; %d tasks succeeded, %s per succeeded task", r.SucceededTasks, usd(r.CostPerSucceededTaskMicros))
 	}
 	fmt.Fprintln(w)
+	if n := len(r.IntegrationWaits); n > 0 {
+		fmt.Fprintf(w, "Integration wait: p50 %.1fs, p95 %.1fs over %d task commits\n", r.IntegrationWaitP50, r.IntegrationWaitP95, n)
+	}
 	if len(r.Unpriced) > 0 {
 		fmt.Fprintf(w, "No price for %s (counted as $0)\n", strings.Join(sanitizedAll(r.Unpriced), ", "))
 	}

@@ -128,6 +128,11 @@ type Report struct {
 	// muster refused.
 	Observed []Observed `json:"provider_usage,omitempty"`
 	Blocked  []Blocked  `json:"blocked,omitempty"`
+	// IntegrationWaits is, per task commit, how long it waited in the
+	// integration queue (queue.go); the p50 and p95 summarise them.
+	IntegrationWaits   []IntegrationWait `json:"integration_waits,omitempty"`
+	IntegrationWaitP50 float64           `json:"integration_wait_p50_seconds"`
+	IntegrationWaitP95 float64           `json:"integration_wait_p95_seconds"`
 	// SucceededTasks counts tasks that succeeded; CostPerSucceededTask
 	// divides the total cost by it.
 	SucceededTasks             int     `json:"succeeded_tasks"`
@@ -314,6 +319,7 @@ func Build(runs [][]muster.Event, opts Options) *Report {
 		r.CostPerSucceededTaskMicros = r.Totals.CostMicros / int64(r.SucceededTasks)
 		r.CostPerSucceededTaskUSD = float64(r.CostPerSucceededTaskMicros) / 1e6
 	}
+	r.addIntegrationWaits(runs)
 	return r
 }
 

@@ -92,7 +92,7 @@ func (r *Run) Apply(e *muster.Event) {
 	case muster.EvGateRan:
 		t := r.Task(e.Task)
 		t.Gates = append(t.Gates, GateRun{Name: e.Gate, Passed: e.Passed != nil && *e.Passed,
-			Baseline: e.Baseline, NotCharged: e.NotCharged(), Time: e.Time, Output: e.Output})
+			Baseline: e.Baseline, NotCharged: e.Uncharged(), Time: e.Time, Output: e.Output})
 	case muster.EvReviewed:
 		t := r.Task(e.Task)
 		t.Reviews = append(t.Reviews, Review{Slot: e.Slot(), Round: t.FixRounds, Time: e.Time, Findings: e.Findings})

@@ -205,7 +205,7 @@ func (f *plainFold) line(e *muster.Event, color, verbose bool) string {
 	case muster.EvGateRan:
 		if e.Passed != nil && !*e.Passed {
 			why := ""
-			if e.NotCharged() {
+			if e.Uncharged() {
 				why = " (pre-existing: it fails on the base too; not charged)"
 			} else if e.Phase == "integration" {
 				why = " on the integrated tree"

@@ -3,9 +3,31 @@
 package main
 
 import (
+	"fmt"
 	"os"
+	"runtime/pprof"
 
 	"github.com/muster-run/muster/internal/cli"
 )
 
-func main() { os.Exit(cli.Main()) }
+// profileEnv names a file for a CPU profile of this muster process (for
+// the per-task overhead benchmark, tests/scale; go tool pprof reads it).
+const profileEnv = "MUSTER_CPUPROFILE"
+
+func main() {
+	if p := os.Getenv(profileEnv); p != "" {
+		f, err := os.Create(p)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "muster: %s: %v\n", profileEnv, err)
+			os.Exit(3)
+		}
+		code := cli.Main()
+		pprof.StopCPUProfile()
+		f.Close()
+		os.Exit(code)
+	}
+	os.Exit(cli.Main())
+}

@@ -1,0 +1,289 @@
+// Package scale holds the scale benchmarks of issue 24: the real muster
+// binary on a real repository with a light shell agent (so that the
+// figures are muster's), confinement and network at their defaults.
+// Each benchmark is one command (see BENCHMARKS.md); they report ratios
+// and per-phase figures as benchmark metrics.
+//
+//	go test ./tests/scale -run '^$' -bench Linear -benchtime 1x -timeout 30m
+//	go test ./tests/scale -run '^$' -bench GatedQueue -benchtime 1x -timeout 30m
+//	go test ./tests/scale -run '^$' -bench TaskOverhead -benchtime 1x -timeout 30m
+//
+// MUSTER_BENCH_PROFILE=DIR writes a CPU profile of each muster process
+// there (go tool pprof DIR/<bench>.pprof).
+package scale
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/journal"
+	"github.com/muster-run/muster/report"
+)
+
+// bin is the muster binary, built once.
+var bin string
+
+func TestMain(m *testing.M) {
+	if _, err := exec.LookPath("git"); err != nil {
+		fmt.Fprintln(os.Stderr, "scale benchmarks need git")
+		os.Exit(0)
+	}
+	dir, err := os.MkdirTemp("", "muster-scale-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	bin = filepath.Join(dir, "muster")
+	os.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache"))
+	_, here, _, _ := runtime.Caller(0)
+	build := exec.Command("go", "build", "-o", bin, "./cmd/muster")
+	build.Dir = filepath.Join(filepath.Dir(here), "..", "..")
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build muster: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// agentScript sleeps the task's SLEEP line (seconds) and writes the
+// task's own file: all inside its clone.
+const agentScript = `#!/bin/sh
+s=$(sed -n 's/^SLEEP: *//p' "$MUSTER_PROMPT_FILE" | head -n 1)
+sleep "${s:-0}"
+mkdir -p out && echo "$MUSTER_TASK_ID" > "out/$MUSTER_TASK_ID.txt"
+echo done
+`
+
+// scenario is one run: independent tasks with their sleeps, clones, and
+// plan-wide gates.
+type scenario struct {
+	name   string
+	sleeps []float64
+	clones int
+	gates  map[string]string
+}
+
+// outcome is what a run took.
+type outcome struct {
+	wall   time.Duration
+	cpu    time.Duration // muster and every process it waited for (git, agents, gates)
+	events []muster.Event
+}
+
+func run(b *testing.B, sc scenario) outcome {
+	b.Helper()
+	side := b.TempDir()
+	repo := filepath.Join(side, "repo")
+	for _, args := range [][]string{{"init", "-q", "-b", "main", repo}, {"-C", repo, "config", "user.name", "Bench"},
+		{"-C", repo, "config", "user.email", "bench@example.com"}} {
+		if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
+			b.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(repo, "README.md"), []byte("bench\n"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	for _, args := range [][]string{{"-C", repo, "add", "-A"}, {"-C", repo, "commit", "-q", "-m", "initial"}} {
+		if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
+			b.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	agent := filepath.Join(side, "agent.sh")
+	if err := os.WriteFile(agent, []byte(agentScript), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	var cfg strings.Builder
+	fmt.Fprintf(&cfg, "[executors.sh]\nkind = \"command\"\nclones = %d\ncommand = [%q]\n", sc.clones, agent)
+	if len(sc.gates) > 0 {
+		cfg.WriteString("\n[gates]\n")
+		for n, c := range sc.gates {
+			fmt.Fprintf(&cfg, "%s = %q\n", n, c)
+		}
+	}
+	cfgPath := filepath.Join(side, "muster.toml")
+	var plan strings.Builder
+	plan.WriteString("# Plan: scale\n\nEach task writes its own file.\n\n")
+	for i, s := range sc.sleeps {
+		fmt.Fprintf(&plan, "## [ ] t%03d: Task %d\nOwns: out/t%03d.txt\n\nSLEEP: %g\n\n", i, i, i, s)
+	}
+	planPath := filepath.Join(side, "plan.md")
+	for p, c := range map[string]string{cfgPath: cfg.String(), planPath: plan.String()} {
+		if err := os.WriteFile(p, []byte(c), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cmd := exec.Command(bin, "run", planPath, "--config", cfgPath, "--run-id", "scale", "--plain")
+	cmd.Dir = repo
+	cmd.Env = append(os.Environ(), "NO_COLOR=1")
+	if d := os.Getenv("MUSTER_BENCH_PROFILE"); d != "" {
+		cmd.Env = append(cmd.Env, "MUSTER_CPUPROFILE="+filepath.Join(d, sc.name+".pprof"))
+	}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	var before, after syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &before)
+	start := time.Now()
+	err := cmd.Run()
+	wall := time.Since(start)
+	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &after)
+	if err != nil {
+		b.Fatalf("muster run: %v\n%s", err, out.String())
+	}
+	events, err := journal.ReadFile(filepath.Join(repo, ".git", "muster", "runs", "scale", journal.FileName))
+	if err != nil {
+		b.Fatal(err)
+	}
+	cpu := time.Duration(after.Utime.Nano()+after.Stime.Nano()) - time.Duration(before.Utime.Nano()+before.Stime.Nano())
+	return outcome{wall: wall, cpu: cpu, events: events}
+}
+
+func sum(xs []float64) float64 {
+	t := 0.0
+	for _, x := range xs {
+		t += x
+	}
+	return t
+}
+
+// quantile returns the q-quantile (0..1) of xs, nearest rank.
+func quantile(xs []float64, q float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	i := int(q*float64(len(s))+0.999999) - 1
+	return s[max(0, min(i, len(s)-1))]
+}
+
+// BenchmarkLinear: 64 independent tasks of 1-3 s on 16 clones with a
+// light agent. x_linear is the ideal (Σ agent time / 16) over the
+// makespan: the target is at least 0.9.
+func BenchmarkLinear(b *testing.B) {
+	sleeps := make([]float64, 64)
+	for i := range sleeps {
+		sleeps[i] = float64(1 + i%3)
+	}
+	for i := 0; i < b.N; i++ {
+		o := run(b, scenario{name: "linear", sleeps: sleeps, clones: 16})
+		ideal := sum(sleeps) / 16
+		b.ReportMetric(o.wall.Seconds(), "s_makespan")
+		b.ReportMetric(ideal/o.wall.Seconds(), "x_linear")
+	}
+}
+
+// BenchmarkGatedQueue: 48 independent 1 s tasks on 8 clones with a 1 s
+// plan-wide gate. x_bound is the makespan over the work bound, Σ(agent
+// time + in-attempt gate time) / clones + one gate run (target at most
+// 1.35); p95 integration wait in seconds (target at most one gate run).
+func BenchmarkGatedQueue(b *testing.B) {
+	sleeps := make([]float64, 48)
+	for i := range sleeps {
+		sleeps[i] = 1
+	}
+	for i := 0; i < b.N; i++ {
+		o := run(b, scenario{name: "gated", sleeps: sleeps, clones: 8, gates: map[string]string{"slow": "sleep 1"}})
+		bound := (sum(sleeps)+float64(len(sleeps))*1)/8 + 1
+		rep := report.Build([][]muster.Event{o.events}, report.Options{})
+		batches := 0
+		for _, e := range o.events {
+			if e.Type == muster.EvIntegrating {
+				batches++
+			}
+		}
+		b.ReportMetric(o.wall.Seconds(), "s_makespan")
+		b.ReportMetric(o.wall.Seconds()/bound, "x_bound")
+		b.ReportMetric(rep.IntegrationWaitP50, "s_wait_p50")
+		b.ReportMetric(rep.IntegrationWaitP95, "s_wait_p95")
+		b.ReportMetric(float64(len(sleeps))/float64(batches), "tasks/move")
+	}
+}
+
+// BenchmarkTaskOverhead: muster's own cost per task, wall (makespan
+// minus agent time, per task; target under 40 ms on one clone) and CPU
+// (muster, git, the shell agent and everything else muster waited for,
+// per task; target under 20 ms), with the median of each phase of a
+// task: start_to_agent (lease, clone reset, confinement start, guard
+// snapshot), agent_to_commit (the agent's exit, change, checks, commit;
+// the agent's sleep taken out), commit_to_integrated (queue and move),
+// integrated_to_done, done_to_next (the scheduler's turn on that clone).
+func BenchmarkTaskOverhead(b *testing.B) {
+	for _, c := range []struct{ clones, tasks int }{{1, 32}, {16, 64}} {
+		b.Run(fmt.Sprintf("clones=%d", c.clones), func(b *testing.B) {
+			sleeps := make([]float64, c.tasks)
+			for i := range sleeps {
+				sleeps[i] = 0.5
+			}
+			for i := 0; i < b.N; i++ {
+				o := run(b, scenario{name: fmt.Sprintf("overhead-%d", c.clones), sleeps: sleeps, clones: c.clones})
+				n := float64(c.tasks)
+				b.ReportMetric((o.wall.Seconds()-sum(sleeps)/float64(c.clones))*1000/n*float64(c.clones), "ms_wall/task")
+				b.ReportMetric(o.cpu.Seconds()*1000/n, "ms_cpu/task")
+				for name, v := range phases(o.events, 0.5) {
+					b.ReportMetric(v, "ms_"+name)
+				}
+			}
+		})
+	}
+}
+
+// phases returns the median milliseconds of each phase of a task, from
+// the journal's times; agent is the agent's own time (seconds), taken out.
+func phases(events []muster.Event, agent float64) map[string]float64 {
+	type marks struct{ started, agentAt, committed, integrated, done time.Time }
+	m := map[muster.TaskID]*marks{}
+	get := func(id muster.TaskID) *marks {
+		if m[id] == nil {
+			m[id] = &marks{}
+		}
+		return m[id]
+	}
+	lastDone := map[string]time.Time{} // by slot
+	var next []float64
+	for _, e := range events {
+		switch e.Type {
+		case muster.EvTaskStarted:
+			get(e.Task).started = e.Time
+			slot := muster.Slot(e.Executor, e.Clone)
+			if t, ok := lastDone[slot]; ok {
+				next = append(next, e.Time.Sub(t).Seconds()*1000)
+			}
+		case muster.EvAgentStarted:
+			if e.Role != muster.RoleReviewer {
+				get(e.Task).agentAt = e.Time
+			}
+		case muster.EvCommitted:
+			get(e.Task).committed = e.Time
+		case muster.EvIntegrated:
+			get(e.Task).integrated = e.Time
+		case muster.EvExecutorRelease:
+			lastDone[muster.Slot(e.Executor, e.Clone)] = e.Time
+		case muster.EvTaskSucceeded:
+			get(e.Task).done = e.Time
+		}
+	}
+	var a, c, i, d []float64
+	for _, k := range m {
+		if k.started.IsZero() || k.agentAt.IsZero() || k.committed.IsZero() || k.integrated.IsZero() || k.done.IsZero() {
+			continue
+		}
+		a = append(a, k.agentAt.Sub(k.started).Seconds()*1000)
+		c = append(c, (k.committed.Sub(k.agentAt).Seconds()-agent)*1000)
+		i = append(i, k.integrated.Sub(k.committed).Seconds()*1000)
+		d = append(d, k.done.Sub(k.integrated).Seconds()*1000)
+	}
+	return map[string]float64{"start_to_agent": quantile(a, 0.5), "agent_to_commit": quantile(c, 0.5),
+		"commit_to_integrated": quantile(i, 0.5), "integrated_to_done": quantile(d, 0.5), "done_to_next": quantile(next, 0.5)}
+}
