@@ -458,12 +458,17 @@ func (ps *problems) checkTitle(t *muster.Task) {
 
 // reservedBy returns the reserved path (muster.ReservedPaths, then the
 // extra ones) that the normalised Owns entry n names or lies in; "" when
-// none.
+// none. Any .git component (a nested repository's, in any case) is git's.
 func (ps *problems) reservedBy(n string) string {
 	for _, r := range append(append([]string(nil), muster.ReservedPaths...), ps.reserved...) {
 		dir := strings.TrimSuffix(r, "/")
 		if n == r || n == dir || strings.HasPrefix(n, dir+"/") {
 			return r
+		}
+	}
+	for _, seg := range strings.Split(n, "/") {
+		if strings.EqualFold(seg, ".git") {
+			return ".git"
 		}
 	}
 	return ""

@@ -94,12 +94,13 @@ func TestValidate(t *testing.T) {
 			[]string{`p.md:1: task a: title of 1048576 bytes: the cap is 300; put the detail in the task's text`}},
 		{"nul in title", "## [ ] a: bad\x00title\n", false,
 			[]string{`p.md:1: task a: the title holds a control character (such as NUL or an escape); write it as plain text`}},
-		{"reserved owns", "## [ ] a: A\nOwns: muster.toml, .git/hooks/, .muster/x, ci/muster.ci.toml, ok.go\n", false,
+		{"reserved owns", "## [ ] a: A\nOwns: muster.toml, .git/hooks/, .muster/x, ci/muster.ci.toml, ok.go, sub/.GIT/config\n", false,
 			[]string{
 				`p.md:2: task a: Owns "muster.toml": muster.toml is muster's or git's, which no task may change; own the files the task works on`,
 				`p.md:2: task a: Owns ".git/hooks/": .git/ is muster's or git's, which no task may change; own the files the task works on`,
 				`p.md:2: task a: Owns ".muster/x": .muster/ is muster's or git's, which no task may change; own the files the task works on`,
 				`p.md:2: task a: Owns "ci/muster.ci.toml": ci/muster.ci.toml is muster's or git's, which no task may change; own the files the task works on`,
+				`p.md:2: task a: Owns "sub/.GIT/config": .git is muster's or git's, which no task may change; own the files the task works on`,
 			}},
 	} {
 		p := mustParse(t, "p.md", tc.src)

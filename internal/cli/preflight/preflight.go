@@ -20,6 +20,7 @@ import (
 
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
+	"github.com/muster-run/muster/internal/reserve"
 	"github.com/muster-run/muster/planfile"
 )
 
@@ -37,7 +38,7 @@ func Preflight(ctx context.Context, repo *cmdutil.Repo, planPath string, cfg *mu
 	if len(cfg.Executors) == 0 {
 		crew = nil // no crew configured: executors and roles are not checked (NoCrew says so)
 	}
-	opts := planfile.Options{Strict: strict, Reserved: reservedConfig(repo, cfg)}
+	opts := planfile.Options{Strict: strict, Reserved: reservedPaths(repo, cfg, planPath)}
 	plan, probs, err := planfile.Check(planPath, crew, opts)
 	if err != nil {
 		return nil, nil, err
@@ -87,25 +88,15 @@ func needsCrew(p *muster.Plan) bool {
 	return false
 }
 
-// reservedConfig is the config file in use, relative to the repository's
-// top, when it lies inside it (muster.toml is reserved anyway).
-func reservedConfig(repo *cmdutil.Repo, cfg *muster.Config) []string {
-	if repo == nil || cfg.Source == "" {
+// reservedPaths are the run's reserved files (reserve.Paths): the config
+// file in use, the plan, the prices file and the programs the config
+// names by a relative path, each when it lies in the repository
+// (muster.toml is reserved anyway). No Owns may name them.
+func reservedPaths(repo *cmdutil.Repo, cfg *muster.Config, planPath string) []string {
+	if repo == nil {
 		return nil
 	}
-	top, err := filepath.Abs(repo.Top)
-	if err != nil {
-		return nil
-	}
-	src, err := filepath.Abs(cfg.Source)
-	if err != nil {
-		return nil
-	}
-	rel, err := filepath.Rel(top, src)
-	if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
-		return nil
-	}
-	return []string{filepath.ToSlash(rel)}
+	return reserve.Paths(repo.Top, cfg, planPath)
 }
 
 // keyLine returns the first line of file that sets key (0 when unknown).
