@@ -36,6 +36,18 @@ const (
 	EnvKey   = "MUSTER_NATS_KEY"
 )
 
+// CheckOldEnv refuses the variables of the shared user, password and
+// nkey of earlier versions: each member of a fleet holds credentials of
+// its own now.
+func CheckOldEnv() error {
+	for _, v := range []string{"MUSTER_NATS_USER", "MUSTER_NATS_PASSWORD", "MUSTER_NATS_NKEY_SEED"} {
+		if os.Getenv(v) != "" {
+			return &muster.Error{Code: muster.CodeInvalid, Message: v + " is set: a fleet no longer shares a user, a password or nkeys; issue each host its own credentials with muster fleet credentials NAME --store DIR -o FILE and pass --creds FILE (docs/fleet.md)"}
+		}
+	}
+	return nil
+}
+
 // Auth is how to authenticate to the server (a .creds file), and how to
 // check it (TLS).
 type Auth struct {
@@ -122,6 +134,9 @@ const (
 // client in the server's monitoring.
 func Connect(ctx context.Context, rawURL, name string, a Auth, create bool) (*Conn, error) {
 	if err := CheckURL(rawURL); err != nil {
+		return nil, err
+	}
+	if err := CheckOldEnv(); err != nil {
 		return nil, err
 	}
 	if a.Creds == "" {

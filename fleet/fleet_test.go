@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -221,5 +222,28 @@ func TestEpochOrder(t *testing.T) {
 func TestToken(t *testing.T) {
 	if a, b := token("a.b"), token("a_b"); a == b || strings.ContainsAny(a, ".*> ") {
 		t.Errorf("tokens %q %q", a, b)
+	}
+}
+
+// TestInfoOfAnotherServer: a NATS server that is not fleet serve does
+// not answer InfoSubject, so fleet status cannot confirm its sync
+// setting (and says so); fleet serve answers with its own.
+func TestInfoOfAnotherServer(t *testing.T) {
+	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, JetStream: true, StoreDir: t.TempDir(), NoSigs: true, NoLog: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ns.Start()
+	if !ns.ReadyForConnections(10 * time.Second) {
+		t.Fatal("server did not start")
+	}
+	defer ns.Shutdown()
+	nc, err := nats.Connect(ns.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if si, ok := (&Conn{NC: nc}).Info(context.Background()); ok {
+		t.Errorf("a plain nats-server answered %+v", si)
 	}
 }

@@ -91,6 +91,9 @@ MUSTER_NATS_CERT, MUSTER_NATS_KEY and MUSTER_NATS_CA (the environment wins).`,
 				}
 				store = filepath.Join(d, "fleet")
 			}
+			if err := fleet.CheckOldEnv(); err != nil {
+				return err
+			}
 			a := fleet.AuthFrom(cfg, "")
 			srv, err := fleet.Serve(fleet.ServeOptions{Listen: listen, Store: store, TLSCert: a.Cert, TLSKey: a.Key, TLSCA: a.CA})
 			if err != nil {

@@ -158,6 +158,15 @@ func TestFleetInputErrors(t *testing.T) {
 			t.Errorf("muster %s printed the password: %s", strings.Join(c.args, " "), errs)
 		}
 	}
+	// The shared password of earlier versions, in the environment.
+	vars := e.vars
+	e.vars = append(e.vars, "MUSTER_NATS_PASSWORD=secret")
+	for _, args := range [][]string{{"fleet", "status", "--nats", e.url}, {"fleet", "serve", "--store", filepath.Join(e.dir, "st2")}} {
+		if code, _, errs := e.run(e.dir, 30*time.Second, args...); code != 2 || !strings.Contains(errs, "MUSTER_NATS_PASSWORD is set") || !strings.Contains(errs, "fleet credentials") {
+			t.Errorf("muster %s with MUSTER_NATS_PASSWORD: exit %d\n%s", strings.Join(args, " "), code, errs)
+		}
+	}
+	e.vars = vars
 }
 
 const fleetPlan = `# Plan: fleet
