@@ -32,7 +32,9 @@ type LogRecord struct {
 	Gate    string `json:"gate,omitempty"`
 	Command string `json:"command,omitempty"`
 	Exit    *int   `json:"exit,omitempty"`
-	Text    string `json:"text,omitempty"`
+	// DurationMS is a gate run's wall time.
+	DurationMS int64  `json:"duration_ms,omitempty"`
+	Text       string `json:"text,omitempty"`
 }
 
 // AttemptLogName is the file name of one attempt's log.

@@ -123,11 +123,16 @@ func (w *worker) runGate(ctx context.Context, g muster.GateSpec) muster.GateResu
 	return w.d.opts.Gates.Run(ctx, w.dir, g, w.cfg.Run.GateTimeout)
 }
 
-// logGate records a gate's command and exit status in the attempt log
-// (the journal's GateRan has its verdict and output).
+// maxGateLog bounds the output of one gate run in the attempt log (muster
+// logs --full prints it; the journal's GateRan keeps the last 4 KiB).
+const maxGateLog = 64 << 10
+
+// logGate records a gate's command, exit status, duration and output in
+// the attempt log (the journal's GateRan has its verdict and output tail).
 func (w *worker) logGate(g muster.GateSpec, r muster.GateResult, round int) {
 	exit := r.ExitCode
-	w.log(muster.LogRecord{Kind: muster.LogGate, Round: round, Gate: g.Name, Command: g.Command, Exit: &exit})
+	w.log(muster.LogRecord{Kind: muster.LogGate, Round: round, Gate: g.Name, Command: g.Command, Exit: &exit,
+		DurationMS: r.Duration.Milliseconds(), Text: tail(r.Output, maxGateLog)})
 }
 
 // judge triages a failing plan-wide gate against its result on commit

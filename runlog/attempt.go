@@ -62,7 +62,7 @@ func (m *merger) flush(keep func(muster.LogRecord) bool) {
 				continue
 			}
 		}
-		e := Entry{Time: r.Time, Round: r.Round, Kind: r.Kind, Slot: r.Slot, Role: r.Role, Gate: r.Gate, Command: r.Command, Exit: r.Exit, Text: r.Text,
+		e := Entry{Time: r.Time, Round: r.Round, Kind: r.Kind, Slot: r.Slot, Role: r.Role, Gate: r.Gate, Command: r.Command, Exit: r.Exit, Text: r.Text, DurationMS: r.DurationMS,
 			Key: fmt.Sprintf("%s-%d-l%d", m.task, m.attempt, i)}
 		if r.Kind == muster.LogGate {
 			// A gate record whose GateRan is not in the journal (cut
@@ -131,7 +131,7 @@ func (m *merger) event(e *muster.Event) {
 		for i, r := range m.recs {
 			if !m.used[i] && r.Kind == muster.LogGate && r.Gate == e.Gate && r.Round == e.Round {
 				m.used[i] = true
-				en.Command, en.Exit = r.Command, r.Exit
+				en.Command, en.Exit, en.DurationMS, en.Full = r.Command, r.Exit, r.DurationMS, r.Text
 				break
 			}
 		}

@@ -58,6 +58,10 @@ type Entry struct {
 	Command string `json:"command,omitempty"`
 	Exit    *int   `json:"exit,omitempty"`
 	Passed  *bool  `json:"passed,omitempty"`
+	// DurationMS is a gate run's wall time; Full is its whole output
+	// from the attempt log (Text is the journal's tail).
+	DurationMS int64  `json:"duration_ms,omitempty"`
+	Full       string `json:"full,omitempty"`
 	// Findings are a review's.
 	Findings []muster.Finding `json:"findings,omitempty"`
 	// State is a result's task state (succeeded, failed, cancelled,

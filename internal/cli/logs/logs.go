@@ -31,6 +31,8 @@ type Options struct {
 	HasRound bool
 	Follow   bool
 	JSON     bool
+	// Full prints each gate's whole output (default: its last lines).
+	Full bool
 }
 
 // NewCmd returns muster logs.
@@ -76,6 +78,7 @@ until it ends. --json prints one JSON object a line.`,
 	cmd.Flags().IntVar(&opts.Round, "round", 0, "only this round (0: the first pass, then each fix round)")
 	cmd.Flags().BoolVarP(&opts.Follow, "follow", "f", false, "follow a live run until it ends")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "one JSON object a line")
+	cmd.Flags().BoolVar(&opts.Full, "full", false, "print each gate's whole output (as kept: up to 64 KiB a run), not its last lines")
 	return cmd
 }
 
@@ -94,7 +97,7 @@ func Run(ctx context.Context, io *cmdutil.IOStreams, opts *Options) error {
 		r := opts.Round
 		q.Round = &r
 	}
-	p := &printer{w: io.Out, json: opts.JSON, seen: map[string]bool{}}
+	p := &printer{w: io.Out, json: opts.JSON, full: opts.Full, seen: map[string]bool{}}
 	if opts.Follow {
 		return follow(ctx, repo.JournalPath(id), repo.RunDir(id), q, p)
 	}
@@ -176,6 +179,7 @@ func follow(ctx context.Context, journalPath, dir string, q runlog.Query, p *pri
 type printer struct {
 	w    io.Writer
 	json bool
+	full bool
 	seen map[string]bool
 	last string // the attempt of the last header printed
 }
@@ -251,6 +255,9 @@ func (p *printer) text(e runlog.Entry) string {
 		if e.Exit != nil {
 			head += fmt.Sprintf(" exit %d", *e.Exit)
 		}
+		if e.DurationMS > 0 {
+			head += " in " + (time.Duration(e.DurationMS) * time.Millisecond).String()
+		}
 		switch {
 		case e.Passed == nil:
 		case *e.Passed:
@@ -262,10 +269,13 @@ func (p *printer) text(e runlog.Entry) string {
 			head += " — " + e.State
 		}
 		body = head
-		if e.Passed != nil && !*e.Passed {
-			if t := strings.TrimSpace(e.Text); t != "" {
-				body += "\n" + tailLines(t, gateLines)
-			}
+		switch {
+		case p.full && strings.TrimSpace(e.Full) != "":
+			body += "\n" + strings.TrimSpace(e.Full)
+		case p.full && strings.TrimSpace(e.Text) != "":
+			body += "\n" + strings.TrimSpace(e.Text)
+		case e.Passed != nil && !*e.Passed && strings.TrimSpace(e.Text) != "":
+			body += "\n" + tailLines(strings.TrimSpace(e.Text), gateLines)
 		}
 	case runlog.KindReview:
 		label = "review " + e.Slot

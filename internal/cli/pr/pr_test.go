@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/cgi"
 	"net/http/httptest"
@@ -155,7 +156,8 @@ func (f *fixture) muster(ctx context.Context, extra []string, args ...string) (s
 	c.Stdout, c.Stderr = &out, &errb
 	err := c.Run()
 	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
 		code = ee.ExitCode()
 	} else if err != nil {
 		f.t.Fatal(err)
@@ -458,8 +460,7 @@ func TestPRFollowOnceTurnsFeedbackIntoFixRounds(t *testing.T) {
 	}
 	f.api.mu.Unlock()
 
-	out, code := f.muster(ctx, nil, "pr", "--follow", "--once")
-	if code != 0 {
+	if _, code := f.muster(ctx, nil, "pr", "--follow", "--once"); code != 0 {
 		t.Fatalf("muster pr --follow --once: exit %d", code)
 	}
 	newTip := f.git(f.dir, "rev-parse", "refs/heads/muster/"+f.run)
@@ -502,7 +503,7 @@ func TestPRFollowOnceTurnsFeedbackIntoFixRounds(t *testing.T) {
 		t.Error("muster verify after the follow-up pass")
 	}
 	// Again: the comment was taken and the check was on the old head.
-	out, code = f.muster(ctx, nil, "pr", "--follow", "--once")
+	out, code := f.muster(ctx, nil, "pr", "--follow", "--once")
 	if code != 0 || !strings.Contains(out, "no new feedback") || f.git(f.dir, "rev-parse", "refs/heads/muster/"+f.run) != newTip {
 		t.Errorf("a second pass: exit %d, acted again", code)
 	}
