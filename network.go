@@ -114,6 +114,10 @@ type ModelEndpoint struct {
 type NetSession struct {
 	// Env points the step's tools at the proxy (HTTPS_PROXY, NO_PROXY...).
 	Env map[string]string
+	// Bridge serves the proxy inside the step's network namespace, at the
+	// port Env names (the step runs in one when its policy is not open and
+	// the confinement step builds namespaces).
+	Bridge *Bridge
 	// Close ends the session and returns the hosts ("host:port") the
 	// proxy refused the step.
 	Close func() []string

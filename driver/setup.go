@@ -76,6 +76,13 @@ func (d *Driver) SetupClone(ctx context.Context, dir string, cfg *muster.Config)
 			return ran, nil, ctx.Err()
 		}
 		ran = append(ran, st.Name)
+		if !r.Passed && len(r.Blocked) > 0 {
+			// It failed after muster's proxy refused it a host: the
+			// network policy's doing, not the project's nor the change's.
+			d.setups.store(d.opts.Workspace, dir, stamp)
+			return ran, nil, &envError{cause: "environment error: " + muster.BlockedReason("setup "+st.Name, r.Blocked, "[setup]") + "; then run muster resume",
+				err: errors.New("setup was refused the network")}
+		}
 		if !r.Passed {
 			d.setups.store(d.opts.Workspace, dir, stamp)
 			return ran, &SetupFailure{Step: st, Result: r}, nil

@@ -29,7 +29,8 @@ func Open(n muster.Network) (*muster.NetSession, error) {
 	}})
 	srv.Serve(ln)
 	return &muster.NetSession{
-		Env: agentkit.EndpointVars(&muster.ModelEndpoint{Proxy: srv.URL()}),
+		Env:    agentkit.EndpointVars(&muster.ModelEndpoint{Proxy: srv.URL()}),
+		Bridge: &muster.Bridge{Port: ln.Addr().(*net.TCPAddr).Port, Serve: srv.Serve},
 		Close: func() []string {
 			_ = srv.Close()
 			mu.Lock()

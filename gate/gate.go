@@ -56,6 +56,7 @@ func (r Runner) Run(ctx context.Context, dir string, g muster.GateSpec, timeout 
 	out := newTail(MaxOutput)
 	clearJUnit(dir, g.JUnit)
 	env := proc.Environ(r.Allow...)
+	conf := r.Confine.With(dir)
 	var blocked func() []string
 	if r.Net != nil {
 		ns, err := r.Net(r.Network)
@@ -64,8 +65,13 @@ func (r Runner) Run(ctx context.Context, dir string, g muster.GateSpec, timeout 
 		}
 		env = withEnv(env, ns.Env)
 		blocked = ns.Close
+		if conf != nil && conf.Namespaces && r.Network.Policy != muster.NetOpen && ns.Bridge != nil {
+			// A network of its own: its loopback and muster's proxy.
+			conf = conf.WithBridge(ns.Bridge)
+			conf.HostNetwork = false
+		}
 	}
-	confine := r.Confine.With(dir)
+	confine := conf
 	if r.TmpRoot != "" {
 		tmp, err := exchange.NewHome(r.TmpRoot, "gate-tmp")
 		if err != nil {

@@ -208,6 +208,17 @@ api_key_env = "MUSTER_E2E_EGRESS_KEY"
 // as an environment error naming the host and allow_hosts, with a Blocked
 // event; the task is not charged.
 func TestGateBlockedIsEnvironmentError(t *testing.T) {
+	blockedStep(t, "[gates]\nfetch = \"curl -sSf --noproxy '' -o /dev/null http://127.0.0.1:%s/\"\n", "[gates] allow_hosts")
+}
+
+// TestSetupBlockedIsEnvironmentError: the same for a setup step ([setup]
+// network is allowlist, and the host is not on the list).
+func TestSetupBlockedIsEnvironmentError(t *testing.T) {
+	blockedStep(t, "[setup]\ncommands = [\"curl -sSf --noproxy '' -o /dev/null http://127.0.0.1:%s/\"]\n", "[setup] allow_hosts")
+}
+
+func blockedStep(t *testing.T, table, key string) {
+	t.Helper()
 	if _, err := exec.LookPath("curl"); err != nil {
 		t.Skip("curl not installed")
 	}
@@ -220,12 +231,7 @@ func TestGateBlockedIsEnvironmentError(t *testing.T) {
 	t.Setenv("GIT_CONFIG_GLOBAL", gitconfig)
 	repo := t.TempDir()
 	git(t, repo, "init", "-q")
-	toml := fmt.Sprintf(`[executors.sim]
-kind = "sim"
-
-[gates]
-fetch = "curl -sSf --noproxy '' -o /dev/null http://127.0.0.1:%s/"
-`, portOf(t, host.URL))
+	toml := "[executors.sim]\nkind = \"sim\"\n\n" + fmt.Sprintf(table, portOf(t, host.URL))
 	for name, body := range map[string]string{"muster.toml": toml, "plan.md": "# Plan: g\n\n## [ ] a: A\nOwns: a.txt\nReview: none\n\nWrite a.txt.\n"} {
 		if err := os.WriteFile(filepath.Join(repo, name), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
@@ -240,8 +246,8 @@ fetch = "curl -sSf --noproxy '' -o /dev/null http://127.0.0.1:%s/"
 		t.Fatalf("muster run exited %d, want 3 (an environment error)\n%s", code, errOut.String())
 	}
 	want := "127.0.0.1:" + portOf(t, host.URL)
-	if !strings.Contains(errOut.String(), want) || !strings.Contains(errOut.String(), "[gates] allow_hosts") {
-		t.Errorf("the error does not name the host and [gates] allow_hosts:\n%s", errOut.String())
+	if !strings.Contains(errOut.String(), want) || !strings.Contains(errOut.String(), key) {
+		t.Errorf("the error does not name the host and %s:\n%s", key, errOut.String())
 	}
 	blocked := false
 	for _, line := range strings.Split(out.String(), "\n") {
@@ -253,7 +259,7 @@ fetch = "curl -sSf --noproxy '' -o /dev/null http://127.0.0.1:%s/"
 			t.Errorf("the task was charged: %+v", e)
 		}
 	}
-	if !blocked {
+	if !blocked && key == "[gates] allow_hosts" {
 		t.Errorf("no Blocked event for %s:\n%s", want, out.String())
 	}
 }
