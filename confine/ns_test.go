@@ -127,10 +127,10 @@ func TestSandboxRootPowersGone(t *testing.T) {
 		mknod /tmp/null c 1 3 2>/dev/null && echo MKNOD || echo no-mknod-tmp
 		grep -E '^Cap(Eff|Prm|Bnd|Amb|Inh):' /proc/self/status | awk '{print $2}' | sort -u
 		ls /proc | grep -c '^[0-9]'
-		cat /proc/$MUSTER_PID/environ 2>/dev/null | tr '\0' '\n' | grep -c NS_TEST_SECRET || true
+		cat /proc/$MUSTER_PID/environ >/dev/null 2>&1 && echo READ-ENVIRON || echo no-environ
 	`, fmt.Sprintf("MUSTER_PID=%d", os.Getpid()))
-	wantLines(t, out, "no-mknod", "no-mknod-tmp", "0000000000000000", "0")
-	if strings.Contains(out, "MKNOD") {
+	wantLines(t, out, "no-mknod", "no-mknod-tmp", "0000000000000000", "no-environ")
+	if strings.Contains(out, "MKNOD") || strings.Contains(out, "READ-ENVIRON") {
 		t.Errorf("mknod worked:\n%s", out)
 	}
 	// sh, the pipeline's processes and stage one: a handful, never the
@@ -321,7 +321,7 @@ func TestSandboxUnprivileged(t *testing.T) {
 	if err != nil {
 		t.Fatalf("as nobody: %v\n%s", err, out)
 	}
-	for _, name := range []string{"TestSandboxPrivateTmpAndBindBack", "TestSandboxRootPowersGone", "TestSandboxSurvivorDies", "TestSandboxUserSocketsUnreachable", "TestSandboxNetwork"} {
+	for _, name := range []string{"TestSandboxPrivateTmpAndBindBack", "TestSandboxRootPowersGone", "TestSandboxSurvivorDies", "TestSandboxUserSocketsUnreachable", "TestSandboxNetwork", "TestSandboxForwardsSIGTERM"} {
 		if !strings.Contains(string(out), "--- PASS: "+name) {
 			t.Errorf("%s did not pass as nobody:\n%s", name, out)
 		}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -154,5 +156,32 @@ func TestWorkspaceBatchReadsTheRunsObjects(t *testing.T) {
 	w.Close(ctx)
 	if _, err := w.Batch().Info(ctx, tip); !errors.Is(err, ErrBatchClosed) {
 		t.Fatalf("after the workspace closed: %v", err)
+	}
+}
+
+// Revert asks the run's long-lived reader which paths the base has: no
+// ls-tree process, and the result is the same.
+func TestRevertAsksTheLongLivedReader(t *testing.T) {
+	repo := newRepo(t, map[string]string{"a.txt": "a\n", "d/b.txt": "b\n"})
+	w := open(t, repo, "r1")
+	ctx := context.Background()
+	dir, base, err := w.Prepare(ctx, "a#1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, dir, "a.txt", "changed\n")
+	write(t, dir, "new.txt", "new\n")
+	write(t, dir, "d/b.txt", "changed\n")
+	if err := w.Revert(ctx, dir, base, []string{"a.txt", "new.txt", "d/b.txt"}); err != nil {
+		t.Fatal(err)
+	}
+	if read(t, dir, "a.txt") != "a\n" || read(t, dir, "d/b.txt") != "b\n" {
+		t.Fatalf("not restored: %q %q", read(t, dir, "a.txt"), read(t, dir, "d/b.txt"))
+	}
+	if _, err := os.Stat(filepath.Join(dir, "new.txt")); err == nil {
+		t.Fatal("new.txt, not at the base, is still there")
+	}
+	if n, _ := w.Batch().Stats(); n != 1 {
+		t.Fatalf("the reader started %d times, want 1", n)
 	}
 }

@@ -446,6 +446,35 @@ func escapingLink(dir, p string) bool {
 	return r == ".." || strings.HasPrefix(r, "../") || r == ".git" || strings.HasPrefix(r, ".git/")
 }
 
+// presentAt says which of paths base has, asked of the run's long-lived
+// object reader (one round trip, no git process); ls-tree when the
+// reader cannot take a name (a newline in a path) or failed.
+func (w *Workspace) presentAt(ctx context.Context, g wtGit, base string, paths []string) (map[string]bool, error) {
+	atBase := map[string]bool{}
+	if w.batch != nil {
+		names := make([]string, len(paths))
+		for i, p := range paths {
+			names[i] = base + ":" + p
+		}
+		if infos, err := w.batch.InfoMany(ctx, names); err == nil {
+			for i, in := range infos {
+				atBase[paths[i]] = in.OID != ""
+			}
+			return atBase, nil
+		}
+	}
+	c := g.c(append([]string{"ls-tree", "-z", "--name-only", "--full-tree", base, "--"}, paths...)...)
+	c.readOnly, c.paths = true, true
+	out, err := run(ctx, c)
+	if err != nil {
+		return nil, fmt.Errorf("revert: list %s: %w", base, err)
+	}
+	for _, p := range splitZ(out) {
+		atBase[p] = true
+	}
+	return atBase, nil
+}
+
 // Revert restores paths in dir to their state at base: files present at
 // base are checked out from it, others are deleted (with directories
 // left empty). The worktree's own index and HEAD are not used. Paths
@@ -471,15 +500,9 @@ func (w *Workspace) Revert(ctx context.Context, dir, base string, paths []string
 	}
 	g := w.private(s)
 	g.index, g.split = "", false
-	c := g.c(append([]string{"ls-tree", "-z", "--name-only", "--full-tree", base, "--"}, paths...)...)
-	c.readOnly, c.paths = true, true
-	out, err := run(ctx, c)
+	atBase, err := w.presentAt(ctx, g, base, paths)
 	if err != nil {
-		return fmt.Errorf("revert: list %s: %w", base, err)
-	}
-	atBase := map[string]bool{}
-	for _, p := range splitZ(out) {
-		atBase[p] = true
+		return err
 	}
 	var restore []string
 	for _, p := range paths {

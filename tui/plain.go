@@ -197,6 +197,14 @@ func (f *plainFold) line(e *muster.Event, color, verbose bool) string {
 		return fmt.Sprintf("%s %s skipped: %s", c(yellow, "-"), task, textsafe.Sanitize(e.Reason))
 	case muster.EvTaskCancelled:
 		return fmt.Sprintf("%s %s cancelled: %s", c(yellow, "■"), task, textsafe.Sanitize(e.Reason))
+	case muster.EvIntegrating:
+		if len(e.Chain) > 1 {
+			ids := make([]string, len(e.Chain))
+			for i, l := range e.Chain {
+				ids[i] = textsafe.Sanitize(string(l.Task))
+			}
+			return fmt.Sprintf("  batch of %d lands on the run branch: %s", len(e.Chain), strings.Join(ids, ", "))
+		}
 	case muster.EvFixRound:
 		if e.Round > 0 {
 			return fmt.Sprintf("%s %s fix round %d: %s", c(yellow, "↻"), task, e.Round, textsafe.Sanitize(e.Reason))

@@ -20,6 +20,8 @@ func TestPlainLinesLoopsAndIntegrationGates(t *testing.T) {
 		"! t gate test failed on the integrated tree": {Type: muster.EvGateRan, Task: "t", Gate: "test", Passed: &no, Phase: "integration"},
 		"! t gate test failed (pre-existing: it fails on the base too; not charged)": {Type: muster.EvGateRan, Task: "t", Gate: "test", Passed: &no, Baseline: "fail", Reason: "pre-existing: fails on the base commit too; not charged"},
 		"! t gate accept failed": {Type: muster.EvGateRan, Task: "t", Gate: "accept", Passed: &no, Baseline: "fail"},
+		"  batch of 2 lands on the run branch: a, b": {Type: muster.EvIntegrating, Task: "a", Commit: "m",
+			Chain: []muster.ChainLink{{Task: "a", Commit: "c"}, {Task: "b", Commit: "m"}}},
 	}
 	for want, e := range cases {
 		var b bytes.Buffer

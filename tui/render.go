@@ -180,9 +180,15 @@ func (m Model) laneLines(w int) []string {
 }
 
 // phaseText names a running task's phase: agent, gates, review round n,
-// integrating; "fix n" is the agent in a fix round.
+// queued (its commit waits in the integration queue), batch gates (the
+// plan-wide gates run on the batch that holds it); "fix n" is the agent
+// in a fix round.
 func phaseText(t *runview.Task) string {
 	switch t.Phase {
+	case "integrating":
+		return "queued"
+	case "verifying":
+		return "batch gates"
 	case "", "agent":
 		if t.Round > 0 {
 			return fmt.Sprintf("agent (fix %d)", t.Round)
