@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nkeys"
@@ -210,8 +211,36 @@ func (k *Keys) issue(name string, o UserOptions, save bool) ([]byte, error) {
 	if !save {
 		return creds, nil
 	}
-	k.Users[name] = append(k.Users[name], pub)
-	return creds, k.saveUsers()
+	return creds, k.locked(func() error {
+		k.Users[name] = append(k.Users[name], pub)
+		return k.saveUsers()
+	})
+}
+
+// locked runs fn under the store's lock, with the users and the account
+// JWT read afresh: two muster fleet credentials at once lose no user and
+// no revocation.
+func (k *Keys) locked(fn func() error) error {
+	f, err := os.OpenFile(filepath.Join(k.dir, "lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return &muster.Error{Code: muster.CodeInternal, Message: fmt.Sprintf("fleet keys: %v", err)}
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		return &muster.Error{Code: muster.CodeInternal, Message: fmt.Sprintf("fleet keys: lock: %v", err)}
+	}
+	defer syscall.Flock(int(f.Fd()), syscall.LOCK_UN) //nolint:errcheck // closing unlocks too
+	if b, err := os.ReadFile(filepath.Join(k.dir, "users.json")); err == nil {
+		users := map[string][]string{}
+		if err := json.Unmarshal(b, &users); err != nil {
+			return &muster.Error{Code: muster.CodeInternal, Message: fmt.Sprintf("fleet keys: users.json: %v", err)}
+		}
+		k.Users = users
+	}
+	if b, err := os.ReadFile(filepath.Join(k.dir, "account.jwt")); err == nil {
+		k.AccountJWT = strings.TrimSpace(string(b))
+	}
+	return fn()
 }
 
 func (k *Keys) saveUsers() error {
@@ -226,6 +255,10 @@ func (k *Keys) saveUsers() error {
 // the account's revocation list; a running fleet serve picks the new
 // account JWT up from the store and disconnects its holders.
 func (k *Keys) Revoke(name string) error {
+	return k.locked(func() error { return k.revoke(name) })
+}
+
+func (k *Keys) revoke(name string) error {
 	pubs, ok := k.Users[name]
 	if !ok {
 		names := make([]string, 0, len(k.Users))

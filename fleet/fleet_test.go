@@ -2,12 +2,15 @@ package fleet
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -245,5 +248,48 @@ func TestInfoOfAnotherServer(t *testing.T) {
 	defer nc.Close()
 	if si, ok := (&Conn{NC: nc}).Info(context.Background()); ok {
 		t.Errorf("a plain nats-server answered %+v", si)
+	}
+}
+
+// TestIssueConcurrently: credentials issued at once by separate
+// holders of the keys (two muster fleet credentials) are all recorded,
+// so that each can be revoked.
+func TestIssueConcurrently(t *testing.T) {
+	store := t.TempDir()
+	if _, err := OpenKeys(store, true); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			k, err := OpenKeys(store, false)
+			if err == nil {
+				_, err = k.Issue(fmt.Sprintf("w%d", i), UserOptions{Executors: []string{"sh"}})
+			}
+			if err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	k, err := OpenKeys(store, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(k.Users) != 8 {
+		t.Fatalf("users recorded: %v", k.Users)
+	}
+	for i := range 8 {
+		k, _ := OpenKeys(store, false)
+		if err := k.Revoke(fmt.Sprintf("w%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	k, _ = OpenKeys(store, false)
+	ac, err := jwt.DecodeAccountClaims(k.AccountJWT)
+	if err != nil || len(ac.Revocations) != 8 {
+		t.Fatalf("revocations %v %v", ac.Revocations, err)
 	}
 }

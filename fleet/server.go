@@ -115,7 +115,7 @@ func Serve(o ServeOptions) (*Server, error) {
 		ns.Shutdown()
 		return nil, err
 	}
-	go s.watchAccount() // until Close
+	go s.watchAccount(keys.AccountJWT, keys.AccountPub, keys.OperatorPub) // until Close
 	return s, nil
 }
 
@@ -153,10 +153,10 @@ func (s *Server) startSelf() error {
 
 // watchAccount loads the account JWT again when muster fleet
 // credentials --revoke rewrote it: the revoked users are disconnected.
-func (s *Server) watchAccount() {
+func (s *Server) watchAccount(initial, account, operator string) {
 	defer close(s.stopped)
 	path := filepath.Join(s.store, KeysDir, "account.jwt")
-	last := []byte(s.keys.AccountJWT)
+	last := []byte(initial)
 	t := time.NewTicker(500 * time.Millisecond)
 	defer t.Stop()
 	for {
@@ -170,7 +170,7 @@ func (s *Server) watchAccount() {
 			continue
 		}
 		ac, err := jwt.DecodeAccountClaims(string(bytes.TrimSpace(b)))
-		if err != nil || ac.Subject != s.keys.AccountPub || ac.Issuer != s.keys.OperatorPub {
+		if err != nil || ac.Subject != account || ac.Issuer != operator {
 			continue // half written, or not this fleet's account
 		}
 		last = bytes.TrimSpace(b)
