@@ -509,6 +509,8 @@ func TestAgentFailureRetriesThenSkipsDependents(t *testing.T) {
 	}
 }
 
+// An auth error is not retried: the run stops on it (see
+// TestAuthFailureStopsTheCredential), the task not charged.
 func TestAuthErrorIsNotRetried(t *testing.T) {
 	p := plan("a")
 	p.Task("a").Retries = 3
@@ -519,7 +521,7 @@ func TestAuthErrorIsNotRetried(t *testing.T) {
 		return nil, &muster.AgentError{Class: muster.FailAuth, Message: "invalid x-api-key"}
 	}
 	st, _ := h.run(t)
-	if calls != 1 || st.Tasks["a"].State != muster.StateFailed {
+	if calls != 1 || st.Tasks["a"].State != muster.StateCancelled {
 		t.Fatalf("calls %d state %s", calls, st.Tasks["a"].State)
 	}
 }

@@ -178,3 +178,18 @@ func gateEnv(g muster.GateSpec, r muster.GateResult, dir string) (why string, ha
 	}
 	return "", false
 }
+
+// authFailed is the environment error of a credential the provider
+// refused (401/403, "invalid API key", "not logged in"): no task can fix
+// it and every task on it would fail the same way, so the run stops
+// (exit 3, resumable) with one message naming the executor and the
+// variable to check, and the provider's text once.
+func (w *worker) authFailed(ae *muster.AgentError) *envError {
+	what := "its kind's API key variable, or log in again (muster doctor says which)"
+	if s := w.cfg.Executor(w.a.Executor); s != nil && s.APIKeyEnv != "" {
+		what = s.APIKeyEnv + " (its api_key_env)"
+	}
+	text := bound(oneLine(w.d.red().String(ae.Message)), 200)
+	return &envError{cause: fmt.Sprintf("environment error: executor %s's credential was refused (%s): check %s, then run muster resume", w.a.Executor, text, what),
+		err: errors.New("authentication failed")}
+}

@@ -131,3 +131,36 @@ func TestGateThatTheChangeMadeUnrunnableIsCharged(t *testing.T) {
 		t.Fatalf("fix rounds %+v", fr)
 	}
 }
+
+// A provider that refuses the credential (401) is no task's failure and
+// no reason to try the next task on it: the run stops at once (exit 3,
+// resumable), with one message naming the executor and its variable,
+// and the API's text once.
+func TestAuthFailureStopsTheCredential(t *testing.T) {
+	p := plan("a", "b", "c")
+	cfg := crew(1)
+	cfg.Executors[0].APIKeyEnv = "MY_KEY"
+	h := newHarness(t, p, cfg)
+	calls := 0
+	h.ex.ExecuteFn = func(ctx context.Context, req *muster.ExecRequest, emit func(muster.Record)) (*muster.ExecResult, error) {
+		calls++
+		return &muster.ExecResult{Tail: `API Error: 401 {"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`},
+			&muster.AgentError{Class: muster.FailAuth, Message: `API Error: 401 {"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`}
+	}
+	st, err := h.run(t)
+	if err == nil || muster.ErrorCode(err) != muster.CodeInternal {
+		t.Fatalf("err %v (code %v), want an environment error", err, muster.ErrorCode(err))
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "executor x's credential was refused") || !strings.Contains(msg, "MY_KEY") || strings.Count(msg, "invalid x-api-key") != 1 {
+		t.Fatalf("message %q", msg)
+	}
+	if calls != 1 {
+		t.Fatalf("%d agent calls, want 1 (no more tasks on a refused credential)", calls)
+	}
+	for _, id := range []muster.TaskID{"a", "b", "c"} {
+		if s := st.Tasks[id].State; s == muster.StateFailed {
+			t.Fatalf("task %s charged: %s %q", id, s, st.Tasks[id].Reason)
+		}
+	}
+}

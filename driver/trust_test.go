@@ -179,7 +179,7 @@ func TestBranchMovedMidRunStopsTheRun(t *testing.T) {
 func TestBranchMovedAfterTheLastIntegrationStopsTheRun(t *testing.T) {
 	h := newHarness(t, plan("a"), crew(1))
 	h.ex.ExecuteFn = func(ctx context.Context, req *muster.ExecRequest, emit func(muster.Record)) (*muster.ExecResult, error) {
-		return nil, &muster.AgentError{Class: muster.FailAuth, Message: "no"}
+		return nil, &muster.AgentError{Class: muster.FailInvalid, Message: "no"}
 	}
 	h.ws.TipFn = func(ctx context.Context) (string, error) { return "", movedErr{want: "base", got: "f00"} }
 	st, err := h.run(t)

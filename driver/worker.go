@@ -551,6 +551,9 @@ func (w *worker) agentFailure(err error, res *muster.ExecResult) []muster.Event 
 		if ae.Class == muster.FailRateLimit {
 			return w.rateLimited(ae, reason, res)
 		}
+		if ae.Class == muster.FailAuth {
+			return w.stopRun(w.authFailed(ae))
+		}
 		if ae.Class == muster.FailUsageLimit && !ae.ResetAt.IsZero() {
 			// The executor takes no work until its limit resets (a journal
 			// fact, so a resume knows it too); the task waits for it or
