@@ -165,7 +165,7 @@ func TestConfineKeys(t *testing.T) {
 	if err != nil {
 		t.Skip(err)
 	}
-	cfg, probs := Parse("m.toml", []byte("[run]\nconfine = \"required\"\nwritable = [\"~/.cache/go-build\", \"/var/cache//x/\"]\n[executors.a]\nkind = \"sim\"\nwritable = [\"/opt/a\"]\n"))
+	cfg, probs := Parse("m.toml", []byte("[run]\nconfine = \"required\"\nwritable = [\"~/.cache/go-build\", \"/var/cache//x/\"]\nhide = [\"~/.kube\", \"/srv/s/\"]\n[executors.a]\nkind = \"sim\"\nwritable = [\"/opt/a\"]\n"))
 	if len(probs) > 0 {
 		t.Fatal(probs)
 	}
@@ -177,6 +177,12 @@ func TestConfineKeys(t *testing.T) {
 	}
 	if want := []string{"/opt/a"}; !reflect.DeepEqual(cfg.Executors[0].Writable, want) {
 		t.Errorf("executor writable %q, want %q", cfg.Executors[0].Writable, want)
+	}
+	if want := []string{filepath.Join(home, ".kube"), "/srv/s"}; !reflect.DeepEqual(cfg.Run.Hide, want) {
+		t.Errorf("run hide %q, want %q", cfg.Run.Hide, want)
+	}
+	if _, probs := Parse("m.toml", []byte("[run]\nhide = [\"relative\"]\n")); len(probs) != 1 || !strings.Contains(probs.Error(), "absolute path") {
+		t.Errorf("relative hide path: %v", probs)
 	}
 }
 

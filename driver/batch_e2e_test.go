@@ -228,3 +228,26 @@ echo "$v" > "$MUSTER_TASK_ID.txt"
 		}
 	}
 }
+
+// [run] max_batch = 1 gates each commit on its own: no chain, one gate
+// run per commit that is not a fast-forward.
+func TestE2EMaxBatchOneGatesEachCommit(t *testing.T) {
+	others := []string{"a", "b", "c"}
+	b := newBatchRun(t, others, `echo "$MUSTER_TASK_ID" > "$MUSTER_TASK_ID.txt"
+`, muster.GateSpec{Name: "files", Command: "test -f README.md"})
+	b.opts.Config.Run.MaxBatch = 1
+	st := b.run(t)
+	if st.RunState != muster.RunSucceeded {
+		t.Fatalf("run %s", st.RunState)
+	}
+	moves := b.events(muster.EvIntegrating)
+	for _, m := range moves {
+		if len(m.Chain) > 0 {
+			t.Fatalf("a batch with max_batch = 1: %+v", m.Chain)
+		}
+	}
+	if len(moves) != len(others)+1 || len(b.integrationRuns()) != len(others) {
+		t.Fatalf("%d moves and %d gate runs, want %d and %d", len(moves), len(b.integrationRuns()), len(others)+1, len(others))
+	}
+	b.checkBranch(t, "test -f README.md")
+}
