@@ -9,6 +9,7 @@ import (
 
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/egress"
+	"github.com/muster-run/muster/internal/agentkit/clitest"
 	"github.com/muster-run/muster/mockllm"
 )
 
@@ -65,10 +66,10 @@ func BenchmarkModelRequest(b *testing.B) {
 	}
 }
 
-func serveB(b *testing.B, rt *egress.Route) (*egress.Server, *records) {
+func serveB(b *testing.B, rt *egress.Route) (*egress.Server, *clitest.Recorder) {
 	b.Helper()
-	recs := &records{}
-	s := egress.New(egress.Options{Route: rt, Report: recs.add})
+	recs := &clitest.Recorder{}
+	s := egress.New(egress.Options{Route: rt, Report: recs.Emit})
 	ln, err := netListen()
 	if err != nil {
 		b.Fatal(err)

@@ -10,41 +10,21 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/egress"
+	"github.com/muster-run/muster/internal/agentkit/clitest"
 	"github.com/muster-run/muster/mockllm"
 )
 
 const realKey = "sk-real-0123456789abcdef"
 
-// records collects what a server reports.
-type records struct {
-	mu  sync.Mutex
-	all []muster.Record
-}
-
-func (r *records) add(rec muster.Record) { r.mu.Lock(); r.all = append(r.all, rec); r.mu.Unlock() }
-
-func (r *records) of(typ string) []muster.Record {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []muster.Record
-	for _, x := range r.all {
-		if x.Type == typ {
-			out = append(out, x)
-		}
-	}
-	return out
-}
-
 // serve starts a server for the route on a loopback listener.
-func serve(t *testing.T, route *egress.Route, netw muster.Network, ledger *egress.Ledger) (*egress.Server, *records) {
+func serve(t *testing.T, route *egress.Route, netw muster.Network, ledger *egress.Ledger) (*egress.Server, *clitest.Recorder) {
 	t.Helper()
-	recs := &records{}
-	s := egress.New(egress.Options{Route: route, Network: netw, Report: recs.add, Ledger: ledger})
+	recs := &clitest.Recorder{}
+	s := egress.New(egress.Options{Route: route, Network: netw, Report: recs.Emit, Ledger: ledger})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -122,7 +102,7 @@ func TestModelEndpointAddsKeyAndMetersUsage(t *testing.T) {
 			if last.KeyDigest != mockllm.KeyDigest(realKey) {
 				t.Fatalf("the provider got key digest %q, want the real key's %q", last.KeyDigest, mockllm.KeyDigest(realKey))
 			}
-			us := recs.of(muster.RecUsage)
+			us := recs.Of(muster.RecUsage)
 			if len(us) != 1 || us[0].Source != muster.UsageProvider {
 				t.Fatalf("usage records %+v", us)
 			}
@@ -156,7 +136,7 @@ func TestModelEndpointRefuses(t *testing.T) {
 	if n := len(m.Requests()); n != before {
 		t.Fatalf("the provider got %d refused requests", n-before)
 	}
-	bl := recs.of(muster.RecBlocked)
+	bl := recs.Of(muster.RecBlocked)
 	if len(bl) != 1 || bl[0].Host != "127.0.0.1" || !strings.Contains(bl[0].Text, "not an inference request") {
 		t.Fatalf("blocked records %+v: want one per host", bl)
 	}
@@ -247,7 +227,7 @@ func TestProxyAllowlist(t *testing.T) {
 		t.Fatalf("a host not on the list was reached: %q", body)
 	}
 	ou, _ := url.Parse(other.URL)
-	bl := recs.of(muster.RecBlocked)
+	bl := recs.Of(muster.RecBlocked)
 	if len(bl) != 1 || net.JoinHostPort(bl[0].Host, fmt.Sprint(bl[0].Port)) != ou.Host {
 		t.Fatalf("blocked %+v, want %s", bl, ou.Host)
 	}
@@ -256,7 +236,7 @@ func TestProxyAllowlist(t *testing.T) {
 	if code, body := get(client(t, open, other), other.URL); code == 200 {
 		t.Fatalf("a loopback address was reached under open: %q", body)
 	}
-	if bl := recs2.of(muster.RecBlocked); len(bl) != 1 || !strings.Contains(bl[0].Text, "loopback") {
+	if bl := recs2.Of(muster.RecBlocked); len(bl) != 1 || !strings.Contains(bl[0].Text, "loopback") {
 		t.Fatalf("blocked %+v, want the loopback refusal", bl)
 	}
 	// A name that resolves to loopback is refused the same way.
@@ -294,7 +274,7 @@ func TestProxyHostPorts(t *testing.T) {
 			t.Fatal("another host port was reached")
 		}
 	}
-	if bl := recs.of(muster.RecBlocked); len(bl) != 1 {
+	if bl := recs.Of(muster.RecBlocked); len(bl) != 1 {
 		t.Fatalf("blocked %+v", bl)
 	}
 }
@@ -317,7 +297,7 @@ func TestProxyProviderPolicyRefusesAll(t *testing.T) {
 	if resp.StatusCode != http.StatusForbidden {
 		t.Fatalf("CONNECT under provider: %d", resp.StatusCode)
 	}
-	if bl := recs.of(muster.RecBlocked); len(bl) != 1 {
+	if bl := recs.Of(muster.RecBlocked); len(bl) != 1 {
 		t.Fatalf("blocked %+v", bl)
 	}
 }

@@ -50,6 +50,9 @@ func (x *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit fu
 	if req.Spec == nil {
 		return x.Inner.Execute(ctx, req, emit)
 	}
+	if emit == nil {
+		emit = func(muster.Record) {}
+	}
 	cfg := x.Config
 	if cfg == nil {
 		cfg = &muster.Config{}

@@ -109,9 +109,15 @@ func (s *Server) URL() string {
 	return "http://" + s.addr
 }
 
-// Close stops the server: requests under way are cut (the invocation
-// has ended), and Close waits for its goroutines.
+// Close stops the server: tunnels are cut (the invocation has ended),
+// requests under way get a moment to finish (a response whose agent is
+// gone ends at once; its usage is read by then), the rest are cut, and
+// Close waits for its goroutines.
 func (s *Server) Close() error {
+	s.dialer.closeAll()
+	ctx, cancel := context.WithTimeout(context.Background(), closeGrace)
+	_ = s.srv.Shutdown(ctx)
+	cancel()
 	err := s.srv.Close()
 	s.dialer.closeAll()
 	s.plain.Transport.(*http.Transport).CloseIdleConnections()
@@ -172,6 +178,9 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request) {
 	}
 	s.model.ServeHTTP(w, r)
 }
+
+// closeGrace bounds how long Close waits for requests under way.
+const closeGrace = 2 * time.Second
 
 // BudgetRetryAfter is the retry-after of the 429 muster answers once the
 // run's budget is spent.

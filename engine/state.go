@@ -189,6 +189,33 @@ func (s *State) Apply(e *muster.Event) error {
 		s.LastTime = e.Time
 	}
 	switch e.Type {
+	case muster.EvRunStarted, muster.EvRunResumed, muster.EvRunFinished, muster.EvRunInterrupted, muster.EvWarning:
+		return s.applyRun(e)
+	case muster.EvExecutorLeased, muster.EvExecutorRelease, muster.EvAgentStarted, muster.EvWorkerAssigned, muster.EvExecutorPaused, muster.EvRateLimited:
+		return s.applyCrew(e)
+	case muster.EvTaskStarted, muster.EvPhase, muster.EvFixRound, muster.EvTokensUsed:
+		return s.applyAttempt(e)
+	case muster.EvIntegrating, muster.EvIntegrated:
+		return s.applyIntegration(e)
+	case muster.EvTaskSucceeded, muster.EvTaskFailed, muster.EvTaskSkipped, muster.EvTaskCancelled:
+		return s.applyEnd(e)
+	case muster.EvTaskReopened:
+		return s.applyReopened(e)
+	case muster.EvTasksPlanned:
+		return s.addTasks(e.Tasks, e.Task)
+	case muster.EvNote, muster.EvToolUse, muster.EvMessage, muster.EvGateRan,
+		muster.EvReviewed, muster.EvViolation, muster.EvCommitted:
+		// Facts for reports and views; no scheduling state.
+	default:
+		// Unknown types from a newer schema are kept in the journal and
+		// ignored here.
+	}
+	return nil
+}
+
+// applyRun folds the run's own events: started, resumed, ended, warned.
+func (s *State) applyRun(e *muster.Event) error {
+	switch e.Type {
 	case muster.EvRunStarted:
 		s.Run, s.Plan, s.Base, s.Branch, s.Config = e.Run, e.Plan, e.Base, e.Branch, e.Config
 		s.Tip = e.Base
@@ -213,8 +240,21 @@ func (s *State) Apply(e *muster.Event) error {
 		}
 		s.doomed = map[muster.TaskID]bool{}
 		s.rebuildReady()
-	case muster.EvTasksPlanned:
-		return s.addTasks(e.Tasks, e.Task)
+	case muster.EvRunFinished:
+		s.RunState = e.State
+	case muster.EvRunInterrupted:
+		s.RunState = muster.RunInterrupted
+	case muster.EvWarning:
+		if e.Reason == BudgetWarnReason {
+			s.budgetWarned = true
+		}
+	}
+	return nil
+}
+
+// applyCrew folds the crew's events: leases, agents' processes, fleet workers, pauses.
+func (s *State) applyCrew(e *muster.Event) error {
+	switch e.Type {
 	case muster.EvExecutorLeased:
 		slot := muster.Slot(e.Executor, e.Clone)
 		if l, busy := s.Leases[slot]; busy {
@@ -245,6 +285,35 @@ func (s *State) Apply(e *muster.Event) error {
 				s.writers--
 			}
 		}
+	case muster.EvAgentStarted:
+		if e.PID > 0 {
+			s.Procs[muster.Slot(e.Executor, e.Clone)] = muster.Process{PID: e.PID, Start: e.PIDStart, Boot: e.BootID}
+		}
+	case muster.EvWorkerAssigned:
+		if t := s.Tasks[e.Task]; t != nil && e.Role != muster.RoleReviewer {
+			t.Worker, t.WorkerClone = e.Worker, e.WorkerClone
+		}
+	case muster.EvExecutorPaused:
+		if e.Until != nil {
+			s.BlockedUntil[e.Executor] = *e.Until
+		}
+		if t := s.Tasks[e.Task]; t != nil {
+			t.paced = true
+		}
+	case muster.EvRateLimited:
+		if t := s.Tasks[e.Task]; t != nil {
+			t.paced = true
+		}
+		if s.Config != nil {
+			s.applyRateLimited(e)
+		}
+	}
+	return nil
+}
+
+// applyAttempt folds an attempt under way: its start, phases, fix rounds and usage.
+func (s *State) applyAttempt(e *muster.Event) error {
+	switch e.Type {
 	case muster.EvTaskStarted:
 		t, err := s.task(e)
 		if err != nil {
@@ -262,28 +331,6 @@ func (s *State) Apply(e *muster.Event) error {
 		t.AttemptUsage = muster.Usage{}
 		t.paced = false
 		s.removeReady(t.Task.ID)
-	case muster.EvExecutorPaused:
-		if e.Until != nil {
-			s.BlockedUntil[e.Executor] = *e.Until
-		}
-		if t := s.Tasks[e.Task]; t != nil {
-			t.paced = true
-		}
-	case muster.EvRateLimited:
-		if t := s.Tasks[e.Task]; t != nil {
-			t.paced = true
-		}
-		if s.Config != nil {
-			s.applyRateLimited(e)
-		}
-	case muster.EvAgentStarted:
-		if e.PID > 0 {
-			s.Procs[muster.Slot(e.Executor, e.Clone)] = muster.Process{PID: e.PID, Start: e.PIDStart, Boot: e.BootID}
-		}
-	case muster.EvWorkerAssigned:
-		if t := s.Tasks[e.Task]; t != nil && e.Role != muster.RoleReviewer {
-			t.Worker, t.WorkerClone = e.Worker, e.WorkerClone
-		}
 	case muster.EvPhase:
 		if t := s.Tasks[e.Task]; t != nil {
 			t.Phase, t.Round = e.Phase, e.Round
@@ -302,6 +349,13 @@ func (s *State) Apply(e *muster.Event) error {
 			t.Usage.Add(u)
 			t.AttemptUsage.Add(u)
 		}
+	}
+	return nil
+}
+
+// applyIntegration folds a move of the run branch: announced, then each commit recorded.
+func (s *State) applyIntegration(e *muster.Event) error {
+	switch e.Type {
 	case muster.EvIntegrating:
 		chain := append([]muster.ChainLink(nil), e.Chain...)
 		if len(chain) == 0 {
@@ -328,6 +382,13 @@ func (s *State) Apply(e *muster.Event) error {
 			// Not this move's (a journal before batching): as before.
 		}
 		s.Tip, s.Moving = e.Commit, nil
+	}
+	return nil
+}
+
+// applyEnd folds a task's end: succeeded, failed (for good or to retry), skipped or cancelled.
+func (s *State) applyEnd(e *muster.Event) error {
+	switch e.Type {
 	case muster.EvTaskSucceeded:
 		t, err := s.task(e)
 		if err != nil {
@@ -386,6 +447,13 @@ func (s *State) Apply(e *muster.Event) error {
 		} else {
 			s.doom(t)
 		}
+	}
+	return nil
+}
+
+// applyReopened folds a succeeded task taken up again: its dependents wait for it once more.
+func (s *State) applyReopened(e *muster.Event) error {
+	switch e.Type {
 	case muster.EvTaskReopened:
 		t, err := s.task(e)
 		if err != nil {
@@ -405,20 +473,6 @@ func (s *State) Apply(e *muster.Event) error {
 		if t.waiting == 0 {
 			s.insertReady(t.Task.ID)
 		}
-	case muster.EvRunFinished:
-		s.RunState = e.State
-	case muster.EvRunInterrupted:
-		s.RunState = muster.RunInterrupted
-	case muster.EvWarning:
-		if e.Reason == BudgetWarnReason {
-			s.budgetWarned = true
-		}
-	case muster.EvNote, muster.EvToolUse, muster.EvMessage, muster.EvGateRan,
-		muster.EvReviewed, muster.EvViolation, muster.EvCommitted:
-		// Facts for reports and views; no scheduling state.
-	default:
-		// Unknown types from a newer schema are kept in the journal and
-		// ignored here.
 	}
 	return nil
 }

@@ -205,6 +205,18 @@ func (f *plainFold) line(e *muster.Event, color, verbose bool) string {
 			}
 			return fmt.Sprintf("  batch of %d lands on the run branch: %s", len(e.Chain), strings.Join(ids, ", "))
 		}
+	default:
+		return f.qualityLine(e, color, verbose)
+	}
+	return ""
+}
+
+// qualityLine is line for what checks a change (gates, reviews, loops,
+// violations) and what the crew and the run report on the way.
+func (f *plainFold) qualityLine(e *muster.Event, color, verbose bool) string {
+	c := func(code, s string) string { return f.c(color, code, s) }
+	task := textsafe.Sanitize(string(e.Task))
+	switch e.Type {
 	case muster.EvFixRound:
 		if e.Round > 0 {
 			return fmt.Sprintf("%s %s fix round %d: %s", c(yellow, "↻"), task, e.Round, textsafe.Sanitize(e.Reason))

@@ -44,6 +44,20 @@ kill $srv
 echo '{"type":"usage","model":"m1","input_tokens":3,"output_tokens":1}'
 `
 
+// testRepo is a new git repository, with a git identity for muster's
+// commits.
+func testRepo(t *testing.T) string {
+	t.Helper()
+	gitconfig := filepath.Join(t.TempDir(), "gitconfig")
+	if err := os.WriteFile(gitconfig, []byte("[user]\n\tname = Test\n\temail = test@example.com\n[init]\n\tdefaultBranch = main\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GIT_CONFIG_GLOBAL", gitconfig)
+	repo := t.TempDir()
+	git(t, repo, "init", "-q")
+	return repo
+}
+
 // freePort returns a port nothing listens on now.
 func freePort(t *testing.T) int {
 	t.Helper()
@@ -101,13 +115,7 @@ func TestNetworkPolicyEndToEnd(t *testing.T) {
 	t.Setenv("HOST_PORT", portOf(t, host.URL))
 	t.Setenv("ALLOWED_PORT", portOf(t, allowed.URL))
 	t.Setenv("OWN_PORT", fmt.Sprint(freePort(t)))
-	gitconfig := filepath.Join(t.TempDir(), "gitconfig")
-	if err := os.WriteFile(gitconfig, []byte("[user]\n\tname = Test\n\temail = test@example.com\n[init]\n\tdefaultBranch = main\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("GIT_CONFIG_GLOBAL", gitconfig)
-	repo := t.TempDir()
-	git(t, repo, "init", "-q")
+	repo := testRepo(t)
 	if err := os.WriteFile(filepath.Join(repo, "agent.sh"), []byte(netAgent), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -224,13 +232,7 @@ func blockedStep(t *testing.T, table, key string) {
 	}
 	host := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") }))
 	defer host.Close()
-	gitconfig := filepath.Join(t.TempDir(), "gitconfig")
-	if err := os.WriteFile(gitconfig, []byte("[user]\n\tname = Test\n\temail = test@example.com\n[init]\n\tdefaultBranch = main\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("GIT_CONFIG_GLOBAL", gitconfig)
-	repo := t.TempDir()
-	git(t, repo, "init", "-q")
+	repo := testRepo(t)
 	toml := "[executors.sim]\nkind = \"sim\"\n\n" + fmt.Sprintf(table, portOf(t, host.URL))
 	for name, body := range map[string]string{"muster.toml": toml, "plan.md": "# Plan: g\n\n## [ ] a: A\nOwns: a.txt\nReview: none\n\nWrite a.txt.\n"} {
 		if err := os.WriteFile(filepath.Join(repo, name), []byte(body), 0o644); err != nil {

@@ -14,8 +14,10 @@ import (
 	"time"
 
 	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/egress"
 	"github.com/muster-run/muster/internal/agentkit/clitest"
 	"github.com/muster-run/muster/internal/agents"
+	"github.com/muster-run/muster/mockllm"
 	"github.com/muster-run/muster/mockllm/mockllmtest"
 )
 
@@ -75,18 +77,31 @@ func TestConformance(t *testing.T) {
 	for _, c := range conformanceKinds {
 		t.Run(string(c.spec.Kind), func(t *testing.T) {
 			t.Parallel()
-			runConformance(t, c)
+			runConformance(t, c, false)
 		})
+		// Every kind that speaks HTTP to its provider passes the suite
+		// behind muster's model endpoint too, as muster run puts it (the
+		// generic acp kind is pointed at the mock by its env table here,
+		// past the endpoint).
+		if egress.Behind(c.spec.Kind) && c.spec.Kind != muster.ExecACP {
+			t.Run(string(c.spec.Kind)+"/behind muster's endpoint", func(t *testing.T) {
+				t.Parallel()
+				runConformance(t, c, true)
+			})
+		}
 	}
 }
 
-func runConformance(t *testing.T, c conformance) {
+func runConformance(t *testing.T, c conformance, behind bool) {
 	spec := c.spec
 	spec.Name, spec.Clones = "conf", 1
 	spec.Env = maps.Clone(spec.Env)
 	key := "sk-conformance-secret-" + string(spec.Kind) + "-0123456789"
 	if spec.APIKeyEnv == "" {
 		spec.APIKeyEnv = "MUSTER_CONFORMANCE_KEY_" + strings.ToUpper(strings.ReplaceAll(string(spec.Kind), "-", "_"))
+		if behind {
+			spec.APIKeyEnv += "_BEHIND"
+		}
 	}
 	switch {
 	case c.program != "":
@@ -103,6 +118,16 @@ func runConformance(t *testing.T, c conformance) {
 	e, err := agents.New(&spec)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if behind {
+		e = egress.Wrap(e, &spec, &muster.Config{Executors: []*muster.ExecutorSpec{&spec}}, nil)
+		t.Cleanup(func() {
+			for _, r := range srv.Requests() {
+				if r.API != "" && r.KeyDigest != mockllm.KeyDigest(key) {
+					t.Errorf("%s reached the provider without the real key (digest %q)", r.Path, r.KeyDigest)
+				}
+			}
+		})
 	}
 	l := &clitest.Live{Exec: e, Spec: &spec, Key: key, NoSession: spec.Kind == muster.ExecOpenAI || spec.Kind == muster.ExecAnthropic}
 

@@ -121,6 +121,7 @@ func Run(ctx context.Context, opts *Options, out io.Writer) error {
 		if st.Available() && mode != muster.ConfineOff {
 			fmt.Fprintln(out, namespacesLine(ns))
 		}
+		fmt.Fprintln(out, networkLine(cfg, st.Available() && mode != muster.ConfineOff && ns == ""))
 		if w := preflight.RootWarning(); w != "" {
 			fmt.Fprintln(out, "warning: "+w)
 		}
@@ -164,6 +165,23 @@ func namespacesLine(reason string) string {
 			"no socket or credential of yours, and ends with everything it started; capabilities dropped"
 	}
 	return "namespaces: unavailable: " + reason + "; Landlock and the capability drop only (/tmp is shared, your sockets are reachable)"
+}
+
+// networkLine says what network agents get here (docs/security.md): a
+// network namespace of their own, with muster's model endpoint and proxy
+// on its bridge, where the sandbox's namespaces exist; else the endpoint
+// and proxy on the host's loopback, which nothing forces them through.
+func networkLine(cfg *muster.Config, namespaced bool) string {
+	if cfg == nil {
+		cfg = &muster.Config{}
+	}
+	pol := fmt.Sprintf("agents %s, gates %s, setup %s", cfg.AgentNetwork(nil).Policy, cfg.GateNetwork().Policy, cfg.SetupNetworkOf().Policy)
+	if namespaced {
+		return "network: network namespaces available: each invocation has only its own loopback and muster's model endpoint and proxy on its bridge (" +
+			pol + "); agents hold a placeholder, never the key"
+	}
+	return "network: no network namespaces here: muster's model endpoint and proxy listen on the host's loopback (" + pol +
+		"); agents hold a placeholder, never the key, but nothing stops them from connecting elsewhere themselves"
 }
 
 // confinementLine says how agents and gates would be confined here.

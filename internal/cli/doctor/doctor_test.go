@@ -103,7 +103,9 @@ func TestNamespacesLayer(t *testing.T) {
 		fail                     bool
 	}{
 		{"available", "", "", "namespaces: user, PID, mount, network, IPC", false},
+		{"network", "", "", "network: network namespaces available: each invocation has only its own loopback and muster's model endpoint and proxy on its bridge (agents provider, gates none, setup allowlist)", false},
 		{"missing auto", "", "no user namespaces (simulated)", "namespaces: unavailable: no user namespaces (simulated); Landlock", false},
+		{"no network namespaces", "", "no user namespaces (simulated)", "network: no network namespaces here: muster's model endpoint and proxy listen on the host's loopback", false},
 		{"missing required", muster.ConfineRequired, "no user namespaces (simulated)", "namespaces: unavailable", true},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -3,6 +3,7 @@ package validate
 
 import (
 	"encoding/json"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -16,13 +17,14 @@ import (
 func NewCmd(io *cmdutil.IOStreams) *cobra.Command {
 	f := &preflight.Flags{}
 	cmd := &cobra.Command{
-		Use:   "validate PLAN",
+		Use:   "validate [PLAN]",
 		Short: "Check a plan and the config; print nothing on success",
 		Long: `Check a plan and the config together and report every problem at once, one a
 line as FILE:LINE: message. Exit 2 when there is any error; warnings (such as
 overlapping Owns between tasks that may run at once) alone exit 0, unless
---strict makes them errors.`,
-		Args: cobra.ExactArgs(1),
+--strict makes them errors. Without PLAN: plan.md, else muster-plan.md (the
+sample muster init writes), in the current directory.`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// Outside a repository the plan is still checked, with the
 			// config named by --config, if any.
@@ -47,7 +49,11 @@ overlapping Owns between tasks that may run at once) alone exit 0, unless
 				}
 				defer leave()
 			}
-			_, probs, err := preflight.Preflight(cmd.Context(), repo, args[0], cfg, f.Strict)
+			plan, err := planArg(args)
+			if err != nil {
+				return err
+			}
+			_, probs, err := preflight.Preflight(cmd.Context(), repo, plan, cfg, f.Strict)
 			if err != nil {
 				return err
 			}
@@ -96,4 +102,18 @@ func writeProblems(io *cmdutil.IOStreams, probs muster.Problems) error {
 		}
 	}
 	return nil
+}
+
+// planArg is the plan to check: the argument, else plan.md, else
+// muster-plan.md in the current directory.
+func planArg(args []string) (string, error) {
+	if len(args) == 1 {
+		return args[0], nil
+	}
+	for _, p := range []string{"plan.md", "muster-plan.md"} {
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+			return p, nil
+		}
+	}
+	return "", cmdutil.Invalid("no plan given, and no plan.md nor muster-plan.md here: pass the plan file, as in muster validate plan.md")
 }
