@@ -6,10 +6,29 @@ import (
 )
 
 // CredentialPaths are the paths below the user's home that every
-// confined invocation finds empty: keys and logins of ssh, the clouds,
-// GitHub's CLI, netrc, Docker, npm, GnuPG, and muster's own config
-// (the fleet's credentials).
-var CredentialPaths = []string{".ssh", ".aws", ".config/gh", ".netrc", ".docker", ".npmrc", ".gnupg", ".config/muster"}
+// confined invocation finds empty: keys and logins of ssh, the clouds
+// (AWS, Google, Azure, Kubernetes), GitHub's CLI, git's credential
+// stores, netrc, Docker, the package registries' upload tokens (npm,
+// PyPI, Cargo: ~/.cargo itself is a toolchain, bound back read-only),
+// Terraform, Vault, GnuPG, muster's own config (the fleet's
+// credentials) and the agents' own logins (muster seeds a coder's home
+// with those from outside the sandbox, agentkit.SeedLogin; no adapter
+// reads the user's config directory from inside).
+var CredentialPaths = []string{".ssh", ".aws", ".config/gh", ".netrc", ".docker", ".npmrc", ".gnupg", ".config/muster",
+	".git-credentials", ".config/git/credentials", ".kube", ".config/gcloud", ".azure", ".pypirc",
+	".cargo/credentials.toml", ".cargo/credentials", ".terraform.d", ".vault-token",
+	".claude/.credentials.json", ".claude.json", ".codex/auth.json", ".gemini", ".local/share/opencode/auth.json", ".pi/agent/auth.json"}
+
+// CredentialEnv are the variables that name credential files or
+// directories elsewhere, each with the paths below it to hide ("" for
+// the whole of it).
+var CredentialEnv = map[string][]string{
+	"KUBECONFIG": {""}, "DOCKER_CONFIG": {""}, "AWS_SHARED_CREDENTIALS_FILE": {""}, "CLOUDSDK_CONFIG": {""},
+	"GOOGLE_APPLICATION_CREDENTIALS": {""}, "AZURE_CONFIG_DIR": {""}, "GNUPGHOME": {""},
+	"CARGO_HOME": {"credentials.toml", "credentials"}, "CODEX_HOME": {"auth.json"},
+	"CLAUDE_CONFIG_DIR": {".credentials.json"}, "XDG_DATA_HOME": {"opencode/auth.json"},
+	"XDG_CONFIG_HOME": {"gh", "git/credentials", "gcloud", "muster"},
+}
 
 // SocketDirs are the directories of the user's and the system's
 // pathname sockets (tmux, ssh-agent, Docker, D-Bus), hidden from every
@@ -33,6 +52,15 @@ func DefaultHide(home string) []string {
 	if filepath.IsAbs(home) {
 		for _, p := range CredentialPaths {
 			out = append(out, filepath.Join(home, p))
+		}
+	}
+	for name, rels := range CredentialEnv {
+		for _, d := range filepath.SplitList(os.Getenv(name)) {
+			for _, rel := range rels {
+				if filepath.IsAbs(d) {
+					out = append(out, filepath.Join(d, rel))
+				}
+			}
 		}
 	}
 	if os.Geteuid() == 0 {

@@ -14,11 +14,18 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/confine"
 	"github.com/muster-run/muster/internal/cli"
 )
 
 func TestMain(m *testing.M) {
+	// The test binary is the launcher the [userns] condition probes
+	// (os.Executable): without this it ran the tests instead of the
+	// sandbox, the probe failed and every [!userns] script skipped.
+	if len(os.Args) > 1 && os.Args[1] == muster.ConfineCommand {
+		os.Exit(cli.Main())
+	}
 	testscript.Main(m, map[string]func(){
 		// The real entry point, signals included.
 		"muster": func() { os.Exit(cli.Main()) },
