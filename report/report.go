@@ -94,7 +94,7 @@ type Run struct {
 	Succeeded     int     `json:"tasks_succeeded"`
 	Failed        int     `json:"tasks_failed"`
 	Figures
-	// CostPerDayMicros projects the run's cost over a day at its rate so
+	// CostPerDayMicros (0 below MinProjection of active time) projects the run's cost over a day at its rate so
 	// far (cost ÷ active time × 24 h); 0 when no time has elapsed.
 	CostPerDayMicros int64   `json:"cost_per_day_micros"`
 	CostPerDayUSD    float64 `json:"cost_per_day_usd"`
@@ -275,7 +275,9 @@ func (b *builder) run(events []muster.Event) {
 	}
 	el := muster.Active(muster.Gaps(events), run.Started, run.Ended)
 	run.ActiveSeconds = el.Seconds()
-	if el > 0 {
+	// A projection from less than an hour of work says nothing (a $0.02
+	// plan session is not $8,326 a day): none, shown as —.
+	if el >= MinProjection {
 		run.CostPerDayMicros = int64(float64(run.CostMicros) * float64(24*time.Hour) / float64(el))
 		run.CostPerDayUSD = float64(run.CostPerDayMicros) / 1e6
 	}
@@ -420,3 +422,7 @@ func splitSlot(s string) (string, int, bool) {
 	n, err := strconv.Atoi(s[i+1:])
 	return s[:i], n, err == nil
 }
+
+// MinProjection is the active time below which a run's cost is not
+// projected over a day.
+const MinProjection = time.Hour

@@ -47,7 +47,7 @@ type Session struct {
 	// OnEvent, if set, also sees every event (the demo's counters).
 	OnEvent func(e *muster.Event, s *engine.State)
 	// fleet is the fleet the run joined (nil: none).
-	fleet *fleetCrew
+	fleet *preflight.FleetCrew
 
 	State *engine.State
 	// Receipt is the sealed receipt, once the run has ended.
@@ -248,8 +248,8 @@ func (s *Session) crew(ctx context.Context, confinement *muster.Confinement, und
 	if s.fleet == nil {
 		return c, nil
 	}
-	undo.add(func() { s.fleet.conn.Close() })
-	d, remote, err := s.fleet.dispatch(ctx, s.RunID, s.Repo.Top, s.Base, s.Dir)
+	undo.add(func() { s.fleet.Conn.Close() })
+	d, remote, err := dispatch(ctx, s.fleet, s.RunID, s.Repo.Top, s.Base, s.Dir)
 	if err != nil {
 		return nil, err
 	}
