@@ -4,9 +4,8 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
-	"flag"
+	"github.com/muster-run/muster/internal/golden"
 	"math"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -14,8 +13,6 @@ import (
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/report"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 var t0 = time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
 
@@ -143,7 +140,7 @@ func TestRenderGolden(t *testing.T) {
 		if err := report.Write(&buf, r, f); err != nil {
 			t.Fatal(err)
 		}
-		golden(t, "testdata/demo."+f, buf.Bytes())
+		checkGolden(t, "testdata/demo."+f, buf.Bytes())
 	}
 	var m map[string]any
 	var buf bytes.Buffer
@@ -162,20 +159,9 @@ func TestRenderGolden(t *testing.T) {
 	}
 }
 
-func golden(t *testing.T, path string, got []byte) {
+func checkGolden(t *testing.T, path string, got []byte) {
 	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs:\n%s", path, got)
-	}
+	golden.Check(t, path, got)
 }
 
 func TestCloneOrderNumeric(t *testing.T) {
