@@ -5,7 +5,7 @@ import (
 	"fmt"
 )
 
-// Code classifies an error for the exit status (DESIGN.md §2).
+// Code classifies an error for the exit status (ARCHITECTURE.md §2.2).
 type Code int
 
 // Error codes; cmdutil maps them to exit statuses.

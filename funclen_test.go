@@ -129,8 +129,6 @@ func funcName(fd *ast.FuncDecl) string {
 // is that short, TestFunctionLengths logs how far it is.
 var ceilings = map[string]int{
 	"internal/proc.Run":                      207,
-	"internal/cli/runner.Session.Drive":      166,
-	"report.Build":                           156,
 	"agent/agenttest.RunExecutorConformance": 150,
 	"internal/cmd/fakeagent.run":             134,
 	"usagelog.parseClaudeLine":               126,

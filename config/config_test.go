@@ -98,6 +98,7 @@ func TestParseProblems(t *testing.T) {
 			`m.toml:2: budget_usd: want a number, 0 or more`,
 			`m.toml:3: budget_tokens: want a whole number, 0 or more`}},
 		{"bool", "[run]\nverify_integration = \"no\"\n", []string{`m.toml:2: verify_integration: want true or false`}},
+		{"max_batch", "[run]\nmax_batch = 0\n", []string{`m.toml:2: max_batch: want a whole number, 1 or more`}},
 		{"review_partial", "[run]\nreview_partial = \"yes\"\n", []string{`m.toml:2: review_partial: want "refuse" or "allow"`}},
 		{"caps", "[run]\nmax_file_bytes = 0\nmax_tasks = 0\nmax_task = 3\n", []string{
 			`m.toml:2: max_file_bytes: want a number of bytes, 1 to 1099511627776 (the default is 100000000, 100 MB)`,
@@ -265,5 +266,15 @@ func TestCapKeys(t *testing.T) {
 	}
 	if def := (&muster.Config{}); def.MaxTasksFor(3) != 100 || def.MaxTasksFor(50) != 500 {
 		t.Errorf("default caps %d %d", def.MaxTasksFor(3), def.MaxTasksFor(50))
+	}
+}
+
+func TestMaxBatch(t *testing.T) {
+	cfg, probs := Parse("m.toml", []byte("[run]\nmax_batch = 3\n"))
+	if len(probs) > 0 || cfg.Run.MaxBatch != 3 || cfg.MaxBatch() != 3 {
+		t.Fatalf("%v %+v", probs, cfg)
+	}
+	if d := (&muster.Config{}).MaxBatch(); d != muster.DefaultMaxBatch {
+		t.Fatalf("default %d", d)
 	}
 }

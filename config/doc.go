@@ -1,4 +1,4 @@
-// Package config reads muster.toml (DESIGN.md §4) into muster.Config, and
+// Package config reads muster.toml (ARCHITECTURE.md §2.4) into muster.Config, and
 // the --crew flags that add executors to it.
 //
 // Every problem names the file and line of the key at fault, and an

@@ -303,3 +303,55 @@ func TestProxyProviderPolicyRefusesAll(t *testing.T) {
 }
 
 func netListen() (net.Listener, error) { return net.Listen("tcp", "127.0.0.1:0") }
+
+// Some agents (Qwen Code) send every request through HTTP_PROXY, the
+// endpoint's own too: a proxy request for the endpoint's address is the
+// endpoint's, in absolute form as through a CONNECT tunnel; it is never
+// refused as loopback.
+func TestProxyRequestForTheEndpointItself(t *testing.T) {
+	m := mock(t, usageScript)
+	s, recs := serve(t, route(t, muster.ExecQwen, m.URL+"/v1", "m1"), muster.Network{Policy: muster.NetProvider}, nil)
+	self, _ := url.Parse(s.URL())
+	body := `{"model":"m1","messages":[{"role":"user","content":"hi"}]}`
+	plain := &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(self)}}
+	req, _ := http.NewRequest(http.MethodPost, s.URL()+"/v1/chat/completions", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+muster.PlaceholderKey)
+	resp, err := plain.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(b), "hello") {
+		t.Fatalf("through the proxy, absolute form: status %d: %s", resp.StatusCode, b)
+	}
+	// Through a CONNECT tunnel to the endpoint's own address.
+	conn, err := net.Dial("tcp", self.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", self.Host, self.Host)
+	br := bufio.NewReader(conn)
+	cr, err := http.ReadResponse(br, nil)
+	if err != nil || cr.StatusCode != 200 {
+		t.Fatalf("CONNECT to itself: %v %v", err, cr)
+	}
+	req, _ = http.NewRequest(http.MethodPost, "http://"+self.Host+"/v1/chat/completions", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	if err := req.Write(conn); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := http.ReadResponse(br, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ = io.ReadAll(tr.Body)
+	if tr.StatusCode != 200 || !strings.Contains(string(b), "hello") {
+		t.Fatalf("through a tunnel to itself: status %d: %s", tr.StatusCode, b)
+	}
+	if bl := recs.Of(muster.RecBlocked); len(bl) != 0 {
+		t.Fatalf("the endpoint's own requests were reported blocked: %+v", bl)
+	}
+}

@@ -1,6 +1,7 @@
 package egress
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -49,6 +50,9 @@ type Server struct {
 	dialer *guardDialer
 	srv    *http.Server
 	addr   string
+	// self are the addresses of the listeners served: a proxy request
+	// for one of them is a request to the endpoint itself.
+	self map[string]bool
 
 	mu      sync.Mutex
 	blocked map[string]bool
@@ -94,6 +98,10 @@ func (s *Server) Serve(ln net.Listener) {
 	if s.addr == "" {
 		s.addr = ln.Addr().String()
 	}
+	if s.self == nil {
+		s.self = map[string]bool{}
+	}
+	s.self[ln.Addr().String()] = true
 	s.mu.Unlock()
 	s.wg.Add(1)
 	go func() {
@@ -132,6 +140,15 @@ func (s *Server) Close() error {
 // model request (a path on the endpoint).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
+	case r.Method == http.MethodConnect && s.isSelf(r.Host):
+		s.tunnelToSelf(w)
+	case r.URL.IsAbs() && r.URL.Scheme == "http" && s.isSelf(r.URL.Host):
+		// An agent that sends everything through HTTP_PROXY, the
+		// endpoint's requests too (Qwen Code): the endpoint's own.
+		r.URL.Scheme, r.URL.Host = "", ""
+		r.Header.Del("Proxy-Authorization")
+		r.Header.Del("Proxy-Connection")
+		s.ServeHTTP(w, r)
 	case r.Method == http.MethodConnect:
 		s.connect(w, r)
 	case r.URL.IsAbs():
@@ -142,6 +159,87 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveModel(w, r)
 	}
 }
+
+// isSelf reports whether hostport is one of the listeners served (the
+// port given, the host a loopback name or address).
+func (s *Server) isSelf(hostport string) bool {
+	host, port, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		host = "127.0.0.1"
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.self[net.JoinHostPort(host, port)]
+}
+
+// tunnelToSelf answers a CONNECT to the endpoint's own address: the
+// tunnel's requests are served by the endpoint, as if sent to it.
+func (s *Server) tunnelToSelf(w http.ResponseWriter) {
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		writeError(w, http.StatusInternalServerError, "muster: cannot tunnel")
+		return
+	}
+	conn, rw, err := hj.Hijack()
+	if err != nil {
+		return
+	}
+	if _, err := conn.Write([]byte("HTTP/1.1 200 Connection established\r\n\r\n")); err != nil {
+		conn.Close()
+		return
+	}
+	s.dialer.track(conn)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer s.dialer.untrack(conn)
+		one := &oneConn{conn: &bufferedConn{Conn: conn, r: rw.Reader}, done: make(chan struct{})}
+		inner := &http.Server{Handler: s, ReadHeaderTimeout: s.srv.ReadHeaderTimeout, ConnState: one.state}
+		_ = inner.Serve(one)
+	}()
+}
+
+// oneConn is a listener of one connection already accepted: Accept
+// returns it once, then blocks until the connection is closed.
+type oneConn struct {
+	conn net.Conn
+	once sync.Once
+	done chan struct{}
+	used bool
+}
+
+func (l *oneConn) Accept() (net.Conn, error) {
+	if !l.used {
+		l.used = true
+		return l.conn, nil
+	}
+	<-l.done
+	return nil, net.ErrClosed
+}
+
+func (l *oneConn) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return nil
+}
+
+func (l *oneConn) Addr() net.Addr { return l.conn.LocalAddr() }
+
+func (l *oneConn) state(_ net.Conn, st http.ConnState) {
+	if st == http.StateClosed || st == http.StateHijacked {
+		l.Close()
+	}
+}
+
+// bufferedConn reads first what the hijack had buffered.
+type bufferedConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (c *bufferedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
 
 // serveModel forwards an inference request of the route's models.
 func (s *Server) serveModel(w http.ResponseWriter, r *http.Request) {

@@ -17,6 +17,9 @@ type FastForwardError struct {
 	Branch string
 	Reason string   // for people, e.g. "has moved since the run started"
 	Paths  []string // the user's modified files the fast-forward would touch
+	// Then is what to do after (", commit or stash them, then run:") and
+	// Command the command to run, printed on its own line.
+	Then, Command string
 }
 
 // Error says why the branch was left alone.
@@ -24,6 +27,10 @@ func (e *FastForwardError) Error() string {
 	s := fmt.Sprintf("not fast-forwarding %s: %s", e.Branch, e.Reason)
 	if len(e.Paths) > 0 {
 		s += ": " + strings.Join(e.Paths, ", ")
+	}
+	s += e.Then
+	if e.Command != "" {
+		s += "\n    " + e.Command
 	}
 	return s
 }
@@ -92,7 +99,8 @@ func FastForward(ctx context.Context, repo, branch, target string) error {
 	if len(clash) > 0 {
 		sort.Strings(clash)
 		return &FastForwardError{Branch: branch, Paths: clash,
-			Reason: fmt.Sprintf("it is checked out in %s and these modified files would change; commit or stash them, then run: git merge --ff-only %s", wt, target)}
+			Reason: fmt.Sprintf("it is checked out in %s and these modified files would change", wt),
+			Then:   "; commit or stash them, then run:", Command: "git merge --ff-only " + target}
 	}
 	if _, err := run(ctx, cmd{dir: wt, hooks: true, args: []string{"merge", "--ff-only", "--quiet", tgt}}); err != nil {
 		var ge *GitError

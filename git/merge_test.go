@@ -185,3 +185,14 @@ func TestLockContentionIsRetried(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// The suggested command stands on its own line, after the file list (was:
+// the list glued onto the command).
+func TestFastForwardErrorCommandOnItsOwnLine(t *testing.T) {
+	e := &FastForwardError{Branch: "main", Reason: "it is checked out in /w and these modified files would change",
+		Paths: []string{"a.txt", "b.txt"}, Then: "; commit or stash them, then run:", Command: "git merge --ff-only muster/r1"}
+	want := "not fast-forwarding main: it is checked out in /w and these modified files would change: a.txt, b.txt; commit or stash them, then run:\n    git merge --ff-only muster/r1"
+	if got := e.Error(); got != want {
+		t.Fatalf("%q\nwant %q", got, want)
+	}
+}

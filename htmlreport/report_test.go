@@ -77,6 +77,7 @@ func TestUntrustedTextIsEscaped(t *testing.T) {
 		{Time: at(5), Type: muster.EvReviewed, Task: "a", Executor: "sim", Clone: 2, Findings: []muster.Finding{{Severity: "major", Title: evil, Path: evil}}},
 		{Time: at(6), Type: muster.EvTokensUsed, Task: "a", Executor: "sim", Clone: 1, Model: evil, Usage: muster.Usage{InputTokens: 10, CostMicros: 5}},
 		{Time: at(7), Type: muster.EvWarning, Message: evil},
+		{Time: at(8), Type: muster.EvBlocked, Task: "a", Attempt: 1, Executor: "sim", Clone: 1, Host: evil, Port: 4222, Reason: evil},
 		ended(9, muster.EvTaskFailed, "a", evil),
 		ended(9, muster.EvTaskSkipped, "b", "dependency a failed"),
 		{Time: at(10), Type: muster.EvRunFinished, State: muster.RunFailed},
@@ -94,6 +95,24 @@ func TestUntrustedTextIsEscaped(t *testing.T) {
 	// Attributes carry no unescaped quotes from the journal.
 	if regexp.MustCompile(`onerror=alert`).MatchString(strings.ReplaceAll(html, "&lt;img src=x onerror=alert(1)&gt;", "")) {
 		t.Error("event handler attribute survived")
+	}
+}
+
+// A Blocked event is on the page: the host muster refused, and why.
+func TestBlockedOnThePage(t *testing.T) {
+	evs := []muster.Event{
+		{Time: at(0), Type: muster.EvRunStarted, Run: "r1", Plan: "p.md", Branch: "muster/r1"},
+		{Time: at(0), Type: muster.EvTasksPlanned, Tasks: []*muster.Task{{ID: "a", Title: "A"}}},
+		started(1, "a", "sim", 1),
+		{Time: at(2), Type: muster.EvBlocked, Task: "a", Attempt: 1, Executor: "sim", Clone: 1, Host: "127.0.0.1", Port: 4222, Reason: "loopback"},
+		ended(3, muster.EvTaskSucceeded, "a", ""),
+		{Time: at(4), Type: muster.EvRunFinished, State: muster.RunSucceeded},
+	}
+	html := render(t, evs, Options{})
+	for _, want := range []string{`id="blocked"`, "127.0.0.1:4222", "loopback", "allow_hosts"} {
+		if !strings.Contains(html, want) {
+			t.Errorf("the page lacks %q", want)
+		}
 	}
 }
 

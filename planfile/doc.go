@@ -1,4 +1,4 @@
-// Package planfile reads plan files (DESIGN.md §3) into muster.Plan and
+// Package planfile reads plan files (ARCHITECTURE.md §2.3) into muster.Plan and
 // checks them.
 //
 // Two formats describe the same plan: Markdown (a "# Plan: title" line,

@@ -113,7 +113,7 @@ func WriteText(w io.Writer, r *Report) error {
 	for _, run := range r.Runs {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t\n", run.Run, run.State, run.Started.In(zone(r)).Format("2006-01-02 15:04"),
 			(time.Duration(run.ActiveSeconds * float64(time.Second))).Round(time.Second), run.Succeeded, run.Failed, num(run.TotalTokens),
-			money(run.Figures), usd(run.CostPerDayMicros))
+			money(run.Figures), perDay(run))
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\nTotal: %s tokens, %s", num(r.Totals.TotalTokens), money(r.Totals))
@@ -185,3 +185,12 @@ func micros(m int64) string { return strconv.FormatFloat(float64(m)/1e6, 'f', 6,
 func i64(n int64) string { return strconv.FormatInt(n, 10) }
 
 func num(n int64) string { return muster.Group(n) }
+
+// perDay is a run's cost projected over a day, or — for a run of less
+// than MinProjection of active time.
+func perDay(run Run) string {
+	if run.ActiveSeconds < MinProjection.Seconds() {
+		return "—"
+	}
+	return usd(run.CostPerDayMicros)
+}

@@ -94,7 +94,7 @@ type Run struct {
 	Succeeded     int     `json:"tasks_succeeded"`
 	Failed        int     `json:"tasks_failed"`
 	Figures
-	// CostPerDayMicros projects the run's cost over a day at its rate so
+	// CostPerDayMicros (0 below MinProjection of active time) projects the run's cost over a day at its rate so
 	// far (cost ÷ active time × 24 h); 0 when no time has elapsed.
 	CostPerDayMicros int64   `json:"cost_per_day_micros"`
 	CostPerDayUSD    float64 `json:"cost_per_day_usd"`
@@ -175,129 +175,169 @@ func Build(runs [][]muster.Event, opts Options) *Report {
 	if prices == nil {
 		prices = cost.Default()
 	}
-	r := &Report{Schema: Schema, GeneratedAt: opts.Now, TZ: loc.String(), PricesDate: prices.Date()}
-	groups := map[string]map[string]*Figures{}
-	bump := func(section, key string, u muster.Usage, est int64) {
-		m := groups[section]
-		if m == nil {
-			m = map[string]*Figures{}
-			groups[section] = m
-		}
-		f := m[key]
-		if f == nil {
-			f = &Figures{}
-			m[key] = f
-		}
-		f.add(u, est)
+	b := &builder{
+		r:    &Report{Schema: Schema, GeneratedAt: opts.Now, TZ: loc.String(), PricesDate: prices.Date()},
+		opts: opts, loc: loc, prices: prices,
+		groups:   map[string]map[string]*Figures{},
+		unpriced: map[string]bool{}, succeeded: map[string]bool{}, limits: map[string]*RateLimits{},
 	}
-	unpriced := map[string]bool{}
-	succeeded := map[string]bool{}
-	limits := map[string]*RateLimits{}
 	for _, events := range runs {
-		run := Run{State: muster.RunRunning}
-		taskState := map[muster.TaskID]muster.TaskState{}
-		for i := range events {
-			e := &events[i]
-			if run.Started.IsZero() || e.Time.Before(run.Started) {
-				run.Started = e.Time
-			}
-			if e.Time.After(run.Ended) {
-				run.Ended = e.Time
-			}
-			switch e.Type {
-			case muster.EvRunStarted:
-				run.Run = e.Run
-			case muster.EvRunFinished:
-				if e.State != "" {
-					run.State = e.State
-				} else {
-					run.State = muster.RunSucceeded
-				}
-			case muster.EvRunInterrupted:
-				run.State = muster.RunInterrupted
-			case muster.EvRunResumed:
-				run.State = muster.RunRunning
-			case muster.EvTaskSucceeded:
-				taskState[e.Task] = muster.StateSucceeded
-			case muster.EvTaskReopened:
-				taskState[e.Task] = muster.StatePending
-			case muster.EvTaskFailed:
-				if !e.Retry {
-					taskState[e.Task] = muster.StateFailed
-				}
-			case muster.EvViolation:
-				if e.Reason == muster.ReasonTampered {
-					r.Tampered = append(r.Tampered, Tampering{Run: run.Run, Task: e.Task, Attempt: e.Attempt, Changes: e.Paths})
-				}
-			case muster.EvRateLimited:
-				l := limits[e.Executor]
-				if l == nil {
-					l = &RateLimits{Executor: e.Executor}
-					limits[e.Executor] = l
-				}
-				l.Count++
-				if e.Until != nil && e.Until.After(e.Time) {
-					l.HeldBackSeconds = max(l.HeldBackSeconds, e.Until.Sub(e.Time).Round(time.Second).Seconds())
-				}
-			case muster.EvTokensUsed:
-				if !e.Counted() {
-					continue // the agent's claim beside the provider's numbers (network.go)
-				}
-				if (!opts.Since.IsZero() && e.Time.Before(opts.Since)) || (!opts.Until.IsZero() && !e.Time.Before(opts.Until)) {
-					continue
-				}
-				u := e.Usage
-				var est int64
-				if u.CostMicros == 0 && u.Tokens() > 0 {
-					c, known := prices.Cost(e.Model, u)
-					u.CostMicros, u.Estimated, est = c, true, c
-					if !known {
-						unpriced[modelKey(e.Model)] = true
-					}
-				} else if u.Estimated {
-					est = u.CostMicros
-				}
-				run.add(u, est)
-				r.Totals.add(u, est)
-				t := e.Time.In(loc)
-				bump("day", t.Format("2006-01-02"), u, est)
-				bump("hour", t.Format("2006-01-02 15:00"), u, est)
-				bump("model", modelKey(e.Model), u, est)
-				bump("role", orNone(string(e.Role)), u, est)
-				bump("task", orNone(string(e.Task)), u, est)
-				bump("clone", orNone(e.Slot()), u, est)
-			}
-		}
-		r.network(run.Run, events)
-		if run.State == muster.RunRunning && !opts.Now.IsZero() && opts.Now.After(run.Ended) {
-			run.Ended = opts.Now
-		}
-		for task, st := range taskState {
-			switch st {
-			case muster.StateSucceeded:
-				run.Succeeded++
-				succeeded[run.Run+"\x00"+string(task)] = true
-			case muster.StateFailed:
-				run.Failed++
-			}
-		}
-		el := muster.Active(muster.Gaps(events), run.Started, run.Ended)
-		run.ActiveSeconds = el.Seconds()
-		if el > 0 {
-			run.CostPerDayMicros = int64(float64(run.CostMicros) * float64(24*time.Hour) / float64(el))
-			run.CostPerDayUSD = float64(run.CostPerDayMicros) / 1e6
-		}
-		r.Runs = append(r.Runs, run)
+		b.run(events)
 	}
+	b.finish()
+	b.r.addIntegrationWaits(runs)
+	return b.r
+}
+
+// builder is Build's fold over the runs.
+type builder struct {
+	r      *Report
+	opts   Options
+	loc    *time.Location
+	prices *cost.Table
+	// groups are the breakdowns by section ("day", "model", ...) and key.
+	groups    map[string]map[string]*Figures
+	unpriced  map[string]bool // models without a price
+	succeeded map[string]bool // run and task of each task that succeeded
+	limits    map[string]*RateLimits
+}
+
+func (b *builder) bump(section, key string, u muster.Usage, est int64) {
+	m := b.groups[section]
+	if m == nil {
+		m = map[string]*Figures{}
+		b.groups[section] = m
+	}
+	f := m[key]
+	if f == nil {
+		f = &Figures{}
+		m[key] = f
+	}
+	f.add(u, est)
+}
+
+// run folds one run's journal into its row and the report's figures.
+func (b *builder) run(events []muster.Event) {
+	r, opts := b.r, b.opts
+	run := Run{State: muster.RunRunning}
+	taskState := map[muster.TaskID]muster.TaskState{}
+	for i := range events {
+		e := &events[i]
+		if run.Started.IsZero() || e.Time.Before(run.Started) {
+			run.Started = e.Time
+		}
+		if e.Time.After(run.Ended) {
+			run.Ended = e.Time
+		}
+		switch e.Type {
+		case muster.EvRunStarted:
+			run.Run = e.Run
+		case muster.EvRunFinished:
+			if e.State != "" {
+				run.State = e.State
+			} else {
+				run.State = muster.RunSucceeded
+			}
+		case muster.EvRunInterrupted:
+			run.State = muster.RunInterrupted
+		case muster.EvRunResumed:
+			run.State = muster.RunRunning
+		case muster.EvTaskSucceeded:
+			taskState[e.Task] = muster.StateSucceeded
+		case muster.EvTaskReopened:
+			taskState[e.Task] = muster.StatePending
+		case muster.EvTaskFailed:
+			if !e.Retry {
+				taskState[e.Task] = muster.StateFailed
+			}
+		case muster.EvViolation:
+			if e.Reason == muster.ReasonTampered {
+				r.Tampered = append(r.Tampered, Tampering{Run: run.Run, Task: e.Task, Attempt: e.Attempt, Changes: e.Paths})
+			}
+		case muster.EvRateLimited:
+			b.rateLimited(e)
+		case muster.EvTokensUsed:
+			b.tokens(&run, e)
+		}
+	}
+	r.network(run.Run, events)
+	if run.State == muster.RunRunning && !opts.Now.IsZero() && opts.Now.After(run.Ended) {
+		run.Ended = opts.Now
+	}
+	for task, st := range taskState {
+		switch st {
+		case muster.StateSucceeded:
+			run.Succeeded++
+			b.succeeded[run.Run+"\x00"+string(task)] = true
+		case muster.StateFailed:
+			run.Failed++
+		}
+	}
+	el := muster.Active(muster.Gaps(events), run.Started, run.Ended)
+	run.ActiveSeconds = el.Seconds()
+	// A projection from less than an hour of work says nothing (a $0.02
+	// plan session is not $8,326 a day): none, shown as —.
+	if el >= MinProjection {
+		run.CostPerDayMicros = int64(float64(run.CostMicros) * float64(24*time.Hour) / float64(el))
+		run.CostPerDayUSD = float64(run.CostPerDayMicros) / 1e6
+	}
+	r.Runs = append(r.Runs, run)
+}
+
+func (b *builder) rateLimited(e *muster.Event) {
+	l := b.limits[e.Executor]
+	if l == nil {
+		l = &RateLimits{Executor: e.Executor}
+		b.limits[e.Executor] = l
+	}
+	l.Count++
+	if e.Until != nil && e.Until.After(e.Time) {
+		l.HeldBackSeconds = max(l.HeldBackSeconds, e.Until.Sub(e.Time).Round(time.Second).Seconds())
+	}
+}
+
+// tokens counts a TokensUsed event, priced when the agent gave no cost.
+func (b *builder) tokens(run *Run, e *muster.Event) {
+	if !e.Counted() {
+		return // the agent's claim beside the provider's numbers (network.go)
+	}
+	if (!b.opts.Since.IsZero() && e.Time.Before(b.opts.Since)) || (!b.opts.Until.IsZero() && !e.Time.Before(b.opts.Until)) {
+		return
+	}
+	u := e.Usage
+	var est int64
+	if u.CostMicros == 0 && u.Tokens() > 0 {
+		c, known := b.prices.Cost(e.Model, u)
+		u.CostMicros, u.Estimated, est = c, true, c
+		if !known {
+			b.unpriced[modelKey(e.Model)] = true
+		}
+	} else if u.Estimated {
+		est = u.CostMicros
+	}
+	run.add(u, est)
+	b.r.Totals.add(u, est)
+	t := e.Time.In(b.loc)
+	b.bump("day", t.Format("2006-01-02"), u, est)
+	b.bump("hour", t.Format("2006-01-02 15:00"), u, est)
+	b.bump("model", modelKey(e.Model), u, est)
+	b.bump("role", orNone(string(e.Role)), u, est)
+	b.bump("task", orNone(string(e.Task)), u, est)
+	b.bump("clone", orNone(e.Slot()), u, est)
+}
+
+// finish turns the groups into the report's sections and sums.
+func (b *builder) finish() {
+	r := b.r
 	if r.Runs == nil {
 		r.Runs = []Run{}
 	}
-	r.ByDay = lines(groups["day"], r.Totals.TotalTokens, byKey)
-	r.ByHour = lines(groups["hour"], r.Totals.TotalTokens, byKey)
-	r.ByModel = lines(groups["model"], r.Totals.TotalTokens, byCost)
-	r.ByRole = lines(groups["role"], r.Totals.TotalTokens, byCost)
-	r.ByTask = lines(groups["task"], r.Totals.TotalTokens, byCost)
-	r.ByClone = lines(groups["clone"], r.Totals.TotalTokens, byKey)
+	r.ByDay = lines(b.groups["day"], r.Totals.TotalTokens, byKey)
+	r.ByHour = lines(b.groups["hour"], r.Totals.TotalTokens, byKey)
+	r.ByModel = lines(b.groups["model"], r.Totals.TotalTokens, byCost)
+	r.ByRole = lines(b.groups["role"], r.Totals.TotalTokens, byCost)
+	r.ByTask = lines(b.groups["task"], r.Totals.TotalTokens, byCost)
+	r.ByClone = lines(b.groups["clone"], r.Totals.TotalTokens, byKey)
 	if r.Totals.TotalTokens > 0 {
 		r.Totals.SharePercent = 100
 	}
@@ -305,22 +345,20 @@ func Build(runs [][]muster.Event, opts Options) *Report {
 		r.Runs[i].SharePercent = share(r.Runs[i].TotalTokens, r.Totals.TotalTokens)
 	}
 	r.RateLimited = []RateLimits{}
-	for _, l := range limits {
+	for _, l := range b.limits {
 		r.RateLimited = append(r.RateLimited, *l)
 	}
 	sort.Slice(r.RateLimited, func(i, j int) bool { return r.RateLimited[i].Executor < r.RateLimited[j].Executor })
 	r.Unpriced = []string{}
-	for m := range unpriced {
+	for m := range b.unpriced {
 		r.Unpriced = append(r.Unpriced, m)
 	}
 	sort.Strings(r.Unpriced)
-	r.SucceededTasks = len(succeeded)
+	r.SucceededTasks = len(b.succeeded)
 	if r.SucceededTasks > 0 {
 		r.CostPerSucceededTaskMicros = r.Totals.CostMicros / int64(r.SucceededTasks)
 		r.CostPerSucceededTaskUSD = float64(r.CostPerSucceededTaskMicros) / 1e6
 	}
-	r.addIntegrationWaits(runs)
-	return r
 }
 
 func modelKey(m string) string {
@@ -384,3 +422,7 @@ func splitSlot(s string) (string, int, bool) {
 	n, err := strconv.Atoi(s[i+1:])
 	return s[:i], n, err == nil
 }
+
+// MinProjection is the active time below which a run's cost is not
+// projected over a day.
+const MinProjection = time.Hour

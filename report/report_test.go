@@ -4,17 +4,15 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
-	"flag"
+	"github.com/muster-run/muster/internal/golden"
 	"math"
-	"os"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/report"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 var t0 = time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
 
@@ -142,7 +140,7 @@ func TestRenderGolden(t *testing.T) {
 		if err := report.Write(&buf, r, f); err != nil {
 			t.Fatal(err)
 		}
-		golden(t, "testdata/demo."+f, buf.Bytes())
+		checkGolden(t, "testdata/demo."+f, buf.Bytes())
 	}
 	var m map[string]any
 	var buf bytes.Buffer
@@ -161,20 +159,9 @@ func TestRenderGolden(t *testing.T) {
 	}
 }
 
-func golden(t *testing.T, path string, got []byte) {
+func checkGolden(t *testing.T, path string, got []byte) {
 	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs:\n%s", path, got)
-	}
+	golden.Check(t, path, got)
 }
 
 func TestCloneOrderNumeric(t *testing.T) {
@@ -196,20 +183,20 @@ func TestGapBeforeResumeLeftOut(t *testing.T) {
 	evs := []muster.Event{
 		{Time: at(0), Type: muster.EvRunStarted, Run: "g"},
 		{Time: at(1), Type: muster.EvTokensUsed, Task: "a", Usage: muster.Usage{CostMicros: 60_000}},
-		{Time: at(10), Type: muster.EvMessage, Task: "a"}, // then kill -9
-		{Time: at(70), Type: muster.EvTaskCancelled, Task: "a"},
-		{Time: at(70), Type: muster.EvRunResumed},
-		{Time: at(80), Type: muster.EvRunFinished, State: muster.RunSucceeded},
+		{Time: at(70), Type: muster.EvMessage, Task: "a"}, // then kill -9
+		{Time: at(130), Type: muster.EvTaskCancelled, Task: "a"},
+		{Time: at(130), Type: muster.EvRunResumed},
+		{Time: at(140), Type: muster.EvRunFinished, State: muster.RunSucceeded},
 	}
 	r := report.Build([][]muster.Event{evs}, report.Options{TZ: time.UTC})
 	run := r.Runs[0]
-	// 80 minutes from start to end, 60 of them with no muster running.
-	if run.ActiveSeconds != 20*60 {
-		t.Errorf("active %v s, want 1200", run.ActiveSeconds)
+	// 140 minutes from start to end, 60 of them with no muster running.
+	if run.ActiveSeconds != 80*60 {
+		t.Errorf("active %v s, want 4800", run.ActiveSeconds)
 	}
-	// $0.06 over 20 active minutes → $4.32 a day.
-	if run.CostPerDayMicros != 4_320_000 {
-		t.Errorf("cost per day %d, want 4320000", run.CostPerDayMicros)
+	// $0.06 over 80 active minutes → $1.08 a day.
+	if run.CostPerDayMicros != 1_080_000 {
+		t.Errorf("cost per day %d, want 1080000", run.CostPerDayMicros)
 	}
 }
 
@@ -234,5 +221,24 @@ func TestRendererSanitizesEveryKey(t *testing.T) {
 	var buf bytes.Buffer
 	if err := report.Write(&buf, r, "json"); err != nil || !bytes.Contains(buf.Bytes(), []byte(`evil\u001b]0;pwned\u0007-model`)) {
 		t.Errorf("json lost the model's name (%v):\n%s", err, buf.String())
+	}
+}
+
+// A run of less than an hour of active time projects no cost per day:
+// "—" in the text, 0 in JSON (a $0.02 plan session is not $8,326 a day).
+func TestNoProjectionUnderAnHour(t *testing.T) {
+	t.Parallel()
+	evs := []muster.Event{
+		{Time: at(0), Type: muster.EvRunStarted, Run: "p"},
+		{Time: at(0), Type: muster.EvTokensUsed, Task: "a", Usage: muster.Usage{CostMicros: 20_000}},
+		{Time: at(1), Type: muster.EvRunFinished, State: muster.RunSucceeded},
+	}
+	r := report.Build([][]muster.Event{evs}, report.Options{TZ: time.UTC})
+	if r.Runs[0].CostPerDayMicros != 0 {
+		t.Errorf("cost per day %d, want none", r.Runs[0].CostPerDayMicros)
+	}
+	var buf bytes.Buffer
+	if err := report.Write(&buf, r, "text"); err != nil || !strings.Contains(buf.String(), "—") || strings.Contains(buf.String(), "$28.80") {
+		t.Errorf("%v\n%s", err, buf.String())
 	}
 }

@@ -4,9 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
+	"github.com/muster-run/muster/internal/golden"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,8 +19,6 @@ import (
 	"github.com/muster-run/muster/internal/textsafe"
 	"github.com/muster-run/muster/internal/viewtest"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/*.golden")
 
 // t0 is the sample journal's start.
 var t0 = viewtest.T0
@@ -76,22 +73,9 @@ func key(s string) tea.Msg {
 // frame returns the view's text without colour.
 func frame(m Model) string { return ansi.Strip(m.View().Content) }
 
-func golden(t *testing.T, name, got string) {
+func checkGolden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs from the golden frame (go test -update rewrites it)\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
+	golden.Check(t, filepath.Join("testdata", name+".golden"), []byte(got))
 }
 
 func checkFits(t *testing.T, f string, w, h int) {
@@ -109,7 +93,7 @@ func checkFits(t *testing.T, f string, w, h int) {
 
 func TestViewEmpty(t *testing.T) {
 	m := New(Options{Now: fixed(0), Width: 80, Height: 24})
-	golden(t, "empty", frame(m))
+	checkGolden(t, "empty", frame(m))
 }
 
 func TestViewMidRun(t *testing.T) {
@@ -118,7 +102,7 @@ func TestViewMidRun(t *testing.T) {
 	m := New(Options{Now: fixed(at), Width: 120, Height: 36})
 	m = feed(m, evMsgs(until(evs, at))...)
 	f := frame(m)
-	golden(t, "midrun", f)
+	checkGolden(t, "midrun", f)
 	checkFits(t, f, 120, 36)
 	for _, want := range []string{"[3/8]", "running 2", "claude#1", "claude#2", "codex#1", "gemini#1", "$20.00"} {
 		if !strings.Contains(f, want) {
@@ -139,7 +123,7 @@ func TestViewFinishedSelectFailed(t *testing.T) {
 		t.Fatalf("selected %q, want e2e", got)
 	}
 	f := frame(m)
-	golden(t, "finished", f)
+	checkGolden(t, "finished", f)
 	checkFits(t, f, 100, 30)
 	for _, want := range []string{"[7/8]", "failed 1", "run failed", "stalemate", "could not find why", "gates build ✓ test ✗"} {
 		if !strings.Contains(f, want) {
@@ -178,7 +162,7 @@ func TestViewResize(t *testing.T) {
 		checkFits(t, frame(m), sz[0], sz[1])
 	}
 	m = feed(m, tea.WindowSizeMsg{Width: 60, Height: 16})
-	golden(t, "small", frame(m))
+	checkGolden(t, "small", frame(m))
 }
 
 func TestUntrustedTextIsSanitized(t *testing.T) {
@@ -225,7 +209,7 @@ func TestPrinter(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	golden(t, "plain", b.String())
+	checkGolden(t, "plain", b.String())
 	if strings.Contains(b.String(), "\x1b") {
 		t.Error("plain output has an escape sequence")
 	}

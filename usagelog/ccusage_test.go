@@ -109,6 +109,6 @@ func TestCcusageCasesGolden(t *testing.T) {
 		rep, _ := usagelog.Aggregate(res, usagelog.Daily, usagelog.Filter{TZ: time.UTC}, true)
 		var buf bytes.Buffer
 		rep.WriteJSON(&buf)
-		golden(t, filepath.Join("testdata", c+".golden.json"), buf.Bytes())
+		checkGolden(t, filepath.Join("testdata", c+".golden.json"), buf.Bytes())
 	}
 }

@@ -3,8 +3,8 @@ package usagelog_test
 import (
 	"bytes"
 	"context"
-	"flag"
 	"fmt"
+	"github.com/muster-run/muster/internal/golden"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,8 +14,6 @@ import (
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/usagelog"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 // line is a compact Claude Code assistant line (as Claude Code writes it).
 func line(msg, req, model, ts, session string, in, out int64, extra string) string {
@@ -278,24 +276,13 @@ func TestJSONGolden(t *testing.T) {
 		if err := rep.WriteJSON(&buf); err != nil {
 			t.Fatal(err)
 		}
-		golden(t, fmt.Sprintf("testdata/daily_breakdown_%v.json", bd), buf.Bytes())
+		checkGolden(t, fmt.Sprintf("testdata/daily_breakdown_%v.json", bd), buf.Bytes())
 	}
 }
 
-func golden(t *testing.T, path string, got []byte) {
+func checkGolden(t *testing.T, path string, got []byte) {
 	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs:\n%s", path, got)
-	}
+	golden.Check(t, path, got)
 }
 
 func TestDefaultDirsFromEnv(t *testing.T) {

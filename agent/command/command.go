@@ -1,5 +1,5 @@
 // Package command is the "command" executor kind: it runs any program as
-// an agent, speaking the protocol of DESIGN.md §5. The program gets the
+// an agent, speaking the protocol of ARCHITECTURE.md §2.5. The program gets the
 // prompt on stdin (and in MUSTER_PROMPT_FILE), a scrubbed environment with
 // MUSTER_* variables, runs in the worktree in its own process group, and
 // reports JSON records on stdout.
@@ -39,7 +39,7 @@ const (
 	MaxFinal = 64 << 10
 )
 
-// Executor runs a program per DESIGN.md §5.
+// Executor runs a program per ARCHITECTURE.md §2.5.
 type Executor struct {
 	spec *muster.ExecutorSpec
 	argv []string
@@ -222,7 +222,7 @@ func Secrets(spec *muster.ExecutorSpec, req *muster.ExecRequest) []string {
 	return out
 }
 
-// MusterVars returns the MUSTER_* variables of DESIGN.md §5 for a request.
+// MusterVars returns the MUSTER_* variables of ARCHITECTURE.md §2.5 for a request.
 func MusterVars(req *muster.ExecRequest, promptFile string) map[string]string {
 	m := map[string]string{
 		"MUSTER_RUN_ID":      req.Run,

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -50,8 +51,8 @@ func TestExecuteInterruptedDuringSetupExits130(t *testing.T) {
 	}
 }
 
-// DESIGN.md is not in the repository: no command's help, and no page of
-// the docs, may send a user there.
+// DESIGN.md is not in the repository: no command's help, no page of the
+// docs, and no code or testscript comment may send a reader there.
 func TestNoHelpOrDocCitesDesign(t *testing.T) {
 	t.Parallel()
 	var walk func(c *cobra.Command)
@@ -84,5 +85,31 @@ func TestNoHelpOrDocCitesDesign(t *testing.T) {
 		if strings.Contains(string(b), "DESIGN.md") {
 			t.Errorf("%s cites DESIGN.md, which is not in the repository", p)
 		}
+	}
+	// Code comments and the testscripts' comments cite ARCHITECTURE.md.
+	cite := "DESIGN.md" + " §"
+	err = filepath.WalkDir("../..", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && strings.HasPrefix(d.Name(), ".") && p != "../.." {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(p, ".go") && !strings.HasSuffix(p, ".txtar") {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		for n, line := range strings.Split(string(b), "\n") {
+			if strings.Contains(line, cite) {
+				t.Errorf("%s:%d cites %s..., which is not in the repository: cite ARCHITECTURE.md §N", p, n+1, cite)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

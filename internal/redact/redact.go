@@ -3,7 +3,7 @@
 // notes, prompts, views, reports and error messages), whatever executor
 // kind produced the text. It also holds the policy of which environment
 // variables are credentials, so that the environment scrub and the
-// redaction agree (DESIGN.md §5 and §7).
+// redaction agree (ARCHITECTURE.md §2.5).
 //
 // Three things are redacted:
 //   - known secret values: the keys named by api_key_env, the values of

@@ -15,7 +15,7 @@ import (
 	"github.com/muster-run/muster"
 )
 
-// Exit statuses (DESIGN.md §2).
+// Exit statuses (ARCHITECTURE.md §2.2).
 const (
 	ExitOK          = 0
 	ExitFailed      = 1
@@ -49,7 +49,7 @@ func ColorEnabled(w io.Writer) bool {
 	return IsTerminal(w)
 }
 
-// ExitCode maps an error to the exit status of DESIGN.md §2.
+// ExitCode maps an error to the exit status of ARCHITECTURE.md §2.2.
 func ExitCode(err error) int {
 	if err == nil {
 		return ExitOK

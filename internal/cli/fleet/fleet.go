@@ -113,7 +113,7 @@ MUSTER_NATS_CERT, MUSTER_NATS_KEY and MUSTER_NATS_CA (the environment wins).`,
 	return cmd
 }
 
-// statusJSON is the shape of fleet status --json (DESIGN.md §2).
+// statusJSON is the shape of fleet status --json (ARCHITECTURE.md §2.1).
 type statusJSON struct {
 	Workers []workerJSON `json:"workers"`
 }

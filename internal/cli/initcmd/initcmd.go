@@ -210,13 +210,7 @@ func detectGates(top string, look func(string) (string, error)) []gateSpec {
 		return string(b)
 	}
 	var out []gateSpec
-	add := func(name, command, program string) {
-		g := gateSpec{name: name, command: command}
-		if _, err := look(program); err != nil {
-			g.off = program + " is not installed here"
-		}
-		out = append(out, g)
-	}
+	add := adder(&out, look)
 	if has("go.mod") {
 		add("test", "go test ./...", "go")
 	}

@@ -18,13 +18,7 @@ func detectSetup(top string, look func(string) (string, error)) []gateSpec {
 		return err == nil
 	}
 	var out []gateSpec
-	add := func(name, command, program string) {
-		g := gateSpec{name: name, command: command}
-		if _, err := look(program); err != nil {
-			g.off = program + " is not installed here"
-		}
-		out = append(out, g)
-	}
+	add := adder(&out, look)
 	switch {
 	case !has("package.json"):
 	case has("pnpm-lock.yaml"):
@@ -117,4 +111,16 @@ func goBuildCache(top string, look func(string) (string, error)) string {
 		return c
 	}
 	return ""
+}
+
+// adder appends a command to out, commented out ("off") when its program
+// is not installed here.
+func adder(out *[]gateSpec, look func(string) (string, error)) func(name, command, program string) {
+	return func(name, command, program string) {
+		g := gateSpec{name: name, command: command}
+		if _, err := look(program); err != nil {
+			g.off = program + " is not installed here"
+		}
+		*out = append(*out, g)
+	}
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/muster-run/muster/internal/cli/cmdutil"
 )
 
-// Flags are the flags of run and resume (DESIGN.md §2).
+// Flags are the flags of run and resume (ARCHITECTURE.md §2.1).
 type Flags struct {
 	Repo        string
 	Config      string

@@ -63,7 +63,7 @@ func AllowEnv(cfg *muster.Config) {
 // like FOO_API_KEY, GH_TOKEN, DB_PASSWORD, ..., or a URL with user-info)
 // are left out unless env_allow names them, and every other text that
 // may hold a secret (env values, base_url, args, command) is redacted, so
-// that no secret from muster.toml reaches the journal (DESIGN.md §7).
+// that no secret from muster.toml reaches the journal (ARCHITECTURE.md §2.5, docs/secrets.md).
 // The executors run with cfg itself.
 func Journaled(cfg *muster.Config) *muster.Config {
 	if cfg == nil {

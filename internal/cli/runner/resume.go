@@ -57,10 +57,10 @@ func ResumeReopening(ctx context.Context, io *cmdutil.IOStreams, runID string, f
 	if err := preflight.ApplyFlags(cfg, f); err != nil {
 		return nil, err
 	}
-	var fc *fleetCrew
+	var fc *preflight.FleetCrew
 	done := allSucceeded(st) && len(reopen) == 0
 	if !done {
-		if fc, err = joinFleet(ctx, io, cfg, f); err != nil {
+		if fc, err = preflight.JoinFleetCrew(ctx, io, cfg, f); err != nil {
 			return nil, err
 		}
 	}

@@ -47,7 +47,7 @@ type Session struct {
 	// OnEvent, if set, also sees every event (the demo's counters).
 	OnEvent func(e *muster.Event, s *engine.State)
 	// fleet is the fleet the run joined (nil: none).
-	fleet *fleetCrew
+	fleet *preflight.FleetCrew
 
 	State *engine.State
 	// Receipt is the sealed receipt, once the run has ended.
@@ -57,7 +57,9 @@ type Session struct {
 	Tip     string
 }
 
-// Drive opens the workspace and journal and runs the driver to the end.
+// Drive opens the workspace and journal and runs the driver to the end:
+// open, then the outputs people and programs read, the crew, the drive
+// itself and the seal.
 func (s *Session) Drive(ctx context.Context) error {
 	prices, err := preflight.Prices(s.Config)
 	if err != nil {
@@ -67,151 +69,232 @@ func (s *Session) Drive(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// A resume takes the run's lock before it touches any worktree, so
-	// that it never disturbs a run another process drives.
-	var j *journal.Journal
-	var replayed []muster.Event
-	gopts := git.Options{Repo: s.Repo.Top, RunID: s.RunID, Base: s.Base, Resume: s.Resume, Keep: s.Config.CleanKeep(), MaxClones: s.Config.Pool.MaxClones, Guard: s.Config.Run.Guard,
+	var undo closers
+	defer undo.close()
+	o, err := s.open(ctx, confinement, &undo)
+	if err != nil {
+		return err
+	}
+	ctx, out := s.outputs(ctx, o.replayed, &undo)
+	c, err := s.crew(ctx, confinement, &undo)
+	if err != nil {
+		return err
+	}
+	warnings = append(warnings, c.warnings...)
+	if s.Resume {
+		warnings = append(warnings, killStale(o.replayed)...)
+	}
+	opts := s.options(o, c, out, prices.Cost, confinement, warnings)
+	st, runErr := driver.Run(ctx, opts)
+	return s.end(ctx, o, out, st, runErr)
+}
+
+// closers are what Drive closes when it returns, the last opened first.
+type closers []func()
+
+func (c *closers) add(f func()) { *c = append(*c, f) }
+
+func (c *closers) close() {
+	for i := len(*c) - 1; i >= 0; i-- {
+		(*c)[i]()
+	}
+}
+
+// opened is a run's workspace and journal, and what the journal held.
+type opened struct {
+	ws       *git.Workspace
+	j        *journal.Journal
+	replayed []muster.Event
+	gopts    git.Options
+}
+
+// open takes the run's journal and workspace. A resume takes the run's
+// lock before it touches any worktree, so that it never disturbs a run
+// another process drives; a new run records its plan and hooks.
+func (s *Session) open(ctx context.Context, confinement *muster.Confinement, undo *closers) (*opened, error) {
+	o := &opened{}
+	var err error
+	o.gopts = git.Options{Repo: s.Repo.Top, RunID: s.RunID, Base: s.Base, Resume: s.Resume, Keep: s.Config.CleanKeep(), MaxClones: s.Config.Pool.MaxClones, Guard: s.Config.Run.Guard,
 		Reserved: reserve.Paths(s.Repo.Top, s.Config, s.Plan.Source), GateFiles: reserve.GateFiles(s.Repo.Top, s.Config, s.Plan), MaxFileBytes: s.Config.Run.MaxFileBytes}
-	if gopts.Guard == "" {
-		gopts.Guard = preflight.DefaultGuard(confinement)
+	if o.gopts.Guard == "" {
+		o.gopts.Guard = preflight.DefaultGuard(confinement)
 	}
 	if s.Resume {
-		if j, replayed, err = openJournal(s.Repo, s.RunID); err != nil {
-			return err
+		if o.j, o.replayed, err = openJournal(s.Repo, s.RunID); err != nil {
+			return nil, err
 		}
-		defer j.Close()
-		st, err := engine.Replay(replayed)
+		undo.add(func() { o.j.Close() })
+		st, err := engine.Replay(o.replayed)
 		if err != nil {
-			return cmdutil.Env("journal of run %s does not replay: %v", s.RunID, err)
+			return nil, cmdutil.Env("journal of run %s does not replay: %v", s.RunID, err)
 		}
 		// The run may have ended while this process waited for its lock.
 		if allSucceeded(st) && len(s.Reopen) == 0 {
 			s.State = st
-			return errEndedMeanwhile
+			return nil, errEndedMeanwhile
 		}
 		// The run branch must be where the journal says muster left it.
-		gopts.Tip = st.Tip
+		o.gopts.Tip = st.Tip
 		if st.Moving != nil && st.Moving.From == st.Tip {
-			gopts.Moving = st.Moving.Commit
+			o.gopts.Moving = st.Moving.Commit
 		}
 	}
 	pruneStale(ctx, s.Repo, s.RunID)
-	ws, err := git.Open(ctx, gopts)
-	if err != nil {
-		return classifyGit(err)
+	if o.ws, err = git.Open(ctx, o.gopts); err != nil {
+		return nil, classifyGit(err)
 	}
-	defer ws.Close(context.WithoutCancel(ctx))
-	s.Dir = ws.RunDir()
-	s.Base = ws.Base()
-	if !s.Resume {
-		if j, replayed, err = openJournal(s.Repo, s.RunID); err != nil {
-			return err
-		}
-		defer j.Close()
-		if len(replayed) > 0 {
-			return cmdutil.Invalid("run %s exists already: pick another --run-id or resume it", s.RunID)
-		}
-		if err := copyPlan(s.Plan.Source, s.Dir); err != nil {
-			return cmdutil.Env("copy plan: %w", err)
-		}
-		if err := git.RecordHooks(ctx, s.Repo.Top, filepath.Join(s.Dir, cmdutil.HooksFile)); err != nil {
-			return cmdutil.Env("record the repository's config and hooks: %w", err)
-		}
+	undo.add(func() { o.ws.Close(context.WithoutCancel(ctx)) })
+	s.Dir = o.ws.RunDir()
+	s.Base = o.ws.Base()
+	if s.Resume {
+		return o, nil
 	}
+	if o.j, o.replayed, err = openJournal(s.Repo, s.RunID); err != nil {
+		return nil, err
+	}
+	undo.add(func() { o.j.Close() })
+	if len(o.replayed) > 0 {
+		return nil, cmdutil.Invalid("run %s exists already: pick another --run-id or resume it", s.RunID)
+	}
+	if err := copyPlan(s.Plan.Source, s.Dir); err != nil {
+		return nil, cmdutil.Env("copy plan: %w", err)
+	}
+	if err := git.RecordHooks(ctx, s.Repo.Top, filepath.Join(s.Dir, cmdutil.HooksFile)); err != nil {
+		return nil, cmdutil.Env("record the repository's config and hooks: %w", err)
+	}
+	return o, nil
+}
+
+// outputs are where the run's events go besides the journal: the plain
+// printer or the live view on stderr, JSON lines on stdout.
+type outputs struct {
+	pr   *tui.Printer
+	live *tui.Live
+	json *jsonStream
+}
+
+// outputs starts them. On a terminal, the live view shows the run; q
+// leaves it (the run goes on in plain lines), ctrl+c in it stops the run
+// (through the context it returns).
+func (s *Session) outputs(ctx context.Context, replayed []muster.Event, undo *closers) (context.Context, *outputs) {
+	out := &outputs{}
 	errOut := s.IO.ErrOut
-	pr := tui.NewPrinter(errOut)
-	pr.Color, pr.Verbose = cmdutil.ColorEnabled(errOut) && !s.Flags.Plain, s.Flags.Verbose
+	out.pr = tui.NewPrinter(errOut)
+	out.pr.Color, out.pr.Verbose = cmdutil.ColorEnabled(errOut) && !s.Flags.Plain, s.Flags.Verbose
 	for _, e := range replayed {
-		pr.Fold(e) // the count and the clock go on from where the run was
+		out.pr.Fold(e) // the count and the clock go on from where the run was
 	}
-	// On a terminal, the live view shows the run; q leaves it (the run
-	// goes on in plain lines), ctrl+c in it stops the run.
-	var live *tui.Live
 	if !s.Flags.Plain && tui.Interactive(s.IO.In, errOut) { // not under CI, nor on a dumb terminal
 		var stop context.CancelCauseFunc
 		ctx, stop = context.WithCancelCause(ctx)
-		defer stop(nil)
+		undo.add(func() { stop(nil) })
 		// The view outlives a cancelled run, to draw its last events.
-		live = tui.Start(context.WithoutCancel(ctx), s.IO.In, errOut, tui.Options{
+		out.live = tui.Start(context.WithoutCancel(ctx), s.IO.In, errOut, tui.Options{
 			Budget:      s.Config.Run.BudgetUSDMicros,
 			OnInterrupt: func() { stop(muster.ErrInterrupted) },
 		})
-		defer live.Close()
+		undo.add(func() { out.live.Close() })
 		for _, e := range replayed {
-			live.Send(e)
+			out.live.Send(e)
 		}
 	}
-	var jsonOut *jsonStream
 	if s.Flags.JSON {
-		jsonOut = newJSONStream(s.IO.Out)
+		out.json = newJSONStream(s.IO.Out)
 	}
+	return ctx, out
+}
+
+// send gives an event to the outputs.
+func (o *outputs) send(e *muster.Event) {
+	if o.live != nil && o.live.Active() {
+		o.live.Send(*e)
+		o.pr.Fold(*e)
+	} else {
+		_ = o.pr.Print(*e) // progress on stderr; the journal is the record
+	}
+	if o.json != nil {
+		o.json.write(e)
+	}
+}
+
+// crewed is the run's crew, its gate and setup runners and spending
+// ledger, and what wiring them warned of.
+type crewed struct {
+	crew         map[string]muster.Executor
+	gates, setup gate.Runner
+	ledger       *egress.Ledger
+	warnings     []string
+}
+
+// crew wires the executors (and the fleet's, when the run joined one).
+func (s *Session) crew(ctx context.Context, confinement *muster.Confinement, undo *closers) (*crewed, error) {
+	c := &crewed{}
 	// Each key to its executor: no other agent, no gate, no setup or
 	// code step gets an api_key_env variable, whatever its name.
-	warnings = append(warnings, s.Config.ScopeKeys()...)
+	c.warnings = s.Config.ScopeKeys()
 	proc.SetKeyVars(s.Config.KeyVars()...)
 	preflight.AllowEnv(s.Config)
-	runner := gate.Runner{Grace: s.Config.Grace(), Allow: s.Config.Run.EnvAllow, Confine: confinement,
+	c.gates = gate.Runner{Grace: s.Config.Grace(), Allow: s.Config.Run.EnvAllow, Confine: confinement,
 		Net: egress.Open, Network: s.Config.GateNetwork(), TmpRoot: filepath.Join(s.Dir, "scratch", "gates")}
 	// Setup may write the package caches; agents and gates only read them.
-	setup := runner
-	setup.Confine = confinement.With(setupCaches(s.Config)...)
-	setup.Network = s.Config.SetupNetworkOf()
-	ledger := egress.NewLedger(s.Config.Run)
-	crew, err := agents.CrewWithin(s.Config, runner, ledger)
+	c.setup = c.gates
+	c.setup.Confine = confinement.With(setupCaches(s.Config)...)
+	c.setup.Network = s.Config.SetupNetworkOf()
+	c.ledger = egress.NewLedger(s.Config.Run)
+	var err error
+	if c.crew, err = agents.CrewWithin(s.Config, c.gates, c.ledger); err != nil {
+		return nil, err
+	}
+	if s.fleet == nil {
+		return c, nil
+	}
+	undo.add(func() { s.fleet.Conn.Close() })
+	d, remote, err := dispatch(ctx, s.fleet, s.RunID, s.Repo.Top, s.Base, s.Dir)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if s.fleet != nil {
-		defer s.fleet.conn.Close()
-		d, remote, err := s.fleet.dispatch(ctx, s.RunID, s.Repo.Top, s.Base, s.Dir)
-		if err != nil {
-			return err
-		}
-		defer d.Close()
-		for n, e := range remote {
-			crew[n] = e
-		}
+	undo.add(func() { d.Close() })
+	for n, e := range remote {
+		c.crew[n] = e
 	}
-	if s.Resume {
-		// What the agents of a muster that died (kill -9) left running:
-		// every process marked by one of the run's earlier musters.
-		// The agents' own process groups, which the journal records, the
-		// driver checks and stops (KillOrphan); this is what left them.
-		owners, groups := map[string]bool{}, map[int]bool{}
-		for _, e := range replayed {
-			if e.Owner != "" {
-				owners[e.Owner] = true
-			}
-			if e.Type == muster.EvAgentStarted && e.PID > 0 {
-				groups[e.PID] = true
-			}
+	return c, nil
+}
+
+// killStale stops what the agents of a muster that died (kill -9) left
+// running: every process marked by one of the run's earlier musters. The
+// agents' own process groups, which the journal records, the driver
+// checks and stops (KillOrphan); this is what left them.
+func killStale(replayed []muster.Event) []string {
+	owners, groups := map[string]bool{}, map[int]bool{}
+	for _, e := range replayed {
+		if e.Owner != "" {
+			owners[e.Owner] = true
 		}
-		if n := proc.KillStale(owners, groups); n > 0 {
-			warnings = append(warnings, fmt.Sprintf("stopped %d processes the interrupted run's agents left running", n))
+		if e.Type == muster.EvAgentStarted && e.PID > 0 {
+			groups[e.PID] = true
 		}
 	}
+	if n := proc.KillStale(owners, groups); n > 0 {
+		return []string{fmt.Sprintf("stopped %d processes the interrupted run's agents left running", n)}
+	}
+	return nil
+}
+
+// options are the driver's, from what Drive opened and wired.
+func (s *Session) options(o *opened, c *crewed, out *outputs, price func(string, muster.Usage) (int64, bool), confinement *muster.Confinement, warnings []string) driver.Options {
 	opts := driver.Options{
-		RunID: s.RunID, PlanPath: s.Plan.Source, Plan: s.Plan, PlanCanon: planfile.CanonicalVersion, Config: preflight.Journaled(s.Config), Base: s.Base, Branch: ws.Branch(), Ref: s.Ref,
-		Replayed: replayed, Journal: j, Workspace: ws, Executors: crew, Gates: runner, Setup: setup, Price: prices.Cost,
+		RunID: s.RunID, PlanPath: s.Plan.Source, Plan: s.Plan, PlanCanon: planfile.CanonicalVersion, Config: preflight.Journaled(s.Config), Base: s.Base, Branch: o.ws.Branch(), Ref: s.Ref,
+		Replayed: o.replayed, Journal: o.j, Workspace: o.ws, Executors: c.crew, Gates: c.gates, Setup: c.setup, Price: price,
 		ScratchDir: filepath.Join(s.Dir, "scratch"), Confine: confinement, Warnings: warnings, Owner: proc.Owner(),
 		LogDir: filepath.Join(s.Dir, muster.LogDir), Redactor: preflight.Redactor(s.Config),
 		KillOrphan: killOrphan, Identify: procid.Of, CrashAt: os.Getenv(CrashEnv),
-		Fragment: fragment(s.Config), Reserved: gopts.Reserved, GateFiles: gopts.GateFiles,
+		Fragment: fragment(s.Config), Reserved: o.gopts.Reserved, GateFiles: o.gopts.GateFiles,
 		Overlap: func(a, b []string) bool { _, _, ok := owns.Overlaps(a, b); return ok },
 		OnEvent: func(e *muster.Event, st *engine.State) {
 			if e.Type == muster.EvTokensUsed {
-				ledger.Observe(st.Usage)
+				c.ledger.Observe(st.Usage)
 			}
-			if live != nil && live.Active() {
-				live.Send(*e)
-				pr.Fold(*e)
-			} else {
-				_ = pr.Print(*e) // progress on stderr; the journal is the record
-			}
-			if jsonOut != nil {
-				jsonOut.write(e)
-			}
+			out.send(e)
 			if s.OnEvent != nil {
 				s.OnEvent(e, st)
 			}
@@ -221,12 +304,16 @@ func (s *Session) Drive(ctx context.Context) error {
 		opts.ResumeConfig = preflight.Journaled(s.Config)
 		opts.Reopen = s.Reopen
 	}
-	st, runErr := driver.Run(ctx, opts)
+	return opts
+}
+
+// end records where the run left its branch and seals the receipt.
+func (s *Session) end(ctx context.Context, o *opened, out *outputs, st *engine.State, runErr error) error {
 	s.State = st
-	if live != nil {
-		_ = live.Close() // the run's outcome is driver.Run's
+	if out.live != nil {
+		_ = out.live.Close() // the run's outcome is driver.Run's
 	}
-	if tip, err := ws.Tip(context.WithoutCancel(ctx)); err == nil {
+	if tip, err := o.ws.Tip(context.WithoutCancel(ctx)); err == nil {
 		s.Tip = tip
 	} else if st != nil {
 		// The branch moved: the receipt seals muster's own last tip, and
@@ -234,7 +321,7 @@ func (s *Session) Drive(ctx context.Context) error {
 		s.Tip = st.Tip
 	}
 	if st != nil && st.Run != "" {
-		if err := s.seal(j, s.Tip); err != nil && runErr == nil {
+		if err := s.seal(o.j, s.Tip); err != nil && runErr == nil {
 			runErr = err
 		}
 	}

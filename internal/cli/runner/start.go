@@ -42,7 +42,7 @@ func StartWith(ctx context.Context, io *cmdutil.IOStreams, planPath string, f *p
 
 // start validates the plan and drives it as a new run in repo.
 func start(ctx context.Context, io *cmdutil.IOStreams, repo *cmdutil.Repo, planPath string, f *preflight.Flags, cfg *muster.Config, onEvent func(*muster.Event, *engine.State)) (*Session, error) {
-	fc, err := joinFleet(ctx, io, cfg, f)
+	fc, err := preflight.JoinFleetCrew(ctx, io, cfg, f)
 	if err != nil {
 		return nil, err
 	}

@@ -88,7 +88,7 @@ func NewCmd(io *cmdutil.IOStreams) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&repoDir, "repo", "", "repository (default: current directory)")
-	// --config is a common flag (DESIGN.md §2); a run's config is in its
+	// --config is a common flag (ARCHITECTURE.md §2.1); a run's config is in its
 	// journal, so it changes nothing here.
 	cmd.Flags().String("config", "", "config file (accepted for symmetry; a run's config is in its journal)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array")

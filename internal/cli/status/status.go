@@ -15,7 +15,7 @@ import (
 	"github.com/muster-run/muster/journal"
 )
 
-// Task is one task in status --json (DESIGN.md §6).
+// Task is one task in status --json (ARCHITECTURE.md §2.6).
 type Task struct {
 	ID       string           `json:"id"`
 	Title    string           `json:"title"`
@@ -29,7 +29,7 @@ type Task struct {
 	// View is the text form's "worker/executor#clone" (the worker's clone).
 	View string `json:"-"`
 	// Round and Phase are for the text form only: the JSON object has
-	// exactly the keys of DESIGN.md §6.
+	// exactly the keys of ARCHITECTURE.md §2.6.
 	Round int    `json:"-"`
 	Phase string `json:"-"`
 }
@@ -38,12 +38,12 @@ type Task struct {
 type Usage struct {
 	InputTokens      int64   `json:"input_tokens"`
 	OutputTokens     int64   `json:"output_tokens"`
-	CacheReadTokens  int64   `json:"-"` // not in the JSON (DESIGN.md §6)
-	CacheWriteTokens int64   `json:"-"` // not in the JSON (DESIGN.md §6)
+	CacheReadTokens  int64   `json:"-"` // not in the JSON (ARCHITECTURE.md §2.6)
+	CacheWriteTokens int64   `json:"-"` // not in the JSON (ARCHITECTURE.md §2.6)
 	CostUSD          float64 `json:"cost_usd"`
 }
 
-// Status is status --json's object (DESIGN.md §6).
+// Status is status --json's object (ARCHITECTURE.md §2.6).
 type Status struct {
 	Run    string `json:"run"`
 	State  string `json:"state"`
@@ -150,7 +150,7 @@ func NewCmd(io *cmdutil.IOStreams) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&repoDir, "repo", "", "repository (default: current directory)")
-	// --config is a common flag (DESIGN.md §2); a run's config is in its
+	// --config is a common flag (ARCHITECTURE.md §2.1); a run's config is in its
 	// journal, so it changes nothing here.
 	cmd.Flags().String("config", "", "config file (accepted for symmetry; a run's config is in its journal)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object: run, state, plan, branch, base, dir, tasks, started, ended, usage")

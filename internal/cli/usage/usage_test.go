@@ -4,16 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
-	"os"
+	"github.com/muster-run/muster/internal/golden"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/muster-run/muster"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 func TestNewCmdParses(t *testing.T) {
 	t.Parallel()
@@ -80,7 +77,7 @@ func TestUsageJSONShape(t *testing.T) {
 			t.Errorf("totals lack %q", k)
 		}
 	}
-	golden(t, "testdata/claude-c.json", out.Bytes())
+	checkGolden(t, "testdata/claude-c.json", out.Bytes())
 	if !strings.Contains(errb.String(), "skipped 3 lines: invalid json") {
 		t.Errorf("debug output:\n%s", errb.String())
 	}
@@ -95,7 +92,7 @@ func TestUsageTextAndMissingDir(t *testing.T) {
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "testdata/claude-a-monthly.txt", out.Bytes())
+	checkGolden(t, "testdata/claude-a-monthly.txt", out.Bytes())
 
 	cmd = NewCmd()
 	cmd.SetArgs([]string{"codex", "--dir", filepath.Join(t.TempDir(), "none")})
@@ -106,18 +103,7 @@ func TestUsageTextAndMissingDir(t *testing.T) {
 	}
 }
 
-func golden(t *testing.T, path string, got []byte) {
+func checkGolden(t *testing.T, path string, got []byte) {
 	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs:\n%s", path, got)
-	}
+	golden.Check(t, path, got)
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
 	"github.com/muster-run/muster/internal/cli/preflight"
-	"github.com/muster-run/muster/internal/cli/runner"
 )
 
 // NewCmd returns muster validate.
@@ -43,7 +42,7 @@ sample muster init writes), in the current directory.`,
 			// --nats they are known as in a run (a config's [fleet] nats
 			// alone does not make validate dial the fleet).
 			if f.NATS != "" {
-				leave, err := runner.JoinFleet(cmd.Context(), io, cfg, f)
+				leave, err := preflight.JoinFleet(cmd.Context(), io, cfg, f)
 				if err != nil {
 					return err
 				}

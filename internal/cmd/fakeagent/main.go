@@ -1,5 +1,5 @@
 // Command fakeagent is a scriptable stand-in for a coding agent, speaking
-// muster's command executor protocol (DESIGN.md §5). Tests and users'
+// muster's command executor protocol (ARCHITECTURE.md §2.5). Tests and users'
 // experiments drive it with flags (or the same flags in FAKEAGENT_ARGS):
 //
 //	fakeagent --say "working" --write hello.txt=hi --usage in=100,out=20,model=m,cost=0.01 \
