@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/internal/exchange"
 )
 
 // setups is what [setup] left in each clone this run (by worktree
@@ -158,11 +159,18 @@ func setupKey(dir string, st muster.SetupStep) (string, error) {
 		if i > 0 && f == files[i-1] {
 			continue
 		}
-		fh, err := os.Open(f)
-		if err != nil {
+		rel, _ := filepath.Rel(dir, f)
+		// An agent wrote the clone: a FIFO, a device or a link at an
+		// input is hashed as what it is, never opened through
+		// (internal/exchange: O_NOFOLLOW|O_NONBLOCK, a regular file).
+		fh, err := exchange.Open(dir, rel, -1)
+		if errors.Is(err, exchange.ErrNotRegular) {
+			fmt.Fprintf(h, "%s\x00irregular\x00", rel)
 			continue
 		}
-		rel, _ := filepath.Rel(dir, f)
+		if fh == nil || err != nil {
+			continue
+		}
 		fmt.Fprintf(h, "%s\x00", rel)
 		_, err = io.Copy(h, fh)
 		fh.Close()
