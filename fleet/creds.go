@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nkeys"
 
 	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/internal/fsync"
 )
 
 // The fleet's identities are NATS's decentralized JWTs: fleet serve
@@ -150,14 +151,7 @@ func (k *Keys) create() error {
 
 // writeSecret writes a file only its owner may read, atomically.
 func writeSecret(path string, data []byte) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		return &muster.Error{Code: muster.CodeInternal, Message: fmt.Sprintf("write %s: %v", path, err)}
-	}
-	if err := os.Chmod(tmp, 0o600); err != nil {
-		return &muster.Error{Code: muster.CodeInternal, Message: fmt.Sprintf("write %s: %v", path, err)}
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := fsync.WriteFile(path, data, 0o600); err != nil {
 		return &muster.Error{Code: muster.CodeInternal, Message: fmt.Sprintf("write %s: %v", path, err)}
 	}
 	return nil

@@ -270,26 +270,7 @@ func (r *Receipt) Write(dir string) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(dir, ".receipt-*.json")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(append(b, '\n')); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), filepath.Join(dir, FileName)); err != nil {
-		return err
-	}
-	return fsync.Dir(dir)
+	return fsync.WriteFile(filepath.Join(dir, FileName), append(b, '\n'), 0o644)
 }
 
 // Read reads dir's receipt.json.
