@@ -20,7 +20,7 @@ func keysLeaving(cfg *muster.Config) muster.Problems {
 			continue
 		}
 		key := egress.KeyEnv(e)
-		if key == "" || !(slices.Contains(e.EnvAllow, key) || slices.Contains(cfg.Run.EnvAllow, key)) {
+		if key == "" || !slices.Contains(e.EnvAllow, key) && !slices.Contains(cfg.Run.EnvAllow, key) {
 			continue
 		}
 		out = append(out, muster.Problem{File: cfg.Source, Line: e.Line, Warning: true,
