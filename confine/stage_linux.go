@@ -212,7 +212,7 @@ func detach(p string, ro bool) (mount, error) {
 }
 
 // attach puts m in place: a cover (a tmpfs on a directory, /dev/null on
-// anything else) where its path still exists, or the detached tree at
+// anything else, read-only and nodev) where its path still exists, or the detached tree at
 // its path, made first when a cover hid it. covered reports a cover put
 // in place.
 func attach(m mount) (covered bool, err error) {
@@ -232,6 +232,13 @@ func attach(m mount) (covered bool, err error) {
 		}
 		if err := unix.Mount("/dev/null", m.path, "", unix.MS_BIND, ""); err != nil {
 			return false, fmt.Errorf("cover %s: %w", m.path, err)
+		}
+		// Read-only and nodev: opening the cover fails with EACCES, so a
+		// write to a hidden file (the repository's .git/config) is refused
+		// as a write there would be, not swallowed by /dev/null.
+		attr := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NODEV | unix.MOUNT_ATTR_NOSUID}
+		if err := unix.MountSetattr(unix.AT_FDCWD, m.path, 0, attr); err != nil {
+			return false, fmt.Errorf("make the cover of %s read-only: %w", m.path, err)
 		}
 		return true, nil
 	}

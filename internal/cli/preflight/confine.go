@@ -117,6 +117,10 @@ func RepoConfinement(repo *cmdutil.Repo, cfg *muster.Config) (*muster.Confinemen
 		// read-only wherever it lies; the other clones in the cache are
 		// not seen at all (an invocation's own clone is bound back).
 		c = c.WithReadOnly(repo.Top, repo.GitDir)
+		// Its config is not: it holds what git authenticates with (a
+		// token in a remote's URL, actions/checkout's extraheader), and
+		// no clone reads it (each has a git directory of its own).
+		c.Hide = append(c.Hide, filepath.Join(repo.GitDir, "config"))
 		if cache != "" {
 			c.Hide = append(c.Hide, cache)
 		}
