@@ -129,7 +129,7 @@ func runConformance(t *testing.T, c conformance, behind bool) {
 			}
 		})
 	}
-	l := &clitest.Live{Exec: e, Spec: &spec, Key: key, NoSession: spec.Kind == muster.ExecOpenAI || spec.Kind == muster.ExecAnthropic}
+	l := &clitest.Live{Exec: e, Spec: &spec, Key: key, NoSession: spec.Kind == muster.ExecOpenAI || spec.Kind == muster.ExecAnthropic, Behind: behind}
 
 	// Start, prompt, usage, tool events, session, redaction.
 	l.Write(t, c.write, false)
