@@ -82,7 +82,12 @@ func (x *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit fu
 	if err != nil {
 		return nil, agentkit.StartFailure(err)
 	}
-	r.Endpoint = &muster.ModelEndpoint{Proxy: base}
+	// The open network is the host's as it is: no proxy in the way (the
+	// model endpoint still holds the key where muster knows the route).
+	r.Endpoint = &muster.ModelEndpoint{}
+	if netw.Policy != muster.NetOpen {
+		r.Endpoint.Proxy = base
+	}
 	if route != nil {
 		r.Endpoint.BaseURL = base + route.Upstream.Path
 		if route.Key != "" {

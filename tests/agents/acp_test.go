@@ -63,6 +63,9 @@ kind = "acp"
 clones = 2
 command = ["` + qwen + `", "--acp", "--auth-type", "openai", "--approval-mode", "default"]
 api_key_env = "OPENAI_API_KEY"
+# A generic ACP agent names its provider in its own env table, so muster
+# cannot be its endpoint: it needs the open network (docs/agents.md).
+network = "open"
 env = { OPENAI_BASE_URL = "` + srv.URL + `/v1", OPENAI_MODEL = "qwen3-coder", QWEN_CODE_TRUST_WORKSPACE = "true" }
 args = ["--model", "qwen3-coder"]
 
