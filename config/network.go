@@ -9,12 +9,6 @@ import (
 	"github.com/muster-run/muster"
 )
 
-// Keys of the network policy (ARCHITECTURE.md §8.5); [gates] also takes
-// host_ports, and its other keys are gates.
-var (
-	gateNetKeys = []string{"network", "allow_hosts", "host_ports"}
-)
-
 // network reads a network policy value.
 func (r *reader) network(v any, p []string) muster.NetworkPolicy {
 	return muster.NetworkPolicy(r.oneOf(v, p, muster.NetworkPolicies...))
@@ -51,9 +45,7 @@ func validHostEntry(s string) bool {
 	if net.ParseIP(host) != nil {
 		return true
 	}
-	if strings.HasPrefix(host, "*.") {
-		host = host[2:]
-	}
+	host = strings.TrimPrefix(host, "*.")
 	for _, label := range strings.Split(host, ".") {
 		if label == "" || len(label) > 63 || strings.Trim(label, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-") != "" {
 			return false

@@ -1,6 +1,7 @@
 package confine
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -137,7 +138,7 @@ func planMounts(o Options, prog, cwd string) ([]mount, error) {
 	var ms []mount
 	seen := map[string]bool{}
 	for _, p := range existing(o.Write) {
-		if seen[p] || !(under(p, covers) || under(p, ro)) {
+		if seen[p] || (!under(p, covers) && !under(p, ro)) {
 			continue
 		}
 		seen[p] = true
@@ -325,8 +326,12 @@ func handBridge(port int) error {
 		return fmt.Errorf("bridge: hand the listener to muster: %w", err)
 	}
 	buf := make([]byte, 1)
-	if n, err := unix.Read(muster.BridgeFD, buf); err != nil || n != 1 {
-		return fmt.Errorf("bridge: muster did not take the listener (%v)", err)
+	n, err := unix.Read(muster.BridgeFD, buf)
+	if err != nil {
+		return fmt.Errorf("bridge: muster did not take the listener: %w", err)
+	}
+	if n != 1 {
+		return errors.New("bridge: muster did not take the listener")
 	}
 	_ = unix.Close(muster.BridgeFD)
 	return nil

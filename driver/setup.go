@@ -94,20 +94,6 @@ func (d *Driver) SetupClone(ctx context.Context, dir string, cfg *muster.Config)
 	return ran, nil, nil
 }
 
-// setupTouched says whether a change touches one of the steps' inputs.
-func setupTouched(cfg *muster.Config, paths []string) bool {
-	for _, st := range cfg.Setup {
-		for _, p := range paths {
-			for _, in := range st.Inputs {
-				if ok, _ := filepath.Match(in, p); ok {
-					return true
-				}
-			}
-		}
-	}
-	return false
-}
-
 func (s *setups) load(ws muster.Workspace, dir string) setupStamp {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -395,7 +395,7 @@ func links(f *os.File) uint64 {
 		return 1
 	}
 	if s, ok := st.Sys().(*syscall.Stat_t); ok {
-		return uint64(s.Nlink)
+		return uint64(s.Nlink) //nolint:unconvert // Nlink is uint32 on some platforms (arm64)
 	}
 	return 1
 }

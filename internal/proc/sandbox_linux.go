@@ -82,12 +82,18 @@ func (b *bridgePair) receive() (net.Listener, error) {
 		return nil, errors.New("bridge: the sandbox ended before it bound the listener")
 	}
 	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
-	if err != nil || len(msgs) != 1 {
-		return nil, fmt.Errorf("bridge: no listener in the message (%v)", err)
+	if err != nil {
+		return nil, fmt.Errorf("bridge: no listener in the message: %w", err)
+	}
+	if len(msgs) != 1 {
+		return nil, errors.New("bridge: no listener in the message")
 	}
 	fds, err := unix.ParseUnixRights(&msgs[0])
-	if err != nil || len(fds) != 1 {
-		return nil, fmt.Errorf("bridge: no listener in the message (%v)", err)
+	if err != nil {
+		return nil, fmt.Errorf("bridge: no listener in the message: %w", err)
+	}
+	if len(fds) != 1 {
+		return nil, errors.New("bridge: no listener in the message")
 	}
 	f := os.NewFile(uintptr(fds[0]), "bridge-listener")
 	defer f.Close()

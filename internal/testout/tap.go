@@ -3,6 +3,7 @@ package testout
 import (
 	"bytes"
 	"encoding/xml"
+	"errors"
 	"io"
 	"regexp"
 	"strings"
@@ -80,15 +81,15 @@ func tapYAML(lines []string, d int) (kind, msg string) {
 	return kind, msg
 }
 
-// joinColon is the first non-blank line deeper than min, and when it ends
+// joinColon is the first non-blank line deeper than depth, and when it ends
 // with a colon ("Expected values to be strictly equal:") the next one too.
-func joinColon(lines []string, min int) string {
+func joinColon(lines []string, depth int) string {
 	var got []string
 	for _, l := range lines {
 		if strings.TrimSpace(l) == "" {
 			continue
 		}
-		if indent(l) <= min {
+		if indent(l) <= depth {
 			break
 		}
 		got = append(got, strings.TrimSpace(l))
@@ -152,7 +153,7 @@ func JUnit(data []byte) (Report, error) {
 	var out []Failure
 	for {
 		tok, err := d.Token()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {

@@ -86,12 +86,12 @@ func clip(s string) string {
 
 // next returns the first non-blank line after i whose indent is more
 // than min (-1: any), trimmed, or "".
-func next(lines []string, i, min int) string {
+func next(lines []string, i, depth int) string {
 	for _, l := range lines[i+1:] {
 		if strings.TrimSpace(l) == "" {
 			continue
 		}
-		if indent(l) <= min {
+		if indent(l) <= depth {
 			return ""
 		}
 		return strings.TrimSpace(l)
