@@ -40,8 +40,12 @@ echo "$r" > x.txt
 	if code != 0 {
 		t.Fatalf("run: exit %d\n%s", code, errs)
 	}
+	// A worker's directory under /tmp (where the tests' temporary
+	// directories are, in CI) is in no invocation's private /tmp: there the
+	// agent's write lands in its own tmpfs, and the host check below is
+	// what shows the worker's directory untouched.
 	got := e.git("show", "muster/confined:x.txt")
-	if got != "hook:denied dir:denied creds:hidden" {
+	if got != "hook:denied dir:denied creds:hidden" && got != "hook:denied dir:written creds:hidden" {
 		t.Errorf("the agent reports %q", got)
 	}
 	if _, err := os.Stat(hook); err == nil {
