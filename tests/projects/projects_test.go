@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -101,14 +102,13 @@ func muInit(t *testing.T, repo string) string {
 }
 
 // withExecutor replaces init's crew by a command executor running script.
+// The script goes on the command line (sh -c): a file of the test's under
+// /tmp, where CI's temporary directories are, is in no invocation's
+// private /tmp.
 func withExecutor(t *testing.T, toml, script string) string {
 	t.Helper()
-	p := filepath.Join(t.TempDir(), "agent.sh")
-	if err := os.WriteFile(p, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
 	exec := regexp.MustCompile(`(?ms)^\[executors\.[^\n]*\n.*?\n\n`)
-	return exec.ReplaceAllString(toml, "") + "\n[executors.sh]\nkind = \"command\"\nclones = 1\ncommand = [\"sh\", \"" + p + "\"]\n"
+	return exec.ReplaceAllString(toml, "") + "\n[executors.sh]\nkind = \"command\"\nclones = 1\ncommand = [\"sh\", \"-c\", " + strconv.Quote(script) + "]\n"
 }
 
 // run runs muster run on plan (a file at the repository's top) and
