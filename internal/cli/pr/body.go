@@ -163,9 +163,13 @@ const zwsp = "\u200b"
 // escapeMD makes untrusted text safe to put in a Markdown body or a
 // table cell: on one line, no markup, no mention, no reference.
 func escapeMD(s string) string {
-	s = textsafe.Sanitize(s)
-	s = mentionLike.ReplaceAllStringFunc(s, func(m string) string {
+	return mdSpecial.Replace(unmention(textsafe.Sanitize(s)))
+}
+
+// unmention breaks every mention and reference in s with a zero-width
+// space before its last character.
+func unmention(s string) string {
+	return mentionLike.ReplaceAllStringFunc(s, func(m string) string {
 		return m[:len(m)-1] + zwsp + m[len(m)-1:]
 	})
-	return mdSpecial.Replace(s)
 }

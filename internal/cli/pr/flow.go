@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
@@ -14,6 +12,7 @@ import (
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/git"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
+	"github.com/muster-run/muster/internal/textsafe"
 )
 
 // StackPrefix starts the branches of a stack: muster-stack/<run>/<task>
@@ -112,8 +111,7 @@ func (p *publisher) spec(u unit, stack []stackEntry, self int) muster.PullSpec {
 // oneLine makes an untrusted title one line of at most n runes. Titles
 // are plain text on GitHub (no Markdown), so only mentions are cut.
 func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	s = mentionLike.ReplaceAllStringFunc(s, func(m string) string { return m[:len(m)-1] + zwsp + m[len(m)-1:] })
+	s = unmention(textsafe.OneLine(s))
 	if r := []rune(s); len(r) > n {
 		s = string(r[:n-1]) + "…"
 	}
@@ -163,7 +161,7 @@ func (p *publisher) push(ctx context.Context, us []unit) error {
 func (p *publisher) moved(u unit, at string) error {
 	return cmdutil.Env("the remote %s's branch %s is at %s, a commit this run did not make: someone else moved it; "+
 		"muster pushes fast-forward only and will not overwrite it (delete that branch on the remote, or publish another run)",
-		p.o.Remote, u.branch, short(at))
+		p.o.Remote, u.branch, textsafe.Short(at))
 }
 
 // gitEnv is what git push and ls-remote get: muster itself as the
@@ -233,15 +231,4 @@ func findToken(ctx context.Context, getenv func(string) string) string {
 		return ""
 	}
 	return strings.TrimSpace(string(out))
-}
-
-// planCopy is the plan copied into a run directory, or "".
-func planCopy(dir string) string {
-	for _, n := range []string{"plan.md", "plan.yaml", "plan.yml"} {
-		p := filepath.Join(dir, n)
-		if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() {
-			return p
-		}
-	}
-	return ""
 }

@@ -240,7 +240,7 @@ func (p *publisher) afterPass(ctx context.Context, before *published, reopen []m
 			continue
 		}
 		lines = append(lines, fmt.Sprintf("- %s follow-up %d: commit `%s`, gates %s, review %s", escapeMD(string(r.Task)), r.Followup,
-			short(t.Commit), gates(t), verdict(t)))
+			textsafe.Short(t.Commit), gates(t), verdict(t)))
 	}
 	sort.Strings(lines)
 	msg := "muster took the feedback above back to the tasks that own the files:\n\n" + strings.Join(lines, "\n") +

@@ -18,6 +18,7 @@ import (
 	"github.com/muster-run/muster/git"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
 	"github.com/muster-run/muster/internal/redact"
+	"github.com/muster-run/muster/internal/textsafe"
 	"github.com/muster-run/muster/journal"
 	"github.com/muster-run/muster/planfile"
 	"github.com/muster-run/muster/receipt"
@@ -246,9 +247,9 @@ func (p *publisher) readRun(ctx context.Context) error {
 	}
 	if r != nil && r.Final != "" && r.Final != p.tip {
 		return cmdutil.Env("the run branch muster/%s is at %s, not at %s where the receipt sealed it: muster verify %s says what changed",
-			p.id, short(p.tip), short(r.Final), p.id)
+			p.id, textsafe.Short(p.tip), textsafe.Short(r.Final), p.id)
 	}
-	if path := planCopy(p.repo.RunDir(p.id)); path != "" {
+	if path := cmdutil.PlanCopy(p.repo.RunDir(p.id)); path != "" {
 		if plan, err := planfile.Load(path); err == nil {
 			p.plan = plan
 		}
@@ -339,13 +340,6 @@ func (p *publisher) redact(err error) error {
 	return err
 }
 
-func short(sha string) string {
-	if len(sha) > 10 {
-		return sha[:10]
-	}
-	return sha
-}
-
 func report(io *cmdutil.IOStreams, asJSON bool, res *published) {
 	if asJSON {
 		_ = cmdutil.WriteJSON(io.Out, res)
@@ -360,7 +354,7 @@ func report(io *cmdutil.IOStreams, asJSON bool, res *published) {
 		case opMerged:
 			fmt.Fprintf(io.Out, "pull request #%d for %s is merged already: left alone\n  %s\n", pl.Number, what, pl.URL)
 		default:
-			fmt.Fprintf(io.Out, "%s pull request #%d for %s onto %s at %s\n  %s\n", pl.Action, pl.Number, what, pl.Base, short(pl.Commit), pl.URL)
+			fmt.Fprintf(io.Out, "%s pull request #%d for %s onto %s at %s\n  %s\n", pl.Action, pl.Number, what, pl.Base, textsafe.Short(pl.Commit), pl.URL)
 		}
 	}
 }
