@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -14,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/confine"
@@ -41,6 +43,7 @@ import (
 	"github.com/muster-run/muster/internal/cli/worker"
 	"github.com/muster-run/muster/internal/proc"
 	"github.com/muster-run/muster/internal/redact"
+	"github.com/muster-run/muster/internal/suggest"
 )
 
 // NewRoot returns the root command.
@@ -63,7 +66,7 @@ Start with: muster demo`,
 	root.SetErr(io.ErrOut)
 	root.SetIn(io.In)
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
-		return &cmdutil.FlagError{Err: fmt.Errorf("%w\nsee: %s --help", err, cmd.CommandPath())}
+		return &cmdutil.FlagError{Err: fmt.Errorf("%w%s\nsee: %s --help", err, flagHint(cmd, err), cmd.CommandPath())}
 	})
 	root.AddCommand(
 		demo.NewCmd(io),
@@ -111,6 +114,29 @@ func flagArgs(c *cobra.Command) {
 	for _, sub := range c.Commands() {
 		flagArgs(sub)
 	}
+}
+
+// flagHint is "; did you mean --NAME?" for an unknown long flag close
+// to one the command takes (its own or inherited), else "": the one
+// place every command's mistyped flag is answered.
+func flagHint(cmd *cobra.Command, err error) string {
+	name, ok := strings.CutPrefix(err.Error(), "unknown flag: --")
+	if !ok {
+		return ""
+	}
+	name, _, _ = strings.Cut(name, "=")
+	var names []string
+	add := func(f *pflag.Flag) {
+		if !f.Hidden {
+			names = append(names, f.Name)
+		}
+	}
+	cmd.Flags().VisitAll(add)
+	cmd.InheritedFlags().VisitAll(add)
+	if n := suggest.Nearest(name, names); n != "" {
+		return fmt.Sprintf("; did you mean --%s?", n)
+	}
+	return ""
 }
 
 // unknownSubcommand rejects arguments to a command that only groups
@@ -246,6 +272,11 @@ func execute(ctx context.Context, io *cmdutil.IOStreams, root *cobra.Command, ar
 		fmt.Fprintln(io.ErrOut, "muster: interrupted before the run started: "+errText(err))
 		return cmdutil.ExitInterrupted
 	}
+	if closedStream(io, err) {
+		// muster report | head: the reader has what it wanted. Quiet,
+		// with the status a shell gives a program SIGPIPE ended.
+		return cmdutil.ExitBrokenPipe
+	}
 	var silent *cmdutil.Silent
 	if !errors.As(err, &silent) {
 		fmt.Fprintln(io.ErrOut, "muster: "+errText(err))
@@ -255,6 +286,22 @@ func execute(ctx context.Context, io *cmdutil.IOStreams, root *cobra.Command, ar
 		return cmdutil.ExitInvalid
 	}
 	return cmdutil.ExitCode(err)
+}
+
+// closedStream reports whether err is a write to the command's own
+// standard output or error whose reader went away (EPIPE), whatever
+// command printed it: the one place that ends such a command quietly.
+func closedStream(io *cmdutil.IOStreams, err error) bool {
+	var pe *fs.PathError
+	if !errors.As(err, &pe) || !errors.Is(pe.Err, syscall.EPIPE) {
+		return false
+	}
+	for _, w := range []any{io.Out, io.ErrOut} {
+		if f, ok := w.(*os.File); ok && f.Name() == pe.Path {
+			return true
+		}
+	}
+	return false
 }
 
 // errText is an error as a person reads it: redacted (internal/redact) of
