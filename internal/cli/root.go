@@ -164,35 +164,43 @@ func resolveJournal(dir, run string) (string, error) {
 
 // doctorCmd is muster doctor, which also checks that relative agent
 // commands are committed (they are resolved in each task's worktree).
+// --repo and --config say which repository and config it checks.
 func doctorCmd() *cobra.Command {
-	return doctor.NewCmdOpts(&doctor.Options{LoadConfig: repoConfig,
-		Committed: func(ctx context.Context, cfg *muster.Config) map[string]string {
-			repo, err := cmdutil.OpenRepo(ctx, "")
-			if err != nil {
-				return nil
-			}
-			return preflight.CommittedCommands(ctx, repo.Top, cfg)
-		},
-		Toolchains: func(ctx context.Context) []string {
-			repo, err := cmdutil.OpenRepo(ctx, "")
-			if err != nil {
-				return nil
-			}
-			return doctor.ToolchainWarnings(repo.Top, func(p string, args ...string) (string, error) {
-				out, err := exec.CommandContext(ctx, p, args...).Output()
-				return string(out), err
-			})
-		}})
+	opts := &doctor.Options{}
+	opts.LoadConfig = func() (*muster.Config, error) { return repoConfig(opts.Repo, opts.Config) }
+	opts.Committed = func(ctx context.Context, cfg *muster.Config) map[string]string {
+		repo, err := cmdutil.OpenRepo(ctx, opts.Repo)
+		if err != nil {
+			return nil
+		}
+		return preflight.CommittedCommands(ctx, repo.Top, cfg)
+	}
+	opts.Toolchains = func(ctx context.Context) []string {
+		repo, err := cmdutil.OpenRepo(ctx, opts.Repo)
+		if err != nil {
+			return nil
+		}
+		return doctor.ToolchainWarnings(repo.Top, func(p string, args ...string) (string, error) {
+			out, err := exec.CommandContext(ctx, p, args...).Output()
+			return string(out), err
+		})
+	}
+	return doctor.NewCmdOpts(opts)
 }
 
-// repoConfig returns the current repository's configuration, or nil
-// outside a repository.
-func repoConfig() (*muster.Config, error) {
-	repo, err := cmdutil.OpenRepo(context.Background(), "")
+// repoConfig returns the configuration of the repository at dir ("" for
+// the current directory's; config "" for its muster.toml), or nil
+// outside a repository. A --repo that is no repository, or a --config
+// that does not exist, is an error.
+func repoConfig(dir, config string) (*muster.Config, error) {
+	repo, err := cmdutil.OpenRepo(context.Background(), dir)
 	if err != nil {
+		if dir != "" || config != "" {
+			return nil, err
+		}
 		return nil, nil
 	}
-	return preflight.LoadConfig(repo, &preflight.Flags{})
+	return preflight.LoadConfig(repo, &preflight.Flags{Repo: dir, Config: config})
 }
 
 // Main runs muster with the process's arguments and returns the exit
