@@ -48,6 +48,7 @@ var KeySpecs = []KeySpec{
 	{Name: "Budget"},
 	{Name: "Delegates", Capped: true},
 	{Name: "Loop", Command: true},
+	{Name: "Race"},
 }
 
 // Keys lists the documented spelling of every task field key.
@@ -150,7 +151,13 @@ func (ps *problems) setField(t *muster.Task, name, value string, line int) {
 		// A gate is one command: commas belong to it.
 		t.Gates = append(t.Gates, value)
 	case "executor":
-		t.Executor = value
+		// A list names a race's candidates (accepted only with Race:,
+		// checkRace); one name is the executor, as ever.
+		if t.Executor = value; strings.Contains(value, ",") {
+			t.Executor, t.Candidates = "", splitList(value)
+		}
+	case "race":
+		ps.setRace(t, value, line)
 	case "model":
 		t.Model = value
 	case "role":
@@ -209,22 +216,7 @@ func (ps *problems) setField(t *muster.Task, name, value string, line int) {
 		}
 		t.Budget = b
 	case "delegates":
-		t.Delegates, t.DelegateDepth = false, 0
-		switch v := strings.ToLower(value); v {
-		case "yes", "true":
-			t.Delegates = true
-		case "no", "false":
-		default:
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 0 || n > muster.MaxDelegationDepth {
-				ps.addf(line, "bad Delegates %q: want yes, no or the levels of delegation, 0 to %d (the cap)", value, muster.MaxDelegationDepth)
-				return
-			}
-			// yes is 1, and hashes as it did: the depth is kept only above 1.
-			if t.Delegates = n > 0; n > 1 {
-				t.DelegateDepth = n
-			}
-		}
+		ps.setDelegates(t, value, line)
 	case "loop":
 		l, err := ParseLoop(value)
 		if err != nil {
@@ -233,6 +225,40 @@ func (ps *problems) setField(t *muster.Task, name, value string, line int) {
 		}
 		t.Loop = l
 	}
+}
+
+// setDelegates reads Delegates: yes, no or N.
+func (ps *problems) setDelegates(t *muster.Task, value string, line int) {
+	t.Delegates, t.DelegateDepth = false, 0
+	switch v := strings.ToLower(value); v {
+	case "yes", "true":
+		t.Delegates = true
+	case "no", "false":
+	default:
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > muster.MaxDelegationDepth {
+			ps.addf(line, "bad Delegates %q: want yes, no or the levels of delegation, 0 to %d (the cap)", value, muster.MaxDelegationDepth)
+			return
+		}
+		// yes is 1, and hashes as it did: the depth is kept only above 1.
+		if t.Delegates = n > 0; n > 1 {
+			t.DelegateDepth = n
+		}
+	}
+}
+
+// setRace reads Race: N (2 to muster.MaxRace candidates) or Race: first.
+func (ps *problems) setRace(t *muster.Task, value string, line int) {
+	if strings.EqualFold(value, "first") {
+		t.RaceFirst = true
+		return
+	}
+	n, err := strconv.Atoi(value)
+	if err != nil || n < 2 || n > muster.MaxRace {
+		ps.addf(line, "bad Race %q: want the number of candidates, 2 to %d, or first", value, muster.MaxRace)
+		return
+	}
+	t.Race = n
 }
 
 // splitList splits a comma-separated value, trimming items and dropping
