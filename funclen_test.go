@@ -134,7 +134,6 @@ var ceilings = map[string]int{
 	"internal/agentkit.Run":                  122,
 	"runview.Run.Apply":                      121,
 	"agent/sim.Executor.Execute":             119,
-	"planfile.problems.setField":             119,
 	"usagelog.codexState.line":               118,
 	"agent/httpagent.messagesWire.parse":     116,
 	"engine.State.starts":                    113,
