@@ -52,4 +52,3 @@ func asParams(sc *jsonschema.Schema, err error) error {
 	}
 	return &paramError{text: out, err: err}
 }
-

@@ -28,7 +28,7 @@ type Options struct {
 	// Toolchains read them.
 	Repo, Config string
 	LoadConfig   func() (*muster.Config, error)
-	Check      doctor.Options
+	Check        doctor.Options
 	// Committed, when set, returns by executor name why a program given
 	// as a relative path would not start in a task's worktree (it is
 	// resolved in the committed tree, not the work tree).
