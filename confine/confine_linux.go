@@ -82,6 +82,13 @@ func confineThread(writable []string) error {
 		return fmt.Errorf("cannot confine: the kernel enforces none of the rules")
 	}
 	defer unix.Close(fd)
+	// A fresh, anonymous session keyring: the program must not find the
+	// keys of the session muster runs in (a login's Kerberos tickets and
+	// tokens), which no file rule covers. The keyring is the thread's,
+	// and this thread starts or becomes the program.
+	if _, _, errno := unix.Syscall(unix.SYS_KEYCTL, unix.KEYCTL_JOIN_SESSION_KEYRING, 0, 0); errno != 0 && errno != unix.ENOSYS {
+		return fmt.Errorf("cannot confine: a session keyring of its own: %w", errno)
+	}
 	if err := dropCapabilities(); err != nil {
 		return fmt.Errorf("cannot confine: %w", err)
 	}

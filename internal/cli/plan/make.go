@@ -86,7 +86,7 @@ func Make(ctx context.Context, repo *cmdutil.Repo, cfg *muster.Config, req Reque
 				return nil, cmdutil.Invalid("%s is a directory: name a plan file with -o", req.Output)
 			}
 			if !req.Force {
-				return nil, cmdutil.Invalid("%s exists already: pass --force to replace it, or -o another file", req.Output)
+				return nil, cmdutil.Invalid("%s exists already: pass --force to replace it, or write another file with -o FILE", req.Output)
 			}
 		}
 	}
@@ -228,6 +228,8 @@ func Checker(cfg *muster.Config) func(name string, data []byte) (*muster.Plan, m
 	return func(name string, data []byte) (*muster.Plan, muster.Problems) {
 		p, probs := planfile.Parse(name, data)
 		probs = append(probs, planfile.Validate(p, crew, planfile.Options{})...)
+		// In line order, as validate prints them (planfile.Check).
+		planfile.SortProblems(probs)
 		return p, append(probs, preflight.Unapproved(p, cfg)...)
 	}
 }
