@@ -98,5 +98,13 @@ func (d *Driver) recover(ctx context.Context) error {
 			evs = append(evs, muster.Event{Type: muster.EvTaskReopened, Task: r.Task, Followup: r.Followup, Message: bound(r.Message, maxFeedback)})
 		}
 	}
-	return d.emit(evs...)
+	if d.opts.Adopt == nil {
+		return d.emit(evs...)
+	}
+	// An edited plan the resume adopts: durable before any task takes it.
+	evs = append(evs, *d.opts.Adopt)
+	if err := d.emit(evs...); err != nil {
+		return err
+	}
+	return d.sync()
 }

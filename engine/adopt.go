@@ -6,22 +6,32 @@ import (
 	"github.com/muster-run/muster"
 )
 
-// Adoptable reports whether a task may take a new definition from an
-// adopted plan (PlanAdopted): it has not succeeded, is not running, and
-// no commit of it is on the run branch or on its way there.
-func (s *State) Adoptable(id muster.TaskID) bool {
+// Settled reports whether a task is done for this run as far as an
+// adopted plan goes: it succeeded, or a commit of it is on the run branch
+// or on its way there (a resume records its success).
+func (s *State) Settled(id muster.TaskID) bool {
 	t := s.Tasks[id]
-	if t == nil || t.State == muster.StateSucceeded || t.State == muster.StateRunning || t.Commit != "" {
+	if t == nil {
 		return false
+	}
+	if t.State == muster.StateSucceeded || t.Commit != "" {
+		return true
 	}
 	if m := s.Moving; m != nil {
 		for _, l := range m.Chain {
 			if l.Task == id {
-				return false
+				return true
 			}
 		}
 	}
-	return true
+	return false
+}
+
+// Adoptable reports whether a task may take a new definition from an
+// adopted plan (PlanAdopted): it is not settled and not running.
+func (s *State) Adoptable(id muster.TaskID) bool {
+	t := s.Tasks[id]
+	return t != nil && t.State != muster.StateRunning && !s.Settled(id)
 }
 
 // applyAdopted folds a PlanAdopted: each task of the adopted version
