@@ -65,6 +65,13 @@ func exec(path string, argv, writable []string) (int, error) {
 	// The ruleset and the capabilities bind this OS thread, which then
 	// runs execve: the other threads end with the old program.
 	runtime.LockOSThread()
+	// A fresh, anonymous session keyring: the program must not find the
+	// keys of the session muster runs in (a login's Kerberos tickets and
+	// tokens), which no file rule covers. The keyring is the thread's,
+	// and this thread execs.
+	if _, _, errno := unix.Syscall(unix.SYS_KEYCTL, unix.KEYCTL_JOIN_SESSION_KEYRING, 0, 0); errno != 0 && errno != unix.ENOSYS {
+		return 125, fmt.Errorf("cannot confine: a session keyring of its own: %w", errno)
+	}
 	if err := dropCapabilities(); err != nil {
 		return 125, fmt.Errorf("cannot confine: %w", err)
 	}

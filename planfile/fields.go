@@ -48,6 +48,7 @@ var KeySpecs = []KeySpec{
 	{Name: "Budget"},
 	{Name: "Delegates", Capped: true},
 	{Name: "Loop", Command: true},
+	{Name: "Race"},
 }
 
 // Keys lists the documented spelling of every task field key.
@@ -130,16 +131,15 @@ func (ps *problems) setField(t *muster.Task, name, value string, line int) {
 		ps.addf(line, "%s needs a value", name)
 		return
 	}
+	ps.applyField(t, k, value, line)
+}
+
+// applyField sets the field of key k (lower case) from a trimmed value:
+// lists and free text here, each checked value in its own setter.
+func (ps *problems) applyField(t *muster.Task, k, value string, line int) {
 	switch k {
 	case "after":
-		if value == "-" {
-			return
-		}
-		for _, v := range splitList(value) {
-			if v != "-" {
-				t.After = append(t.After, muster.TaskID(v))
-			}
-		}
+		t.After = append(t.After, afterList(value)...)
 	case "owns":
 		t.Owns = append(t.Owns, splitList(value)...)
 	case "reads":
@@ -150,7 +150,13 @@ func (ps *problems) setField(t *muster.Task, name, value string, line int) {
 		// A gate is one command: commas belong to it.
 		t.Gates = append(t.Gates, value)
 	case "executor":
-		t.Executor = value
+		// A list names a race's candidates (accepted only with Race:,
+		// checkRace); one name is the executor, as ever.
+		if t.Executor = value; strings.Contains(value, ",") {
+			t.Executor, t.Candidates = "", splitList(value)
+		}
+	case "race":
+		ps.setRace(t, value, line)
 	case "model":
 		t.Model = value
 	case "role":
@@ -158,49 +164,15 @@ func (ps *problems) setField(t *muster.Task, name, value string, line int) {
 	case "run":
 		t.Run = value
 	case "kind":
-		switch v := strings.ToLower(value); v {
-		case muster.KindAgent, muster.KindCode:
-			t.Kind = v
-		default:
-			ps.addf(line, "bad Kind %q: want agent or code", value)
-		}
+		ps.setKind(t, value, line)
 	case "timeout":
-		d, err := time.ParseDuration(value)
-		if err != nil || d <= 0 {
-			ps.addf(line, "bad Timeout %q: want a duration such as 20m or 1h30m", value)
-			return
-		}
-		if d > muster.MaxTaskTimeout {
-			ps.addf(line, "Timeout %s is more than the cap of %s: a task that runs longer should be split", d, muster.MaxTaskTimeout)
-			return
-		}
-		t.Timeout = d
+		ps.setTimeout(t, value, line)
 	case "retries":
-		n, err := strconv.Atoi(value)
-		if err != nil || n < 0 {
-			ps.addf(line, "bad Retries %q: want a whole number, 0 or more", value)
-			return
-		}
-		if n > muster.MaxRetries {
-			ps.addf(line, "Retries %d is more than the cap of %d", n, muster.MaxRetries)
-			return
-		}
-		t.Retries = n
+		ps.setRetries(t, value, line)
 	case "review":
-		switch strings.ToLower(value) {
-		case "":
-		case "none":
-			t.Review = "none"
-		default:
-			ps.addf(line, "bad Review %q: want none (or leave the key out)", value)
-		}
+		ps.setReview(t, value, line)
 	case "authority":
-		switch a := muster.Authority(strings.ToLower(value)); a {
-		case muster.AuthorityRead, muster.AuthorityWrite, muster.AuthorityShell:
-			t.Authority = a
-		default:
-			ps.addf(line, "bad Authority %q: want read, write or shell", value)
-		}
+		ps.setAuthority(t, value, line)
 	case "budget":
 		b, err := ParseBudget(value)
 		if err != nil {
@@ -209,22 +181,7 @@ func (ps *problems) setField(t *muster.Task, name, value string, line int) {
 		}
 		t.Budget = b
 	case "delegates":
-		t.Delegates, t.DelegateDepth = false, 0
-		switch v := strings.ToLower(value); v {
-		case "yes", "true":
-			t.Delegates = true
-		case "no", "false":
-		default:
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 0 || n > muster.MaxDelegationDepth {
-				ps.addf(line, "bad Delegates %q: want yes, no or the levels of delegation, 0 to %d (the cap)", value, muster.MaxDelegationDepth)
-				return
-			}
-			// yes is 1, and hashes as it did: the depth is kept only above 1.
-			if t.Delegates = n > 0; n > 1 {
-				t.DelegateDepth = n
-			}
-		}
+		ps.setDelegates(t, value, line)
 	case "loop":
 		l, err := ParseLoop(value)
 		if err != nil {
@@ -233,6 +190,109 @@ func (ps *problems) setField(t *muster.Task, name, value string, line int) {
 		}
 		t.Loop = l
 	}
+}
+
+// afterList reads an After value: task ids, "-" alone or as an item
+// meaning none.
+func afterList(value string) []muster.TaskID {
+	if value == "-" {
+		return nil
+	}
+	var out []muster.TaskID
+	for _, v := range splitList(value) {
+		if v != "-" {
+			out = append(out, muster.TaskID(v))
+		}
+	}
+	return out
+}
+
+func (ps *problems) setKind(t *muster.Task, value string, line int) {
+	switch v := strings.ToLower(value); v {
+	case muster.KindAgent, muster.KindCode:
+		t.Kind = v
+	default:
+		ps.addf(line, "bad Kind %q: want agent or code", value)
+	}
+}
+
+func (ps *problems) setTimeout(t *muster.Task, value string, line int) {
+	d, err := time.ParseDuration(value)
+	if err != nil || d <= 0 {
+		ps.addf(line, "bad Timeout %q: want a duration such as 20m or 1h30m", value)
+		return
+	}
+	if d > muster.MaxTaskTimeout {
+		ps.addf(line, "Timeout %s is more than the cap of %s: a task that runs longer should be split", d, muster.MaxTaskTimeout)
+		return
+	}
+	t.Timeout = d
+}
+
+func (ps *problems) setRetries(t *muster.Task, value string, line int) {
+	n, err := strconv.Atoi(value)
+	if err != nil || n < 0 {
+		ps.addf(line, "bad Retries %q: want a whole number, 0 or more", value)
+		return
+	}
+	if n > muster.MaxRetries {
+		ps.addf(line, "Retries %d is more than the cap of %d", n, muster.MaxRetries)
+		return
+	}
+	t.Retries = n
+}
+
+func (ps *problems) setReview(t *muster.Task, value string, line int) {
+	switch strings.ToLower(value) {
+	case "":
+	case "none":
+		t.Review = "none"
+	default:
+		ps.addf(line, "bad Review %q: want none (or leave the key out)", value)
+	}
+}
+
+func (ps *problems) setAuthority(t *muster.Task, value string, line int) {
+	switch a := muster.Authority(strings.ToLower(value)); a {
+	case muster.AuthorityRead, muster.AuthorityWrite, muster.AuthorityShell:
+		t.Authority = a
+	default:
+		ps.addf(line, "bad Authority %q: want read, write or shell", value)
+	}
+}
+
+// setDelegates reads yes, no or a depth; yes is depth 1.
+func (ps *problems) setDelegates(t *muster.Task, value string, line int) {
+	t.Delegates, t.DelegateDepth = false, 0
+	switch v := strings.ToLower(value); v {
+	case "yes", "true":
+		t.Delegates = true
+	case "no", "false":
+	default:
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > muster.MaxDelegationDepth {
+			ps.addf(line, "bad Delegates %q: want yes, no or the levels of delegation, 0 to %d (the cap)", value, muster.MaxDelegationDepth)
+			return
+		}
+		// yes is 1, and hashes as it did: the depth is kept only above 1.
+		if t.Delegates = n > 0; n > 1 {
+			t.DelegateDepth = n
+		}
+	}
+}
+
+// setRace reads Race: N (2 to muster.MaxRace candidates) or Race: first.
+func (ps *problems) setRace(t *muster.Task, value string, line int) {
+	if strings.EqualFold(value, "first") {
+		t.RaceFirst = true
+		return
+	}
+	n, err := strconv.Atoi(value)
+	if err != nil || n < 2 || n > muster.MaxRace {
+		ps.addf(line, "bad Race %q: want the number of candidates, 2 to %d, or first", value, muster.MaxRace)
+		return
+	}
+	t.Race = n
 }
 
 // splitList splits a comma-separated value, trimming items and dropping

@@ -395,6 +395,7 @@ func (ps *problems) checkTasks(tasks []*muster.Task, cfg *muster.Config) [][]str
 	}
 	for i, t := range tasks {
 		ps.checkTitle(t)
+		ps.checkRace(t, cfg, execNames)
 		for _, e := range t.Owns {
 			n, err := owns.Normalize(e)
 			if err != nil {

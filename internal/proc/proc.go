@@ -10,14 +10,12 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -82,235 +80,14 @@ type Result struct {
 // cancelled, or Timeout or Stall elapse, the process group gets SIGTERM,
 // then SIGKILL after Grace.
 func Run(ctx context.Context, s Spec) (Result, error) {
-	if len(s.Argv) == 0 {
-		return Result{}, errors.New("empty command")
+	r, res, err := launch(s)
+	if r == nil {
+		return res, err
 	}
-	argv := s.Argv
-	if s.Confine != nil {
-		s.Launcher = s.Confine.Command(s.Grace)
-	}
-	if len(s.Launcher) > 0 {
-		prog, err := resolve(argv[0], s.Dir)
-		if err != nil {
-			return Result{}, fmt.Errorf("start %s: %w", s.Argv[0], err)
-		}
-		argv = append(append(append([]string(nil), s.Launcher...), prog), argv[1:]...)
-	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Dir = s.Dir
-	fam := &family{mark: newMark()}
-	cmd.Env = withEnv(s.Env, MarkEnv, fam.mark)
-	// Its own session (and so its own process group): what it starts
-	// stays in the session unless it calls setsid, and then carries the
-	// mark all the same.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	var bridge *bridgePair
-	if c := s.Confine; c != nil && c.Namespaces {
-		cmd.SysProcAttr = SandboxAttr(c.HostNetwork)
-		if c.Bridge != nil && !c.HostNetwork {
-			var err error
-			if bridge, err = newBridgePair(); err != nil {
-				return Result{}, err
-			}
-			defer bridge.close()
-			cmd.ExtraFiles = []*os.File{bridge.child} // muster.BridgeFD
-		}
-	}
-	if s.Stdin != nil {
-		cmd.Stdin = s.Stdin
-	}
-	// Once the process has exited, the rest of the prompt is not wanted:
-	// a leftover child that holds stdin must not keep Wait waiting.
-	cmd.WaitDelay = time.Second
-	// Our own pipes, not cmd.StdoutPipe: Wait then returns when the
-	// process exits, even while a leftover child holds its output open.
-	stdout, outW, err := os.Pipe()
-	if err != nil {
-		return Result{}, err
-	}
-	defer stdout.Close()
-	stderr, errW, err := os.Pipe()
-	if err != nil {
-		outW.Close()
-		return Result{}, err
-	}
-	defer stderr.Close()
-	cmd.Stdout, cmd.Stderr = outW, errW
-	start := time.Now()
-	err = cmd.Start()
-	outW.Close()
-	errW.Close()
-	if err != nil {
-		return Result{}, fmt.Errorf("start %s: %w", s.Argv[0], err)
-	}
-	pid := cmd.Process.Pid
-	fam.leader, fam.start = pid, startOf(pid)
-	if bridge != nil {
-		bridge.child.Close()
-		if perr := openBridge(bridge, s.Confine.Bridge, s.Argv[0]); perr != nil {
-			_ = syscall.Kill(-pid, syscall.SIGKILL)
-			_ = cmd.Wait()
-			return Result{ExitCode: -1, Stopped: "panic"}, perr
-		}
-	}
-	if s.OnStart != nil {
-		if perr := guard("the start handler of "+s.Argv[0], func() { s.OnStart(pid) }); perr != nil {
-			_ = syscall.Kill(-pid, syscall.SIGKILL)
-			_ = cmd.Wait()
-			return Result{ExitCode: -1, Stopped: "panic"}, perr
-		}
-	}
-
-	activity := make(chan struct{}, 1)
-	poke := func() {
-		select {
-		case activity <- struct{}{}:
-		default:
-		}
-	}
-	waitDone := make(chan struct{})
-	exited := make(chan struct{})  // the leader has exited
-	stopped := make(chan struct{}) // muster stops the invocation
-	var res Result
-	var stopOnce sync.Once
-	var stopping sync.WaitGroup // fam.stop, done before the leader is reaped
-	stop := func(why string) {
-		stopOnce.Do(func() {
-			res.Stopped = why
-			close(stopped)
-			stopping.Add(1)
-			go func() { defer stopping.Done(); fam.stop(s.Grace, exited) }()
-		})
-	}
-	// A handler that panics (on a reader goroutine, where nothing would
-	// recover it) stops the process group; its later lines are dropped
-	// and Run returns the panic.
-	var panicMu sync.Mutex
-	var panicked *muster.PanicError
-	handler := func(what string, fn func(string)) func(string) {
-		if fn == nil {
-			return nil
-		}
-		return func(line string) {
-			panicMu.Lock()
-			dead := panicked != nil
-			panicMu.Unlock()
-			if dead {
-				return
-			}
-			if perr := guard(what+" of "+s.Argv[0], func() { fn(line) }); perr != nil {
-				panicMu.Lock()
-				panicked = perr
-				panicMu.Unlock()
-				stop("panic")
-			}
-		}
-	}
-	var wg sync.WaitGroup
-	wg.Add(2)
-	// Both readers end when the pipes close: when the process and every
-	// child that inherited them have exited, or the group is killed.
-	go func() { defer wg.Done(); readLines(stdout, handler("the output handler", s.OnLine), poke) }()
-	go func() { defer wg.Done(); readLines(stderr, handler("the stderr handler", s.OnStderr), poke) }()
-	readersDone := make(chan struct{})
-	go func() { wg.Wait(); close(readersDone) }()
-	// The watcher lives until the process has been waited for.
-	watcherDone := make(chan struct{})
-	go func() {
-		defer close(watcherDone)
-		var timeout <-chan time.Time
-		if s.Timeout > 0 {
-			t := time.NewTimer(s.Timeout)
-			defer t.Stop()
-			timeout = t.C
-		}
-		var stall *time.Timer
-		var stallC <-chan time.Time
-		if s.Stall > 0 {
-			stall = time.NewTimer(s.Stall)
-			defer stall.Stop()
-			stallC = stall.C
-		}
-		for {
-			select {
-			case <-waitDone:
-				return
-			case <-ctx.Done():
-				stop("cancelled")
-				return
-			case <-timeout:
-				stop("timeout")
-				return
-			case <-stallC:
-				stop("stall")
-				return
-			case <-activity:
-				if stall != nil {
-					if !stall.Stop() {
-						select {
-						case <-stall.C:
-						default:
-						}
-					}
-					stall.Reset(s.Stall)
-				}
-			}
-		}
-	}()
-	// Wait for the leader to exit but leave it unreaped (a zombie) until
-	// its family is stopped: its pid, which is also its session's and its
-	// group's id, cannot be given to another process meanwhile, so what
-	// is found by those ids is the family's.
-	unreaped := waitExited(pid)
-	if !unreaped {
-		err = cmd.Wait()
-	}
-	close(exited)
-	// The process has exited: the invocation is over. What it left
-	// behind (a server, a watcher, a daemon) gets SIGTERM, then SIGKILL
-	// after the grace period unless the output closes first; a timeout
-	// or a cancellation cuts that wait short.
-	select {
-	case <-readersDone:
-	default:
-		if fam.signal(syscall.SIGTERM) {
-			t := time.NewTimer(gracePeriod(s.Grace))
-			select {
-			case <-readersDone:
-			case <-t.C:
-			case <-stopped:
-			}
-			t.Stop()
-		}
-	}
-	// No member of the family outlives the invocation.
-	fam.signal(syscall.SIGKILL)
-	fam.reap()
-	// Whatever still holds the pipes is not the family's: stop reading.
-	t := time.NewTimer(PipeGrace)
-	select {
-	case <-readersDone:
-	case <-t.C:
-		stdout.Close()
-		stderr.Close()
-		<-readersDone
-	}
-	t.Stop()
-	close(waitDone)
-	<-watcherDone
-	stopping.Wait()
-	if unreaped {
-		err = cmd.Wait()
-	}
-	if errors.Is(err, exec.ErrWaitDelay) {
-		err = nil // exited 0; only a leftover child held stdin
-	}
-	res.Duration = time.Since(start)
-	res.ExitCode = exitCode(err)
-	if panicked != nil {
-		return res, panicked
-	}
-	return res, nil
+	defer r.release()
+	r.read()
+	go r.watch(ctx)
+	return r.finish()
 }
 
 // openBridge receives the listener stage one bound, gives it to b.Serve

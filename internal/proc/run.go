@@ -1,0 +1,321 @@
+package proc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/muster-run/muster"
+)
+
+// invocation is one call of Run between its start and its end: the
+// three seams of Run are launch (start), watch (stop on a timeout, a
+// stall or a cancellation) and finish (wait, then stop the family).
+type invocation struct {
+	s      Spec
+	cmd    *exec.Cmd
+	fam    *family
+	bridge *bridgePair
+	start  time.Time
+	pid    int
+
+	stdout, stderr *os.File
+
+	activity    chan struct{} // output seen (for Stall)
+	waitDone    chan struct{} // finish is done with the process
+	exited      chan struct{} // the leader has exited
+	stopped     chan struct{} // muster stops the invocation
+	readersDone chan struct{}
+	watcherDone chan struct{}
+
+	res      Result
+	stopOnce sync.Once
+	stopping sync.WaitGroup // fam.stop, done before the leader is reaped
+
+	panicMu  sync.Mutex
+	panicked *muster.PanicError
+}
+
+// command builds the exec.Cmd of s: the launcher (the sandbox's
+// confinement step) before the program, the family's mark in its
+// environment, its own session, and the sandbox's namespaces.
+func command(s Spec) (*exec.Cmd, *family, *bridgePair, error) {
+	if len(s.Argv) == 0 {
+		return nil, nil, nil, errors.New("empty command")
+	}
+	argv := s.Argv
+	if s.Confine != nil {
+		s.Launcher = s.Confine.Command(s.Grace)
+	}
+	if len(s.Launcher) > 0 {
+		prog, err := resolve(argv[0], s.Dir)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("start %s: %w", s.Argv[0], err)
+		}
+		argv = append(append(append([]string(nil), s.Launcher...), prog), argv[1:]...)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = s.Dir
+	fam := &family{mark: newMark()}
+	cmd.Env = withEnv(s.Env, MarkEnv, fam.mark)
+	// Its own session (and so its own process group): what it starts
+	// stays in the session unless it calls setsid, and then carries the
+	// mark all the same.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	var bridge *bridgePair
+	if c := s.Confine; c != nil && c.Namespaces {
+		cmd.SysProcAttr = SandboxAttr(c.HostNetwork)
+		if c.Bridge != nil && !c.HostNetwork {
+			var err error
+			if bridge, err = newBridgePair(); err != nil {
+				return nil, nil, nil, err
+			}
+			cmd.ExtraFiles = []*os.File{bridge.child} // muster.BridgeFD
+		}
+	}
+	if s.Stdin != nil {
+		cmd.Stdin = s.Stdin
+	}
+	// Once the process has exited, the rest of the prompt is not wanted:
+	// a leftover child that holds stdin must not keep Wait waiting.
+	cmd.WaitDelay = time.Second
+	return cmd, fam, bridge, nil
+}
+
+// launch starts the process of s. It returns nil and the result (an
+// error, or a panic of a handler that already stopped the process) when
+// the invocation ended before it ran.
+func launch(s Spec) (*invocation, Result, error) {
+	cmd, fam, bridge, err := command(s)
+	if err != nil {
+		return nil, Result{}, err
+	}
+	r := &invocation{s: s, cmd: cmd, fam: fam, bridge: bridge}
+	// Our own pipes, not cmd.StdoutPipe: Wait then returns when the
+	// process exits, even while a leftover child holds its output open.
+	var outW, errW *os.File
+	if r.stdout, outW, err = os.Pipe(); err != nil {
+		r.release()
+		return nil, Result{}, err
+	}
+	if r.stderr, errW, err = os.Pipe(); err != nil {
+		outW.Close()
+		r.release()
+		return nil, Result{}, err
+	}
+	cmd.Stdout, cmd.Stderr = outW, errW
+	r.start = time.Now()
+	err = cmd.Start()
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		r.release()
+		return nil, Result{}, fmt.Errorf("start %s: %w", s.Argv[0], err)
+	}
+	r.pid = cmd.Process.Pid
+	fam.leader, fam.start = r.pid, startOf(r.pid)
+	if perr := r.opened(); perr != nil {
+		_ = syscall.Kill(-r.pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+		r.release()
+		return nil, Result{ExitCode: -1, Stopped: "panic"}, perr
+	}
+	return r, Result{}, nil
+}
+
+// opened hands the bridge over and calls OnStart, once the process runs.
+func (r *invocation) opened() *muster.PanicError {
+	if r.bridge != nil {
+		r.bridge.child.Close()
+		if perr := openBridge(r.bridge, r.s.Confine.Bridge, r.s.Argv[0]); perr != nil {
+			return perr
+		}
+	}
+	if r.s.OnStart != nil {
+		return guard("the start handler of "+r.s.Argv[0], func() { r.s.OnStart(r.pid) })
+	}
+	return nil
+}
+
+// release closes what launch opened.
+func (r *invocation) release() {
+	if r.bridge != nil {
+		r.bridge.close()
+	}
+	if r.stdout != nil {
+		r.stdout.Close()
+	}
+	if r.stderr != nil {
+		r.stderr.Close()
+	}
+}
+
+func (r *invocation) poke() {
+	select {
+	case r.activity <- struct{}{}:
+	default:
+	}
+}
+
+// stop stops the invocation (once), saying why.
+func (r *invocation) stop(why string) {
+	r.stopOnce.Do(func() {
+		r.res.Stopped = why
+		close(r.stopped)
+		r.stopping.Add(1)
+		go func() { defer r.stopping.Done(); r.fam.stop(r.s.Grace, r.exited) }()
+	})
+}
+
+// handler wraps fn so that a panic in it (on a reader goroutine, where
+// nothing would recover it) stops the process group; its later lines
+// are dropped and Run returns the panic.
+func (r *invocation) handler(what string, fn func(string)) func(string) {
+	if fn == nil {
+		return nil
+	}
+	return func(line string) {
+		r.panicMu.Lock()
+		dead := r.panicked != nil
+		r.panicMu.Unlock()
+		if dead {
+			return
+		}
+		if perr := guard(what+" of "+r.s.Argv[0], func() { fn(line) }); perr != nil {
+			r.panicMu.Lock()
+			r.panicked = perr
+			r.panicMu.Unlock()
+			r.stop("panic")
+		}
+	}
+}
+
+// read starts the two readers, which end when the pipes close: when the
+// process and every child that inherited them have exited, or the group
+// is killed.
+func (r *invocation) read() {
+	r.activity = make(chan struct{}, 1)
+	r.waitDone = make(chan struct{})
+	r.exited = make(chan struct{})
+	r.stopped = make(chan struct{})
+	r.readersDone = make(chan struct{})
+	r.watcherDone = make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); readLines(r.stdout, r.handler("the output handler", r.s.OnLine), r.poke) }()
+	go func() { defer wg.Done(); readLines(r.stderr, r.handler("the stderr handler", r.s.OnStderr), r.poke) }()
+	go func() { wg.Wait(); close(r.readersDone) }()
+}
+
+// watch stops the invocation on a cancellation, the timeout or a stall;
+// it lives until finish is done with the process.
+func (r *invocation) watch(ctx context.Context) {
+	defer close(r.watcherDone)
+	var timeout <-chan time.Time
+	if r.s.Timeout > 0 {
+		t := time.NewTimer(r.s.Timeout)
+		defer t.Stop()
+		timeout = t.C
+	}
+	var stall *time.Timer
+	var stallC <-chan time.Time
+	if r.s.Stall > 0 {
+		stall = time.NewTimer(r.s.Stall)
+		defer stall.Stop()
+		stallC = stall.C
+	}
+	for {
+		select {
+		case <-r.waitDone:
+			return
+		case <-ctx.Done():
+			r.stop("cancelled")
+			return
+		case <-timeout:
+			r.stop("timeout")
+			return
+		case <-stallC:
+			r.stop("stall")
+			return
+		case <-r.activity:
+			if stall != nil {
+				if !stall.Stop() {
+					select {
+					case <-stall.C:
+					default:
+					}
+				}
+				stall.Reset(r.s.Stall)
+			}
+		}
+	}
+}
+
+// finish waits for the leader, stops what it left behind and returns how
+// the invocation ended.
+func (r *invocation) finish() (Result, error) {
+	// Wait for the leader to exit but leave it unreaped (a zombie) until
+	// its family is stopped: its pid, which is also its session's and its
+	// group's id, cannot be given to another process meanwhile, so what
+	// is found by those ids is the family's.
+	var err error
+	unreaped := waitExited(r.pid)
+	if !unreaped {
+		err = r.cmd.Wait()
+	}
+	close(r.exited)
+	r.stopFamily()
+	close(r.waitDone)
+	<-r.watcherDone
+	r.stopping.Wait()
+	if unreaped {
+		err = r.cmd.Wait()
+	}
+	if errors.Is(err, exec.ErrWaitDelay) {
+		err = nil // exited 0; only a leftover child held stdin
+	}
+	r.res.Duration = time.Since(r.start)
+	r.res.ExitCode = exitCode(err)
+	if r.panicked != nil {
+		return r.res, r.panicked
+	}
+	return r.res, nil
+}
+
+// stopFamily ends what the exited leader left behind (a server, a
+// watcher, a daemon): SIGTERM, then SIGKILL after the grace period
+// unless the output closes first (a timeout or a cancellation cuts that
+// wait short); then it stops reading what still holds the pipes.
+func (r *invocation) stopFamily() {
+	select {
+	case <-r.readersDone:
+	default:
+		if r.fam.signal(syscall.SIGTERM) {
+			t := time.NewTimer(gracePeriod(r.s.Grace))
+			select {
+			case <-r.readersDone:
+			case <-t.C:
+			case <-r.stopped:
+			}
+			t.Stop()
+		}
+	}
+	// No member of the family outlives the invocation.
+	r.fam.signal(syscall.SIGKILL)
+	r.fam.reap()
+	// Whatever still holds the pipes is not the family's: stop reading.
+	t := time.NewTimer(PipeGrace)
+	select {
+	case <-r.readersDone:
+	case <-t.C:
+		r.stdout.Close()
+		r.stderr.Close()
+		<-r.readersDone
+	}
+	t.Stop()
+}
