@@ -230,7 +230,11 @@ type RunConfig struct {
 	MaxRounds     int    `json:"max_rounds,omitempty"`
 	// MaxBatch bounds how many waiting commits one integration batch
 	// gates together (0: DefaultMaxBatch; 1: each on its own).
-	MaxBatch          int         `json:"max_batch,omitempty"`
+	MaxBatch int `json:"max_batch,omitempty"`
+	// Race and RaceFirst are [run] race: the Race: of every agent task
+	// that sets none (0 and false: no race).
+	Race              int         `json:"race,omitempty"`
+	RaceFirst         bool        `json:"race_first,omitempty"`
 	VerifyIntegration *bool       `json:"verify_integration,omitempty"`
 	Approve           []Authority `json:"approve,omitempty"`
 	RequireApproval   []Authority `json:"require_approval,omitempty"`

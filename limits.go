@@ -18,6 +18,8 @@ const (
 	MaxClones = 1000
 	// MaxDelegationDepth bounds a task's Delegates: N.
 	MaxDelegationDepth = 5
+	// MaxRace bounds a task's Race: N (and [run] race).
+	MaxRace = 8
 	// MaxRetries bounds a task's Retries.
 	MaxRetries = 10
 	// MaxTaskTimeout bounds a task's Timeout and an executor's timeout.

@@ -87,7 +87,15 @@ type Task struct {
 	// task may start; a task it delegates may carry at most N-1.
 	DelegateDepth int       `json:"delegate_depth,omitempty"`
 	Loop          *LoopSpec `json:"loop,omitempty"`
-	Prompt        string    `json:"prompt,omitempty"`
+	// Race is N of Race: N: the task runs N candidate attempts at once
+	// and one winner lands (0: no race). RaceFirst is Race: first: the
+	// first candidate that passes its gates and review wins.
+	Race      int  `json:"race,omitempty"`
+	RaceFirst bool `json:"race_first,omitempty"`
+	// Candidates are the executors a race runs on (Executor: a, b, c,
+	// accepted only with Race:); empty: the crew's coders.
+	Candidates []string `json:"candidates,omitempty"`
+	Prompt     string   `json:"prompt,omitempty"`
 	// Parent is the delegating task that spliced this one in, if any.
 	Parent TaskID `json:"parent,omitempty"`
 
@@ -108,6 +116,9 @@ func (t *Task) DelegationDepth() int {
 	}
 	return 1
 }
+
+// Racing reports whether the task runs as a race (Race: N or Race: first).
+func (t *Task) Racing() bool { return t.Race > 0 || t.RaceFirst }
 
 // EffectiveKind returns the task's kind, defaulting to agent.
 func (t *Task) EffectiveKind() string {

@@ -25,7 +25,7 @@ var (
 	topKeys      = []string{"run", "executors", "gates", "setup", "pool", "fleet"}
 	fleetKeys    = []string{"nats", "creds", "tls_ca", "tls_cert", "tls_key", "lease", "trust_worker_gates"}
 	poolKeys     = []string{"max_clones"}
-	runKeys      = []string{"max_parallel", "on_failure", "budget_usd", "budget_tokens", "writers", "on_violation", "noop", "max_rounds", "max_batch", "verify_integration", "approve", "require_approval", "keep", "guard", "grace", "gate_timeout", "reviewers", "stall_timeout", "prices_file", "env_allow", "confine", "writable", "hide", "network", "allow_hosts", "max_file_bytes", "max_tasks", "review_partial", "max_pids", "max_memory"}
+	runKeys      = []string{"max_parallel", "on_failure", "budget_usd", "budget_tokens", "writers", "on_violation", "noop", "max_rounds", "max_batch", "verify_integration", "approve", "require_approval", "keep", "guard", "grace", "gate_timeout", "reviewers", "stall_timeout", "prices_file", "env_allow", "confine", "writable", "hide", "network", "allow_hosts", "max_file_bytes", "max_tasks", "review_partial", "race", "max_pids", "max_memory"}
 	executorKeys = []string{"kind", "clones", "roles", "model", "models", "base_url", "api_key_env", "env", "args", "command", "timeout", "max_concurrent", "env_allow", "writable", "network", "allow_hosts", "seed", "speed"}
 )
 
@@ -227,6 +227,8 @@ func (r *reader) run(rc *muster.RunConfig, t map[string]any) {
 			rc.MaxRounds = r.count(v, 1, p)
 		case "max_batch":
 			rc.MaxBatch = r.count(v, 1, p)
+		case "race":
+			r.race(rc, v, p)
 		case "verify_integration":
 			if b, ok := v.(bool); ok {
 				rc.VerifyIntegration = &b
@@ -543,6 +545,21 @@ func (r *reader) bytes(v any, lo int64, p []string) int64 {
 		return bad()
 	}
 	return n
+}
+
+// race reads [run] race: the number of candidates (2 to muster.MaxRace)
+// or "first", the default Race: of agent tasks.
+func (r *reader) race(rc *muster.RunConfig, v any, p []string) {
+	if s, ok := v.(string); ok && strings.EqualFold(s, "first") {
+		rc.RaceFirst = true
+		return
+	}
+	n, ok := v.(int64)
+	if !ok || n < 2 || n > muster.MaxRace {
+		r.at(p, "race: want the number of candidates, 2 to %d, or \"first\"", muster.MaxRace)
+		return
+	}
+	rc.Race = int(n)
 }
 
 // number reads a number of zero or more.

@@ -99,6 +99,8 @@ func TestParseProblems(t *testing.T) {
 			`m.toml:3: budget_tokens: want a whole number, 0 or more`}},
 		{"bool", "[run]\nverify_integration = \"no\"\n", []string{`m.toml:2: verify_integration: want true or false`}},
 		{"max_batch", "[run]\nmax_batch = 0\n", []string{`m.toml:2: max_batch: want a whole number, 1 or more`}},
+		{"race", "[run]\nrace = 1\n", []string{`m.toml:2: race: want the number of candidates, 2 to 8, or "first"`}},
+		{"race word", "[run]\nrace = \"all\"\n", []string{`m.toml:2: race: want the number of candidates, 2 to 8, or "first"`}},
 		{"review_partial", "[run]\nreview_partial = \"yes\"\n", []string{`m.toml:2: review_partial: want "refuse" or "allow"`}},
 		{"caps", "[run]\nmax_file_bytes = 0\nmax_tasks = 0\nmax_task = 3\n", []string{
 			`m.toml:2: max_file_bytes: want a number of bytes, 1 to 1099511627776 (the default is 100000000, 100 MB)`,
@@ -266,6 +268,18 @@ func TestCapKeys(t *testing.T) {
 	}
 	if def := (&muster.Config{}); def.MaxTasksFor(3) != 100 || def.MaxTasksFor(50) != 500 {
 		t.Errorf("default caps %d %d", def.MaxTasksFor(3), def.MaxTasksFor(50))
+	}
+}
+
+func TestRunRace(t *testing.T) {
+	for src, want := range map[string]muster.RunConfig{
+		"[run]\nrace = 3\n":         {Race: 3},
+		"[run]\nrace = \"first\"\n": {RaceFirst: true},
+	} {
+		cfg, probs := Parse("m.toml", []byte(src))
+		if len(probs) > 0 || cfg.Run.Race != want.Race || cfg.Run.RaceFirst != want.RaceFirst {
+			t.Errorf("%q: %v race %d first %v", src, probs, cfg.Run.Race, cfg.Run.RaceFirst)
+		}
 	}
 }
 

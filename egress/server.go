@@ -255,11 +255,14 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "muster: request body too large or unreadable", http.StatusRequestEntityTooLarge)
 			return
 		}
-		var m struct {
-			Model string `json:"model"`
+		if len(body) > 0 {
+			m, err := requestModel(body)
+			if err != nil && len(rt.Models) > 0 {
+				s.refuse(w, rt.Upstream.Host, err.Error()+": its model cannot be checked")
+				return
+			}
+			model = m
 		}
-		_ = json.Unmarshal(body, &m)
-		model = m.Model
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
 	}
@@ -290,6 +293,10 @@ func (s *Server) rewriteModel(pr *httputil.ProxyRequest) {
 	up := rt.Upstream
 	pr.Out.URL.Scheme, pr.Out.URL.Host = up.Scheme, up.Host
 	pr.Out.Host = up.Host
+	// The transport asks for compression itself and decompresses, so the
+	// meter reads the provider's usage: an agent that asked for gzip
+	// would otherwise blind it (and spend past the budget claiming none).
+	pr.Out.Header.Del("Accept-Encoding")
 	if rt.Key == "" {
 		return // a subscription login: the agent's own authorization
 	}

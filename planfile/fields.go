@@ -48,6 +48,7 @@ var KeySpecs = []KeySpec{
 	{Name: "Budget"},
 	{Name: "Delegates", Capped: true},
 	{Name: "Loop", Command: true},
+	{Name: "Race"},
 }
 
 // Keys lists the documented spelling of every task field key.
@@ -149,7 +150,13 @@ func (ps *problems) applyField(t *muster.Task, k, value string, line int) {
 		// A gate is one command: commas belong to it.
 		t.Gates = append(t.Gates, value)
 	case "executor":
-		t.Executor = value
+		// A list names a race's candidates (accepted only with Race:,
+		// checkRace); one name is the executor, as ever.
+		if t.Executor = value; strings.Contains(value, ",") {
+			t.Executor, t.Candidates = "", splitList(value)
+		}
+	case "race":
+		ps.setRace(t, value, line)
 	case "model":
 		t.Model = value
 	case "role":
@@ -272,6 +279,20 @@ func (ps *problems) setDelegates(t *muster.Task, value string, line int) {
 			t.DelegateDepth = n
 		}
 	}
+}
+
+// setRace reads Race: N (2 to muster.MaxRace candidates) or Race: first.
+func (ps *problems) setRace(t *muster.Task, value string, line int) {
+	if strings.EqualFold(value, "first") {
+		t.RaceFirst = true
+		return
+	}
+	n, err := strconv.Atoi(value)
+	if err != nil || n < 2 || n > muster.MaxRace {
+		ps.addf(line, "bad Race %q: want the number of candidates, 2 to %d, or first", value, muster.MaxRace)
+		return
+	}
+	t.Race = n
 }
 
 // splitList splits a comma-separated value, trimming items and dropping

@@ -11,7 +11,7 @@ import (
 var sampleValue = map[string]string{
 	"After": "-", "Owns": "out/x/", "Reads": "README.md", "Gate": "true", "Executor": "", "Model": "m-1", "Role": "coder",
 	"Kind": "agent", "Run": "true", "Satisfies": "1", "Timeout": "5m", "Retries": "1", "Review": "none",
-	"Authority": "write", "Budget": "$1", "Delegates": "no", "Loop": "true",
+	"Authority": "write", "Budget": "$1", "Delegates": "no", "Loop": "true", "Race": "2",
 }
 
 // TestEveryKeyParses: each key of the table is understood by the Markdown

@@ -89,6 +89,11 @@ type canonTask struct {
 	Loop          *muster.LoopSpec `json:"loop,omitempty"`
 	Prompt        string           `json:"prompt,omitempty"`
 	Parent        string           `json:"parent,omitempty"`
+	// Race, RaceFirst and Candidates are left out when unset, so plans
+	// written before Race: hash as they did.
+	Race       int      `json:"race,omitempty"`
+	RaceFirst  bool     `json:"race_first,omitempty"`
+	Candidates []string `json:"candidates,omitempty"`
 }
 
 // Canonical returns a form of the plan that does not depend on how it was
@@ -162,6 +167,9 @@ func canonTaskOf(t *muster.Task) canonTask {
 		Loop:          t.Loop,
 		Prompt:        canonText(t.Prompt),
 		Parent:        string(t.Parent),
+		Race:          t.Race,
+		RaceFirst:     t.RaceFirst,
+		Candidates:    t.Candidates, // in order: the order is start order
 	}
 }
 

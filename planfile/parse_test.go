@@ -197,7 +197,7 @@ func TestParseProblems(t *testing.T) {
 		{"yaml no id", "p.yaml", "tasks:\n  - title: A\n", []string{`p.yaml:2: task has no id`}},
 		{"yaml no title", "p.yaml", "tasks:\n  - id: a\n", []string{`p.yaml:2: task a has no title`}},
 		{"yaml duplicate key", "p.yaml", "tasks:\n  - id: a\n    title: A\n    id: b\n", []string{`p.yaml:4: bad YAML: mapping key "id" already defined at [2:5]`}},
-		{"yaml list for scalar", "p.yaml", "tasks:\n  - id: a\n    title: A\n    executor: [x, y]\n", []string{`p.yaml:4: executor: want a single value, not a list`}},
+		{"yaml list for scalar", "p.yaml", "tasks:\n  - id: a\n    title: A\n    model: [x, y]\n", []string{`p.yaml:4: model: want a single value, not a list`}},
 		{"yaml bad value", "p.yaml", "tasks:\n  - id: a\n    title: A\n    retries: many\n", []string{`p.yaml:4: bad Retries "many": want a whole number, 0 or more`}},
 		{"yaml bad done", "p.yaml", "tasks:\n  - id: a\n    title: A\n    done: perhaps\n", []string{`p.yaml:4: bad done "perhaps": want true or false`}},
 		{"yaml mapping value", "p.yaml", "tasks:\n  - id: a\n    title: {x: 1}\n", []string{`p.yaml:2: task a has no title`, `p.yaml:3: title: want a single value`}},

@@ -165,6 +165,20 @@ func (ps *problems) value(t *muster.Task, name string, n ast.Node, line int) {
 	k := strings.ToLower(name)
 	n = ps.unwrap(n)
 	if seq, ok := n.(*ast.SequenceNode); ok {
+		if k == "executor" {
+			// A list of executors is a race's candidates.
+			var names []string
+			for _, item := range seq.Values {
+				if s, ok := ps.scalar(item, k); ok {
+					names = append(names, s)
+				}
+			}
+			if len(names) == 1 {
+				names = append(names, "") // still a list: checkRace wants Race:
+			}
+			ps.setField(t, name, strings.Join(names, ", "), line)
+			return
+		}
 		if !isList(k) {
 			ps.addf(line, "%s: want a single value, not a list", k)
 			return

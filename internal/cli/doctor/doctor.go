@@ -22,9 +22,14 @@ import (
 
 // Options are the command's inputs.
 type Options struct {
-	JSON       bool
-	LoadConfig func() (*muster.Config, error)
-	Check      doctor.Options
+	JSON bool
+	// Repo and Config are --repo DIR and --config FILE, as every command
+	// takes them (ARCHITECTURE §2.1): "" for the current directory's
+	// repository and its muster.toml. LoadConfig, Committed and
+	// Toolchains read them.
+	Repo, Config string
+	LoadConfig   func() (*muster.Config, error)
+	Check        doctor.Options
 	// Committed, when set, returns by executor name why a program given
 	// as a relative path would not start in a task's worktree (it is
 	// resolved in the committed tree, not the work tree).
@@ -69,6 +74,8 @@ or when [run] confine = "required" and any layer is missing.`,
 		},
 	}
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the results as JSON")
+	cmd.Flags().StringVar(&opts.Repo, "repo", "", "the repository whose config to check (default: the current directory's)")
+	cmd.Flags().StringVar(&opts.Config, "config", "", "the config file (default: muster.toml at the repository root)")
 	return cmd
 }
 

@@ -126,7 +126,7 @@ func (s *Session) open(ctx context.Context, confinement *muster.Confinement, und
 		undo.add(func() { o.j.Close() })
 		st, err := engine.Replay(o.replayed)
 		if err != nil {
-			return nil, cmdutil.Env("journal of run %s does not replay: %v", s.RunID, err)
+			return nil, cmdutil.Env("journal of run %s does not replay: %w", s.RunID, err)
 		}
 		// The run may have ended while this process waited for its lock.
 		if allSucceeded(st) && len(s.Reopen) == 0 {

@@ -106,7 +106,7 @@ func Check(ctx context.Context, repo *cmdutil.Repo, id string) (problems []strin
 func branch(ctx context.Context, repo *cmdutil.Repo, id string, r *receipt.Receipt) (receipt.Branch, error) {
 	tip, commits, err := git.ReadBranch(ctx, repo.Top, id, r.Base)
 	if err != nil {
-		return receipt.Branch{}, cmdutil.Env("read the run branch: %v", err)
+		return receipt.Branch{}, cmdutil.Env("read the run branch: %w", err)
 	}
 	b := receipt.Branch{Tip: tip}
 	for _, c := range commits {
