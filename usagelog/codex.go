@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"path/filepath"
-	"runtime"
 	"strings"
 
 	"github.com/muster-run/muster/cost"
@@ -31,41 +30,21 @@ func ScanCodex(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, dirError(root, err)
 	}
-	prices := opts.Prices
-	if prices == nil {
-		prices = cost.Default()
-	}
-	maxLine := opts.MaxLine
-	if maxLine <= 0 {
-		maxLine = DefaultMaxLine
-	}
-	workers := opts.Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
+	opts = opts.withDefaults()
 	jobs := splitJobs(paths, sizes, 1<<62) // one job per file
-	res := &Result{Source: "codex", PricesDate: prices.Date()}
-	res.Stats.Files = len(paths)
-	for _, s := range sizes {
-		res.Stats.Bytes += s
-	}
-	type out struct {
-		entries []Entry
-		stats   Stats
-		err     error
-	}
-	bufs := make([][]byte, workers)
+	res := newResult("codex", opts.Prices, sizes)
+	bufs := make([][]byte, opts.Workers)
 	unreadable := 0
-	err = runJobs(ctx, jobs, workers, func(w int, j job) out {
-		var o out
-		s := codexState{prices: prices, session: strings.TrimSuffix(filepath.Base(j.path), ".jsonl"), models: map[string]modelInfo{}}
-		o.err = forEachLine(j.path, j.start, j.end, maxLine, &bufs[w], &o.stats, func(line []byte) {
+	err = runJobs(ctx, jobs, opts.Workers, func(w int, j job) jobOut {
+		var o jobOut
+		s := codexState{prices: opts.Prices, session: strings.TrimSuffix(filepath.Base(j.path), ".jsonl"), models: map[string]modelInfo{}}
+		o.err = forEachLine(j.path, j.start, j.end, opts.MaxLine, &bufs[w], &o.stats, func(line []byte) {
 			if e, ok := s.line(line, &o.stats); ok {
 				o.entries = append(o.entries, e)
 			}
 		})
 		return o
-	}, func(i int, o out) {
+	}, func(i int, o jobOut) {
 		if o.err != nil {
 			unreadable++
 		}
