@@ -270,6 +270,10 @@ type RunConfig struct {
 	// MaxTasks caps the tasks of a run, the plan's and every delegated
 	// one (0: MaxTasksFor the plan).
 	MaxTasks int `json:"max_tasks,omitempty"`
+	// MaxPids and MaxMemory (bytes) bound each confined invocation's
+	// processes and memory through a cgroup of its own (0: no bound).
+	MaxPids   int   `json:"max_pids,omitempty"`
+	MaxMemory int64 `json:"max_memory,omitempty"`
 }
 
 // MaxTasksFor is the cap on a run's tasks for a plan of n tasks: [run]

@@ -25,7 +25,7 @@ var (
 	topKeys      = []string{"run", "executors", "gates", "setup", "pool", "fleet"}
 	fleetKeys    = []string{"nats", "creds", "tls_ca", "tls_cert", "tls_key", "lease", "trust_worker_gates"}
 	poolKeys     = []string{"max_clones"}
-	runKeys      = []string{"max_parallel", "on_failure", "budget_usd", "budget_tokens", "writers", "on_violation", "noop", "max_rounds", "max_batch", "verify_integration", "approve", "require_approval", "keep", "guard", "grace", "gate_timeout", "reviewers", "stall_timeout", "prices_file", "env_allow", "confine", "writable", "hide", "network", "allow_hosts", "max_file_bytes", "max_tasks", "review_partial", "race"}
+	runKeys      = []string{"max_parallel", "on_failure", "budget_usd", "budget_tokens", "writers", "on_violation", "noop", "max_rounds", "max_batch", "verify_integration", "approve", "require_approval", "keep", "guard", "grace", "gate_timeout", "reviewers", "stall_timeout", "prices_file", "env_allow", "confine", "writable", "hide", "network", "allow_hosts", "max_file_bytes", "max_tasks", "review_partial", "race", "max_pids", "max_memory"}
 	executorKeys = []string{"kind", "clones", "roles", "model", "models", "base_url", "api_key_env", "env", "args", "command", "timeout", "max_concurrent", "env_allow", "writable", "network", "allow_hosts", "seed", "speed"}
 )
 
@@ -261,14 +261,8 @@ func (r *reader) run(rc *muster.RunConfig, t map[string]any) {
 			rc.Writable = r.paths(v, p)
 		case "hide":
 			rc.Hide = r.paths(v, p)
-		case "max_file_bytes":
-			if n, ok := v.(int64); ok && n >= 1 && n <= muster.MaxFileBytesCap {
-				rc.MaxFileBytes = n
-			} else {
-				r.at(p, "%s: want a number of bytes, 1 to %d (the default is %d, 100 MB)", k, int64(muster.MaxFileBytesCap), muster.DefaultMaxFileBytes)
-			}
-		case "max_tasks":
-			rc.MaxTasks = r.count(v, 1, p)
+		case "max_file_bytes", "max_tasks", "max_pids", "max_memory":
+			r.runBound(rc, k, v, p)
 		case "network":
 			rc.Network = r.network(v, p)
 		case "allow_hosts":
@@ -276,6 +270,25 @@ func (r *reader) run(rc *muster.RunConfig, t map[string]any) {
 		default:
 			r.unknown(runKeys, p...)
 		}
+	}
+}
+
+// runBound reads one of [run]'s caps on what a run or an invocation may
+// take (README "Caps").
+func (r *reader) runBound(rc *muster.RunConfig, k string, v any, p []string) {
+	switch k {
+	case "max_file_bytes":
+		if n, ok := v.(int64); ok && n >= 1 && n <= muster.MaxFileBytesCap {
+			rc.MaxFileBytes = n
+		} else {
+			r.at(p, "%s: want a number of bytes, 1 to %d (the default is %d, 100 MB)", k, int64(muster.MaxFileBytesCap), muster.DefaultMaxFileBytes)
+		}
+	case "max_tasks":
+		rc.MaxTasks = r.count(v, 1, p)
+	case "max_pids":
+		rc.MaxPids = r.count(v, muster.MinMaxPids, p)
+	case "max_memory":
+		rc.MaxMemory = r.bytes(v, muster.MinMaxMemory, p)
 	}
 }
 
@@ -506,6 +519,32 @@ func (r *reader) count(v any, lo int, p []string) int {
 		return 0
 	}
 	return int(n)
+}
+
+// bytes reads a size of at least lo bytes: a whole number of bytes, or
+// a string of one with a unit ("512MB", "2GiB": K, M, G, T in powers of
+// 1000, Ki, Mi, Gi, Ti in powers of 1024, the B optional).
+func (r *reader) bytes(v any, lo int64, p []string) int64 {
+	bad := func() int64 {
+		r.at(p, "%s: want a size of %d bytes or more: a number of bytes, or a string such as \"512MB\" or \"2GiB\"", p[len(p)-1], lo)
+		return 0
+	}
+	var n int64
+	switch x := v.(type) {
+	case int64:
+		n = x
+	case string:
+		var ok bool
+		if n, ok = muster.ParseBytes(x); !ok {
+			return bad()
+		}
+	default:
+		return bad()
+	}
+	if n < lo || n > 1<<50 {
+		return bad()
+	}
+	return n
 }
 
 // race reads [run] race: the number of candidates (2 to muster.MaxRace)

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/internal/suggest"
 )
 
 // ParseCrew reads one --crew flag: "NAME=KIND[:CLONES][:PROGRAM ARGS...]".
@@ -34,6 +35,9 @@ func ParseCrew(flag string) (*muster.ExecutorSpec, error) {
 	kind, rest, hasRest := strings.Cut(rest, ":")
 	kind = strings.TrimSpace(kind)
 	if !contains(muster.ExecutorKinds, kind) {
+		if n := suggest.Nearest(kind, muster.ExecutorKinds); n != "" {
+			return nil, bad("unknown kind %q; did you mean %q? (known kinds: %s)", kind, n, strings.Join(muster.ExecutorKinds, ", "))
+		}
 		return nil, bad("unknown kind %q (known kinds: %s)", kind, strings.Join(muster.ExecutorKinds, ", "))
 	}
 	e := &muster.ExecutorSpec{Name: name, Kind: muster.ExecKind(kind), Clones: 1, Roles: []muster.Role{muster.RoleCoder}}

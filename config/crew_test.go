@@ -29,6 +29,8 @@ func TestParseCrew(t *testing.T) {
 		{"=sim", `--crew "=sim": want NAME=KIND[:CLONES], such as claude=claude-code:3`},
 		{"a#1=sim", `--crew "a#1=sim": bad executor name "a#1": use letters, digits, ".", "_" and "-"`},
 		{"a=robot:2", `--crew "a=robot:2": unknown kind "robot" (known kinds: claude-code, codex, gemini, opencode, pi, acp, claude-acp, codex-acp, gemini-acp, qwen, copilot, openai, anthropic, command, sim)`},
+		{"a=claud:2", `--crew "a=claud:2": unknown kind "claud"; did you mean "claude-code"? (known kinds: claude-code, codex, gemini, opencode, pi, acp, claude-acp, codex-acp, gemini-acp, qwen, copilot, openai, anthropic, command, sim)`},
+		{"a=codx", `--crew "a=codx": unknown kind "codx"; did you mean "codex"? (known kinds: claude-code, codex, gemini, opencode, pi, acp, claude-acp, codex-acp, gemini-acp, qwen, copilot, openai, anthropic, command, sim)`},
 		{"a=sim:0", `--crew "a=sim:0": clones must be from 1 to 1000`},
 		{"a=sim:99999999999999999999", `--crew "a=sim:99999999999999999999": clones must be from 1 to 1000`},
 		{"a=codex:2:./x", `--crew "a=codex:2:./x": only kinds command and acp take a program`},

@@ -207,6 +207,8 @@ func (s *State) Apply(e *muster.Event) error {
 		return s.addTasks(e.Tasks, e.Task)
 	case muster.EvRaceStarted, muster.EvCandidateFinished, muster.EvRaceWon:
 		return s.applyRace(e)
+	case muster.EvPlanAdopted:
+		return s.applyAdopted(e)
 	case muster.EvNote, muster.EvToolUse, muster.EvMessage, muster.EvGateRan,
 		muster.EvReviewed, muster.EvViolation, muster.EvCommitted:
 		// Facts for reports and views; no scheduling state.

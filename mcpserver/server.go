@@ -264,7 +264,8 @@ func add[In, Out any](s *mcp.Server, name, desc string, tune func(*jsonschema.Sc
 					res, out, err = nil, zero, fmt.Errorf("muster: internal error in %s: %v\n%s", name, r, firstLines(string(debug.Stack()), 12))
 				}
 			}()
-			return h(ctx, req, in)
+			res, out, err = h(ctx, req, in)
+			return res, out, asParams(sc, err)
 		})
 }
 

@@ -44,7 +44,7 @@ func Parse(name string, data []byte) (plan *muster.Plan, probs muster.Problems) 
 	} else {
 		plan, probs = parseMarkdown(name, data)
 	}
-	sortProblems(probs)
+	SortProblems(probs)
 	return plan, probs
 }
 
@@ -94,6 +94,6 @@ func Check(path string, cfg *muster.Config, opts Options) (*muster.Plan, muster.
 	}
 	p, probs := Parse(path, data)
 	probs = append(probs, Validate(p, cfg, opts)...)
-	sortProblems(probs)
+	SortProblems(probs)
 	return p, probs, nil
 }

@@ -47,7 +47,7 @@ func Validate(p *muster.Plan, cfg *muster.Config, opts Options) muster.Problems 
 	if !ps.hasCycle {
 		ps.checkOverlaps(p.Tasks, ids, normOwns, opts.Strict)
 	}
-	sortProblems(ps.list)
+	SortProblems(ps.list)
 	return ps.list
 }
 
@@ -100,7 +100,7 @@ func ValidateFragment(parent *muster.Task, existing *muster.Plan, frag *muster.P
 			}
 		}
 	}
-	sortProblems(ps.list)
+	SortProblems(ps.list)
 	return ps.list
 }
 
@@ -684,8 +684,9 @@ func covered(parent []string, e string) bool {
 	return false
 }
 
-// sortProblems orders problems by line, keeping the order of problems on
-// the same line.
-func sortProblems(ps muster.Problems) {
+// SortProblems orders a plan file's problems by line, keeping the order of
+// problems on the same line: the order validate prints them in, which
+// every other checker of a plan (the MCP server, the planner) keeps.
+func SortProblems(ps muster.Problems) {
 	sort.SliceStable(ps, func(i, j int) bool { return ps[i].Line < ps[j].Line })
 }

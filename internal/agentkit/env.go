@@ -63,11 +63,12 @@ func FindBinary(spec *muster.ExecutorSpec, name string, starts ...string) (strin
 }
 
 // installHint says how to install the program name, when it is a known
-// agent CLI: the npm package, globally or into .cache/agents.
+// agent CLI: the npm package, for every project (globally, or under the
+// user's own prefix), never into the project's tree.
 func installHint(name string) string {
 	for _, k := range Kinds {
 		if k.Binary == name && k.Package != "" {
-			return fmt.Sprintf(" (install it: npm install -g %s, or npm install --prefix .cache/agents %s)", k.Package, k.Package)
+			return fmt.Sprintf(" (install it for your user: npm install -g %s, or without root npm install -g --prefix ~/.local %s with ~/.local/bin on PATH)", k.Package, k.Package)
 		}
 	}
 	return ""

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -14,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/confine"
@@ -41,6 +43,7 @@ import (
 	"github.com/muster-run/muster/internal/cli/worker"
 	"github.com/muster-run/muster/internal/proc"
 	"github.com/muster-run/muster/internal/redact"
+	"github.com/muster-run/muster/internal/suggest"
 )
 
 // NewRoot returns the root command.
@@ -63,7 +66,7 @@ Start with: muster demo`,
 	root.SetErr(io.ErrOut)
 	root.SetIn(io.In)
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
-		return &cmdutil.FlagError{Err: fmt.Errorf("%w\nsee: %s --help", err, cmd.CommandPath())}
+		return &cmdutil.FlagError{Err: fmt.Errorf("%w%s\nsee: %s --help", err, flagHint(cmd, err), cmd.CommandPath())}
 	})
 	root.AddCommand(
 		demo.NewCmd(io),
@@ -113,6 +116,29 @@ func flagArgs(c *cobra.Command) {
 	}
 }
 
+// flagHint is "; did you mean --NAME?" for an unknown long flag close
+// to one the command takes (its own or inherited), else "": the one
+// place every command's mistyped flag is answered.
+func flagHint(cmd *cobra.Command, err error) string {
+	name, ok := strings.CutPrefix(err.Error(), "unknown flag: --")
+	if !ok {
+		return ""
+	}
+	name, _, _ = strings.Cut(name, "=")
+	var names []string
+	add := func(f *pflag.Flag) {
+		if !f.Hidden {
+			names = append(names, f.Name)
+		}
+	}
+	cmd.Flags().VisitAll(add)
+	cmd.InheritedFlags().VisitAll(add)
+	if n := suggest.Nearest(name, names); n != "" {
+		return fmt.Sprintf("; did you mean --%s?", n)
+	}
+	return ""
+}
+
 // unknownSubcommand rejects arguments to a command that only groups
 // subcommands, as cobra would.
 func unknownSubcommand(cmd *cobra.Command, args []string) error {
@@ -138,35 +164,43 @@ func resolveJournal(dir, run string) (string, error) {
 
 // doctorCmd is muster doctor, which also checks that relative agent
 // commands are committed (they are resolved in each task's worktree).
+// --repo and --config say which repository and config it checks.
 func doctorCmd() *cobra.Command {
-	return doctor.NewCmdOpts(&doctor.Options{LoadConfig: repoConfig,
-		Committed: func(ctx context.Context, cfg *muster.Config) map[string]string {
-			repo, err := cmdutil.OpenRepo(ctx, "")
-			if err != nil {
-				return nil
-			}
-			return preflight.CommittedCommands(ctx, repo.Top, cfg)
-		},
-		Toolchains: func(ctx context.Context) []string {
-			repo, err := cmdutil.OpenRepo(ctx, "")
-			if err != nil {
-				return nil
-			}
-			return doctor.ToolchainWarnings(repo.Top, func(p string, args ...string) (string, error) {
-				out, err := exec.CommandContext(ctx, p, args...).Output()
-				return string(out), err
-			})
-		}})
+	opts := &doctor.Options{}
+	opts.LoadConfig = func() (*muster.Config, error) { return repoConfig(opts.Repo, opts.Config) }
+	opts.Committed = func(ctx context.Context, cfg *muster.Config) map[string]string {
+		repo, err := cmdutil.OpenRepo(ctx, opts.Repo)
+		if err != nil {
+			return nil
+		}
+		return preflight.CommittedCommands(ctx, repo.Top, cfg)
+	}
+	opts.Toolchains = func(ctx context.Context) []string {
+		repo, err := cmdutil.OpenRepo(ctx, opts.Repo)
+		if err != nil {
+			return nil
+		}
+		return doctor.ToolchainWarnings(repo.Top, func(p string, args ...string) (string, error) {
+			out, err := exec.CommandContext(ctx, p, args...).Output()
+			return string(out), err
+		})
+	}
+	return doctor.NewCmdOpts(opts)
 }
 
-// repoConfig returns the current repository's configuration, or nil
-// outside a repository.
-func repoConfig() (*muster.Config, error) {
-	repo, err := cmdutil.OpenRepo(context.Background(), "")
+// repoConfig returns the configuration of the repository at dir ("" for
+// the current directory's; config "" for its muster.toml), or nil
+// outside a repository. A --repo that is no repository, or a --config
+// that does not exist, is an error.
+func repoConfig(dir, config string) (*muster.Config, error) {
+	repo, err := cmdutil.OpenRepo(context.Background(), dir)
 	if err != nil {
+		if dir != "" || config != "" {
+			return nil, err
+		}
 		return nil, nil
 	}
-	return preflight.LoadConfig(repo, &preflight.Flags{})
+	return preflight.LoadConfig(repo, &preflight.Flags{Repo: dir, Config: config})
 }
 
 // Main runs muster with the process's arguments and returns the exit
@@ -246,6 +280,11 @@ func execute(ctx context.Context, io *cmdutil.IOStreams, root *cobra.Command, ar
 		fmt.Fprintln(io.ErrOut, "muster: interrupted before the run started: "+errText(err))
 		return cmdutil.ExitInterrupted
 	}
+	if closedStream(io, err) {
+		// muster report | head: the reader has what it wanted. Quiet,
+		// with the status a shell gives a program SIGPIPE ended.
+		return cmdutil.ExitBrokenPipe
+	}
 	var silent *cmdutil.Silent
 	if !errors.As(err, &silent) {
 		fmt.Fprintln(io.ErrOut, "muster: "+errText(err))
@@ -255,6 +294,22 @@ func execute(ctx context.Context, io *cmdutil.IOStreams, root *cobra.Command, ar
 		return cmdutil.ExitInvalid
 	}
 	return cmdutil.ExitCode(err)
+}
+
+// closedStream reports whether err is a write to the command's own
+// standard output or error whose reader went away (EPIPE), whatever
+// command printed it: the one place that ends such a command quietly.
+func closedStream(io *cmdutil.IOStreams, err error) bool {
+	var pe *fs.PathError
+	if !errors.As(err, &pe) || !errors.Is(pe.Err, syscall.EPIPE) {
+		return false
+	}
+	for _, w := range []any{io.Out, io.ErrOut} {
+		if f, ok := w.(*os.File); ok && f.Name() == pe.Path {
+			return true
+		}
+	}
+	return false
 }
 
 // errText is an error as a person reads it: redacted (internal/redact) of

@@ -3,10 +3,12 @@ package cli
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/spf13/cobra"
@@ -111,5 +113,38 @@ func TestNoHelpOrDocCitesDesign(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// muster report | head: a write to a standard output whose reader went
+// away ends the command quietly with 141 (128 + SIGPIPE), in one place
+// for every command (issue 25).
+func TestExecuteClosedStdoutIsQuiet(t *testing.T) {
+	t.Parallel()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	r.Close()
+	var errOut bytes.Buffer
+	io := &cmdutil.IOStreams{In: strings.NewReader(""), Out: w, ErrOut: &errOut}
+	root := NewRoot(io)
+	root.AddCommand(&cobra.Command{Use: "print", RunE: func(cmd *cobra.Command, _ []string) error {
+		_, err := fmt.Fprintln(io.Out, "a line")
+		return fmt.Errorf("write: %w", err)
+	}})
+	if code := execute(context.Background(), io, root, []string{"print"}); code != cmdutil.ExitBrokenPipe {
+		t.Fatalf("exit %d, want %d; stderr %q", code, cmdutil.ExitBrokenPipe, errOut.String())
+	}
+	if errOut.Len() != 0 {
+		t.Fatalf("stderr %q, want nothing", errOut.String())
+	}
+	// Any other broken pipe (an agent's stdin, say) is still an error.
+	root.AddCommand(&cobra.Command{Use: "other", RunE: func(*cobra.Command, []string) error {
+		return &fs.PathError{Op: "write", Path: "/proc/self/fd/9", Err: syscall.EPIPE}
+	}})
+	if code := execute(context.Background(), io, root, []string{"other"}); code != cmdutil.ExitEnvironment {
+		t.Fatalf("exit %d, want %d", code, cmdutil.ExitEnvironment)
 	}
 }

@@ -22,6 +22,9 @@ const (
 	ExitInvalid     = 2
 	ExitEnvironment = 3
 	ExitInterrupted = 130
+	// ExitBrokenPipe is a closed standard output or error (muster report
+	// | head): 128 + SIGPIPE, as a shell reports a program SIGPIPE ended.
+	ExitBrokenPipe = 141
 )
 
 // IOStreams are a command's standard streams.

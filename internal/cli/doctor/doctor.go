@@ -17,13 +17,19 @@ import (
 	"github.com/muster-run/muster/confine"
 	"github.com/muster-run/muster/doctor"
 	"github.com/muster-run/muster/internal/cli/preflight"
+	"github.com/muster-run/muster/internal/proc"
 )
 
 // Options are the command's inputs.
 type Options struct {
-	JSON       bool
-	LoadConfig func() (*muster.Config, error)
-	Check      doctor.Options
+	JSON bool
+	// Repo and Config are --repo DIR and --config FILE, as every command
+	// takes them (ARCHITECTURE §2.1): "" for the current directory's
+	// repository and its muster.toml. LoadConfig, Committed and
+	// Toolchains read them.
+	Repo, Config string
+	LoadConfig   func() (*muster.Config, error)
+	Check        doctor.Options
 	// Committed, when set, returns by executor name why a program given
 	// as a relative path would not start in a task's worktree (it is
 	// resolved in the committed tree, not the work tree).
@@ -68,6 +74,8 @@ or when [run] confine = "required" and any layer is missing.`,
 		},
 	}
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the results as JSON")
+	cmd.Flags().StringVar(&opts.Repo, "repo", "", "the repository whose config to check (default: the current directory's)")
+	cmd.Flags().StringVar(&opts.Config, "config", "", "the config file (default: muster.toml at the repository root)")
 	return cmd
 }
 
@@ -122,6 +130,7 @@ func Run(ctx context.Context, opts *Options, out io.Writer) error {
 			fmt.Fprintln(out, namespacesLine(ns))
 		}
 		fmt.Fprintln(out, networkLine(cfg, st.Available() && mode != muster.ConfineOff && ns == ""))
+		fmt.Fprintln(out, cgroupLine(cfg, proc.ProbeCgroups()))
 		if w := preflight.RootWarning(); w != "" {
 			fmt.Fprintln(out, "warning: "+w)
 		}
@@ -139,6 +148,12 @@ func Run(ctx context.Context, opts *Options, out io.Writer) error {
 		return &muster.Error{Code: muster.CodeFailed, Op: "doctor",
 			Message: `[run] confine = "required", but this system cannot build the sandbox's namespaces: ` + ns}
 	}
+	if cfg != nil && mode == muster.ConfineRequired {
+		if ok, why := proc.ProbeCgroups().Can(cfg.Run.MaxPids, cfg.Run.MaxMemory); !ok {
+			return &muster.Error{Code: muster.CodeFailed, Op: "doctor",
+				Message: `[run] confine = "required" with max_pids or max_memory set, but ` + why}
+		}
+	}
 	if failed := doctor.Failed(results); len(failed) > 0 {
 		return &muster.Error{Code: muster.CodeFailed, Op: "doctor",
 			Message: fmt.Sprintf("configured executor(s) cannot run: %s", strings.Join(failed, ", "))}
@@ -155,6 +170,31 @@ func namespacesReason(opts *Options) string {
 		return fmt.Sprintf("cannot find muster's own executable: %v", err)
 	}
 	return confine.ProbeNamespaces(exe)
+}
+
+// cgroupLine says whether [run] max_pids and max_memory can be enforced
+// here (ARCHITECTURE §8.1), and whether the config sets them.
+func cgroupLine(cfg *muster.Config, c proc.Cgroups) string {
+	var pids int
+	var mem int64
+	if cfg != nil {
+		pids, mem = cfg.Run.MaxPids, cfg.Run.MaxMemory
+	}
+	where := "unavailable: " + c.Reason
+	switch {
+	case c.Pids != "" && c.Memory != "":
+		where = fmt.Sprintf("cgroup v%d (pids and memory)", c.Version)
+	case c.Pids != "" || c.Memory != "":
+		where = fmt.Sprintf("cgroup v%d, partly: %s", c.Version, c.Reason)
+	}
+	set := "[run] max_pids and max_memory not set"
+	if pids > 0 || mem > 0 {
+		set = fmt.Sprintf("[run] max_pids %d, max_memory %d bytes (0: unset)", pids, mem)
+		if ok, why := c.Can(pids, mem); !ok {
+			return "warning: limits: " + where + "; " + set + ": not enforced: " + why
+		}
+	}
+	return "limits: " + where + "; " + set
 }
 
 // namespacesLine says whether each invocation gets the sandbox's

@@ -156,7 +156,9 @@ func (b *backend) Run(ctx context.Context, path string, in mcpserver.RunInput) (
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create the run directory: %w", err)
 	}
-	argv := []string{b.exe, "run", path, "--repo", b.repo.Top, "--run-id", id, "--plain"}
+	// The plan relative to the repository's top, where the run starts:
+	// the run records and reports it as a run started there would.
+	argv := []string{b.exe, "run", b.rel(path), "--repo", b.repo.Top, "--run-id", id, "--plain"}
 	if b.config != "" {
 		argv = append(argv, "--config", b.config)
 	}
@@ -198,7 +200,7 @@ func (b *backend) events(run string) (string, []muster.Event, *engine.State, err
 	}
 	st, err := engine.Replay(evs)
 	if err != nil {
-		return "", nil, nil, cmdutil.Env("journal of run %s does not replay: %v", id, err)
+		return "", nil, nil, cmdutil.Env("journal of run %s does not replay: %w", id, err)
 	}
 	return id, evs, st, nil
 }

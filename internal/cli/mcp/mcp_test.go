@@ -316,6 +316,12 @@ func TestValidateAndPlan(t *testing.T) {
 	mustFail(t, cs, "validate", map[string]any{"plan": "bad.md"}, "bad.md:4: dependency cycle")
 	mustOK(t, cs, "validate", map[string]any{"plan": "new.md", "text": valid})
 	mustFail(t, cs, "validate", map[string]any{"plan": "x.md", "text": cyclic}, "x.md:4: dependency cycle")
+	// Problems in line order, as muster validate prints them (issue 25:
+	// the checker finds the parse problem at line 9 first).
+	res, text, obj := call(t, cs, "validate", map[string]any{"plan": "order.md", "text": "## [ ] a: A\nOwns: a.txt\nAfter: nosuch\n\nDo a.\n\n## [ ] b: B\nOwns: b.txt\nBogus: x\n\nDo b.\n"})
+	if want := "order.md:3: task a: unknown dependency \"nosuch\"\norder.md:9: unknown key \"Bogus\""; !res.IsError || text != want {
+		t.Errorf("validate order: %q, want %q (%v)", text, want, obj)
+	}
 	// Bad input: schema, paths that leave the repository, missing files.
 	mustFail(t, cs, "validate", map[string]any{}, "plan")
 	mustFail(t, cs, "validate", map[string]any{"plan": ""}, "plan")
@@ -328,14 +334,14 @@ func TestValidateAndPlan(t *testing.T) {
 	mustFail(t, cs, "validate", map[string]any{"plan": ".git/config"}, ".git are not allowed")
 	mustFail(t, cs, "validate", map[string]any{"plan": "missing.md"}, "missing.md")
 
-	text, obj := mustOK(t, cs, "plan", map[string]any{"goal": "two files"})
+	text, obj = mustOK(t, cs, "plan", map[string]any{"goal": "two files"})
 	if obj["valid"] != true || obj["path"] != "plan.md" || !strings.Contains(text, "## [ ] a: A") {
 		t.Errorf("plan: %v\n%s", obj, text)
 	}
 	if _, err := os.Stat(filepath.Join(repo, "plan.md")); err != nil {
 		t.Errorf("plan.md not written: %v", err)
 	}
-	mustFail(t, cs, "plan", map[string]any{"goal": "again"}, "exists already")
+	mustFail(t, cs, "plan", map[string]any{"goal": "again"}, "exists already: pass force: true to replace it, or write another file with output FILE")
 	mustOK(t, cs, "plan", map[string]any{"goal": "again", "force": true})
 	mustOK(t, cs, "plan", map[string]any{"goal": "sub", "output": "plans/sub.md", "executor": "planner"})
 	mustFail(t, cs, "plan", map[string]any{"goal": ""}, "goal")
@@ -345,7 +351,13 @@ func TestValidateAndPlan(t *testing.T) {
 	mustFail(t, cs, "plan", map[string]any{"goal": "x", "output": "run.sh"}, "ends in .md")
 	mustFail(t, cs, "plan", map[string]any{"goal": "x", "output": "p.yaml"}, "ends in .md")
 	mustFail(t, cs, "plan", map[string]any{"goal": "x", "output": "out/x.md"}, "outside the repository")
-	mustFail(t, cs, "plan", map[string]any{"goal": "x", "executor": "nobody", "output": "n.md"}, "no such executor")
+	mustFail(t, cs, "plan", map[string]any{"goal": "x", "executor": "nobody", "output": "n.md"}, "executor nobody: no such executor")
+	// Errors name the tool's parameters, never the command line's flags.
+	for _, args := range []map[string]any{{"goal": "again"}, {"goal": "x", "executor": "nobody", "output": "n.md"}} {
+		if _, text, _ := call(t, cs, "plan", args); strings.Contains(text, "--") || strings.Contains(text, "-o ") {
+			t.Errorf("plan %v names a flag: %s", args, text)
+		}
+	}
 	res, text, bad := call(t, cs, "plan", map[string]any{"goal": "x", "executor": "bad", "output": "sub/never.md", "tries": 2})
 	if !res.IsError || bad["valid"] != false || bad["tries"] != 2.0 || !strings.Contains(text, "no valid plan after 2 tries") ||
 		!strings.Contains(text, "sub/never.md:2: task a: unknown dependency") {
@@ -391,6 +403,10 @@ func TestRunStatusReportLogsCancel(t *testing.T) {
 	// temporary directory goes.
 	if pid, ok := obj["pid"].(float64); ok {
 		waitExit(int(pid))
+	}
+	// The plan as a run started at the repository's top names it.
+	if st["plan"] != "good.md" {
+		t.Errorf("status plan %v, want good.md", st["plan"])
 	}
 	if tasks, _ := st["tasks"].([]any); len(tasks) != 2 {
 		t.Errorf("status tasks %v", st["tasks"])

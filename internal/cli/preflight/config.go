@@ -32,6 +32,13 @@ type Flags struct {
 	NATS string
 	// Creds is the fleet credentials file (--creds).
 	Creds string
+	// AdoptPlan (set by muster resume alone) compares the plan file with
+	// the run's newest copy and adopts its edits (internal/cli/runner,
+	// adopt.go); PlanFile (--plan) names the file (default: the one the
+	// run started with) and KeepPlan (--keep-plan) keeps the copy.
+	AdoptPlan bool
+	PlanFile  string
+	KeepPlan  bool
 }
 
 // AddFlags registers the flags shared by run and resume.
