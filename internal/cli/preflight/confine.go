@@ -264,7 +264,7 @@ func resolvedN(p string, depth int) string {
 // during a run is the user's own work (a commit on their branch, a hook
 // they add): it is neither undone nor charged to a task. Unconfined agents
 // could have made it: it is undone and fails the attempt.
-func DefaultGuard(c *muster.Confinement) string {
+func DefaultGuard(c *muster.Confinement) muster.GuardPolicy {
 	if c != nil {
 		return muster.GuardOff
 	}
