@@ -17,6 +17,7 @@ import (
 	"github.com/muster-run/muster/engine"
 	"github.com/muster-run/muster/gate"
 	"github.com/muster-run/muster/git"
+	"github.com/muster-run/muster/internal/agentkit"
 	"github.com/muster-run/muster/internal/agents"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
 	"github.com/muster-run/muster/internal/cli/preflight"
@@ -242,6 +243,9 @@ func (s *Session) crew(ctx context.Context, confinement *muster.Confinement, und
 	// Each key to its executor: no other agent, no gate, no setup or
 	// code step gets an api_key_env variable, whatever its name.
 	c.warnings = s.Config.ScopeKeys()
+	if w := agentkit.LoginWarning(agentkit.LoginHolders(s.Config, nil, nil)); w != "" {
+		c.warnings = append(c.warnings, w)
+	}
 	proc.SetKeyVars(s.Config.KeyVars()...)
 	preflight.AllowEnv(s.Config)
 	c.gates = gate.Runner{Grace: s.Config.Grace(), Allow: s.Config.Run.EnvAllow, Confine: confinement,
