@@ -65,6 +65,14 @@ const (
 	// its new commit carries Muster-Followup: Followup. Message is the
 	// feedback, untrusted.
 	EvTaskReopened EventType = "TaskReopened"
+	// EvPlanAdopted (Plan: the version's file name in the run directory,
+	// such as "plan-2.md"; PlanHash: its hash in the run's canonical
+	// form, Canon; Tasks: every task of that version; Message: what
+	// changed, for people) adopts an edited plan file at a resume, right
+	// after the RunResumed: tasks that have not succeeded take their new
+	// definition, new tasks join the run, succeeded ones keep theirs
+	// (engine/adopt.go). The receipt seals each version's hash.
+	EvPlanAdopted EventType = "PlanAdopted"
 )
 
 // Event is one line of the journal. Fields not used by a type are empty.
@@ -97,6 +105,8 @@ type Event struct {
 	// canonical form (planfile.CanonicalVersion) the run's receipt hashes
 	// the plan with; 0 in journals older than the field: version 1.
 	Canon int `json:"canon,omitempty"`
+	// PlanHash (PlanAdopted) is the adopted version's hash.
+	PlanHash string `json:"plan_hash,omitempty"`
 
 	Task     TaskID `json:"task,omitempty"`
 	Attempt  int    `json:"attempt,omitempty"`

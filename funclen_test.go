@@ -153,7 +153,6 @@ var ceilings = map[string]int{
 	"mockllm.writeResponses":                 93,
 	"usagelog.Aggregate":                     91,
 	"agent/acp.Executor.Execute":             90,
-	"receipt.Fold":                           89,
 	"driver.worker.gates":                    88,
 	"engine/enginetest.Sim.Run":              88,
 	"usagelog.ScanClaude":                    88,

@@ -32,6 +32,25 @@ func probe() Status {
 // writing only below writable and Devices (paths that do not exist are
 // skipped). It returns only on failure.
 func exec(path string, argv, writable []string) (int, error) {
+	// The ruleset and the capabilities bind this OS thread, which then
+	// runs execve: the other threads end with the old program.
+	runtime.LockOSThread()
+	if err := confineThread(writable); err != nil {
+		return 125, err
+	}
+	err := syscall.Exec(path, argv, os.Environ())
+	return 126, fmt.Errorf("exec %s: %w", argv[0], err)
+}
+
+// confineThread confines the calling OS thread, which the caller has
+// locked (runtime.LockOSThread) and keeps locked until the thread ends:
+// every capability dropped, no_new_privs, and a Landlock domain in which
+// reading and executing stay allowed everywhere and writing only below
+// writable and Devices (paths that do not exist are skipped). The
+// kernel keeps all three per thread, and a process the thread starts
+// (fork, clone, execve) inherits them; the process's other threads keep
+// theirs.
+func confineThread(writable []string) error {
 	// The newest ABI go-landlock knows, brought down to the kernel's:
 	// file system rights and IPC scopes (a confined process can neither
 	// signal nor reach through abstract sockets the processes outside
@@ -57,34 +76,30 @@ func exec(path string, argv, writable []string) (int, error) {
 	}
 	fd, flags, err := cfg.BestEffort().NewRulesetFD(rules...)
 	if err != nil {
-		return 125, fmt.Errorf("cannot confine: %w", err)
+		return fmt.Errorf("cannot confine: %w", err)
 	}
 	if fd < 0 {
-		return 125, fmt.Errorf("cannot confine: the kernel enforces none of the rules")
+		return fmt.Errorf("cannot confine: the kernel enforces none of the rules")
 	}
-	// The ruleset and the capabilities bind this OS thread, which then
-	// runs execve: the other threads end with the old program.
-	runtime.LockOSThread()
+	defer unix.Close(fd)
 	// A fresh, anonymous session keyring: the program must not find the
 	// keys of the session muster runs in (a login's Kerberos tickets and
 	// tokens), which no file rule covers. The keyring is the thread's,
-	// and this thread execs.
+	// and this thread starts or becomes the program.
 	if _, _, errno := unix.Syscall(unix.SYS_KEYCTL, unix.KEYCTL_JOIN_SESSION_KEYRING, 0, 0); errno != 0 && errno != unix.ENOSYS {
-		return 125, fmt.Errorf("cannot confine: a session keyring of its own: %w", errno)
+		return fmt.Errorf("cannot confine: a session keyring of its own: %w", errno)
 	}
 	if err := dropCapabilities(); err != nil {
-		return 125, fmt.Errorf("cannot confine: %w", err)
+		return fmt.Errorf("cannot confine: %w", err)
 	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return 125, fmt.Errorf("cannot confine: prctl(PR_SET_NO_NEW_PRIVS): %w", err)
+		return fmt.Errorf("cannot confine: prctl(PR_SET_NO_NEW_PRIVS): %w", err)
 	}
 	if err := llsys.LandlockRestrictSelf(fd, flags); err != nil {
-		return 125, fmt.Errorf("cannot confine: landlock_restrict_self: %w", err)
+		return fmt.Errorf("cannot confine: landlock_restrict_self: %w", err)
 	}
-	_ = unix.Close(fd)
 	if err := clearCapabilities(); err != nil {
-		return 125, fmt.Errorf("cannot confine: %w", err)
+		return fmt.Errorf("cannot confine: %w", err)
 	}
-	err = syscall.Exec(path, argv, os.Environ())
-	return 126, fmt.Errorf("exec %s: %w", argv[0], err)
+	return nil
 }

@@ -45,8 +45,8 @@ func keyProbe(id string) int {
 // TestSandboxKeyringNotShared: a secret in the session keyring muster
 // runs in (a login session's, where Kerberos tickets and the like live)
 // is not readable by a confined program, with the namespaces and in the
-// Landlock-only fallback: stage two joins a fresh session keyring before
-// it execs. keyctl is no file Landlock or the mount namespace could hide.
+// Landlock-only fallback: the thread that starts (or becomes) the
+// program joins a fresh session keyring first. keyctl is no file Landlock or the mount namespace could hide.
 func TestSandboxKeyringNotShared(t *testing.T) {
 	needLandlock(t)
 	exe, err := os.Executable()

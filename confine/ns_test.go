@@ -358,3 +358,36 @@ func TestSandboxForwardsSIGTERM(t *testing.T) {
 		t.Errorf("the program's trap did not run: %q", b)
 	}
 }
+
+// TestSandboxProgramConfinedByStageOne: stage one starts the program
+// itself, from a thread it confined (no second start of muster): the
+// program is stage one's child, runs with no_new_privs and inside
+// a Landlock domain (a write to a host directory that no mount makes
+// read-only is refused with EACCES, not EROFS), while stage one, PID 1,
+// still reaps what the program leaves behind and ends it.
+func TestSandboxProgramConfinedByStageOne(t *testing.T) {
+	t.Parallel()
+	clone := hostTmp(t)
+	host, err := os.MkdirTemp("/var/tmp", "muster-ns-landlock-")
+	if err != nil {
+		t.Skip(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(host) })
+	out, code := sandboxed(t, &muster.Confinement{Writable: []string{clone}}, clone, `
+		echo "ppid $PPID"
+		grep '^NoNewPrivs:' /proc/self/status | tr -d ' \t'
+		tr '\0' ' ' </proc/1/cmdline | grep -q -- '--ns' && echo stage-one-is-pid-1
+		echo x > "$HOST/f" 2>&1 || true
+		echo ok > "$PWD/made" && echo clone-writable
+	`, "HOST="+host)
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	wantLines(t, out, "ppid 1", "NoNewPrivs:1", "stage-one-is-pid-1", "clone-writable")
+	if !strings.Contains(out, "Permission denied") {
+		t.Errorf("the write outside the writable paths was not refused by Landlock:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(host, "f")); err == nil {
+		t.Error("a write outside the writable paths reached the host")
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"syscall"
@@ -21,8 +22,8 @@ import (
 var Masked = []string{"/tmp", "/dev/shm"}
 
 // runStageOne is stage one of the sandbox, started by internal/proc in new
-// namespaces: it builds them, runs the program at path through stage two
-// and supervises it (see muster.ConfineCommand).
+// namespaces: it builds them, starts the program at path confined and
+// supervises it (see muster.ConfineCommand).
 func runStageOne(o Options, path string) (int, error) {
 	if err := stageOne(o, path); err != nil {
 		return 125, err
@@ -364,29 +365,23 @@ func handBridge(port int) error {
 	return nil
 }
 
-// supervise runs the program through stage two in its own process group,
-// forwards SIGTERM and SIGINT to that group, reaps every process of the
-// namespace, and once the program has exited gives what it left behind
-// SIGTERM and the grace before returning (the namespace then ends, and
-// everything in it).
+// supervise starts the program, confined (startConfined), in its own
+// process group, forwards SIGTERM and SIGINT to that group, reaps every
+// process of the namespace, and once the program has exited gives what
+// it left behind SIGTERM and the grace before returning (the namespace
+// then ends, and everything in it).
 func supervise(o Options, path string) (int, error) {
-	args := []string{os.Args[0], muster.ConfineCommand}
-	for _, w := range append(append([]string(nil), o.Write...), Masked...) {
-		args = append(args, "--write", w)
-	}
-	args = append(append(args, "--", path), o.Argv[1:]...)
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
-	pid, err := syscall.ForkExec("/proc/self/exe", args, &syscall.ProcAttr{
-		Env: os.Environ(), Files: []uintptr{0, 1, 2}, Sys: &syscall.SysProcAttr{Setpgid: true},
-	})
+	writable := append(append([]string(nil), o.Write...), Masked...)
+	pid, code, err := startConfined(path, o.Argv, writable)
 	if err != nil {
-		return 126, fmt.Errorf("start stage two: %w", err)
+		return code, err
 	}
 	progDone := make(chan int, 1)
 	allGone := make(chan struct{})
 	go reap(pid, progDone, allGone)
-	code := -1
+	code = -1
 	for code < 0 {
 		select {
 		case s := <-sigs:
@@ -439,4 +434,38 @@ func reap(prog int, progDone chan<- int, allGone chan<- struct{}) {
 			}
 		}
 	}
+}
+
+// startConfined starts the program at path in its own process group from
+// a locked OS thread of its own that it first confines (confineThread:
+// no capability, no_new_privs, Landlock): the kernel gives the child that
+// thread's credentials and Landlock domain, so the program starts
+// confined without a second start of muster, while this process's other
+// threads keep what stage one needs to supervise (a signal and wait4 for
+// everything in the namespace). The thread ends with its goroutine,
+// still locked, so the Go runtime never runs anything else on it.
+func startConfined(path string, argv, writable []string) (pid, code int, err error) {
+	type started struct {
+		pid  int
+		code int
+		err  error
+	}
+	ch := make(chan started, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread exits with this goroutine
+		if err := confineThread(writable); err != nil {
+			ch <- started{code: 125, err: err}
+			return
+		}
+		pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{
+			Env: os.Environ(), Files: []uintptr{0, 1, 2}, Sys: &syscall.SysProcAttr{Setpgid: true},
+		})
+		if err != nil {
+			ch <- started{code: 126, err: fmt.Errorf("exec %s: %w", argv[0], err)}
+			return
+		}
+		ch <- started{pid: pid}
+	}()
+	s := <-ch
+	return s.pid, s.code, s.err
 }

@@ -50,6 +50,10 @@ type Options struct {
 	// their pull request's feedback (muster pr --follow). The RunResumed
 	// then has Cause CausePR.
 	Reopen []muster.Event
+	// Adopt, when resuming, is a PlanAdopted event (the edited plan the
+	// resume adopts, its version file already written) to append after
+	// the RunResumed, synced before anything acts on it.
+	Adopt *muster.Event
 
 	// Journal records every event; one that also has Write and Sync
 	// (journal.Journal) gets group commits.

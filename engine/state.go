@@ -203,6 +203,8 @@ func (s *State) Apply(e *muster.Event) error {
 		return s.applyReopened(e)
 	case muster.EvTasksPlanned:
 		return s.addTasks(e.Tasks, e.Task)
+	case muster.EvPlanAdopted:
+		return s.applyAdopted(e)
 	case muster.EvNote, muster.EvToolUse, muster.EvMessage, muster.EvGateRan,
 		muster.EvReviewed, muster.EvViolation, muster.EvCommitted:
 		// Facts for reports and views; no scheduling state.

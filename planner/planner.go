@@ -223,11 +223,11 @@ func (s *session) ask(ctx context.Context, task *muster.Task, try int, dir, prom
 	// in in/, the plan written to out/, a fresh home and TMPDIR.
 	inv, err := exchange.New(o.ScratchDir, fmt.Sprintf("try-%d", try), exchange.Options{})
 	if err != nil {
-		return nil, "", s.fail(try, muster.Errorf(muster.CodeInternal, "planner scratch: %v", err))
+		return nil, "", s.fail(try, muster.Errorf(muster.CodeInternal, "planner scratch: %w", err))
 	}
 	promptFile, err := inv.WriteIn("prompt.md", []byte(prompt))
 	if err != nil {
-		return nil, "", s.fail(try, muster.Errorf(muster.CodeInternal, "planner scratch: %v", err))
+		return nil, "", s.fail(try, muster.Errorf(muster.CodeInternal, "planner scratch: %w", err))
 	}
 	timeout := o.Spec.Timeout
 	if timeout <= 0 {

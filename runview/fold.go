@@ -24,7 +24,7 @@ func (r *Run) Apply(e *muster.Event) {
 		if e.Config != nil && e.Config.Run.BudgetUSDMicros > 0 {
 			r.Budget = e.Config.Run.BudgetUSDMicros
 		}
-	case muster.EvTasksPlanned:
+	case muster.EvTasksPlanned, muster.EvPlanAdopted: // an adopted version: the tasks it changes or adds
 		for _, pt := range e.Tasks {
 			t := r.Task(pt.ID)
 			t.Title, t.After = pt.Title, pt.After

@@ -76,7 +76,7 @@ func (f *plainFold) apply(e *muster.Event) {
 				f.tasks[id] = muster.StatePending
 			}
 		}
-	case muster.EvTasksPlanned:
+	case muster.EvTasksPlanned, muster.EvPlanAdopted:
 		for _, t := range e.Tasks {
 			if _, ok := f.tasks[t.ID]; ok {
 				continue
@@ -268,6 +268,8 @@ func (f *plainFold) qualityLine(e *muster.Event, color, verbose bool) string {
 		}
 	case muster.EvTaskReopened:
 		return fmt.Sprintf("%s %s follow-up %d: feedback from the pull request", c(bold, "↺"), task, e.Followup)
+	case muster.EvPlanAdopted:
+		return fmt.Sprintf("%s plan %s adopted: %s", c(bold, "↺"), textsafe.Sanitize(e.Plan), textsafe.Sanitize(e.Message))
 	case muster.EvBlocked:
 		return fmt.Sprintf("%s %s network blocked on %s: %s", c(yellow, "!"), task, textsafe.Sanitize(e.Slot()), textsafe.Sanitize(e.BlockedText()))
 	case muster.EvRefused:

@@ -130,3 +130,23 @@ func TestPlainColor(t *testing.T) {
 		}
 	}
 }
+
+// An adopted plan version says what changed, and the tasks it adds count
+// toward the total.
+func TestPlainPlanAdopted(t *testing.T) {
+	var out bytes.Buffer
+	p := NewPrinter(&out)
+	for _, e := range []muster.Event{
+		{Type: muster.EvRunStarted, Run: "r"},
+		{Type: muster.EvTasksPlanned, Tasks: []*muster.Task{{ID: "a"}, {ID: "b"}}},
+		{Type: muster.EvRunResumed},
+		{Type: muster.EvPlanAdopted, Plan: "plan-2.md", Message: "a: prompt; c: added\x1b[2J", Tasks: []*muster.Task{{ID: "a", Prompt: "x"}, {ID: "c"}}},
+	} {
+		if err := p.Print(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := "[0/3] ↺ plan plan-2.md adopted: a: prompt; c: added"; !strings.Contains(out.String(), want) || strings.Contains(out.String(), "\x1b") {
+		t.Fatalf("no %q (or an escape) in:\n%s", want, out.String())
+	}
+}

@@ -123,6 +123,9 @@ func (e *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit fu
 	case res.Stopped == "stall":
 		return out, &muster.AgentError{Class: muster.FailStall, ExitCode: res.ExitCode,
 			Message: fmt.Sprintf("executor %s: no output for too long", e.spec.Name)}
+	case res.Limit != "":
+		return out, &muster.AgentError{Class: muster.FailExit, ExitCode: res.ExitCode,
+			Message: fmt.Sprintf("executor %s: %s %s", e.spec.Name, filepath.Base(e.argv[0]), res.LimitReason(req.Confine))}
 	case res.ExitCode != 0:
 		msg := fmt.Sprintf("executor %s: %s exited with status %d", e.spec.Name, filepath.Base(e.argv[0]), res.ExitCode)
 		if res.ExitCode == -1 {

@@ -18,7 +18,8 @@ import (
 // mount, IPC and, unless hostNet, network; in its own session. The
 // process keeps its capabilities inside the new user namespace across
 // its execve (as ambient capabilities: stage one needs them to mount),
-// which stage two drops before the program runs.
+// which stage one drops, on the thread that starts the program, before
+// the program runs.
 func SandboxAttr(hostNet bool) *syscall.SysProcAttr {
 	flags := uintptr(unix.CLONE_NEWUSER | unix.CLONE_NEWPID | unix.CLONE_NEWNS | unix.CLONE_NEWIPC)
 	if !hostNet {

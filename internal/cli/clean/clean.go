@@ -64,7 +64,7 @@ is using stay. Run branches and run directories are not touched.`,
 				}
 			}
 			if err != nil {
-				return cmdutil.Env("clean: %v", err)
+				return cmdutil.Env("clean: %w", err)
 			}
 			return nil
 		},

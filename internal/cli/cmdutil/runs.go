@@ -44,7 +44,7 @@ func OpenRepo(ctx context.Context, dir string) (*Repo, error) {
 		}
 		if ctx.Err() != nil {
 			// A signal cut git short: say so, not that this is no repository.
-			return nil, Env("open the repository at %s: %v", abs, context.Cause(ctx))
+			return nil, Env("open the repository at %s: %w", abs, context.Cause(ctx))
 		}
 		if bare := bareRepo(abs); bare != "" {
 			return nil, Env("%s is a bare git repository, which has no work tree for muster to start from: clone it (git clone %s) and run muster in the clone", bare, bare)

@@ -174,7 +174,7 @@ func scaffold(ctx context.Context, dir string) error {
 		cmd := exec.CommandContext(ctx, "git", args...)
 		cmd.Dir = dir
 		if out, err := cmd.CombinedOutput(); err != nil {
-			return cmdutil.Env("git %s: %v: %s", strings.Join(args, " "), err, out)
+			return cmdutil.Env("git %s: %w: %s", strings.Join(args, " "), err, out)
 		}
 	}
 	// The run's own commits need an author; set one for this scratch repo only.
@@ -182,7 +182,7 @@ func scaffold(ctx context.Context, dir string) error {
 		cmd := exec.CommandContext(ctx, "git", "config", kv[0], kv[1])
 		cmd.Dir = dir
 		if out, err := cmd.CombinedOutput(); err != nil {
-			return cmdutil.Env("git config: %v: %s", err, out)
+			return cmdutil.Env("git config: %w: %s", err, out)
 		}
 	}
 	return nil

@@ -71,10 +71,10 @@ account's revocation list: a running fleet serve disconnects its holders.`,
 				return err
 			}
 			if err := os.WriteFile(out, creds, 0o600); err != nil {
-				return cmdutil.Env("write %s: %v", out, err)
+				return cmdutil.Env("write %s: %w", out, err)
 			}
 			if err := os.Chmod(out, 0o600); err != nil {
-				return cmdutil.Env("write %s: %v", out, err)
+				return cmdutil.Env("write %s: %w", out, err)
 			}
 			what := "worker (executors: " + fmt.Sprint(executors) + ")"
 			if orchestrator {

@@ -159,7 +159,7 @@ func newStatus(io *cmdutil.IOStreams) *cobra.Command {
 			}
 			ws, err := conn.ListWorkers(cmd.Context())
 			if err != nil {
-				return cmdutil.Env("fleet status: %v", err)
+				return cmdutil.Env("fleet status: %w", err)
 			}
 			now := time.Now()
 			if asJSON {

@@ -91,18 +91,18 @@ func Run(ctx context.Context, io *cmdutil.IOStreams, opts *Options) error {
 		text = strings.Replace(text, "[run]\n", "[run]\nwritable = ["+fmt.Sprintf("%q", cache)+"]   # go test's build cache (gates are confined)\n", 1)
 	}
 	if err := os.WriteFile(cfgPath, []byte(text), 0o644); err != nil {
-		return cmdutil.Env("write %s: %v", cfgPath, err)
+		return cmdutil.Env("write %s: %w", cfgPath, err)
 	}
 	if err := os.WriteFile(planPath, []byte(samplePlan), 0o644); err != nil {
-		return cmdutil.Env("write %s: %v", planPath, err)
+		return cmdutil.Env("write %s: %w", planPath, err)
 	}
 	// What was written must load and validate, as run would check it.
 	cfg, err := config.Load(cfgPath)
 	if err != nil {
-		return cmdutil.Env("internal error: the muster.toml init wrote does not load: %v", err)
+		return cmdutil.Env("internal error: the muster.toml init wrote does not load: %w", err)
 	}
 	if _, probs, err := planfile.Check(planPath, cfg, planfile.Options{}); err != nil || len(probs.Errors()) > 0 {
-		return cmdutil.Env("internal error: the sample plan init wrote does not validate: %v%v", err, probs.Errors())
+		return cmdutil.Env("internal error: the sample plan init wrote does not validate: %v%v", err, probs.Errors()) // flattened: either may be nil
 	}
 	w := io.ErrOut
 	fmt.Fprintf(w, "wrote %s\n", cfgPath)

@@ -110,7 +110,7 @@ func Run(ctx context.Context, io *cmdutil.IOStreams, opts *Options) error {
 		if errors.Is(err, runlog.ErrNotFound) {
 			return cmdutil.Invalid("run %s: %s", id, strings.TrimSuffix(err.Error(), ": "+runlog.ErrNotFound.Error()))
 		}
-		return cmdutil.Env("run %s: %v", id, err)
+		return cmdutil.Env("run %s: %w", id, err)
 	}
 	if len(entries) == 0 {
 		fmt.Fprintf(io.ErrOut, "run %s: nothing has run yet\n", id)
@@ -149,7 +149,7 @@ func follow(ctx context.Context, journalPath, dir string, q runlog.Query, p *pri
 			if errors.Is(err, runlog.ErrNotFound) && q.Task != "" {
 				return nil // the task may be planned later (a delegated one)
 			}
-			return cmdutil.Env("%v", err)
+			return cmdutil.Env("%w", err)
 		}
 		return p.print(entries)
 	}
@@ -195,15 +195,15 @@ func (p *printer) print(entries []runlog.Entry) error {
 		if p.json {
 			b, err := json.Marshal(e)
 			if err != nil {
-				return cmdutil.Env("encode: %v", err)
+				return cmdutil.Env("encode: %w", err)
 			}
 			if _, err := p.w.Write(append(b, '\n')); err != nil {
-				return cmdutil.Env("write: %v", err)
+				return cmdutil.Env("write: %w", err)
 			}
 			continue
 		}
 		if _, err := io.WriteString(p.w, p.text(e)); err != nil {
-			return cmdutil.Env("write: %v", err)
+			return cmdutil.Env("write: %w", err)
 		}
 	}
 	return nil

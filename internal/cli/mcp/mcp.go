@@ -200,7 +200,7 @@ func (b *backend) events(run string) (string, []muster.Event, *engine.State, err
 	}
 	st, err := engine.Replay(evs)
 	if err != nil {
-		return "", nil, nil, cmdutil.Env("journal of run %s does not replay: %v", id, err)
+		return "", nil, nil, cmdutil.Env("journal of run %s does not replay: %w", id, err)
 	}
 	return id, evs, st, nil
 }

@@ -79,7 +79,7 @@ func Make(ctx context.Context, repo *cmdutil.Repo, cfg *muster.Config, req Reque
 			return nil, cmdutil.Invalid("%s: muster plan writes Markdown plans; name the file .md", req.Output)
 		}
 		if out, err = filepath.Abs(req.Output); err != nil {
-			return nil, cmdutil.Env("%v", err)
+			return nil, cmdutil.Env("%w", err)
 		}
 		if st, err := os.Lstat(out); err == nil {
 			if st.IsDir() {
@@ -92,7 +92,7 @@ func Make(ctx context.Context, repo *cmdutil.Repo, cfg *muster.Config, req Reque
 	}
 	exec, err := agents.New(spec)
 	if err != nil {
-		return nil, cmdutil.Invalid("%v", err)
+		return nil, cmdutil.Invalid("%w", err)
 	}
 	prices, err := preflight.Prices(cfg)
 	if err != nil {
@@ -113,7 +113,7 @@ func Make(ctx context.Context, repo *cmdutil.Repo, cfg *muster.Config, req Reque
 	id := "plan-" + cmdutil.NewRunID(time.Now())
 	ws, err := git.Open(ctx, git.Options{Repo: repo.Top, RunID: id, Keep: cfg.CleanKeep(), MaxClones: cfg.Pool.MaxClones})
 	if err != nil {
-		return nil, cmdutil.Env("git: %v", err)
+		return nil, cmdutil.Env("git: %w", err)
 	}
 	// The session's branch never gets a commit: it goes with the session.
 	defer func() {
@@ -123,7 +123,7 @@ func Make(ctx context.Context, repo *cmdutil.Repo, cfg *muster.Config, req Reque
 	}()
 	j, _, err := journal.Open(repo.JournalPath(id), journal.Options{})
 	if err != nil {
-		return nil, cmdutil.Env("%v", err)
+		return nil, cmdutil.Env("%w", err)
 	}
 	defer j.Close()
 	// Problems name the plan as the user gave it, or relative to the
@@ -157,7 +157,7 @@ func Make(ctx context.Context, repo *cmdutil.Repo, cfg *muster.Config, req Reque
 	o.Summary = &s
 	record := filepath.Join(o.Dir, "plan.md")
 	if err := writeFile(record, res.Text, true); err != nil {
-		return o, cmdutil.Env("write %s: %v", record, err)
+		return o, cmdutil.Env("write %s: %w", record, err)
 	}
 	o.Path = record
 	if out != "" {
@@ -165,7 +165,7 @@ func Make(ctx context.Context, repo *cmdutil.Repo, cfg *muster.Config, req Reque
 			if errors.Is(err, os.ErrExist) {
 				return o, cmdutil.Invalid("%s appeared while the planner worked: the plan is in %s; pass --force to replace it", req.Output, record)
 			}
-			return o, cmdutil.Env("write %s: %v", req.Output, err)
+			return o, cmdutil.Env("write %s: %w", req.Output, err)
 		}
 		o.Path = out
 	}

@@ -96,7 +96,7 @@ func run(cmd *cobra.Command, io *cmdutil.IOStreams, o *Options, goal string) err
 	}
 	if o.JSON {
 		if err := cmdutil.WriteJSON(io.Out, JSON(out)); err != nil {
-			return cmdutil.Env("write: %v", err)
+			return cmdutil.Env("write: %w", err)
 		}
 	}
 	if !out.Valid() {

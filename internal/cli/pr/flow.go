@@ -145,7 +145,7 @@ func (p *publisher) push(ctx context.Context, us []unit) error {
 	}
 	err := git.PushBranches(ctx, p.repo.Top, p.o.Remote, todo, env)
 	if errors.Is(err, git.ErrNotFastForward) {
-		return cmdutil.Env("%s: someone pushed to it meanwhile; muster pushes fast-forward only: fetch and look at it, then run muster pr again", err)
+		return cmdutil.Env("%w: someone pushed to it meanwhile; muster pushes fast-forward only: fetch and look at it, then run muster pr again", err)
 	}
 	if err != nil {
 		return cmdutil.Env("push to %s: %w", p.o.Remote, err)

@@ -10,6 +10,7 @@ import (
 	"github.com/muster-run/muster/confine"
 	"github.com/muster-run/muster/git"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
+	"github.com/muster-run/muster/internal/proc"
 )
 
 // Confinement returns how a run confines its agents and gates, by
@@ -68,7 +69,36 @@ func Confinement(cfg *muster.Config, protect ...string) (c *muster.Confinement, 
 	if w := RootWarning(); w != "" {
 		warnings = append(warnings, w)
 	}
-	return c, warnings, nil
+	w, err := limits(c, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, append(warnings, w...), nil
+}
+
+// limits sets [run] max_pids and max_memory on c where a cgroup can
+// enforce them (ARCHITECTURE §8.1). Where none can, "required" is an
+// environment error (exit 3) and "auto" runs without them, saying so.
+func limits(c *muster.Confinement, cfg *muster.Config) ([]string, error) {
+	pids, mem := cfg.Run.MaxPids, cfg.Run.MaxMemory
+	if pids == 0 && mem == 0 {
+		return nil, nil
+	}
+	if ok, why := proc.ProbeCgroups().Can(pids, mem); !ok {
+		if cfg.Run.Confine == muster.ConfineRequired {
+			return nil, cmdutil.Env(`[run] confine = "required" with max_pids or max_memory set, but %s`, why)
+		}
+		return []string{LimitsWarning(why)}, nil
+	}
+	c.MaxPids, c.MaxMemory = pids, mem
+	return nil, nil
+}
+
+// LimitsWarning says that [run] max_pids or max_memory are not enforced
+// here, and why.
+func LimitsWarning(why string) string {
+	return "agents and gates run without their [run] max_pids/max_memory limits: " + why +
+		`; [run] confine = "required" refuses to run here`
 }
 
 // NamespacesWarning says that agents run without the sandbox's
@@ -234,7 +264,7 @@ func resolvedN(p string, depth int) string {
 // during a run is the user's own work (a commit on their branch, a hook
 // they add): it is neither undone nor charged to a task. Unconfined agents
 // could have made it: it is undone and fails the attempt.
-func DefaultGuard(c *muster.Confinement) string {
+func DefaultGuard(c *muster.Confinement) muster.GuardPolicy {
 	if c != nil {
 		return muster.GuardOff
 	}

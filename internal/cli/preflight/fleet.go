@@ -50,7 +50,7 @@ func JoinFleetCrew(ctx context.Context, io *cmdutil.IOStreams, cfg *muster.Confi
 	workers, err := conn.ListWorkers(ctx)
 	if err != nil {
 		conn.Close()
-		return nil, cmdutil.Env("fleet at %s: %v", url, err)
+		return nil, cmdutil.Env("fleet at %s: %w", url, err)
 	}
 	fc := &FleetCrew{Conn: conn, Lease: fleet.Lease(workers), TrustGates: cfg.Fleet.TrustWorkerGates}
 	for _, s := range fleet.Crew(workers) {

@@ -133,7 +133,7 @@ func (s *Session) seal(j *journal.Journal, tip string) error {
 		return nil
 	}
 	if err := j.Check(); err != nil {
-		return cmdutil.Env("%v: no receipt was sealed", err)
+		return cmdutil.Env("%w: no receipt was sealed", err)
 	}
 	b, err := os.ReadFile(s.Repo.JournalPath(s.RunID))
 	if err == nil {

@@ -18,11 +18,11 @@ var _ fleet.Local = git.Bundles{}
 func dispatch(ctx context.Context, fc *preflight.FleetCrew, runID, top, base, runDir string) (*fleet.Dispatcher, map[string]muster.Executor, error) {
 	root, err := git.RootCommit(ctx, top, base)
 	if err != nil {
-		return nil, nil, cmdutil.Env("fleet: %v", err)
+		return nil, nil, cmdutil.Env("fleet: %w", err)
 	}
 	d, err := fleet.Open(ctx, fc.Conn, fleet.DispatchOptions{Run: runID, Repo: root, Local: git.Bundles{}, Scratch: filepath.Join(runDir, "fleet"), Lease: fc.Lease, TrustGates: fc.TrustGates})
 	if err != nil {
-		return nil, nil, cmdutil.Env("%v", err)
+		return nil, nil, cmdutil.Env("%w", err)
 	}
 	out := map[string]muster.Executor{}
 	for _, s := range fc.Specs {

@@ -62,7 +62,7 @@ func Follow(ctx context.Context, path string, interval time.Duration, out chan<-
 			pending = append([]byte(nil), pending...)
 		}
 		if rerr != nil && !errors.Is(rerr, io.EOF) {
-			return muster.Errorf(muster.CodeInternal, "watch: read %s: %v", path, rerr)
+			return muster.Errorf(muster.CodeInternal, "watch: read %s: %w", path, rerr)
 		}
 		if n == 0 || errors.Is(rerr, io.EOF) {
 			// At the end of what is written so far.
