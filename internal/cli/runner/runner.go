@@ -201,6 +201,8 @@ func (s *Session) outputs(ctx context.Context, replayed []muster.Event, undo *cl
 		out.live = tui.Start(context.WithoutCancel(ctx), s.IO.In, errOut, tui.Options{
 			Budget:      s.Config.Run.BudgetUSDMicros,
 			OnInterrupt: func() { stop(muster.ErrInterrupted) },
+			Detached: fmt.Sprintf("left the live view: run %s goes on below in plain lines; Ctrl-C stops it, muster watch %s shows the view again",
+				s.RunID, s.RunID),
 		})
 		undo.add(func() { out.live.Close() })
 		for _, e := range replayed {
