@@ -7,6 +7,15 @@ import (
 	"github.com/muster-run/muster"
 )
 
+// warn lists a warning once: a resume says again what the run's start
+// said (the confinement, a key's scope), and a page that lists it three
+// times reads as three problems.
+func (r *Run) warn(msg string) {
+	if !slices.Contains(r.Warnings, msg) {
+		r.Warnings = append(r.Warnings, msg)
+	}
+}
+
 // Apply folds one event into the run.
 func (r *Run) Apply(e *muster.Event) {
 	switch e.Type {
@@ -116,12 +125,7 @@ func (r *Run) Apply(e *muster.Event) {
 		t := r.Task(e.Task)
 		t.State, t.Reason = muster.StatePending, ""
 	case muster.EvWarning:
-		// Each warning once: a resume says again what the run's start
-		// said (the confinement, a key's scope), and a page that lists
-		// it three times reads as three problems.
-		if !slices.Contains(r.Warnings, e.Message) {
-			r.Warnings = append(r.Warnings, e.Message)
-		}
+		r.warn(e.Message)
 	case muster.EvRateLimited:
 		r.rateLimited(e)
 	case muster.EvBlocked:
