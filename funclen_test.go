@@ -136,7 +136,6 @@ var ceilings = map[string]int{
 	"agent/sim.Executor.Execute":             119,
 	"usagelog.codexState.line":               118,
 	"agent/httpagent.messagesWire.parse":     116,
-	"engine.State.starts":                    113,
 	"fleet.Worker.run":                       108,
 	"git.guard.compare":                      107,
 	"agent/httpagent.chatWire.parse":         107,
