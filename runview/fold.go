@@ -7,6 +7,15 @@ import (
 	"github.com/muster-run/muster"
 )
 
+// warn lists a warning once: a resume says again what the run's start
+// said (the confinement, a key's scope), and a page that lists it three
+// times reads as three problems.
+func (r *Run) warn(msg string) {
+	if !slices.Contains(r.Warnings, msg) {
+		r.Warnings = append(r.Warnings, msg)
+	}
+}
+
 // Apply folds one event into the run.
 func (r *Run) Apply(e *muster.Event) {
 	_ = r.applyRun(e) || r.applyClone(e) || r.applyTask(e)
@@ -31,12 +40,7 @@ func (r *Run) applyRun(e *muster.Event) bool {
 			r.Budget = e.Config.Run.BudgetUSDMicros
 		}
 	case muster.EvWarning:
-		// Each warning once: a resume says again what the run's start
-		// said (the confinement, a key's scope), and a page that lists
-		// it three times reads as three problems.
-		if !slices.Contains(r.Warnings, e.Message) {
-			r.Warnings = append(r.Warnings, e.Message)
-		}
+		r.warn(e.Message)
 	case muster.EvRateLimited:
 		r.rateLimited(e)
 	case muster.EvBlocked:
