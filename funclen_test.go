@@ -163,9 +163,7 @@ var ceilings = map[string]int{
 	"usagelog.forEachLine":                   83,
 	"fleet.Worker.handle":                    83,
 	"internal/cli/demo.runDemo":              83,
-	"fleet.remote.Execute":                   82,
 	"htmlreport.layoutGantt":                 81,
-	"driver.worker.record":                   81,
 }
 
 func TestFunctionLengths(t *testing.T) {
