@@ -21,16 +21,12 @@ import (
 // bound back at their own paths, the --hide paths covered), brings up the
 // namespace's loopback, hands muster the --bridge listener, starts stage
 // two (capabilities dropped, no_new_privs, Landlock, execve) and reaps.
+// With --hold FD (internal/proc adds it when the invocation has cgroup
+// v1 limits: [run] max_pids, max_memory) it first waits for one byte on
+// FD, written once muster has placed it in the invocation's cgroup.
 // The launcher (Confinement.Prefix) and the confine package (which parses
 // it) share this format.
 const ConfineCommand = "__confine"
-
-// Confine modes of [run] confine.
-const (
-	ConfineAuto     = "auto"     // confine where the kernel can; say so once where it cannot
-	ConfineRequired = "required" // refuse to run where the kernel cannot confine (exit 3)
-	ConfineOff      = "off"      // never confine
-)
 
 // BridgeFD is the file descriptor on which stage one of the sandbox finds
 // the socket it hands the bridge listener to muster over (SCM_RIGHTS).
@@ -67,6 +63,12 @@ type Confinement struct {
 	// for a TCP listener on 127.0.0.1:Bridge.Port inside the invocation's
 	// network namespace, handed to muster before the program starts.
 	Bridge *Bridge
+	// MaxPids and MaxMemory (bytes), when not 0, bound the invocation's
+	// processes and memory by a cgroup of its own ([run] max_pids,
+	// max_memory), which it is in before its program starts and which
+	// is removed when it ends.
+	MaxPids   int
+	MaxMemory int64
 }
 
 // Bridge is the one way from a sandbox's network to muster: a listener

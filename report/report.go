@@ -242,6 +242,11 @@ func (b *builder) run(events []muster.Event) {
 			run.State = muster.RunInterrupted
 		case muster.EvRunResumed:
 			run.State = muster.RunRunning
+			resumed(taskState)
+		case muster.EvTaskSkipped:
+			taskState[e.Task] = muster.StateSkipped
+		case muster.EvTaskCancelled:
+			taskState[e.Task] = muster.StateCancelled
 		case muster.EvTaskSucceeded:
 			taskState[e.Task] = muster.StateSucceeded
 		case muster.EvTaskReopened:
@@ -282,6 +287,16 @@ func (b *builder) run(events []muster.Event) {
 		run.CostPerDayUSD = float64(run.CostPerDayMicros) / 1e6
 	}
 	r.Runs = append(r.Runs, run)
+}
+
+// resumed folds a RunResumed into the task states: every task that has
+// not succeeded is pending again, as the engine has it.
+func resumed(taskState map[muster.TaskID]muster.TaskState) {
+	for id, st := range taskState {
+		if st != muster.StateSucceeded {
+			delete(taskState, id)
+		}
+	}
 }
 
 func (b *builder) rateLimited(e *muster.Event) {

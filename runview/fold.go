@@ -1,6 +1,7 @@
 package runview
 
 import (
+	"slices"
 	"time"
 
 	"github.com/muster-run/muster"
@@ -24,7 +25,7 @@ func (r *Run) Apply(e *muster.Event) {
 		if e.Config != nil && e.Config.Run.BudgetUSDMicros > 0 {
 			r.Budget = e.Config.Run.BudgetUSDMicros
 		}
-	case muster.EvTasksPlanned:
+	case muster.EvTasksPlanned, muster.EvPlanAdopted: // an adopted version: the tasks it changes or adds
 		for _, pt := range e.Tasks {
 			t := r.Task(pt.ID)
 			t.Title, t.After = pt.Title, pt.After
@@ -115,7 +116,12 @@ func (r *Run) Apply(e *muster.Event) {
 		t := r.Task(e.Task)
 		t.State, t.Reason = muster.StatePending, ""
 	case muster.EvWarning:
-		r.Warnings = append(r.Warnings, e.Message)
+		// Each warning once: a resume says again what the run's start
+		// said (the confinement, a key's scope), and a page that lists
+		// it three times reads as three problems.
+		if !slices.Contains(r.Warnings, e.Message) {
+			r.Warnings = append(r.Warnings, e.Message)
+		}
 	case muster.EvRateLimited:
 		r.rateLimited(e)
 	case muster.EvBlocked:
