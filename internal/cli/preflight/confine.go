@@ -58,6 +58,14 @@ func Confinement(cfg *muster.Config, protect ...string) (c *muster.Confinement, 
 			return nil, nil, cmdutil.Env(`[run] confine = "required", but this system cannot build the sandbox's namespaces: %s`, reason)
 		}
 		warnings = append(warnings, NamespacesWarning(reason))
+		// Landlock alone keeps the hide list unreadable (it grants
+		// reading beside a hidden path, never below it), and the
+		// toolchains below one readable. Not the socket directories:
+		// Landlock cannot stop a connect there, and the host's network
+		// needs /run.
+		home, _ := os.UserHomeDir()
+		c.Hide = append(confine.LandlockHide(home), cfg.Run.Hide...)
+		c.ReadOnly = append(c.ReadOnly, confine.Toolchains(home)...)
 		for _, shared := range confine.Shared {
 			if p := holds(shared, protect); p != "" {
 				warnings = append(warnings, fmt.Sprintf("%s holds %s: confined agents and gates may not write %s, only their own TMPDIR", shared, p, shared))
@@ -142,7 +150,7 @@ func RepoConfinement(repo *cmdutil.Repo, cfg *muster.Config) (*muster.Confinemen
 		}
 	}
 	c, warnings, err := Confinement(cfg, protect...)
-	if c != nil && c.Namespaces {
+	if c != nil {
 		// The user's repository (where the clones' objects are) is seen
 		// read-only wherever it lies; the other clones in the cache are
 		// not seen at all (an invocation's own clone is bound back).
