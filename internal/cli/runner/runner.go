@@ -51,6 +51,8 @@ type Session struct {
 	fleet *preflight.FleetCrew
 	// adopt is the edited plan a resume adopts (nil: none).
 	adopt *adoption
+	// warnings are said at the run's start with the others (journaled).
+	warnings []string
 
 	State *engine.State
 	// Receipt is the sealed receipt, once the run has ended.
@@ -84,6 +86,7 @@ func (s *Session) Drive(ctx context.Context) error {
 		return err
 	}
 	warnings = append(warnings, c.warnings...)
+	warnings = append(warnings, s.warnings...)
 	if s.Resume {
 		warnings = append(warnings, killStale(o.replayed)...)
 	}
@@ -201,6 +204,8 @@ func (s *Session) outputs(ctx context.Context, replayed []muster.Event, undo *cl
 		out.live = tui.Start(context.WithoutCancel(ctx), s.IO.In, errOut, tui.Options{
 			Budget:      s.Config.Run.BudgetUSDMicros,
 			OnInterrupt: func() { stop(muster.ErrInterrupted) },
+			Detached: fmt.Sprintf("left the live view: run %s goes on below in plain lines; Ctrl-C stops it, muster watch %s shows the view again",
+				s.RunID, s.RunID),
 		})
 		undo.add(func() { out.live.Close() })
 		for _, e := range replayed {
