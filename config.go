@@ -93,19 +93,8 @@ func LookupKind(name ExecKind) *KindInfo {
 	return nil
 }
 
-// Policies for tasks that fail, leave bounds, or change nothing.
+// Defaults of [run] (its policies are in policy.go).
 const (
-	OnFailureStop       = "stop"
-	OnFailureContinue   = "continue"
-	OnViolationFail     = "fail"
-	OnViolationDiscard  = "discard"
-	NoopFail            = "fail"
-	NoopComplete        = "complete"
-	ReviewPartialRefuse = "refuse" // a review that saw part of the change is no approval (the default)
-	ReviewPartialAllow  = "allow"  // ... or it is
-	GuardRestore        = "restore"
-	GuardDetect         = "detect"
-	GuardOff            = "off"
 	DefaultMaxRounds    = 3
 	DefaultGraceSeconds = 10
 )
@@ -217,17 +206,17 @@ type GateSpec struct {
 
 // RunConfig is the [run] table.
 type RunConfig struct {
-	MaxParallel     int    `json:"max_parallel,omitempty"` // 0: number of coder clones
-	OnFailure       string `json:"on_failure,omitempty"`
-	BudgetUSDMicros int64  `json:"budget_usd_micros,omitempty"`
-	BudgetTokens    int64  `json:"budget_tokens,omitempty"`
-	Writers         int    `json:"writers,omitempty"` // 0: unlimited; 1: single-writer mode
-	OnViolation     string `json:"on_violation,omitempty"`
-	Noop            string `json:"noop,omitempty"`
+	MaxParallel     int               `json:"max_parallel,omitempty"` // 0: number of coder clones
+	OnFailure       OnFailurePolicy   `json:"on_failure,omitempty"`
+	BudgetUSDMicros int64             `json:"budget_usd_micros,omitempty"`
+	BudgetTokens    int64             `json:"budget_tokens,omitempty"`
+	Writers         int               `json:"writers,omitempty"` // 0: unlimited; 1: single-writer mode
+	OnViolation     OnViolationPolicy `json:"on_violation,omitempty"`
+	Noop            NoopPolicy        `json:"noop,omitempty"`
 	// ReviewPartial ("refuse", the default, or "allow") says whether a
 	// review whose prompt could not hold the whole diff may approve.
-	ReviewPartial string `json:"review_partial,omitempty"`
-	MaxRounds     int    `json:"max_rounds,omitempty"`
+	ReviewPartial ReviewPartialPolicy `json:"review_partial,omitempty"`
+	MaxRounds     int                 `json:"max_rounds,omitempty"`
 	// MaxBatch bounds how many waiting commits one integration batch
 	// gates together (0: DefaultMaxBatch; 1: each on its own).
 	MaxBatch int `json:"max_batch,omitempty"`
@@ -242,14 +231,14 @@ type RunConfig struct {
 	// Guard is what muster does when the user's repository changes
 	// during an attempt (refs, config, hooks...): GuardRestore (""),
 	// GuardDetect or GuardOff.
-	Guard        string        `json:"guard,omitempty"`
+	Guard        GuardPolicy   `json:"guard,omitempty"`
 	Grace        time.Duration `json:"grace,omitempty"`
 	GateTimeout  time.Duration `json:"gate_timeout,omitempty"`
 	Reviewers    int           `json:"reviewers,omitempty"` // reviewers per task
 	StallTimeout time.Duration `json:"stall_timeout,omitempty"`
 	PricesFile   string        `json:"prices_file,omitempty"`
 	// Confine is ConfineAuto (""), ConfineRequired or ConfineOff.
-	Confine string `json:"confine,omitempty"`
+	Confine ConfineMode `json:"confine,omitempty"`
 	// Writable lists absolute paths every agent and gate may write under
 	// confinement, besides its clone, its home, its temp dir and /tmp.
 	Writable []string `json:"writable,omitempty"`

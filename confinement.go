@@ -28,13 +28,6 @@ import (
 // it) share this format.
 const ConfineCommand = "__confine"
 
-// Confine modes of [run] confine.
-const (
-	ConfineAuto     = "auto"     // confine where the kernel can; say so once where it cannot
-	ConfineRequired = "required" // refuse to run where the kernel cannot confine (exit 3)
-	ConfineOff      = "off"      // never confine
-)
-
 // BridgeFD is the file descriptor on which stage one of the sandbox finds
 // the socket it hands the bridge listener to muster over (SCM_RIGHTS).
 const BridgeFD = 3

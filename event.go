@@ -65,6 +65,22 @@ const (
 	// its new commit carries Muster-Followup: Followup. Message is the
 	// feedback, untrusted.
 	EvTaskReopened EventType = "TaskReopened"
+	// EvRaceStarted (Task, Attempt: the first new candidate's, Race: the
+	// candidates started, each Executor, Clone and Attempt; Reason: why
+	// fewer than asked run) starts a race's candidates, each an ordinary
+	// attempt on its own clone. Candidates an interrupted race finished
+	// are kept and not started again.
+	EvRaceStarted EventType = "RaceStarted"
+	// EvCandidateFinished (Task, Attempt, Executor, Clone, Passed, Commit:
+	// the candidate's change committed into muster's object store, Base,
+	// Stat, Reason: why it is out) records a race candidate's end, durable
+	// before the race compares it.
+	EvCandidateFinished EventType = "CandidateFinished"
+	// EvRaceWon (Task, Attempt, Executor, Clone: the winner; Commit,
+	// Judge: the judge's slot, State: how it was chosen, RaceJudge,
+	// RaceSmallest, RaceFirst, RaceOnly; Reason) names a race's winner,
+	// whose commit then goes through the integration queue.
+	EvRaceWon EventType = "RaceWon"
 	// EvPlanAdopted (Plan: the version's file name in the run directory,
 	// such as "plan-2.md"; PlanHash: its hash in the run's canonical
 	// form, Canon; Tasks: every task of that version; Message: what
@@ -74,6 +90,35 @@ const (
 	// (engine/adopt.go). The receipt seals each version's hash.
 	EvPlanAdopted EventType = "PlanAdopted"
 )
+
+// How a race's winner was chosen (RaceWon's State).
+const (
+	RaceJudge    = "judge"    // the judge named it
+	RaceSmallest = "smallest" // the smallest passing change (a tie, silence or a bad verdict)
+	RaceFirst    = "first"    // Race: first: the first to pass
+	RaceOnly     = "only"     // the one candidate that passed
+)
+
+// RaceCandidate is one candidate a RaceStarted starts.
+type RaceCandidate struct {
+	Executor string `json:"executor"`
+	Clone    int    `json:"clone"`
+	Attempt  int    `json:"attempt"`
+}
+
+// Slot is the candidate's "executor#clone".
+func (c RaceCandidate) Slot() string { return Slot(c.Executor, c.Clone) }
+
+// DiffStat is the size of a change: lines added and deleted (as git diff
+// --numstat counts them) and files touched.
+type DiffStat struct {
+	Added   int `json:"added"`
+	Deleted int `json:"deleted"`
+	Files   int `json:"files"`
+}
+
+// Lines is the added plus deleted lines.
+func (d DiffStat) Lines() int { return d.Added + d.Deleted }
 
 // Event is one line of the journal. Fields not used by a type are empty.
 // Seq starts at 1 and increases by one per line; Time is when the event
@@ -172,6 +217,12 @@ type Event struct {
 	Followup int `json:"followup,omitempty"`
 	// Subject (Refused) is the NATS subject a refused report came on.
 	Subject string `json:"subject,omitempty"`
+	// Race (RaceStarted) lists the candidates started; Stat
+	// (CandidateFinished) is a passing candidate's change size; Judge
+	// (RaceWon) is the slot of the judge that named the winner.
+	Race  []RaceCandidate `json:"race,omitempty"`
+	Stat  *DiffStat       `json:"stat,omitempty"`
+	Judge string          `json:"judge,omitempty"`
 }
 
 // Sources of usage (Event.Source, Record.Source).

@@ -205,7 +205,7 @@ func (r *reader) run(rc *muster.RunConfig, t map[string]any) {
 		case "max_parallel":
 			rc.MaxParallel = r.count(v, 0, p)
 		case "on_failure":
-			rc.OnFailure = r.oneOf(v, p, muster.OnFailureStop, muster.OnFailureContinue)
+			rc.OnFailure = oneOf(r, v, p, muster.OnFailurePolicies)
 		case "budget_usd":
 			if f, ok := r.number(v, p); ok {
 				rc.BudgetUSDMicros = int64(math.Round(f * 1e6))
@@ -218,11 +218,11 @@ func (r *reader) run(rc *muster.RunConfig, t map[string]any) {
 		case "writers":
 			rc.Writers = r.count(v, 0, p)
 		case "on_violation":
-			rc.OnViolation = r.oneOf(v, p, muster.OnViolationFail, muster.OnViolationDiscard)
+			rc.OnViolation = oneOf(r, v, p, muster.OnViolationPolicies)
 		case "noop":
-			rc.Noop = r.oneOf(v, p, muster.NoopFail, muster.NoopComplete)
+			rc.Noop = oneOf(r, v, p, muster.NoopPolicies)
 		case "review_partial":
-			rc.ReviewPartial = r.oneOf(v, p, muster.ReviewPartialRefuse, muster.ReviewPartialAllow)
+			rc.ReviewPartial = oneOf(r, v, p, muster.ReviewPartialPolicies)
 		case "max_rounds":
 			rc.MaxRounds = r.count(v, 1, p)
 		case "max_batch":
@@ -242,7 +242,7 @@ func (r *reader) run(rc *muster.RunConfig, t map[string]any) {
 		case "keep":
 			rc.Keep = r.strings(v, p)
 		case "guard":
-			rc.Guard = r.oneOf(v, p, muster.GuardRestore, muster.GuardDetect, muster.GuardOff)
+			rc.Guard = oneOf(r, v, p, muster.GuardPolicies)
 		case "grace":
 			rc.Grace = r.duration(v, p)
 		case "gate_timeout":
@@ -256,7 +256,7 @@ func (r *reader) run(rc *muster.RunConfig, t map[string]any) {
 		case "env_allow":
 			rc.EnvAllow = r.envNames(v, p)
 		case "confine":
-			rc.Confine = r.oneOf(v, p, muster.ConfineAuto, muster.ConfineRequired, muster.ConfineOff)
+			rc.Confine = oneOf(r, v, p, muster.ConfineModes)
 		case "writable":
 			rc.Writable = r.paths(v, p)
 		case "hide":
@@ -630,12 +630,22 @@ func (r *reader) paths(v any, p []string) []string {
 }
 
 func (r *reader) oneOf(v any, p []string, allowed ...string) string {
+	return oneOf(r, v, p, allowed)
+}
+
+// oneOf reads a value that must be one of allowed (a policy's list, in
+// the order of the documentation), naming them when it is not.
+func oneOf[T ~string](r *reader, v any, p []string, allowed []T) T {
 	s, ok := v.(string)
-	if !ok || !contains(allowed, s) {
-		r.at(p, "%s: want %s", p[len(p)-1], quoteOr(allowed))
+	names := make([]string, len(allowed))
+	for i, a := range allowed {
+		names[i] = string(a)
+	}
+	if !ok || !contains(names, s) {
+		r.at(p, "%s: want %s", p[len(p)-1], quoteOr(names))
 		return ""
 	}
-	return s
+	return T(s)
 }
 
 func (r *reader) duration(v any, p []string) time.Duration {

@@ -219,6 +219,8 @@ func checkCLI(ctx context.Context, spec *muster.ExecutorSpec, kind *agentkit.Kin
 		r.Problems = append(r.Problems, fmt.Sprintf("api_key_env %s is not set", name))
 	case opts.HasLogin(kind):
 		r.Credentials = CredLogin
+		r.Warnings = append(r.Warnings, "runs on your subscription login: its token is copied into the home of each of its invocations, "+
+			"inside the sandbox, where the agent and its tools can read it (an API key would stay with muster's endpoint)")
 	default:
 		r.Credentials = CredMissing
 		r.Problems = append(r.Problems, fmt.Sprintf("no credentials: set %s (or api_key_env) or log in with %s", name, kind.Binary))

@@ -184,7 +184,10 @@ type leaseRequest struct {
 	task  muster.TaskID
 	role  muster.Role
 	avoid string
-	reply chan engine.Lease
+	// avoidAll (a race's judge) are executors to avoid where another
+	// has a free clone.
+	avoidAll []string
+	reply    chan engine.Lease
 }
 
 // Driver runs one run.
@@ -518,7 +521,7 @@ func (d *Driver) handle(m message) error {
 		if err := d.flush(); err != nil {
 			return err
 		}
-		ex, clone, ok := engine.FreeSlot(d.state, m.lease.role, m.lease.avoid, d.clock.Now())
+		ex, clone, ok := engine.FreeSlotAvoiding(d.state, m.lease.role, append([]string{m.lease.avoid}, m.lease.avoidAll...), d.clock.Now())
 		if !ok {
 			m.lease.reply <- engine.Lease{}
 		} else {
@@ -674,6 +677,11 @@ func (d *Driver) act(ctx context.Context, actions []engine.Action) (bool, error)
 	for _, a := range actions {
 		switch a.Kind {
 		case engine.ActStart:
+			if a.Racing() {
+				evs = append(evs, raceStart(a)...)
+				starts = append(starts, a)
+				continue
+			}
 			evs = append(evs,
 				muster.Event{Type: muster.EvExecutorLeased, Task: a.Task, Executor: a.Executor, Clone: a.Clone, Role: a.Role},
 				muster.Event{Type: muster.EvTaskStarted, Task: a.Task, Attempt: a.Attempt, Executor: a.Executor, Clone: a.Clone, Role: a.Role})
@@ -705,6 +713,10 @@ func (d *Driver) act(ctx context.Context, actions []engine.Action) (bool, error)
 		}
 	}
 	for _, a := range starts {
+		if a.Racing() {
+			d.startRace(ctx, a)
+			continue
+		}
 		d.start(ctx, a)
 	}
 	return false, nil

@@ -60,9 +60,11 @@ func (d *Driver) recover(ctx context.Context) error {
 			}
 		}
 	}
+	ended := map[muster.TaskID]bool{} // a race's task has an orphan per candidate: ended once
 	for _, o := range orphans {
 		t := d.state.Tasks[o.Lease.Task]
-		if o.Running && t != nil {
+		if o.Running && t != nil && !ended[t.Task.ID] {
+			ended[t.Task.ID] = true
 			if c, ok := landed[t.Task.ID]; ok {
 				evs = append(evs, muster.Event{Type: muster.EvTaskSucceeded, Task: t.Task.ID, Attempt: t.Attempts, Commit: c,
 					Reason: "integrated before the interruption"})

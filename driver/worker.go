@@ -73,6 +73,10 @@ type worker struct {
 	// pull request's feedback, muster pr --follow); followup 0: none.
 	followup   int
 	prFeedback string
+	// race is the racer of a race candidate (nil: an ordinary attempt);
+	// raceSubmitted is set once its passing commit went to the racer.
+	race          *racer
+	raceSubmitted bool
 }
 
 type depOutput struct {
@@ -204,8 +208,8 @@ func (w *worker) run(ctx context.Context) []muster.Event {
 				return w.fail(why, false)
 			}
 		}
-		if tampered := w.tampered(ctx); tampered != nil {
-			return tampered
+		if end := w.beforeIntegration(ctx, commit); end != nil {
+			return end
 		}
 		l := w.integrate(ctx, commit)
 		if l.err != nil && ctx.Err() != nil {

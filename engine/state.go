@@ -49,6 +49,8 @@ type TaskState struct {
 	// the task's next attempt acts on (Followup 0: none).
 	Followup int
 	Feedback string
+	// Race is the task's current or last race (nil: never raced).
+	Race *Race
 
 	// waiting counts dependencies not yet succeeded; dependents lists the
 	// tasks that wait on this one.
@@ -203,6 +205,8 @@ func (s *State) Apply(e *muster.Event) error {
 		return s.applyReopened(e)
 	case muster.EvTasksPlanned:
 		return s.addTasks(e.Tasks, e.Task)
+	case muster.EvRaceStarted, muster.EvCandidateFinished, muster.EvRaceWon:
+		return s.applyRace(e)
 	case muster.EvPlanAdopted:
 		return s.applyAdopted(e)
 	case muster.EvNote, muster.EvToolUse, muster.EvMessage, muster.EvGateRan,
@@ -350,6 +354,9 @@ func (s *State) applyAttempt(e *muster.Event) error {
 		if t := s.Tasks[e.Task]; t != nil {
 			t.Usage.Add(u)
 			t.AttemptUsage.Add(u)
+			if c := t.raceCandidate(e.Attempt); c != nil {
+				c.Usage.Add(u)
+			}
 		}
 	}
 	return nil
@@ -390,6 +397,9 @@ func (s *State) applyIntegration(e *muster.Event) error {
 
 // applyEnd folds a task's end: succeeded, failed (for good or to retry), skipped or cancelled.
 func (s *State) applyEnd(e *muster.Event) error {
+	if t := s.Tasks[e.Task]; t != nil {
+		t.endRace(e)
+	}
 	switch e.Type {
 	case muster.EvTaskSucceeded:
 		t, err := s.task(e)

@@ -142,11 +142,15 @@ func Connect(ctx context.Context, rawURL, name string, a Auth, create bool) (*Co
 	if a.Creds == "" {
 		return nil, &muster.Error{Code: muster.CodeInvalid, Message: "no fleet credentials: pass --creds FILE or set [fleet] creds (issue them with muster fleet credentials NAME --store DIR -o FILE, see docs/fleet.md)"}
 	}
-	if _, err := ReadIdentity(a.Creds); err != nil {
+	id, err := ReadIdentity(a.Creds)
+	if err != nil {
 		return nil, err
 	}
 	opts := []nats.Option{nats.Name(name), nats.Timeout(5 * time.Second), nats.MaxReconnects(-1), nats.ReconnectWait(500 * time.Millisecond),
 		nats.UserCredentials(a.Creds)}
+	if !id.Orchestrator {
+		opts = append(opts, nats.CustomInboxPrefix(InboxPrefix(id.Name)))
+	}
 	if a.CA != "" {
 		opts = append(opts, nats.RootCAs(a.CA))
 	}

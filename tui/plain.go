@@ -56,10 +56,22 @@ type plainFold struct {
 	start   time.Time // the run's start: the clock's zero
 	tasks   map[muster.TaskID]muster.TaskState
 	started map[muster.TaskID]time.Time
+	// remote is, by the orchestrator's slot (remote#1), where a fleet
+	// worker runs its invocation (w1/remote#2): docs/fleet.md's name.
+	remote map[string]string
 }
 
 func newPlainFold() plainFold {
-	return plainFold{tasks: map[muster.TaskID]muster.TaskState{}, started: map[muster.TaskID]time.Time{}}
+	return plainFold{tasks: map[muster.TaskID]muster.TaskState{}, started: map[muster.TaskID]time.Time{}, remote: map[string]string{}}
+}
+
+// who names the clone of e: the fleet worker's worker/executor#clone
+// while one holds the slot, else the slot.
+func (f *plainFold) who(e *muster.Event) string {
+	if w := f.remote[e.Slot()]; w != "" {
+		return w
+	}
+	return e.Slot()
 }
 
 // apply folds e as the engine does for the states the count reads.
@@ -86,6 +98,10 @@ func (f *plainFold) apply(e *muster.Event) {
 				f.tasks[t.ID] = muster.StateSucceeded
 			}
 		}
+	case muster.EvWorkerAssigned:
+		f.remote[e.Slot()] = e.Worker + "/" + muster.Slot(e.Executor, e.WorkerClone)
+	case muster.EvExecutorRelease:
+		delete(f.remote, e.Slot())
 	case muster.EvTaskReopened:
 		if _, ok := f.tasks[e.Task]; ok {
 			f.tasks[e.Task] = muster.StatePending
@@ -236,9 +252,9 @@ func (f *plainFold) qualityLine(e *muster.Event, color, verbose bool) string {
 		}
 	case muster.EvReviewed:
 		if len(e.Findings) > 0 {
-			return fmt.Sprintf("  %s reviewed by %s: %d findings (%d blocking)", task, e.Slot(), len(e.Findings), runview.Blocking(e.Findings))
+			return fmt.Sprintf("  %s reviewed by %s: %d findings (%d blocking)", task, textsafe.Sanitize(f.who(e)), len(e.Findings), runview.Blocking(e.Findings))
 		}
-		return fmt.Sprintf("  %s approved by %s", task, e.Slot())
+		return fmt.Sprintf("  %s approved by %s", task, textsafe.Sanitize(f.who(e)))
 	case muster.EvViolation:
 		if e.Reason == muster.ReasonTampered {
 			return fmt.Sprintf("%s %s: your repository changed while it ran: %s", c(yellow, "!"), task, textsafe.Sanitize(strings.Join(e.Paths, "; ")))

@@ -150,3 +150,26 @@ func TestPlainPlanAdopted(t *testing.T) {
 		t.Fatalf("no %q (or an escape) in:\n%s", want, out.String())
 	}
 }
+
+// A fleet worker's reviewer is named as docs/fleet.md says,
+// worker/executor#clone, not by the orchestrator's slot (issue 25); a
+// local reviewer of the same slot after the release is the slot again.
+func TestPlainFleetReviewerNamesWorker(t *testing.T) {
+	var b bytes.Buffer
+	p := NewPrinter(&b)
+	for _, e := range []muster.Event{
+		{Type: muster.EvExecutorLeased, Task: "a", Executor: "remote", Clone: 1, Role: muster.RoleReviewer},
+		{Type: muster.EvWorkerAssigned, Task: "a", Executor: "remote", Clone: 1, Role: muster.RoleReviewer, Worker: "w1", WorkerClone: 2},
+		{Type: muster.EvReviewed, Task: "a", Executor: "remote", Clone: 1, Role: muster.RoleReviewer},
+		{Type: muster.EvExecutorRelease, Task: "a", Executor: "remote", Clone: 1, Role: muster.RoleReviewer},
+		{Type: muster.EvReviewed, Task: "b", Executor: "remote", Clone: 1, Role: muster.RoleReviewer},
+	} {
+		if err := p.Print(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := b.String()
+	if !strings.Contains(out, "a approved by w1/remote#2") || !strings.Contains(out, "b approved by remote#1") {
+		t.Errorf("reviewers:\n%s", out)
+	}
+}

@@ -245,6 +245,11 @@ func TestRunDetachAndInterrupt(t *testing.T) {
 		if !errors.Is(err, tc.want) {
 			t.Errorf("keys %q: got %v, want %v", tc.keys, err, tc.want)
 		}
+		// q says, in one line, that the run goes on and how to watch
+		// or stop it (issue 25); ctrl+c says nothing of the kind.
+		if said := strings.Contains(out.String(), DetachedLine); said != (tc.want == ErrDetached) {
+			t.Errorf("keys %q: the detached line said %v:\n%s", tc.keys, said, out.String())
+		}
 	}
 }
 

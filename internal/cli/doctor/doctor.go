@@ -225,7 +225,7 @@ func networkLine(cfg *muster.Config, namespaced bool) string {
 }
 
 // confinementLine says how agents and gates would be confined here.
-func confinementLine(st confine.Status, mode string) string {
+func confinementLine(st confine.Status, mode muster.ConfineMode) string {
 	switch {
 	case mode == muster.ConfineOff:
 		return `confinement: off ([run] confine = "off"): agents and gates can write anywhere you can`

@@ -3,6 +3,7 @@ package preflight
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -81,10 +82,10 @@ func ApplyFlags(cfg *muster.Config, f *Flags) error {
 	if f.MaxParallel > 0 {
 		cfg.Run.MaxParallel = f.MaxParallel
 	}
-	switch f.OnFailure {
-	case "":
-	case muster.OnFailureStop, muster.OnFailureContinue:
-		cfg.Run.OnFailure = f.OnFailure
+	switch p := muster.OnFailurePolicy(f.OnFailure); {
+	case p == "":
+	case slices.Contains(muster.OnFailurePolicies, p):
+		cfg.Run.OnFailure = p
 	default:
 		return cmdutil.FlagErrorf("--on-failure must be stop or continue, not %q", f.OnFailure)
 	}

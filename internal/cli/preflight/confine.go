@@ -57,14 +57,15 @@ func Confinement(cfg *muster.Config, protect ...string) (c *muster.Confinement, 
 		if cfg.Run.Confine == muster.ConfineRequired {
 			return nil, nil, cmdutil.Env(`[run] confine = "required", but this system cannot build the sandbox's namespaces: %s`, reason)
 		}
-		warnings = append(warnings, NamespacesWarning(reason))
+		var held []string
 		for _, shared := range confine.Shared {
 			if p := holds(shared, protect); p != "" {
-				warnings = append(warnings, fmt.Sprintf("%s holds %s: confined agents and gates may not write %s, only their own TMPDIR", shared, p, shared))
+				held = append(held, fmt.Sprintf("%s is not writable to them, since it holds %s: they write their own TMPDIR", shared, p))
 				continue
 			}
 			c.Writable = append(c.Writable, shared)
 		}
+		warnings = append(warnings, NamespacesWarning(reason, held...))
 	}
 	if w := RootWarning(); w != "" {
 		warnings = append(warnings, w)
@@ -101,13 +102,19 @@ func LimitsWarning(why string) string {
 		`; [run] confine = "required" refuses to run here`
 }
 
-// NamespacesWarning says that agents run without the sandbox's
-// namespaces (Landlock and the capability drop only), why, and what
-// that leaves open.
-func NamespacesWarning(reason string) string {
-	return "agents and gates run without namespaces (Landlock and the capability drop only: /tmp is shared, " +
-		"the user's sockets are reachable, what an agent leaves behind is found by its mark): " + reason +
-		`; [run] confine = "required" refuses to run here`
+// NamespacesWarning says, once and worded as doctor's namespaces line,
+// that agents run without the sandbox's namespaces (Landlock and the
+// capability drop only), why, and what that leaves open. held says which
+// shared directory (/tmp) they may not write after all, where it holds
+// the user's repository or muster's clones; /tmp is called shared only
+// where it is.
+func NamespacesWarning(reason string, held ...string) string {
+	open := []string{"/tmp is shared", "your sockets are reachable", "what an agent leaves behind is found by its mark"}
+	if len(held) > 0 {
+		open = append(held, open[1:]...)
+	}
+	return "namespaces: unavailable: " + reason + "; agents and gates run with Landlock and the capability drop only (" +
+		strings.Join(open, "; ") + `); [run] confine = "required" refuses to run here`
 }
 
 // RootWarning says, when muster runs as root, what that costs ("" when
@@ -264,7 +271,7 @@ func resolvedN(p string, depth int) string {
 // during a run is the user's own work (a commit on their branch, a hook
 // they add): it is neither undone nor charged to a task. Unconfined agents
 // could have made it: it is undone and fails the attempt.
-func DefaultGuard(c *muster.Confinement) string {
+func DefaultGuard(c *muster.Confinement) muster.GuardPolicy {
 	if c != nil {
 		return muster.GuardOff
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/muster-run/muster/engine"
 	"github.com/muster-run/muster/gate"
 	"github.com/muster-run/muster/git"
+	"github.com/muster-run/muster/internal/agentkit"
 	"github.com/muster-run/muster/internal/agents"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
 	"github.com/muster-run/muster/internal/cli/preflight"
@@ -50,6 +51,8 @@ type Session struct {
 	fleet *preflight.FleetCrew
 	// adopt is the edited plan a resume adopts (nil: none).
 	adopt *adoption
+	// warnings are said at the run's start with the others (journaled).
+	warnings []string
 
 	State *engine.State
 	// Receipt is the sealed receipt, once the run has ended.
@@ -83,6 +86,7 @@ func (s *Session) Drive(ctx context.Context) error {
 		return err
 	}
 	warnings = append(warnings, c.warnings...)
+	warnings = append(warnings, s.warnings...)
 	if s.Resume {
 		warnings = append(warnings, killStale(o.replayed)...)
 	}
@@ -200,6 +204,8 @@ func (s *Session) outputs(ctx context.Context, replayed []muster.Event, undo *cl
 		out.live = tui.Start(context.WithoutCancel(ctx), s.IO.In, errOut, tui.Options{
 			Budget:      s.Config.Run.BudgetUSDMicros,
 			OnInterrupt: func() { stop(muster.ErrInterrupted) },
+			Detached: fmt.Sprintf("left the live view: run %s goes on below in plain lines; Ctrl-C stops it, muster watch %s shows the view again",
+				s.RunID, s.RunID),
 		})
 		undo.add(func() { out.live.Close() })
 		for _, e := range replayed {
@@ -240,6 +246,9 @@ func (s *Session) crew(ctx context.Context, confinement *muster.Confinement, und
 	// Each key to its executor: no other agent, no gate, no setup or
 	// code step gets an api_key_env variable, whatever its name.
 	c.warnings = s.Config.ScopeKeys()
+	if w := agentkit.LoginWarning(agentkit.LoginHolders(s.Config, nil, nil)); w != "" {
+		c.warnings = append(c.warnings, w)
+	}
 	proc.SetKeyVars(s.Config.KeyVars()...)
 	preflight.AllowEnv(s.Config)
 	c.gates = gate.Runner{Grace: s.Config.Grace(), Allow: s.Config.Run.EnvAllow, Confine: confinement,
