@@ -154,8 +154,6 @@ var ceilings = map[string]int{
 	"fleet.Worker.handle":                83,
 	"internal/cli/demo.runDemo":          83,
 	"usagelog.forEachLine":               83,
-	"fleet.remote.Execute":               82,
-	"driver.worker.record":               81,
 	"htmlreport.layoutGantt":             81,
 }
 

@@ -18,7 +18,19 @@ func (r *Run) warn(msg string) {
 
 // Apply folds one event into the run.
 func (r *Run) Apply(e *muster.Event) {
+	r.gaps.Add(e)
 	_ = r.applyRun(e) || r.applyClone(e) || r.applyTask(e)
+}
+
+// Active is the run's time from its start to now (or its end, once it
+// ended) that a muster process ran it: the stretches between a stop and
+// the resume (muster.Gap) do not count, as in reports.
+func (r *Run) Active(now time.Time) time.Duration {
+	end := now
+	if !r.End.IsZero() {
+		end = r.End
+	}
+	return muster.Active(r.gaps.Gaps, r.Start, end)
 }
 
 // applyRun folds an event of the run as a whole; false for others.
