@@ -314,7 +314,14 @@ type FleetConfig struct {
 	// running the task's gates again on the orchestrator: it trusts the
 	// worker machines.
 	TrustWorkerGates bool `json:"trust_worker_gates,omitempty"`
+	// RunTTL is how long workers keep the orchestrator's attempts running
+	// once its presence lapses (a kill -9, a lost network): a resume
+	// within it adopts them. 0: DefaultRunTTL.
+	RunTTL time.Duration `json:"run_ttl,omitempty"`
 }
+
+// DefaultRunTTL is [fleet] run_ttl's default.
+const DefaultRunTTL = 5 * time.Minute
 
 // Executor returns the executor spec with the given name, or nil.
 func (c *Config) Executor(name string) *ExecutorSpec {

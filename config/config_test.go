@@ -145,12 +145,13 @@ func TestParseProblems(t *testing.T) {
 		{"dotted keys", "run.max_parallel = 2\nrun.nope = 1\nexecutors.x.kind = \"sim\"\nexecutors.x.colnes = 3\n", []string{
 			`m.toml:2: unknown key "nope" in [run] (known keys: ` + strings.Join(runKeys, ", ") + `)`,
 			`m.toml:4: unknown key "colnes" in [executors.x]; did you mean "clones"?`}},
-		{"fleet", "[fleet]\nnats = \"nats://u:pw@h:4222\"\npassword_env = \"FLEET_PW\"\nlease = \"soon\"\ncreeds = \"x\"\ntrust_worker_gates = \"yes\"\n", []string{
+		{"fleet", "[fleet]\nnats = \"nats://u:pw@h:4222\"\npassword_env = \"FLEET_PW\"\nlease = \"soon\"\ncreeds = \"x\"\ntrust_worker_gates = \"yes\"\nrun_ttl = \"-1m\"\n", []string{
 			`m.toml:2: nats: no credentials in the URL: set [fleet] creds to a file muster fleet credentials issued`,
 			`m.toml:3: password_env: a fleet no longer shares a user, a password or nkeys: each host holds credentials of its own; issue them with muster fleet credentials NAME --store DIR -o FILE and set [fleet] creds = "FILE" (docs/fleet.md)`,
 			`m.toml:4: lease: want a duration such as "20m" or "1h30m"`,
 			`m.toml:5: unknown key "creeds" in [fleet]; did you mean "creds"?`,
-			`m.toml:6: trust_worker_gates: want true or false`}},
+			`m.toml:6: trust_worker_gates: want true or false`,
+			`m.toml:7: run_ttl: want a duration such as "20m" or "1h30m"`}},
 	} {
 		_, probs := Parse("m.toml", []byte(tc.src))
 		var got []string
@@ -237,12 +238,12 @@ func TestResolve(t *testing.T) {
 }
 
 func TestParseFleet(t *testing.T) {
-	cfg, probs := Parse("m.toml", []byte("[fleet]\nnats = \"tls://fleet.example:4222\"\ncreds = \"w1.creds\"\ntls_ca = \"ca.pem\"\nlease = \"20s\"\ntrust_worker_gates = true\n"))
+	cfg, probs := Parse("m.toml", []byte("[fleet]\nnats = \"tls://fleet.example:4222\"\ncreds = \"w1.creds\"\ntls_ca = \"ca.pem\"\nlease = \"20s\"\ntrust_worker_gates = true\nrun_ttl = \"10m\"\n"))
 	if len(probs) > 0 {
 		t.Fatal(probs)
 	}
 	f := cfg.Fleet
-	if f.NATS != "tls://fleet.example:4222" || f.Creds != "w1.creds" || !f.TrustWorkerGates || f.TLSCA != "ca.pem" || f.Lease != 20*time.Second {
+	if f.NATS != "tls://fleet.example:4222" || f.Creds != "w1.creds" || !f.TrustWorkerGates || f.TLSCA != "ca.pem" || f.Lease != 20*time.Second || f.RunTTL != 10*time.Minute {
 		t.Fatalf("fleet: %+v", f)
 	}
 }

@@ -56,6 +56,9 @@ type plainFold struct {
 	start   time.Time // the run's start: the clock's zero
 	tasks   map[muster.TaskID]muster.TaskState
 	started map[muster.TaskID]time.Time
+	// gaps are the stretches no muster process ran the run: the clock
+	// leaves them out.
+	gaps muster.GapTracker
 	// remote is, by the orchestrator's slot (remote#1), where a fleet
 	// worker runs its invocation (w1/remote#2): docs/fleet.md's name.
 	remote map[string]string
@@ -80,6 +83,7 @@ func (f *plainFold) who(e *muster.Event) string {
 
 // apply folds e as the engine does for the states the count reads.
 func (f *plainFold) apply(e *muster.Event) {
+	f.gaps.Add(e)
 	switch e.Type {
 	case muster.EvRunStarted:
 		f.run = e.Run
@@ -149,9 +153,11 @@ func (f *plainFold) format(e *muster.Event, color, verbose bool) string {
 	return f.c(color, dim, f.prefix(e)) + " " + line
 }
 
-// prefix is the line's clock (time since the run started) and count.
+// prefix is the line's clock (the time a muster process ran the run
+// since it started: not the stretches between a stop and the resume)
+// and count.
 func (f *plainFold) prefix(e *muster.Event) string {
-	prefix := fmt.Sprintf("%7s", plainDur(e.Time.Sub(f.start)))
+	prefix := fmt.Sprintf("%7s", plainDur(muster.Active(f.gaps.Gaps, f.start, e.Time)))
 	if len(f.tasks) > 0 {
 		prefix += fmt.Sprintf(" [%d/%d]", f.finished(), len(f.tasks))
 	}

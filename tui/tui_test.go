@@ -361,3 +361,21 @@ func TestLanesShowThePace(t *testing.T) {
 		t.Errorf("lanes after the backoff:\n%s", f)
 	}
 }
+
+// The header's clock counts the time a muster ran the run: after a
+// resume it goes on from where the stopped process left it, not from
+// the wall clock (issue 25: it counted the hour muster was not running).
+func TestElapsedLeavesOutTimeNotRunning(t *testing.T) {
+	m := New(Options{Now: fixed(time.Hour + 5*time.Second), Width: 120, Height: 30})
+	m = feed(m,
+		EventMsg{muster.Event{Type: muster.EvRunStarted, Run: "r", Time: t0}},
+		EventMsg{muster.Event{Type: muster.EvRunInterrupted, Time: t0.Add(10 * time.Second)}},
+		EventMsg{muster.Event{Type: muster.EvRunResumed, Time: t0.Add(time.Hour)}},
+	)
+	if got := m.elapsed(); got != 15*time.Second {
+		t.Errorf("elapsed %v, want 15s (10s before the stop, 5s since the resume)", got)
+	}
+	if v := frame(m); !strings.Contains(v, "elapsed 15s") {
+		t.Errorf("header: %v", v)
+	}
+}

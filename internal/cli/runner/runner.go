@@ -51,6 +51,8 @@ type Session struct {
 	fleet *preflight.FleetCrew
 	// adopt is the edited plan a resume adopts (nil: none).
 	adopt *adoption
+	// warnings are said at the run's start with the others (journaled).
+	warnings []string
 
 	State *engine.State
 	// Receipt is the sealed receipt, once the run has ended.
@@ -84,6 +86,7 @@ func (s *Session) Drive(ctx context.Context) error {
 		return err
 	}
 	warnings = append(warnings, c.warnings...)
+	warnings = append(warnings, s.warnings...)
 	if s.Resume {
 		warnings = append(warnings, killStale(o.replayed)...)
 	}
@@ -263,7 +266,7 @@ func (s *Session) crew(ctx context.Context, confinement *muster.Confinement, und
 		return c, nil
 	}
 	undo.add(func() { s.fleet.Conn.Close() })
-	d, remote, err := dispatch(ctx, s.fleet, s.RunID, s.Repo.Top, s.Base, s.Dir)
+	d, remote, err := dispatch(ctx, s.fleet, s.RunID, s.Repo.Top, s.Base, s.Dir, s.fleetResume())
 	if err != nil {
 		return nil, err
 	}
