@@ -299,31 +299,63 @@ func (g *guard) compare(ctx context.Context) []string {
 	if err != nil {
 		return []string{"tampered: cannot read the repository's refs: " + err.Error()}
 	}
-	var found []string
-	add := func(format string, args ...any) { found = append(found, "tampered: "+fmt.Sprintf(format, args...)) }
-	undone := func(ok bool) string {
-		if !g.restore {
-			return ""
+	t := &tamper{restore: g.restore}
+	g.compareRefs(ctx, cur, t)
+	g.compareFiles(cur, t)
+	g.compareLocks(cur, t)
+	// The index: its entries, when its stat data changed.
+	if !cur.index.same(g.base.index) {
+		entries, err := g.indexEntries(ctx)
+		if err == nil && entries != g.base.entries {
+			t.add("%s changed (staged entries)", rel(g.top, filepath.Join(g.gitDir, "index")))
 		}
-		if ok {
-			return " (undone)"
-		}
-		return " (not undone)"
+		g.base.index, g.base.entries = cur.index, entries
 	}
-	// Refs.
+	return t.found
+}
+
+// tamper collects what compare found.
+type tamper struct {
+	found   []string
+	restore bool // the guard undoes what it finds
+}
+
+func (t *tamper) add(format string, args ...any) {
+	t.found = append(t.found, "tampered: "+fmt.Sprintf(format, args...))
+}
+
+// undone says whether a change was undone, when the guard undoes any.
+func (t *tamper) undone(ok bool) string {
+	if !t.restore {
+		return ""
+	}
+	if ok {
+		return " (undone)"
+	}
+	return " (not undone)"
+}
+
+// sortedKeys are the keys of a and b, sorted.
+func sortedKeys[V any](a, b map[string]V) []string {
 	names := map[string]bool{}
-	for r := range g.base.refs {
-		names[r] = true
+	for k := range a {
+		names[k] = true
 	}
-	for r := range cur.refs {
-		names[r] = true
+	for k := range b {
+		names[k] = true
 	}
-	var sorted []string
-	for r := range names {
-		sorted = append(sorted, r)
+	out := make([]string, 0, len(names))
+	for k := range names {
+		out = append(out, k)
 	}
-	sort.Strings(sorted)
-	for _, r := range sorted {
+	sort.Strings(out)
+	return out
+}
+
+// compareRefs reports each ref created, deleted or moved, and puts back
+// the ones it may.
+func (g *guard) compareRefs(ctx context.Context, cur repoState, t *tamper) {
+	for _, r := range sortedKeys(g.base.refs, cur.refs) {
 		was, had := g.base.refs[r]
 		now, has := cur.refs[r]
 		if had == has && was == now {
@@ -342,30 +374,22 @@ func (g *guard) compare(ctx context.Context) []string {
 		if head || strings.HasPrefix(was, "ref:") || strings.HasPrefix(now, "ref:") {
 			// HEAD and symbolic refs are reported, not undone: the user
 			// may have switched branches in their own work tree.
-			add("%s %s (was %s, now %s)", r, what, orNone(was), orNone(now))
+			t.add("%s %s (was %s, now %s)", r, what, orNone(was), orNone(now))
 			g.adoptRef(r, now, has)
 			continue
 		}
 		ok := g.restore && g.restoreRef(ctx, r, was, now, had, has)
-		add("%s %s%s", r, what, undone(ok))
+		t.add("%s %s%s", r, what, t.undone(ok))
 		if !ok {
 			g.adoptRef(r, now, has)
 		}
 	}
-	// Files.
-	paths := map[string]bool{}
-	for p := range g.base.files {
-		paths[p] = true
-	}
-	for p := range cur.files {
-		paths[p] = true
-	}
-	var fsorted []string
-	for p := range paths {
-		fsorted = append(fsorted, p)
-	}
-	sort.Strings(fsorted)
-	for _, p := range fsorted {
+}
+
+// compareFiles reports each watched file added, removed or changed, and
+// restores it when the guard may.
+func (g *guard) compareFiles(cur repoState, t *tamper) {
+	for _, p := range sortedKeys(g.base.files, cur.files) {
 		was, now := g.base.files[p], cur.files[p]
 		if was.same(now) || was.exists == now.exists && was.exists && bytes.Equal(was.data, now.data) && was.mode == now.mode && was.data != nil {
 			if !was.same(now) {
@@ -381,33 +405,27 @@ func (g *guard) compare(ctx context.Context) []string {
 			what = "removed"
 		}
 		ok := g.restore && restoreFile(p, was)
-		add("%s %s%s", rel(g.top, p), what, undone(ok))
+		t.add("%s %s%s", rel(g.top, p), what, t.undone(ok))
 		if !ok {
 			g.base.files[p] = now
 		}
 	}
-	// Lock files left behind. One a live git holds (the user's `git
-	// status`, say) or that goes away within a second is no one's
-	// leftover: not reported.
+}
+
+// compareLocks reports lock files left behind. One a live git holds (the
+// user's `git status`, say) or that goes away within a second is no
+// one's leftover: not reported.
+func (g *guard) compareLocks(cur repoState, t *tamper) {
 	for p := range cur.locks {
 		if g.base.locks[p] || openByAnyone(p) {
 			continue
 		}
 		ok := g.restore && os.Remove(p) == nil
-		add("%s left%s", rel(g.top, p), undone(ok))
+		t.add("%s left%s", rel(g.top, p), t.undone(ok))
 		if !ok {
 			g.base.locks[p] = true
 		}
 	}
-	// The index: its entries, when its stat data changed.
-	if !cur.index.same(g.base.index) {
-		entries, err := g.indexEntries(ctx)
-		if err == nil && entries != g.base.entries {
-			add("%s changed (staged entries)", rel(g.top, filepath.Join(g.gitDir, "index")))
-		}
-		g.base.index, g.base.entries = cur.index, entries
-	}
-	return found
 }
 
 func orNone(s string) string {
