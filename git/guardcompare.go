@@ -145,4 +145,3 @@ func (g *guard) compareLocks(cur repoState, t *tamper) {
 		}
 	}
 }
-
