@@ -150,10 +150,10 @@ func (e *Executor) keyEnv() string {
 	if e.spec.APIKeyEnv != "" {
 		return e.spec.APIKeyEnv
 	}
-	if e.spec.Kind == muster.ExecAnthropic {
-		return "ANTHROPIC_API_KEY"
+	if k := muster.LookupKind(e.spec.Kind); k != nil && k.KeyEnv != "" {
+		return k.KeyEnv
 	}
-	return "OPENAI_API_KEY"
+	return muster.LookupKind(muster.ExecOpenAI).KeyEnv
 }
 
 func (e *Executor) newWire(model, system, prompt string, tools []toolSpec) wire {
