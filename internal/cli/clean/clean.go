@@ -41,7 +41,7 @@ not touched.`,
 				opts.Repo = repo.Top
 				// The losers of races (refs/muster/<run>/race/...) go too.
 				if races, err = git.DropRaceRefs(cmd.Context(), repo.Top); err != nil {
-					return cmdutil.Env("clean: %v", err)
+					return cmdutil.Env("clean: %w", err)
 				}
 			}
 			res, err := git.Clean(cmd.Context(), opts)
