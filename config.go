@@ -48,6 +48,10 @@ type KindInfo struct {
 	Family KindFamily
 	// NeedsCommand says the executor must set command = [...].
 	NeedsCommand bool
+	// KeyEnv is the variable holding the API key of an HTTP kind when
+	// api_key_env names none (a CLI or ACP kind's is in
+	// internal/agentkit's row).
+	KeyEnv string
 }
 
 // Kinds is the registry of executor kinds, in a fixed order. Config
@@ -66,8 +70,8 @@ var Kinds = []KindInfo{
 	{Name: ExecGeminiACP, Family: FamilyACP},
 	{Name: ExecQwen, Family: FamilyACP},
 	{Name: ExecCopilot, Family: FamilyACP},
-	{Name: ExecOpenAI, Family: FamilyHTTP},
-	{Name: ExecAnthropic, Family: FamilyHTTP},
+	{Name: ExecOpenAI, Family: FamilyHTTP, KeyEnv: "OPENAI_API_KEY"},
+	{Name: ExecAnthropic, Family: FamilyHTTP, KeyEnv: "ANTHROPIC_API_KEY"},
 	{Name: ExecCommand, Family: FamilyCommand, NeedsCommand: true},
 	{Name: ExecSim, Family: FamilySim},
 }

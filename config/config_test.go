@@ -12,6 +12,9 @@ import (
 	"github.com/muster-run/muster"
 )
 
+// knownKinds is the registry's list as messages name it.
+var knownKinds = strings.Join(muster.ExecutorKinds, ", ")
+
 func TestLoadSample(t *testing.T) {
 	t.Parallel()
 	cfg, err := Load("testdata/muster.toml")
@@ -113,10 +116,10 @@ func TestParseProblems(t *testing.T) {
 			`m.toml:2: grace: want a duration such as "20m" or "1h30m"`,
 			`m.toml:3: gate_timeout: want a duration such as "20m" or "1h30m"`,
 			`m.toml:4: stall_timeout: want a duration such as "20m" or "1h30m"`}},
-		{"no kind", "[executors.a]\nclones = 2\n", []string{`m.toml:1: executor a: missing kind (one of claude-code, codex, gemini, opencode, pi, acp, claude-acp, codex-acp, gemini-acp, qwen, copilot, openai, anthropic, command, sim)`}},
+		{"no kind", "[executors.a]\nclones = 2\n", []string{`m.toml:1: executor a: missing kind (one of ` + knownKinds + ")"}},
 		{"bad kind", "[executors.a]\nkind = \"claude\"\n[executors.b]\nkind = \"robot\"\n", []string{
 			`m.toml:2: executor a: unknown kind "claude"; did you mean "claude-code"?`,
-			`m.toml:4: executor b: unknown kind "robot" (known kinds: claude-code, codex, gemini, opencode, pi, acp, claude-acp, codex-acp, gemini-acp, qwen, copilot, openai, anthropic, command, sim)`}},
+			`m.toml:4: executor b: unknown kind "robot" (known kinds: ` + knownKinds + ")"}},
 		{"command needs command", "[executors.local]\nkind = \"command\"\n", []string{`m.toml:1: executor local: kind "command" needs command = ["program", "arg", ...]`}},
 		{"command not list", "[executors.local]\nkind = \"command\"\ncommand = \"./a.sh\"\n", []string{
 			`m.toml:1: executor local: kind "command" needs command = ["program", "arg", ...]`,
