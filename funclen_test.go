@@ -148,7 +148,6 @@ var ceilings = map[string]int{
 	"internal/cli/worker.NewCmd":             102,
 	"config.reader.executor":                 102,
 	"internal/cli/plan.Make":                 99,
-	"driver.worker.run":                      95,
 	"runlog.merger.event":                    95,
 	"mockllm.writeResponses":                 93,
 	"usagelog.Aggregate":                     91,
