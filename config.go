@@ -48,6 +48,10 @@ type KindInfo struct {
 	Family KindFamily
 	// NeedsCommand says the executor must set command = [...].
 	NeedsCommand bool
+	// KeyEnv is the variable holding the API key of an HTTP kind when
+	// api_key_env names none (a CLI or ACP kind's is in
+	// internal/agentkit's row).
+	KeyEnv string
 }
 
 // Kinds is the registry of executor kinds, in a fixed order. Config
@@ -66,8 +70,8 @@ var Kinds = []KindInfo{
 	{Name: ExecGeminiACP, Family: FamilyACP},
 	{Name: ExecQwen, Family: FamilyACP},
 	{Name: ExecCopilot, Family: FamilyACP},
-	{Name: ExecOpenAI, Family: FamilyHTTP},
-	{Name: ExecAnthropic, Family: FamilyHTTP},
+	{Name: ExecOpenAI, Family: FamilyHTTP, KeyEnv: "OPENAI_API_KEY"},
+	{Name: ExecAnthropic, Family: FamilyHTTP, KeyEnv: "ANTHROPIC_API_KEY"},
 	{Name: ExecCommand, Family: FamilyCommand, NeedsCommand: true},
 	{Name: ExecSim, Family: FamilySim},
 }
@@ -93,19 +97,8 @@ func LookupKind(name ExecKind) *KindInfo {
 	return nil
 }
 
-// Policies for tasks that fail, leave bounds, or change nothing.
+// Defaults of [run] (its policies are in policy.go).
 const (
-	OnFailureStop       = "stop"
-	OnFailureContinue   = "continue"
-	OnViolationFail     = "fail"
-	OnViolationDiscard  = "discard"
-	NoopFail            = "fail"
-	NoopComplete        = "complete"
-	ReviewPartialRefuse = "refuse" // a review that saw part of the change is no approval (the default)
-	ReviewPartialAllow  = "allow"  // ... or it is
-	GuardRestore        = "restore"
-	GuardDetect         = "detect"
-	GuardOff            = "off"
 	DefaultMaxRounds    = 3
 	DefaultGraceSeconds = 10
 )
@@ -217,17 +210,17 @@ type GateSpec struct {
 
 // RunConfig is the [run] table.
 type RunConfig struct {
-	MaxParallel     int    `json:"max_parallel,omitempty"` // 0: number of coder clones
-	OnFailure       string `json:"on_failure,omitempty"`
-	BudgetUSDMicros int64  `json:"budget_usd_micros,omitempty"`
-	BudgetTokens    int64  `json:"budget_tokens,omitempty"`
-	Writers         int    `json:"writers,omitempty"` // 0: unlimited; 1: single-writer mode
-	OnViolation     string `json:"on_violation,omitempty"`
-	Noop            string `json:"noop,omitempty"`
+	MaxParallel     int               `json:"max_parallel,omitempty"` // 0: number of coder clones
+	OnFailure       OnFailurePolicy   `json:"on_failure,omitempty"`
+	BudgetUSDMicros int64             `json:"budget_usd_micros,omitempty"`
+	BudgetTokens    int64             `json:"budget_tokens,omitempty"`
+	Writers         int               `json:"writers,omitempty"` // 0: unlimited; 1: single-writer mode
+	OnViolation     OnViolationPolicy `json:"on_violation,omitempty"`
+	Noop            NoopPolicy        `json:"noop,omitempty"`
 	// ReviewPartial ("refuse", the default, or "allow") says whether a
 	// review whose prompt could not hold the whole diff may approve.
-	ReviewPartial string `json:"review_partial,omitempty"`
-	MaxRounds     int    `json:"max_rounds,omitempty"`
+	ReviewPartial ReviewPartialPolicy `json:"review_partial,omitempty"`
+	MaxRounds     int                 `json:"max_rounds,omitempty"`
 	// MaxBatch bounds how many waiting commits one integration batch
 	// gates together (0: DefaultMaxBatch; 1: each on its own).
 	MaxBatch int `json:"max_batch,omitempty"`
@@ -242,14 +235,14 @@ type RunConfig struct {
 	// Guard is what muster does when the user's repository changes
 	// during an attempt (refs, config, hooks...): GuardRestore (""),
 	// GuardDetect or GuardOff.
-	Guard        string        `json:"guard,omitempty"`
+	Guard        GuardPolicy   `json:"guard,omitempty"`
 	Grace        time.Duration `json:"grace,omitempty"`
 	GateTimeout  time.Duration `json:"gate_timeout,omitempty"`
 	Reviewers    int           `json:"reviewers,omitempty"` // reviewers per task
 	StallTimeout time.Duration `json:"stall_timeout,omitempty"`
 	PricesFile   string        `json:"prices_file,omitempty"`
 	// Confine is ConfineAuto (""), ConfineRequired or ConfineOff.
-	Confine string `json:"confine,omitempty"`
+	Confine ConfineMode `json:"confine,omitempty"`
 	// Writable lists absolute paths every agent and gate may write under
 	// confinement, besides its clone, its home, its temp dir and /tmp.
 	Writable []string `json:"writable,omitempty"`
@@ -270,6 +263,10 @@ type RunConfig struct {
 	// MaxTasks caps the tasks of a run, the plan's and every delegated
 	// one (0: MaxTasksFor the plan).
 	MaxTasks int `json:"max_tasks,omitempty"`
+	// MaxPids and MaxMemory (bytes) bound each confined invocation's
+	// processes and memory through a cgroup of its own (0: no bound).
+	MaxPids   int   `json:"max_pids,omitempty"`
+	MaxMemory int64 `json:"max_memory,omitempty"`
 }
 
 // MaxTasksFor is the cap on a run's tasks for a plan of n tasks: [run]
@@ -321,7 +318,14 @@ type FleetConfig struct {
 	// running the task's gates again on the orchestrator: it trusts the
 	// worker machines.
 	TrustWorkerGates bool `json:"trust_worker_gates,omitempty"`
+	// RunTTL is how long workers keep the orchestrator's attempts running
+	// once its presence lapses (a kill -9, a lost network): a resume
+	// within it adopts them. 0: DefaultRunTTL.
+	RunTTL time.Duration `json:"run_ttl,omitempty"`
 }
+
+// DefaultRunTTL is [fleet] run_ttl's default.
+const DefaultRunTTL = 5 * time.Minute
 
 // Executor returns the executor spec with the given name, or nil.
 func (c *Config) Executor(name string) *ExecutorSpec {

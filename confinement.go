@@ -9,8 +9,8 @@ import (
 // ConfineCommand is the hidden subcommand of muster that confines itself
 // with the kernel and then runs a program under it:
 //
-//	muster __confine [--write PATH]... [--ns [--ro PATH]... [--hide PATH]...
-//	    [--host-net] [--bridge PORT] [--grace DURATION]] -- PROGRAM [ARG]...
+//	muster __confine [--hold FD] [--write PATH]... [--ro PATH]... [--hide PATH]...
+//	    [--ns [--host-net] [--bridge PORT] [--grace DURATION]] -- PROGRAM [ARG]...
 //
 // Under it the program may read and execute everything it can see, but
 // write only the PATHs (each with everything below it) and the terminal
@@ -21,16 +21,12 @@ import (
 // bound back at their own paths, the --hide paths covered), brings up the
 // namespace's loopback, hands muster the --bridge listener, starts stage
 // two (capabilities dropped, no_new_privs, Landlock, execve) and reaps.
+// With --hold FD (internal/proc adds it when the invocation has cgroup
+// v1 limits: [run] max_pids, max_memory) it first waits for one byte on
+// FD, written once muster has placed it in the invocation's cgroup.
 // The launcher (Confinement.Prefix) and the confine package (which parses
 // it) share this format.
 const ConfineCommand = "__confine"
-
-// Confine modes of [run] confine.
-const (
-	ConfineAuto     = "auto"     // confine where the kernel can; say so once where it cannot
-	ConfineRequired = "required" // refuse to run where the kernel cannot confine (exit 3)
-	ConfineOff      = "off"      // never confine
-)
 
 // BridgeFD is the file descriptor on which stage one of the sandbox finds
 // the socket it hands the bridge listener to muster over (SCM_RIGHTS).
@@ -57,7 +53,9 @@ type Confinement struct {
 	ReadOnly []string
 	// Hide lists paths covered in the mount namespace (an empty
 	// directory, or an empty file): credentials, socket directories.
-	// What Writable or ReadOnly lists below them is bound back.
+	// What Writable or ReadOnly lists below them is bound back. Without
+	// namespaces Landlock keeps them unreadable instead (it grants
+	// reading beside them, not below them: confine.ReadRoots).
 	Hide []string
 	// HostNetwork keeps the host's network (no network namespace): the
 	// network policy "open". Otherwise the invocation has only its own
@@ -67,6 +65,12 @@ type Confinement struct {
 	// for a TCP listener on 127.0.0.1:Bridge.Port inside the invocation's
 	// network namespace, handed to muster before the program starts.
 	Bridge *Bridge
+	// MaxPids and MaxMemory (bytes), when not 0, bound the invocation's
+	// processes and memory by a cgroup of its own ([run] max_pids,
+	// max_memory), which it is in before its program starts and which
+	// is removed when it ends.
+	MaxPids   int
+	MaxMemory int64
 }
 
 // Bridge is the one way from a sandbox's network to muster: a listener
@@ -147,14 +151,16 @@ func (c *Confinement) Command(grace time.Duration) []string {
 	for _, p := range c.Writable {
 		out = append(out, "--write", p)
 	}
+	// Without namespaces the hide list is Landlock's to keep unreadable
+	// (and what ReadOnly lists stays readable inside it).
+	for _, p := range c.ReadOnly {
+		out = append(out, "--ro", p)
+	}
+	for _, p := range c.Hide {
+		out = append(out, "--hide", p)
+	}
 	if c.Namespaces {
 		out = append(out, "--ns")
-		for _, p := range c.ReadOnly {
-			out = append(out, "--ro", p)
-		}
-		for _, p := range c.Hide {
-			out = append(out, "--hide", p)
-		}
 		if c.HostNetwork {
 			out = append(out, "--host-net")
 		} else if c.Bridge != nil {

@@ -65,7 +65,60 @@ const (
 	// its new commit carries Muster-Followup: Followup. Message is the
 	// feedback, untrusted.
 	EvTaskReopened EventType = "TaskReopened"
+	// EvRaceStarted (Task, Attempt: the first new candidate's, Race: the
+	// candidates started, each Executor, Clone and Attempt; Reason: why
+	// fewer than asked run) starts a race's candidates, each an ordinary
+	// attempt on its own clone. Candidates an interrupted race finished
+	// are kept and not started again.
+	EvRaceStarted EventType = "RaceStarted"
+	// EvCandidateFinished (Task, Attempt, Executor, Clone, Passed, Commit:
+	// the candidate's change committed into muster's object store, Base,
+	// Stat, Reason: why it is out) records a race candidate's end, durable
+	// before the race compares it.
+	EvCandidateFinished EventType = "CandidateFinished"
+	// EvRaceWon (Task, Attempt, Executor, Clone: the winner; Commit,
+	// Judge: the judge's slot, State: how it was chosen, RaceJudge,
+	// RaceSmallest, RaceFirst, RaceOnly; Reason) names a race's winner,
+	// whose commit then goes through the integration queue.
+	EvRaceWon EventType = "RaceWon"
+	// EvPlanAdopted (Plan: the version's file name in the run directory,
+	// such as "plan-2.md"; PlanHash: its hash in the run's canonical
+	// form, Canon; Tasks: every task of that version; Message: what
+	// changed, for people) adopts an edited plan file at a resume, right
+	// after the RunResumed: tasks that have not succeeded take their new
+	// definition, new tasks join the run, succeeded ones keep theirs
+	// (engine/adopt.go). The receipt seals each version's hash.
+	EvPlanAdopted EventType = "PlanAdopted"
 )
+
+// How a race's winner was chosen (RaceWon's State).
+const (
+	RaceJudge    = "judge"    // the judge named it
+	RaceSmallest = "smallest" // the smallest passing change (a tie, silence or a bad verdict)
+	RaceFirst    = "first"    // Race: first: the first to pass
+	RaceOnly     = "only"     // the one candidate that passed
+)
+
+// RaceCandidate is one candidate a RaceStarted starts.
+type RaceCandidate struct {
+	Executor string `json:"executor"`
+	Clone    int    `json:"clone"`
+	Attempt  int    `json:"attempt"`
+}
+
+// Slot is the candidate's "executor#clone".
+func (c RaceCandidate) Slot() string { return Slot(c.Executor, c.Clone) }
+
+// DiffStat is the size of a change: lines added and deleted (as git diff
+// --numstat counts them) and files touched.
+type DiffStat struct {
+	Added   int `json:"added"`
+	Deleted int `json:"deleted"`
+	Files   int `json:"files"`
+}
+
+// Lines is the added plus deleted lines.
+func (d DiffStat) Lines() int { return d.Added + d.Deleted }
 
 // Event is one line of the journal. Fields not used by a type are empty.
 // Seq starts at 1 and increases by one per line; Time is when the event
@@ -97,6 +150,8 @@ type Event struct {
 	// canonical form (planfile.CanonicalVersion) the run's receipt hashes
 	// the plan with; 0 in journals older than the field: version 1.
 	Canon int `json:"canon,omitempty"`
+	// PlanHash (PlanAdopted) is the adopted version's hash.
+	PlanHash string `json:"plan_hash,omitempty"`
 
 	Task     TaskID `json:"task,omitempty"`
 	Attempt  int    `json:"attempt,omitempty"`
@@ -162,6 +217,17 @@ type Event struct {
 	Followup int `json:"followup,omitempty"`
 	// Subject (Refused) is the NATS subject a refused report came on.
 	Subject string `json:"subject,omitempty"`
+	// FleetSeq, on the events made of a fleet worker's report, is the
+	// report's sequence in the fleet's event stream: a resumed run reads
+	// the stream again after the highest one its journal holds, so a
+	// report is taken once across an orchestrator's crash.
+	FleetSeq uint64 `json:"fleet_seq,omitempty"`
+	// Race (RaceStarted) lists the candidates started; Stat
+	// (CandidateFinished) is a passing candidate's change size; Judge
+	// (RaceWon) is the slot of the judge that named the winner.
+	Race  []RaceCandidate `json:"race,omitempty"`
+	Stat  *DiffStat       `json:"stat,omitempty"`
+	Judge string          `json:"judge,omitempty"`
 }
 
 // Sources of usage (Event.Source, Record.Source).

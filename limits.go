@@ -1,6 +1,10 @@
 package muster
 
-import "time"
+import (
+	"strconv"
+	"strings"
+	"time"
+)
 
 // Caps on what a plan, a config or a flag may ask for. validate and run
 // refuse more, each with FILE:LINE (README "Caps"); an agent-written
@@ -37,7 +41,38 @@ const (
 	DefaultMinMaxTasks = 100
 	// MaxFileBytesCap bounds [run] max_file_bytes (1 TB).
 	MaxFileBytesCap = 1 << 40
+	// MinMaxPids is the least [run] max_pids may be: the sandbox's stage
+	// one, the program and a shell need a few.
+	MinMaxPids = 8
+	// MinMaxMemory is the least [run] max_memory may be (16 MiB).
+	MinMaxMemory = 16 << 20
 )
+
+// ParseBytes reads a size: a whole number of bytes with an optional unit
+// (K, M, G, T: powers of 1000; Ki, Mi, Gi, Ti: powers of 1024; a
+// trailing B optional, case ignored). ok is false for anything else.
+func ParseBytes(s string) (n int64, ok bool) {
+	s = strings.TrimSpace(s)
+	u := strings.ToUpper(s)
+	u = strings.TrimSuffix(u, "B")
+	mult := int64(1)
+	units := []struct {
+		suffix string
+		mult   int64
+	}{{"KI", 1 << 10}, {"MI", 1 << 20}, {"GI", 1 << 30}, {"TI", 1 << 40}, {"K", 1e3}, {"M", 1e6}, {"G", 1e9}, {"T", 1e12}}
+	for _, un := range units {
+		if strings.HasSuffix(u, un.suffix) {
+			u, mult = strings.TrimSuffix(u, un.suffix), un.mult
+			break
+		}
+	}
+	u = strings.TrimSpace(u)
+	v, err := strconv.ParseInt(u, 10, 64)
+	if err != nil || v < 0 || v > (1<<62)/mult {
+		return 0, false
+	}
+	return v * mult, true
+}
 
 // ReservedPaths are the repository paths no task may own or change: the
 // config (muster.toml; the file in use, when another, is reserved by the

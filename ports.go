@@ -122,9 +122,16 @@ type Record struct {
 	// or proxy refused, and why.
 	Host string
 	Port int
+	// Winner (type verdict) is the candidate a race's judge names
+	// ("executor#clone"); Text is its reason.
+	Winner string
 	// Problem says what of the record was refused when it was read (a
 	// number that is not one); the driver warns with it.
 	Problem string
+	// FleetSeq is the fleet event stream's sequence of the report that
+	// carried the record (a remote invocation's): the driver journals it
+	// on the events it makes of the record (Event.FleetSeq).
+	FleetSeq uint64
 }
 
 // Record types.
@@ -133,11 +140,14 @@ const (
 	RecTool      = "tool"
 	RecFindings  = "findings"
 	RecSatisfied = "satisfied"
-	RecMessage   = "message"
-	RecNotes     = "notes"
-	RecSession   = "session"
-	RecPID       = "pid"
-	RecWorker    = "worker"
+	// RecVerdict (Winner, Text: the reason) is a race's judge naming the
+	// winning candidate.
+	RecVerdict = "verdict"
+	RecMessage = "message"
+	RecNotes   = "notes"
+	RecSession = "session"
+	RecPID     = "pid"
+	RecWorker  = "worker"
 	// RecViolation (Tool: what was asked, Text: the path) says the agent
 	// asked muster for a path outside its worktree, and was refused.
 	RecViolation = "violation"
@@ -155,6 +165,8 @@ type ExecResult struct {
 	Satisfied bool      // a satisfied record was seen
 	Reviewed  bool      // a findings record was seen
 	Findings  []Finding // all findings records, concatenated
+	// Verdict is a race judge's first verdict record (nil: none).
+	Verdict   *Verdict
 	SessionID string
 	// Tail is the end of the transcript, for failure messages (untrusted).
 	Tail string
@@ -165,6 +177,13 @@ type ExecResult struct {
 	// that report one: a planner that cannot write a file returns its
 	// plan here.
 	Final string
+}
+
+// Verdict is what a race's judge answered: the winning candidate's slot
+// and why (untrusted text).
+type Verdict struct {
+	Winner string
+	Reason string
 }
 
 // Executor runs one invocation of an agent (or command) on one clone. It
@@ -341,6 +360,13 @@ type Exporter interface {
 	// Export writes the tree of dir's change against base into dest,
 	// which must not exist yet.
 	Export(ctx context.Context, dir, base, dest string) error
+}
+
+// RaceKeeper is implemented by a Workspace that keeps race candidates'
+// commits as refs (refs/muster/<run>/race/<task>/<attempt>) until muster
+// clean, never on the run branch.
+type RaceKeeper interface {
+	KeepRace(ctx context.Context, task TaskID, attempt int, commit string) error
 }
 
 // GateRunner runs gate commands (through sh -c) in a worktree.

@@ -23,9 +23,9 @@ const FileName = "muster.toml"
 // Known keys, in the order of the documentation.
 var (
 	topKeys      = []string{"run", "executors", "gates", "setup", "pool", "fleet"}
-	fleetKeys    = []string{"nats", "creds", "tls_ca", "tls_cert", "tls_key", "lease", "trust_worker_gates"}
+	fleetKeys    = []string{"nats", "creds", "tls_ca", "tls_cert", "tls_key", "lease", "trust_worker_gates", "run_ttl"}
 	poolKeys     = []string{"max_clones"}
-	runKeys      = []string{"max_parallel", "on_failure", "budget_usd", "budget_tokens", "writers", "on_violation", "noop", "max_rounds", "max_batch", "verify_integration", "approve", "require_approval", "keep", "guard", "grace", "gate_timeout", "reviewers", "stall_timeout", "prices_file", "env_allow", "confine", "writable", "hide", "network", "allow_hosts", "max_file_bytes", "max_tasks", "review_partial", "race"}
+	runKeys      = []string{"max_parallel", "on_failure", "budget_usd", "budget_tokens", "writers", "on_violation", "noop", "max_rounds", "max_batch", "verify_integration", "approve", "require_approval", "keep", "guard", "grace", "gate_timeout", "reviewers", "stall_timeout", "prices_file", "env_allow", "confine", "writable", "hide", "network", "allow_hosts", "max_file_bytes", "max_tasks", "review_partial", "race", "max_pids", "max_memory"}
 	executorKeys = []string{"kind", "clones", "roles", "model", "models", "base_url", "api_key_env", "env", "args", "command", "timeout", "max_concurrent", "env_allow", "writable", "network", "allow_hosts", "seed", "speed"}
 )
 
@@ -205,7 +205,7 @@ func (r *reader) run(rc *muster.RunConfig, t map[string]any) {
 		case "max_parallel":
 			rc.MaxParallel = r.count(v, 0, p)
 		case "on_failure":
-			rc.OnFailure = r.oneOf(v, p, muster.OnFailureStop, muster.OnFailureContinue)
+			rc.OnFailure = oneOf(r, v, p, muster.OnFailurePolicies)
 		case "budget_usd":
 			if f, ok := r.number(v, p); ok {
 				rc.BudgetUSDMicros = int64(math.Round(f * 1e6))
@@ -218,11 +218,11 @@ func (r *reader) run(rc *muster.RunConfig, t map[string]any) {
 		case "writers":
 			rc.Writers = r.count(v, 0, p)
 		case "on_violation":
-			rc.OnViolation = r.oneOf(v, p, muster.OnViolationFail, muster.OnViolationDiscard)
+			rc.OnViolation = oneOf(r, v, p, muster.OnViolationPolicies)
 		case "noop":
-			rc.Noop = r.oneOf(v, p, muster.NoopFail, muster.NoopComplete)
+			rc.Noop = oneOf(r, v, p, muster.NoopPolicies)
 		case "review_partial":
-			rc.ReviewPartial = r.oneOf(v, p, muster.ReviewPartialRefuse, muster.ReviewPartialAllow)
+			rc.ReviewPartial = oneOf(r, v, p, muster.ReviewPartialPolicies)
 		case "max_rounds":
 			rc.MaxRounds = r.count(v, 1, p)
 		case "max_batch":
@@ -242,7 +242,7 @@ func (r *reader) run(rc *muster.RunConfig, t map[string]any) {
 		case "keep":
 			rc.Keep = r.strings(v, p)
 		case "guard":
-			rc.Guard = r.oneOf(v, p, muster.GuardRestore, muster.GuardDetect, muster.GuardOff)
+			rc.Guard = oneOf(r, v, p, muster.GuardPolicies)
 		case "grace":
 			rc.Grace = r.duration(v, p)
 		case "gate_timeout":
@@ -256,19 +256,13 @@ func (r *reader) run(rc *muster.RunConfig, t map[string]any) {
 		case "env_allow":
 			rc.EnvAllow = r.envNames(v, p)
 		case "confine":
-			rc.Confine = r.oneOf(v, p, muster.ConfineAuto, muster.ConfineRequired, muster.ConfineOff)
+			rc.Confine = oneOf(r, v, p, muster.ConfineModes)
 		case "writable":
 			rc.Writable = r.paths(v, p)
 		case "hide":
 			rc.Hide = r.paths(v, p)
-		case "max_file_bytes":
-			if n, ok := v.(int64); ok && n >= 1 && n <= muster.MaxFileBytesCap {
-				rc.MaxFileBytes = n
-			} else {
-				r.at(p, "%s: want a number of bytes, 1 to %d (the default is %d, 100 MB)", k, int64(muster.MaxFileBytesCap), muster.DefaultMaxFileBytes)
-			}
-		case "max_tasks":
-			rc.MaxTasks = r.count(v, 1, p)
+		case "max_file_bytes", "max_tasks", "max_pids", "max_memory":
+			r.runBound(rc, k, v, p)
 		case "network":
 			rc.Network = r.network(v, p)
 		case "allow_hosts":
@@ -276,6 +270,25 @@ func (r *reader) run(rc *muster.RunConfig, t map[string]any) {
 		default:
 			r.unknown(runKeys, p...)
 		}
+	}
+}
+
+// runBound reads one of [run]'s caps on what a run or an invocation may
+// take (README "Caps").
+func (r *reader) runBound(rc *muster.RunConfig, k string, v any, p []string) {
+	switch k {
+	case "max_file_bytes":
+		if n, ok := v.(int64); ok && n >= 1 && n <= muster.MaxFileBytesCap {
+			rc.MaxFileBytes = n
+		} else {
+			r.at(p, "%s: want a number of bytes, 1 to %d (the default is %d, 100 MB)", k, int64(muster.MaxFileBytesCap), muster.DefaultMaxFileBytes)
+		}
+	case "max_tasks":
+		rc.MaxTasks = r.count(v, 1, p)
+	case "max_pids":
+		rc.MaxPids = r.count(v, muster.MinMaxPids, p)
+	case "max_memory":
+		rc.MaxMemory = r.bytes(v, muster.MinMaxMemory, p)
 	}
 }
 
@@ -304,6 +317,8 @@ func (r *reader) fleet(fc *muster.FleetConfig, t map[string]any) {
 			fc.TLSKey = r.str(v, p)
 		case "lease":
 			fc.Lease = r.duration(v, p)
+		case "run_ttl":
+			fc.RunTTL = r.duration(v, p)
 		case "trust_worker_gates":
 			if b, ok := v.(bool); ok {
 				fc.TrustWorkerGates = b
@@ -508,6 +523,32 @@ func (r *reader) count(v any, lo int, p []string) int {
 	return int(n)
 }
 
+// bytes reads a size of at least lo bytes: a whole number of bytes, or
+// a string of one with a unit ("512MB", "2GiB": K, M, G, T in powers of
+// 1000, Ki, Mi, Gi, Ti in powers of 1024, the B optional).
+func (r *reader) bytes(v any, lo int64, p []string) int64 {
+	bad := func() int64 {
+		r.at(p, "%s: want a size of %d bytes or more: a number of bytes, or a string such as \"512MB\" or \"2GiB\"", p[len(p)-1], lo)
+		return 0
+	}
+	var n int64
+	switch x := v.(type) {
+	case int64:
+		n = x
+	case string:
+		var ok bool
+		if n, ok = muster.ParseBytes(x); !ok {
+			return bad()
+		}
+	default:
+		return bad()
+	}
+	if n < lo || n > 1<<50 {
+		return bad()
+	}
+	return n
+}
+
 // race reads [run] race: the number of candidates (2 to muster.MaxRace)
 // or "first", the default Race: of agent tasks.
 func (r *reader) race(rc *muster.RunConfig, v any, p []string) {
@@ -591,12 +632,22 @@ func (r *reader) paths(v any, p []string) []string {
 }
 
 func (r *reader) oneOf(v any, p []string, allowed ...string) string {
+	return oneOf(r, v, p, allowed)
+}
+
+// oneOf reads a value that must be one of allowed (a policy's list, in
+// the order of the documentation), naming them when it is not.
+func oneOf[T ~string](r *reader, v any, p []string, allowed []T) T {
 	s, ok := v.(string)
-	if !ok || !contains(allowed, s) {
-		r.at(p, "%s: want %s", p[len(p)-1], quoteOr(allowed))
+	names := make([]string, len(allowed))
+	for i, a := range allowed {
+		names[i] = string(a)
+	}
+	if !ok || !contains(names, s) {
+		r.at(p, "%s: want %s", p[len(p)-1], quoteOr(names))
 		return ""
 	}
-	return s
+	return T(s)
 }
 
 func (r *reader) duration(v any, p []string) time.Duration {

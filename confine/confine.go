@@ -20,6 +20,7 @@ import (
 	"io"
 	"os"
 	osexec "os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -86,7 +87,11 @@ type Options struct {
 	// Probe (--probe, with --ns): build the namespace, then exit 0
 	// without running a program.
 	Probe bool
-	Argv  []string // the program and its arguments
+	// Hold (--hold FD): wait for muster's go-ahead, one byte on FD,
+	// before anything else (muster places this process in the
+	// invocation's cgroup meanwhile: [run] max_pids, max_memory).
+	Hold int
+	Argv []string // the program and its arguments
 }
 
 // DefaultGrace is how long stage one lets what the program left behind
@@ -102,6 +107,10 @@ const DefaultGrace = 2 * time.Second
 func Main(args []string, stderr io.Writer) int {
 	o, err := ParseOptions(args)
 	if err != nil {
+		fmt.Fprintf(stderr, "muster %s: %v\n", commandName, err)
+		return 125
+	}
+	if err := awaitHold(o.Hold); err != nil {
 		fmt.Fprintf(stderr, "muster %s: %v\n", commandName, err)
 		return 125
 	}
@@ -134,12 +143,52 @@ func Main(args []string, stderr io.Writer) int {
 	}
 	// exec returns only on failure; on success the program runs confined
 	// in this process's place.
-	code, err := exec(path, o.Argv, o.Write)
+	code, err := exec(path, o.Argv, o.Write, landlockReadable(o, path))
 	fmt.Fprintf(stderr, "muster %s: %v\n", commandName, err)
 	return code
 }
 
 const commandName = "__confine"
+
+// landlockReadable is what a confinement without namespaces may read
+// (nil: everything): without a mount namespace to cover o.Hide, Landlock
+// grants reading everywhere but there (ReadRoots), and still below what
+// o.ReadOnly lists, the program's directory, the working directory and
+// the PATH directories.
+func landlockReadable(o Options, prog string) []string {
+	if len(o.Hide) == 0 {
+		return nil
+	}
+	keep := append([]string(nil), o.ReadOnly...)
+	keep = append(keep, filepath.Dir(prog))
+	if cwd, err := os.Getwd(); err == nil {
+		keep = append(keep, cwd)
+	}
+	for _, d := range filepath.SplitList(os.Getenv("PATH")) {
+		if filepath.IsAbs(d) {
+			keep = append(keep, d)
+		}
+	}
+	return ReadRoots(o.Hide, keep)
+}
+
+// awaitHold waits for muster's go-ahead on fd (0: none): one byte 'G',
+// written once muster has placed this process in its cgroup.
+func awaitHold(fd int) error {
+	if fd <= 0 {
+		return nil
+	}
+	f := os.NewFile(uintptr(fd), "hold")
+	if f == nil {
+		return fmt.Errorf("--hold %d: not an open file", fd)
+	}
+	defer f.Close()
+	b := make([]byte, 1)
+	if n, _ := f.Read(b); n != 1 || b[0] != 'G' {
+		return errors.New("muster did not place the invocation in its cgroup (max_pids, max_memory): not started")
+	}
+	return nil
+}
 
 // Parse splits the arguments of the ConfineCommand into the writable
 // paths and the program's command line.
@@ -151,7 +200,7 @@ func Parse(args []string) (writable, argv []string, err error) {
 	return o.Write, o.Argv, nil
 }
 
-const usage = "want [--write PATH]... [--ns [--ro PATH]... [--hide PATH]... [--host-net] [--bridge PORT] [--grace D]] -- PROGRAM [ARG]..."
+const usage = "want [--hold FD] [--write PATH]... [--ro PATH]... [--hide PATH]... [--ns [--host-net] [--bridge PORT] [--grace D]] -- PROGRAM [ARG]..."
 
 // ParseOptions parses the arguments of the ConfineCommand.
 func ParseOptions(args []string) (Options, error) {
@@ -159,7 +208,7 @@ func ParseOptions(args []string) (Options, error) {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		name, value, hasValue := strings.Cut(a, "=")
-		takes := name == "--write" || name == "--ro" || name == "--hide" || name == "--bridge" || name == "--grace"
+		takes := name == "--write" || name == "--ro" || name == "--hide" || name == "--bridge" || name == "--grace" || name == "--hold"
 		if takes && !hasValue {
 			if i+1 >= len(args) {
 				return Options{}, fmt.Errorf("%s needs a value", name)
@@ -195,6 +244,12 @@ func ParseOptions(args []string) (Options, error) {
 				return Options{}, fmt.Errorf("--grace %q: want a duration", value)
 			}
 			o.Grace = d
+		case name == "--hold":
+			fd, err := strconv.Atoi(value)
+			if err != nil || fd < 3 {
+				return Options{}, fmt.Errorf("--hold %q: want a file descriptor, 3 or more", value)
+			}
+			o.Hold = fd
 		case a == "--ns":
 			o.Namespaces = true
 		case a == "--host-net":

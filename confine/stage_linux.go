@@ -100,8 +100,35 @@ func buildMounts(o Options, prog string) error {
 	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 		return fmt.Errorf("mount a fresh /proc: %w", err)
 	}
+	if err := ownTerminals(); err != nil {
+		return err
+	}
 	if err := os.Chdir(cwd); err != nil {
 		return fmt.Errorf("the working directory %s is not in the sandbox: %w", cwd, err)
+	}
+	return nil
+}
+
+// ownTerminals puts a devpts instance of the sandbox's own on /dev/pts,
+// and its ptmx on /dev/ptmx: the user's terminals (another window's
+// shell, the one muster draws on), which Landlock lets a program write
+// since /dev/pts is writable, are not there; terminals the program opens
+// itself are. Where devpts cannot be mounted, /dev/pts is an empty
+// read-only cover.
+func ownTerminals() error {
+	if fi, err := os.Stat("/dev/pts"); err != nil || !fi.IsDir() {
+		return nil
+	}
+	if err := unix.Mount("devpts", "/dev/pts", "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620"); err != nil {
+		if err := unix.Mount("tmpfs", "/dev/pts", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC|unix.MS_RDONLY, "size=4k"); err != nil {
+			return fmt.Errorf("cover /dev/pts: %w", err)
+		}
+		return nil
+	}
+	if fi, err := os.Lstat("/dev/ptmx"); err == nil && fi.Mode()&os.ModeSymlink == 0 {
+		if err := unix.Mount("/dev/pts/ptmx", "/dev/ptmx", "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("bind /dev/ptmx to the sandbox's own terminals: %w", err)
+		}
 	}
 	return nil
 }
@@ -426,7 +453,7 @@ func startConfined(path string, argv, writable []string) (pid, code int, err err
 	ch := make(chan started, 1)
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread exits with this goroutine
-		if err := confineThread(writable); err != nil {
+		if err := confineThread(writable, nil); err != nil {
 			ch <- started{code: 125, err: err}
 			return
 		}

@@ -81,15 +81,16 @@ func (w *worker) endGuard() {
 	}
 }
 
-// grant answers a lease request: a clone of the role (preferring another
-// executor than avoid), or of executor exec (preferring clone prefer).
+// grant answers a lease request: a clone of the role (preferring other
+// executors than avoid and avoidAll), or of executor exec (preferring
+// clone prefer).
 // The lease is durable before the answer.
 func (d *Driver) grant(r *leaseRequest) error {
 	ex, clone, ok := r.exec, 0, false
 	if r.exec != "" {
 		clone, ok = engine.FreeClone(d.state, r.exec, r.prefer, d.clock.Now())
 	} else {
-		ex, clone, ok = engine.FreeSlot(d.state, r.role, r.avoid, d.clock.Now())
+		ex, clone, ok = engine.FreeSlotAvoiding(d.state, r.role, append([]string{r.avoid}, r.avoidAll...), d.clock.Now())
 	}
 	if !ok {
 		r.reply <- engine.Lease{}

@@ -50,6 +50,10 @@ type Options struct {
 	// their pull request's feedback (muster pr --follow). The RunResumed
 	// then has Cause CausePR.
 	Reopen []muster.Event
+	// Adopt, when resuming, is a PlanAdopted event (the edited plan the
+	// resume adopts, its version file already written) to append after
+	// the RunResumed, synced before anything acts on it.
+	Adopt *muster.Event
 
 	// Journal records every event; one that also has Write and Sync
 	// (journal.Journal) gets group commits.
@@ -180,6 +184,9 @@ type leaseRequest struct {
 	task  muster.TaskID
 	role  muster.Role
 	avoid string
+	// avoidAll (a race's judge) are executors to avoid where another
+	// has a free clone.
+	avoidAll []string
 	// exec, when set, asks for a clone of that executor (prefer, when
 	// free): a coder's fix round after its clone went back to the crew.
 	exec   string
@@ -664,6 +671,11 @@ func (d *Driver) act(ctx context.Context, actions []engine.Action) (bool, error)
 	for _, a := range actions {
 		switch a.Kind {
 		case engine.ActStart:
+			if a.Racing() {
+				evs = append(evs, raceStart(a)...)
+				starts = append(starts, a)
+				continue
+			}
 			evs = append(evs,
 				muster.Event{Type: muster.EvExecutorLeased, Task: a.Task, Executor: a.Executor, Clone: a.Clone, Role: a.Role},
 				muster.Event{Type: muster.EvTaskStarted, Task: a.Task, Attempt: a.Attempt, Executor: a.Executor, Clone: a.Clone, Role: a.Role})
@@ -695,6 +707,10 @@ func (d *Driver) act(ctx context.Context, actions []engine.Action) (bool, error)
 		}
 	}
 	for _, a := range starts {
+		if a.Racing() {
+			d.startRace(ctx, a)
+			continue
+		}
 		d.start(ctx, a)
 	}
 	return false, nil

@@ -280,8 +280,8 @@ func TestResumeAfterCrashReconcilesWithTheJournal(t *testing.T) {
 }
 
 func TestViolationFixRoundThenFail(t *testing.T) {
-	for _, policy := range []string{muster.OnViolationFail, muster.OnViolationDiscard} {
-		t.Run(policy, func(t *testing.T) {
+	for _, policy := range muster.OnViolationPolicies {
+		t.Run(string(policy), func(t *testing.T) {
 			p := plan("a")
 			p.Task("a").Owns = []string{"mine.go"}
 			cfg := crew(1)
@@ -327,7 +327,7 @@ func TestEmptyChange(t *testing.T) {
 	cases := []struct {
 		name      string
 		satisfied bool
-		noop      string
+		noop      muster.NoopPolicy
 		want      muster.TaskState
 	}{
 		{"satisfied", true, "", muster.StateSucceeded},

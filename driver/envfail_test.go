@@ -137,6 +137,20 @@ func TestGateThatTheChangeMadeUnrunnableIsCharged(t *testing.T) {
 // resumable), with one message naming the executor and its variable,
 // and the API's text once.
 func TestAuthFailureStopsTheCredential(t *testing.T) {
+	// A 401 and a 403 from the API, and the CLIs' "invalid API key" and
+	// "not logged in" (issue 25 item 6): the same stop.
+	for _, api := range []string{
+		`API Error: 401 {"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`,
+		`API Error: 403 {"type":"error","error":{"type":"permission_error","message":"invalid x-api-key"}}`,
+		`Invalid API key · Please run /login (invalid x-api-key)`,
+		`Not logged in · Please run /login (invalid x-api-key)`,
+	} {
+		authStops(t, api)
+	}
+}
+
+func authStops(t *testing.T, api string) {
+	t.Helper()
 	p := plan("a", "b", "c")
 	cfg := crew(1)
 	cfg.Executors[0].APIKeyEnv = "MY_KEY"
@@ -144,19 +158,18 @@ func TestAuthFailureStopsTheCredential(t *testing.T) {
 	calls := 0
 	h.ex.ExecuteFn = func(ctx context.Context, req *muster.ExecRequest, emit func(muster.Record)) (*muster.ExecResult, error) {
 		calls++
-		return &muster.ExecResult{Tail: `API Error: 401 {"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`},
-			&muster.AgentError{Class: muster.FailAuth, Message: `API Error: 401 {"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`}
+		return &muster.ExecResult{Tail: api}, &muster.AgentError{Class: muster.FailAuth, Message: api}
 	}
 	st, err := h.run(t)
 	if err == nil || muster.ErrorCode(err) != muster.CodeInternal {
-		t.Fatalf("err %v (code %v), want an environment error", err, muster.ErrorCode(err))
+		t.Fatalf("%s: err %v (code %v), want an environment error", api, err, muster.ErrorCode(err))
 	}
 	msg := err.Error()
 	if !strings.Contains(msg, "executor x's credential was refused") || !strings.Contains(msg, "MY_KEY") || strings.Count(msg, "invalid x-api-key") != 1 {
 		t.Fatalf("message %q", msg)
 	}
 	if calls != 1 {
-		t.Fatalf("%d agent calls, want 1 (no more tasks on a refused credential)", calls)
+		t.Fatalf("%s: %d agent calls, want 1 (no more tasks on a refused credential)", api, calls)
 	}
 	for _, id := range []muster.TaskID{"a", "b", "c"} {
 		if s := st.Tasks[id].State; s == muster.StateFailed {

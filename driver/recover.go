@@ -60,9 +60,11 @@ func (d *Driver) recover(ctx context.Context) error {
 			}
 		}
 	}
+	ended := map[muster.TaskID]bool{} // a race's task has an orphan per candidate: ended once
 	for _, o := range orphans {
 		t := d.state.Tasks[o.Lease.Task]
-		if o.Running && t != nil {
+		if o.Running && t != nil && !ended[t.Task.ID] {
+			ended[t.Task.ID] = true
 			if c, ok := landed[t.Task.ID]; ok {
 				evs = append(evs, muster.Event{Type: muster.EvTaskSucceeded, Task: t.Task.ID, Attempt: t.Attempts, Commit: c,
 					Reason: "integrated before the interruption"})
@@ -85,18 +87,34 @@ func (d *Driver) recover(ctx context.Context) error {
 			evs = append(evs, muster.Event{Type: muster.EvTaskSucceeded, Task: id, Attempt: t.Attempts, Commit: c, Reason: "integrated before the interruption"})
 		}
 	}
+	evs = append(evs, d.resumed()...)
+	if err := d.emit(evs...); err != nil {
+		return err
+	}
+	if d.opts.Adopt != nil {
+		// An edited plan the resume adopts: durable before any task takes it.
+		return d.sync()
+	}
+	return nil
+}
+
+// resumed are the events that open a resume's part of the journal: the
+// RunResumed, the tasks the run's pull request reopens (muster pr
+// --follow: after the RunResumed, which would otherwise leave them
+// succeeded) and the plan version the resume adopts.
+func (d *Driver) resumed() []muster.Event {
 	resumed := muster.Event{Type: muster.EvRunResumed, Config: d.opts.ResumeConfig, Owner: d.opts.Owner}
 	if len(d.opts.Reopen) > 0 {
 		resumed.Cause = muster.CausePR
 	}
-	evs = append(evs, resumed)
-	// Feedback from the run's pull request reopens succeeded tasks
-	// (muster pr --follow): after the RunResumed, which would otherwise
-	// leave them succeeded.
+	evs := []muster.Event{resumed}
 	for _, r := range d.opts.Reopen {
 		if t := d.state.Tasks[r.Task]; t != nil && t.State == muster.StateSucceeded {
 			evs = append(evs, muster.Event{Type: muster.EvTaskReopened, Task: r.Task, Followup: r.Followup, Message: bound(r.Message, maxFeedback)})
 		}
 	}
-	return d.emit(evs...)
+	if d.opts.Adopt != nil {
+		evs = append(evs, *d.opts.Adopt)
+	}
+	return evs
 }

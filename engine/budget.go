@@ -38,6 +38,10 @@ func (s *State) Reserved() (micros, tokens int64) {
 			continue
 		}
 		m, k := s.Expected(t.Task)
+		if n := t.racing(); n > 1 {
+			// A race reserves for each candidate still running.
+			m, k = m*int64(n), k*int64(n)
+		}
 		micros += max(m-t.AttemptUsage.CostMicros, 0)
 		tokens += max(k-t.AttemptUsage.Tokens(), 0)
 	}
@@ -90,6 +94,10 @@ func (s *State) OverBudget(id muster.TaskID) (reason string, wholeRun bool) {
 		return "", false
 	}
 	b := t.Task.Budget
+	if n := int64(t.racing()); n > 1 {
+		// Budget: is each candidate's: a race of N may spend N of it.
+		b.USDMicros, b.Tokens = b.USDMicros*n, b.Tokens*n
+	}
 	if b.USDMicros > 0 && t.AttemptUsage.CostMicros > b.USDMicros {
 		return fmt.Sprintf("budget: task %s spent %s of its %s", id, usd(t.AttemptUsage.CostMicros), usd(b.USDMicros)), false
 	}

@@ -44,7 +44,20 @@ type Action struct {
 	Cause muster.CancelCause
 	// State is ActFinish's run state (muster.RunSucceeded or RunFailed).
 	State string
+	// Race (ActStart of a raced task) lists the candidates to start,
+	// each on its own clone (Executor and Clone are the first's, Attempt
+	// the last's); RaceSize is the race's N, RaceFirst Race: first,
+	// RaceRound the task's race count (Retries apply to races) and Short
+	// says why fewer candidates than N start ("": all of them).
+	Race      []muster.RaceCandidate
+	RaceSize  int
+	RaceFirst bool
+	RaceRound int
+	Short     string
 }
+
+// Racing reports whether the action starts a race.
+func (a Action) Racing() bool { return a.RaceSize > 0 }
 
 // String describes the action for logs and test failures.
 func (a Action) String() string {
@@ -92,7 +105,10 @@ func Decide(s *State, in Input) Decision {
 		// Apply the skips first: they may cascade, and change nothing else.
 		return d
 	}
-	running := s.Working() // coders and reviewers at work, commits waiting
+	// Coders and reviewers at work, commits waiting for integration with
+	// their clones given back, or a race deciding (its candidates'
+	// clones may all be free while its winner is chosen).
+	running := s.Working() || s.raceUnderWay()
 	if s.Stopped != "" {
 		if running {
 			return d
@@ -215,126 +231,162 @@ func CodeClones(c *muster.Config) int {
 	return 4
 }
 
-func (s *State) starts(now time.Time) ([]Action, time.Time, string) {
-	cfg := s.Config
-	var acts []Action
-	var wake time.Time
-	// broke says why the budget refused a ready task; resM and resK are
-	// the reservations of the running tasks and of those this decision
-	// starts.
-	var broke string
-	var resM, resK int64
-	if cfg.Run.BudgetUSDMicros > 0 || cfg.Run.BudgetTokens > 0 {
-		resM, resK = s.Reserved()
-	}
-	coders, writers := s.coders, s.writers
-	taken := map[string]bool{}
-	credTaken := map[string]int{} // starts of this decision, by credential
-	busy := func(exec string, clone int) bool {
-		slot := muster.Slot(exec, clone)
-		_, leased := s.Leases[slot]
-		return leased || taken[slot]
-	}
-	free := func(exec string, limit int) (int, int) {
-		n, first := 0, 0
-		for c := 1; c <= limit; c++ {
-			if !busy(exec, c) {
-				if first == 0 {
-					first = c
-				}
-				n++
-			}
-		}
-		// Clones above the limit (max_concurrent) that are still leased
-		// count against it.
-		return n - s.leasedAbove(exec, limit), first
-	}
+// decision is what one call of starts has taken so far: its clones,
+// coders, writers and reservations, on top of the state's.
+type decision struct {
+	s         *State
+	now       time.Time
+	acts      []Action
+	wake      time.Time
+	broke     string // why the budget refused a ready task
+	resM      int64  // reserved: running tasks and those started here
+	resK      int64
+	coders    int
+	writers   int
+	taken     map[string]bool
+	credTaken map[string]int // starts of this decision, by credential
 	// spare counts free clones in the whole crew, to stop early when the
 	// crew is busy however long the ready list is.
-	spare, codeSpare := 0, 0
+	spare, codeSpare int
+}
+
+func (s *State) starts(now time.Time) ([]Action, time.Time, string) {
+	cfg := s.Config
+	d := &decision{s: s, now: now, coders: s.coders, writers: s.writers, taken: map[string]bool{}, credTaken: map[string]int{}}
+	if cfg.Run.BudgetUSDMicros > 0 || cfg.Run.BudgetTokens > 0 {
+		d.resM, d.resK = s.Reserved()
+	}
 	if s.codeTasks > 0 {
-		codeSpare = CodeClones(cfg) - s.leasedBy(CodeExecutor)
+		d.codeSpare = CodeClones(cfg) - s.leasedBy(CodeExecutor)
 	}
 	for _, e := range cfg.Executors {
-		spare += capacity(e) - s.leasedBy(e.Name)
+		d.spare += capacity(e) - s.leasedBy(e.Name)
 	}
 	for _, id := range s.ready {
-		if cfg.Run.MaxParallel > 0 && coders >= cfg.Run.MaxParallel || spare <= 0 && codeSpare <= 0 {
+		if cfg.Run.MaxParallel > 0 && d.coders >= cfg.Run.MaxParallel || d.spare <= 0 && d.codeSpare <= 0 {
 			break
 		}
 		t := s.Tasks[id]
 		if now.Before(t.RetryAt) {
 			// Backing off after a failed attempt (RetryBackoff).
-			if wake.IsZero() || t.RetryAt.Before(wake) {
-				wake = t.RetryAt
-			}
+			d.wakeAt(t.RetryAt)
 			continue
 		}
 		writes := t.Task.EffectiveAuthority() != muster.AuthorityRead
-		if cfg.Run.Writers > 0 && writes && writers >= cfg.Run.Writers {
+		if cfg.Run.Writers > 0 && writes && d.writers >= cfg.Run.Writers {
 			continue
 		}
-		if why := s.budgetRefusal(t.Task, resM, resK); why != "" {
-			if broke == "" {
-				broke = why
+		if n, first := RaceOf(t.Task, cfg); n > 0 {
+			if !d.race(t, n, first) {
+				break // the race waits for the crew; nothing after it starts
 			}
 			continue
 		}
-		var pick string
-		pickClone, pickFree := 0, 0
-		if t.Task.EffectiveKind() == muster.KindCode {
-			if n, c := free(CodeExecutor, CodeClones(cfg)); n > 0 {
-				pick, pickClone = CodeExecutor, c
+		if why := s.budgetRefusal(t.Task, d.resM, d.resK); why != "" {
+			if d.broke == "" {
+				d.broke = why
 			}
-		} else {
-			role := t.Task.EffectiveRole()
-			for _, e := range cfg.Executors {
-				if t.Task.Executor != "" && e.Name != t.Task.Executor {
-					continue
-				}
-				if t.Task.Executor == "" && !e.HasRole(role) {
-					continue
-				}
-				if !e.OffersModel(t.Task.Model) {
-					continue
-				}
-				if until, ok := s.BlockedUntil[e.Name]; ok && now.Before(until) {
-					if wake.IsZero() || until.Before(wake) {
-						wake = until
-					}
-					continue
-				}
-				if held, at := s.paced(e.Credential(), now, credTaken[e.Credential()]); held {
-					if wake.IsZero() || at.Before(wake) {
-						wake = at
-					}
-					continue
-				}
-				if n, c := free(e.Name, capacity(e)); n > pickFree {
-					pick, pickClone, pickFree = e.Name, c, n
-				}
-			}
+			continue
 		}
+		pick, pickClone := d.pick(t)
 		if pick == "" {
 			continue
 		}
-		taken[muster.Slot(pick, pickClone)] = true
-		if pick == CodeExecutor {
-			codeSpare--
-		} else {
-			spare--
-			credTaken[cfg.Executor(pick).Credential()]++
-		}
-		coders++
-		if writes {
-			writers++
-		}
-		m, k := s.Expected(t.Task)
-		resM, resK = resM+m, resK+k
-		acts = append(acts, Action{Kind: ActStart, Task: id, Executor: pick, Clone: pickClone,
+		d.take(t, pick, pickClone)
+		d.acts = append(d.acts, Action{Kind: ActStart, Task: id, Executor: pick, Clone: pickClone,
 			Role: t.Task.EffectiveRole(), Attempt: t.Attempts + 1, Uncharged: min(t.Uncharged, MaxUncharged)})
 	}
-	return acts, wake, broke
+	return d.acts, d.wake, d.broke
+}
+
+func (d *decision) wakeAt(at time.Time) {
+	if d.wake.IsZero() || at.Before(d.wake) {
+		d.wake = at
+	}
+}
+
+func (d *decision) busy(exec string, clone int) bool {
+	slot := muster.Slot(exec, clone)
+	_, leased := d.s.Leases[slot]
+	return leased || d.taken[slot]
+}
+
+// free returns how many clones of exec (up to limit) are free and the
+// first of them.
+func (d *decision) free(exec string, limit int) (int, int) {
+	n, first := 0, 0
+	for c := 1; c <= limit; c++ {
+		if !d.busy(exec, c) {
+			if first == 0 {
+				first = c
+			}
+			n++
+		}
+	}
+	// Clones above the limit (max_concurrent) that are still leased
+	// count against it.
+	return n - d.s.leasedAbove(exec, limit), first
+}
+
+// usable says whether an executor takes work now (not paused by a usage
+// limit, its credential not held by a pace), noting when to ask again.
+func (d *decision) usable(e *muster.ExecutorSpec) bool {
+	if until, ok := d.s.BlockedUntil[e.Name]; ok && d.now.Before(until) {
+		d.wakeAt(until)
+		return false
+	}
+	if held, at := d.s.paced(e.Credential(), d.now, d.credTaken[e.Credential()]); held {
+		d.wakeAt(at)
+		return false
+	}
+	return true
+}
+
+// pick chooses the executor and clone of a task's next attempt: the
+// executor with the most free clones among those that may run it.
+func (d *decision) pick(t *TaskState) (string, int) {
+	cfg := d.s.Config
+	if t.Task.EffectiveKind() == muster.KindCode {
+		if n, c := d.free(CodeExecutor, CodeClones(cfg)); n > 0 {
+			return CodeExecutor, c
+		}
+		return "", 0
+	}
+	var pick string
+	pickClone, pickFree := 0, 0
+	role := t.Task.EffectiveRole()
+	for _, e := range cfg.Executors {
+		if t.Task.Executor != "" && e.Name != t.Task.Executor {
+			continue
+		}
+		if t.Task.Executor == "" && !e.HasRole(role) {
+			continue
+		}
+		if !e.OffersModel(t.Task.Model) || !d.usable(e) {
+			continue
+		}
+		if n, c := d.free(e.Name, capacity(e)); n > pickFree {
+			pick, pickClone, pickFree = e.Name, c, n
+		}
+	}
+	return pick, pickClone
+}
+
+// take counts a clone this decision starts a coder on.
+func (d *decision) take(t *TaskState, exec string, clone int) {
+	d.taken[muster.Slot(exec, clone)] = true
+	if exec == CodeExecutor {
+		d.codeSpare--
+	} else {
+		d.spare--
+		d.credTaken[d.s.Config.Executor(exec).Credential()]++
+	}
+	d.coders++
+	if t.Task.EffectiveAuthority() != muster.AuthorityRead {
+		d.writers++
+	}
+	m, k := d.s.Expected(t.Task)
+	d.resM, d.resK = d.resM+m, d.resK+k
 }
 
 func (s *State) leasedBy(exec string) int {

@@ -49,6 +49,8 @@ type TaskState struct {
 	// the task's next attempt acts on (Followup 0: none).
 	Followup int
 	Feedback string
+	// Race is the task's current or last race (nil: never raced).
+	Race *Race
 
 	// waiting counts dependencies not yet succeeded; dependents lists the
 	// tasks that wait on this one.
@@ -207,6 +209,10 @@ func (s *State) Apply(e *muster.Event) error {
 		return s.applyReopened(e)
 	case muster.EvTasksPlanned:
 		return s.addTasks(e.Tasks, e.Task)
+	case muster.EvRaceStarted, muster.EvCandidateFinished, muster.EvRaceWon:
+		return s.applyRace(e)
+	case muster.EvPlanAdopted:
+		return s.applyAdopted(e)
 	case muster.EvNote, muster.EvToolUse, muster.EvMessage, muster.EvGateRan,
 		muster.EvReviewed, muster.EvViolation, muster.EvCommitted:
 		// Facts for reports and views; no scheduling state.
@@ -290,9 +296,10 @@ func (s *State) applyCrew(e *muster.Event) error {
 		}
 		delete(s.Leases, slot)
 		delete(s.Procs, slot)
-		// A coder's clone given back before its task ended: the task's
-		// commit waits for integration, the task still runs.
-		if t := s.Tasks[l.Task]; t != nil && l.Role == muster.RoleCoder && t.State == muster.StateRunning && t.Executor == l.Executor && t.Clone == l.Clone {
+		// A coder's clone given back before its task ended, and no other
+		// clone held for it (a race's candidates hold several): the
+		// task's commit waits for integration, the task still runs.
+		if t := s.Tasks[l.Task]; t != nil && l.Role == muster.RoleCoder && t.State == muster.StateRunning && !s.holdsCoder(l.Task) {
 			s.setUnleased(t, true)
 		}
 		if l.Role != muster.RoleReviewer {
@@ -364,6 +371,9 @@ func (s *State) applyAttempt(e *muster.Event) error {
 		if t := s.Tasks[e.Task]; t != nil {
 			t.Usage.Add(u)
 			t.AttemptUsage.Add(u)
+			if c := t.raceCandidate(e.Attempt); c != nil {
+				c.Usage.Add(u)
+			}
 		}
 	}
 	return nil
@@ -406,6 +416,7 @@ func (s *State) applyIntegration(e *muster.Event) error {
 func (s *State) applyEnd(e *muster.Event) error {
 	if t := s.Tasks[e.Task]; t != nil {
 		s.setUnleased(t, false)
+		t.endRace(e)
 	}
 	switch e.Type {
 	case muster.EvTaskSucceeded:
@@ -732,3 +743,13 @@ func (s *State) setUnleased(t *TaskState, on bool) {
 // Working reports whether anything is under way: a clone leased, or a
 // task's commit waiting for integration with its clone given back.
 func (s *State) Working() bool { return len(s.Leases) > 0 || s.unleased > 0 }
+
+// holdsCoder reports whether task holds a coder's lease.
+func (s *State) holdsCoder(task muster.TaskID) bool {
+	for _, l := range s.Leases {
+		if l.Task == task && l.Role == muster.RoleCoder {
+			return true
+		}
+	}
+	return false
+}

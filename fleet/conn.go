@@ -122,10 +122,11 @@ type Conn struct {
 }
 
 // WorkerTTL is how long a registration lives without a heartbeat;
-// RunTTL how long a run's presence lives without its orchestrator's.
+// PresenceTTL how long a run's presence lives without its orchestrator's
+// refresh (workers keep its jobs for the run's run_ttl past that).
 const (
-	WorkerTTL = 15 * time.Second
-	RunTTL    = 15 * time.Second
+	WorkerTTL   = 15 * time.Second
+	PresenceTTL = 15 * time.Second
 )
 
 // Connect dials the server at url with the credentials of a and binds
@@ -142,11 +143,15 @@ func Connect(ctx context.Context, rawURL, name string, a Auth, create bool) (*Co
 	if a.Creds == "" {
 		return nil, &muster.Error{Code: muster.CodeInvalid, Message: "no fleet credentials: pass --creds FILE or set [fleet] creds (issue them with muster fleet credentials NAME --store DIR -o FILE, see docs/fleet.md)"}
 	}
-	if _, err := ReadIdentity(a.Creds); err != nil {
+	id, err := ReadIdentity(a.Creds)
+	if err != nil {
 		return nil, err
 	}
 	opts := []nats.Option{nats.Name(name), nats.Timeout(5 * time.Second), nats.MaxReconnects(-1), nats.ReconnectWait(500 * time.Millisecond),
 		nats.UserCredentials(a.Creds)}
+	if !id.Orchestrator {
+		opts = append(opts, nats.CustomInboxPrefix(InboxPrefix(id.Name)))
+	}
 	if a.CA != "" {
 		opts = append(opts, nats.RootCAs(a.CA))
 	}
@@ -209,7 +214,7 @@ func (c *Conn) bind(ctx context.Context, create bool) error {
 	if c.Leases, err = kv(jetstream.KeyValueConfig{Bucket: LeasesBucket, TTL: 7 * 24 * time.Hour, History: 1}); err != nil {
 		return fmt.Errorf("bucket %s: %w", LeasesBucket, err)
 	}
-	if c.Runs, err = kv(jetstream.KeyValueConfig{Bucket: RunsBucket, TTL: RunTTL, History: 1}); err != nil {
+	if c.Runs, err = kv(jetstream.KeyValueConfig{Bucket: RunsBucket, TTL: PresenceTTL, History: 1}); err != nil {
 		return fmt.Errorf("bucket %s: %w", RunsBucket, err)
 	}
 	oc := jetstream.ObjectStoreConfig{Bucket: BundlesBucket, TTL: 7 * 24 * time.Hour}

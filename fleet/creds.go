@@ -349,6 +349,15 @@ func workerPermissions(name string, executors []string) jwt.Permissions {
 		)
 	}
 	p.Pub.Deny.Add("$JS.API.STREAM.CREATE.>", "$JS.API.STREAM.UPDATE.>", "$JS.API.STREAM.DELETE.>", "$JS.API.STREAM.PURGE.>", "$JS.API.STREAM.MSG.DELETE.>")
-	p.Sub.Allow.Add("_INBOX.>")
+	// Its own inboxes only: a pull consumer's messages and every answer
+	// of the server go to the asker's inbox, so `_INBOX.>` would let a
+	// worker read the jobs delivered to others and the orchestrator's
+	// answers.
+	p.Sub.Allow.Add(InboxPrefix(name) + ".>")
 	return p
 }
+
+// InboxPrefix is the prefix of a worker's inboxes, the only subjects it
+// may subscribe to. "w-" keeps it apart from the default inboxes of an
+// orchestrator (_INBOX.<nuid>: no '-' in a nuid).
+func InboxPrefix(worker string) string { return "_INBOX.w-" + worker }

@@ -44,6 +44,10 @@ type Job struct {
 	// NotOn names workers that may not take the job (a reviewer's job
 	// never runs where its change was made).
 	NotOn []string `json:"not_on,omitempty"`
+	// RunTTL is how long the worker keeps the job running once the run's
+	// presence lapses ([fleet] run_ttl): a resume within it adopts the
+	// job. 0: PresenceTTL (an orchestrator of an earlier version).
+	RunTTL time.Duration `json:"run_ttl,omitempty"`
 }
 
 // Kinds of Report.
@@ -87,8 +91,10 @@ type Report struct {
 	Plan       string              `json:"plan,omitempty"` // a delegating task's plan file
 
 	// subject is the subject the report came on (set by the orchestrator
-	// as it reads it, never sent), sender its worker token.
+	// as it reads it, never sent), sender its worker token, and
+	// streamSeq its sequence in the events stream.
 	subject, sender string
+	streamSeq       uint64
 }
 
 // holder names a lease: "worker/msg.delivery".

@@ -103,6 +103,8 @@ func (r Runner) Run(ctx context.Context, dir string, g muster.GateSpec, timeout 
 		gr.Output = out.String() + fmt.Sprintf("\n[gate timed out after %s]", timeout)
 	case res.Stopped == "cancelled":
 		gr.Output = out.String() + "\n[gate cancelled]"
+	case res.Limit != "":
+		gr.Output = out.String() + "\n[gate " + res.LimitReason(confine) + "]"
 	default:
 		gr.Output = out.String()
 		gr.Passed = res.ExitCode == 0

@@ -209,10 +209,11 @@ func (g *guard) snapshot() (repoState, error) {
 }
 
 // guardedRef reports whether the guard watches a ref: every ref but run
-// branches (muster moves them; another run's may move any time) and
+// branches and muster's own refs (muster moves them; another run's may
+// move any time: race candidates, refs/muster/<run>/race/) and
 // remote-tracking refs (a fetch may move them any time).
 func guardedRef(name string) bool {
-	return !strings.HasPrefix(name, "refs/heads/muster/") && !strings.HasPrefix(name, "refs/remotes/")
+	return !strings.HasPrefix(name, "refs/heads/muster/") && !strings.HasPrefix(name, "refs/muster/") && !strings.HasPrefix(name, "refs/remotes/")
 }
 
 func readPacked(p string) map[string]string {

@@ -7,10 +7,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/muster-run/muster"
 )
 
 // openGuarded opens a workspace that guards the user's repository.
-func openGuarded(t *testing.T, repo, mode string) *Workspace {
+func openGuarded(t *testing.T, repo string, mode muster.GuardPolicy) *Workspace {
 	t.Helper()
 	w, err := Open(ctx, Options{Repo: repo, RunID: "g1", Guard: mode})
 	if err != nil {

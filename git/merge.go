@@ -170,3 +170,22 @@ func splitZ(b []byte) []string {
 	}
 	return strings.Split(string(b), "\x00")
 }
+
+// Uncommitted returns the paths of a work tree that differ from HEAD:
+// tracked files changed in the index or on disk (both sides of renames)
+// and untracked files git does not ignore, sorted. A run starts from
+// HEAD, so none of them is in its clones.
+func Uncommitted(ctx context.Context, wt string) ([]string, error) {
+	out, err := run(ctx, cmd{dir: wt, readOnly: true, args: []string{"status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames"}})
+	if err != nil {
+		return nil, err
+	}
+	var paths []string
+	for _, rec := range splitZ(out) {
+		if len(rec) > 3 {
+			paths = append(paths, rec[3:])
+		}
+	}
+	sort.Strings(paths)
+	return paths, nil
+}

@@ -50,7 +50,7 @@ type Options struct {
 	MaxClones int
 	// Guard watches the user's repository around each attempt
 	// (muster.Guard): GuardRestore, GuardDetect, or "" / GuardOff for none.
-	Guard string
+	Guard muster.GuardPolicy
 	// Reserved are repository paths no change may touch, whatever the
 	// task's Owns (a trailing "/" names a directory): the config file in
 	// use, the plan, the prices file, the programs the config names by

@@ -66,6 +66,10 @@ type Options struct {
 	// ScratchDir holds each try's prompt and plan-out files, outside
 	// any clone.
 	ScratchDir string
+	// LogDir, when set, keeps each try's log (the end of the planner's
+	// output) as muster.AttemptLogName(TaskID, try): the session's
+	// muster.LogDir, which muster logs reads.
+	LogDir string
 	// Price estimates the cost of usage reported without one (optional).
 	Price muster.Pricer
 	// Clock stamps events (default: the system clock).
@@ -256,12 +260,21 @@ func (s *session) ask(ctx context.Context, task *muster.Task, try int, dir, prom
 	if ctx.Err() != nil {
 		return nil, "", s.interrupted(ctx, try)
 	}
+	if res != nil {
+		s.logOutput(try, res.Tail)
+	}
 	if execErr != nil {
+		// The end of what it printed says why (a crash's panic, a
+		// missing module), in the reason as in the try's log.
 		var ae *muster.AgentError
 		if errors.As(execErr, &ae) && !ae.Retryable() {
 			return nil, "", s.fail(try, &muster.Error{Code: muster.CodeInternal, Op: "planner " + o.Spec.Name, Err: execErr})
 		}
-		return nil, "the planner failed: " + firstLine(execErr.Error()), nil
+		why := "the planner failed: " + firstLine(execErr.Error())
+		if res != nil && strings.TrimSpace(res.Tail) != "" {
+			why += "; its output ended: " + s.lastLines(res.Tail, 3)
+		}
+		return nil, why, nil
 	}
 	text, err = readPlanOut(inv)
 	if err != nil {

@@ -42,13 +42,24 @@ type Receipt struct {
 	// PlanCanon is the version of the plan's canonical form PlanHash was
 	// computed with (planfile.CanonicalVersion when the run started);
 	// absent in receipts older than the field, which used version 1.
-	PlanCanon int          `json:"plan_canon,omitempty"`
-	Branch    string       `json:"branch"`
-	Base      string       `json:"base"`
-	Final     string       `json:"final"`
-	Tasks     []Task       `json:"tasks"`
-	Usage     muster.Usage `json:"usage"`
-	Journal   Chain        `json:"journal"`
+	PlanCanon int    `json:"plan_canon,omitempty"`
+	Branch    string `json:"branch"`
+	Base      string `json:"base"`
+	Final     string `json:"final"`
+	// Plans are the versions of the plan a resume adopted after the
+	// first (PlanAdopted), in order: each file in the run directory and
+	// its hash in the canonical form PlanCanon. Absent when the run
+	// kept its first plan, and in receipts older than the field.
+	Plans   []PlanVersion `json:"plans,omitempty"`
+	Tasks   []Task        `json:"tasks"`
+	Usage   muster.Usage  `json:"usage"`
+	Journal Chain         `json:"journal"`
+}
+
+// PlanVersion is one adopted version of a run's plan.
+type PlanVersion struct {
+	File string `json:"file"`
+	Hash string `json:"hash"`
 }
 
 // Canon returns the version of the canonical form the plan hash uses:
@@ -172,94 +183,117 @@ func Seal(journal []byte, in Input) (*Receipt, error) {
 // receipt but the plan hash, the final commit, the seal time and the
 // chain.
 func Fold(events []muster.Event) *Receipt {
-	r := &Receipt{Tasks: []Task{}}
-	idx := map[muster.TaskID]int{}
-	task := func(id muster.TaskID) *Task {
-		if i, ok := idx[id]; ok {
-			return &r.Tasks[i]
-		}
-		return nil
-	}
+	f := &folder{r: &Receipt{Tasks: []Task{}}, idx: map[muster.TaskID]int{}}
 	for i := range events {
 		e := &events[i]
 		switch e.Type {
-		case muster.EvRunStarted:
-			r.Run, r.Plan, r.Base, r.Branch, r.State = e.Run, e.Plan, e.Base, e.Branch, muster.RunRunning
-		case muster.EvRunResumed:
-			r.State = muster.RunRunning
-		case muster.EvTasksPlanned:
-			if e.Task == "" && r.PlanCanon == 0 {
-				r.PlanCanon = e.Canon
-			}
-			for _, t := range e.Tasks {
-				if _, dup := idx[t.ID]; dup {
-					continue
-				}
-				idx[t.ID] = len(r.Tasks)
-				st := muster.StatePending
-				if t.Done {
-					st = muster.StateSucceeded
-				}
-				r.Tasks = append(r.Tasks, Task{ID: t.ID, Parent: e.Task, State: st})
-			}
-		case muster.EvTaskStarted:
-			if t := task(e.Task); t != nil {
-				t.State, t.Attempts, t.Reason = muster.StateRunning, e.Attempt, ""
-			}
-		case muster.EvGateRan:
-			if t := task(e.Task); t != nil {
-				t.Gates = append(t.Gates, Gate{Name: e.Gate, Attempt: e.Attempt, Round: e.Round, Passed: e.Passed != nil && *e.Passed,
-					Phase: e.Phase, NotCharged: e.Uncharged()})
-			}
-		case muster.EvTokensUsed:
-			if !e.Counted() {
-				break // an agent's claim beside the provider's numbers
-			}
-			r.Usage.Add(e.Credited())
-			if t := task(e.Task); t != nil {
-				t.Usage.Add(e.Credited())
-			}
-		case muster.EvIntegrated:
-			if t := task(e.Task); t != nil {
-				t.Commit = e.Commit
-			}
-		case muster.EvTaskReopened:
-			if t := task(e.Task); t != nil {
-				t.State, t.Reason = muster.StatePending, ""
-			}
-		case muster.EvTaskSucceeded:
-			if t := task(e.Task); t != nil {
-				t.State, t.Reason = muster.StateSucceeded, e.Reason
-				if e.Commit != "" {
-					t.Commit = e.Commit
-				}
-			}
-		case muster.EvTaskFailed:
-			if t := task(e.Task); t != nil {
-				t.State, t.Reason = muster.StateFailed, e.Reason
-				if e.Retry {
-					t.State = muster.StatePending
-				}
-			}
-		case muster.EvTaskSkipped:
-			if t := task(e.Task); t != nil {
-				t.State, t.Reason = muster.StateSkipped, e.Reason
-			}
-		case muster.EvTaskCancelled:
-			if t := task(e.Task); t != nil {
-				t.State, t.Reason = muster.StateCancelled, e.Reason
-			}
-		case muster.EvRunFinished:
-			r.State = e.State
-		case muster.EvRunInterrupted:
-			r.State = muster.RunInterrupted
+		case muster.EvRunStarted, muster.EvRunResumed, muster.EvRunFinished, muster.EvRunInterrupted:
+			f.run(e)
+		case muster.EvTasksPlanned, muster.EvPlanAdopted:
+			f.plan(e)
+		default:
+			f.task(e)
 		}
 	}
-	if r.State == muster.RunRunning {
+	if f.r.State == muster.RunRunning {
 		// Sealed without an end in the journal: the process stopped.
+		f.r.State = muster.RunInterrupted
+	}
+	return f.r
+}
+
+// folder is Fold's receipt under construction and its tasks by ID.
+type folder struct {
+	r   *Receipt
+	idx map[muster.TaskID]int
+}
+
+func (f *folder) get(id muster.TaskID) *Task {
+	if i, ok := f.idx[id]; ok {
+		return &f.r.Tasks[i]
+	}
+	return nil
+}
+
+// run folds the run's own events: started, resumed, ended.
+func (f *folder) run(e *muster.Event) {
+	r := f.r
+	switch e.Type {
+	case muster.EvRunStarted:
+		r.Run, r.Plan, r.Base, r.Branch, r.State = e.Run, e.Plan, e.Base, e.Branch, muster.RunRunning
+	case muster.EvRunResumed:
+		r.State = muster.RunRunning
+	case muster.EvRunFinished:
+		r.State = e.State
+	case muster.EvRunInterrupted:
 		r.State = muster.RunInterrupted
 	}
-	return r
+}
+
+// plan folds the plan's tasks, a delegator's fragment and each adopted
+// version of the plan (whose hash the receipt seals): tasks new to the
+// run join it.
+func (f *folder) plan(e *muster.Event) {
+	r := f.r
+	if e.Type == muster.EvPlanAdopted {
+		r.Plans = append(r.Plans, PlanVersion{File: e.Plan, Hash: e.PlanHash})
+	} else if e.Task == "" && r.PlanCanon == 0 {
+		r.PlanCanon = e.Canon
+	}
+	for _, t := range e.Tasks {
+		if t == nil {
+			continue
+		}
+		if _, dup := f.idx[t.ID]; dup {
+			continue
+		}
+		f.idx[t.ID] = len(r.Tasks)
+		st := muster.StatePending
+		if t.Done {
+			st = muster.StateSucceeded
+		}
+		r.Tasks = append(r.Tasks, Task{ID: t.ID, Parent: e.Task, State: st})
+	}
+}
+
+// task folds the events of a task's attempts and its end.
+func (f *folder) task(e *muster.Event) {
+	t := f.get(e.Task)
+	if e.Type == muster.EvTokensUsed && e.Counted() {
+		f.r.Usage.Add(e.Credited())
+	}
+	if t == nil {
+		return
+	}
+	switch e.Type {
+	case muster.EvTaskStarted:
+		t.State, t.Attempts, t.Reason = muster.StateRunning, e.Attempt, ""
+	case muster.EvGateRan:
+		t.Gates = append(t.Gates, Gate{Name: e.Gate, Attempt: e.Attempt, Round: e.Round, Passed: e.Passed != nil && *e.Passed,
+			Phase: e.Phase, NotCharged: e.Uncharged()})
+	case muster.EvTokensUsed:
+		if e.Counted() { // not an agent's claim beside the provider's numbers
+			t.Usage.Add(e.Credited())
+		}
+	case muster.EvIntegrated:
+		t.Commit = e.Commit
+	case muster.EvTaskReopened:
+		t.State, t.Reason = muster.StatePending, ""
+	case muster.EvTaskSucceeded:
+		t.State, t.Reason = muster.StateSucceeded, e.Reason
+		if e.Commit != "" {
+			t.Commit = e.Commit
+		}
+	case muster.EvTaskFailed:
+		t.State, t.Reason = muster.StateFailed, e.Reason
+		if e.Retry {
+			t.State = muster.StatePending
+		}
+	case muster.EvTaskSkipped:
+		t.State, t.Reason = muster.StateSkipped, e.Reason
+	case muster.EvTaskCancelled:
+		t.State, t.Reason = muster.StateCancelled, e.Reason
+	}
 }
 
 // Write writes the receipt into dir atomically (a temporary file, synced,

@@ -98,6 +98,9 @@ func verifyJournal(r *Receipt, journal []byte) []string {
 		add("receipt: run %s, base %s, branch %s, state %s; the journal says %s, %s, %s, %s (the receipt was edited)",
 			r.Run, textsafe.Short(r.Base), r.Branch, r.State, f.Run, textsafe.Short(f.Base), f.Branch, f.State)
 	}
+	if !samePlans(f.Plans, r.Plans) {
+		add("receipt: plan versions %s; the journal adopted %s (the receipt was edited)", describePlans(r.Plans), describePlans(f.Plans))
+	}
 	if f.Usage != r.Usage {
 		add("receipt: usage %d tokens, $%.6f; the journal says %d tokens, $%.6f", r.Usage.Tokens(), r.Usage.USD(), f.Usage.Tokens(), f.Usage.USD())
 	}
@@ -238,4 +241,46 @@ func describe(t Task) string {
 		s += " at " + textsafe.Short(t.Commit)
 	}
 	return fmt.Sprintf("%s after %d attempts, %d gates, %d tokens, $%.6f", s, t.Attempts, len(t.Gates), t.Usage.Tokens(), t.Usage.USD())
+}
+
+// VerifyPlans checks each adopted version of the plan the receipt seals
+// (Plans) against the hash of its file now: hashOf returns "" when the
+// file is missing or does not parse. One sentence per difference.
+func VerifyPlans(r *Receipt, hashOf func(file string) string) []string {
+	var out []string
+	for _, v := range r.Plans {
+		switch h := hashOf(v.File); {
+		case h == "":
+			out = append(out, fmt.Sprintf("plan %s: the run's copy of this adopted version is missing or unreadable", textsafe.Sanitize(v.File)))
+		case h != v.Hash:
+			out = append(out, fmt.Sprintf("plan %s: its hash is %s, the receipt sealed %s (the plan was changed)", textsafe.Sanitize(v.File), textsafe.Short(h), textsafe.Short(v.Hash)))
+		}
+	}
+	return out
+}
+
+func samePlans(a, b []PlanVersion) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func describePlans(vs []PlanVersion) string {
+	if len(vs) == 0 {
+		return "none"
+	}
+	out := ""
+	for i, v := range vs {
+		if i > 0 {
+			out += ", "
+		}
+		out += textsafe.Sanitize(v.File) + " " + textsafe.Short(v.Hash)
+	}
+	return out
 }

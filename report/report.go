@@ -138,6 +138,11 @@ type Report struct {
 	SucceededTasks             int     `json:"succeeded_tasks"`
 	CostPerSucceededTaskMicros int64   `json:"cost_per_succeeded_task_micros"`
 	CostPerSucceededTaskUSD    float64 `json:"cost_per_succeeded_task_usd"`
+	// Races are the races of raced tasks (Race:), each candidate's
+	// executor, cost, gates and verdict, the winner and the total;
+	// WinRates each executor's wins over the races it ran in.
+	Races    []Race    `json:"races,omitempty"`
+	WinRates []WinRate `json:"race_win_rates,omitempty"`
 }
 
 // Tampering is one attempt charged with changes to the user's repository.
@@ -186,6 +191,7 @@ func Build(runs [][]muster.Event, opts Options) *Report {
 	}
 	b.finish()
 	b.r.addIntegrationWaits(runs)
+	b.r.addRaces(runs)
 	return b.r
 }
 
@@ -242,6 +248,11 @@ func (b *builder) run(events []muster.Event) {
 			run.State = muster.RunInterrupted
 		case muster.EvRunResumed:
 			run.State = muster.RunRunning
+			resumed(taskState)
+		case muster.EvTaskSkipped:
+			taskState[e.Task] = muster.StateSkipped
+		case muster.EvTaskCancelled:
+			taskState[e.Task] = muster.StateCancelled
 		case muster.EvTaskSucceeded:
 			taskState[e.Task] = muster.StateSucceeded
 		case muster.EvTaskReopened:
@@ -282,6 +293,16 @@ func (b *builder) run(events []muster.Event) {
 		run.CostPerDayUSD = float64(run.CostPerDayMicros) / 1e6
 	}
 	r.Runs = append(r.Runs, run)
+}
+
+// resumed folds a RunResumed into the task states: every task that has
+// not succeeded is pending again, as the engine has it.
+func resumed(taskState map[muster.TaskID]muster.TaskState) {
+	for id, st := range taskState {
+		if st != muster.StateSucceeded {
+			delete(taskState, id)
+		}
+	}
 }
 
 func (b *builder) rateLimited(e *muster.Event) {

@@ -241,4 +241,15 @@ func TestNoProjectionUnderAnHour(t *testing.T) {
 	if err := report.Write(&buf, r, "text"); err != nil || !strings.Contains(buf.String(), "—") || strings.Contains(buf.String(), "$28.80") {
 		t.Errorf("%v\n%s", err, buf.String())
 	}
+	// Every other rendering of the same report: no projection either
+	// (the HTML page shows none at all).
+	for _, f := range []string{"json", "csv"} {
+		buf.Reset()
+		if err := report.Write(&buf, r, f); err != nil || strings.Contains(buf.String(), "28.8") {
+			t.Errorf("%s: %v\n%s", f, err, buf.String())
+		}
+	}
+	if f := "json"; !strings.Contains(func() string { buf.Reset(); _ = report.Write(&buf, r, f); return buf.String() }(), `"cost_per_day_usd": 0`) {
+		t.Errorf("json: no zero cost_per_day_usd:\n%s", buf.String())
+	}
 }

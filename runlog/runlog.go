@@ -173,9 +173,15 @@ func fold(events []muster.Event) *taskSet {
 	s := &taskSet{byID: map[muster.TaskID]*task{}}
 	for i := range events {
 		e := &events[i]
-		if e.Type == muster.EvTasksPlanned {
+		if e.Type == muster.EvTasksPlanned || e.Type == muster.EvPlanAdopted {
 			for _, pt := range e.Tasks {
-				if pt == nil || s.byID[pt.ID] != nil {
+				if pt == nil {
+					continue
+				}
+				if old := s.byID[pt.ID]; old != nil {
+					if e.Type == muster.EvPlanAdopted {
+						old.title = pt.Title // an adopted version's new title
+					}
 					continue
 				}
 				t := &task{id: pt.ID, index: len(s.order), title: pt.Title, state: muster.StatePending}

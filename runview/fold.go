@@ -1,13 +1,40 @@
 package runview
 
 import (
+	"slices"
 	"time"
 
 	"github.com/muster-run/muster"
 )
 
+// warn lists a warning once: a resume says again what the run's start
+// said (the confinement, a key's scope), and a page that lists it three
+// times reads as three problems.
+func (r *Run) warn(msg string) {
+	if !slices.Contains(r.Warnings, msg) {
+		r.Warnings = append(r.Warnings, msg)
+	}
+}
+
 // Apply folds one event into the run.
 func (r *Run) Apply(e *muster.Event) {
+	r.gaps.Add(e)
+	_ = r.applyRun(e) || r.applyClone(e) || r.applyTask(e)
+}
+
+// Active is the run's time from its start to now (or its end, once it
+// ended) that a muster process ran it: the stretches between a stop and
+// the resume (muster.Gap) do not count, as in reports.
+func (r *Run) Active(now time.Time) time.Duration {
+	end := now
+	if !r.End.IsZero() {
+		end = r.End
+	}
+	return muster.Active(r.gaps.Gaps, r.Start, end)
+}
+
+// applyRun folds an event of the run as a whole; false for others.
+func (r *Run) applyRun(e *muster.Event) bool {
 	switch e.Type {
 	case muster.EvRunStarted:
 		r.ID, r.Plan, r.Branch, r.Base, r.Start, r.Config = e.Run, e.Plan, e.Branch, e.Base, e.Time, e.Config
@@ -24,14 +51,28 @@ func (r *Run) Apply(e *muster.Event) {
 		if e.Config != nil && e.Config.Run.BudgetUSDMicros > 0 {
 			r.Budget = e.Config.Run.BudgetUSDMicros
 		}
-	case muster.EvTasksPlanned:
-		for _, pt := range e.Tasks {
-			t := r.Task(pt.ID)
-			t.Title, t.After = pt.Title, pt.After
-			if pt.Done {
-				t.State = muster.StateSucceeded
-			}
-		}
+	case muster.EvWarning:
+		r.warn(e.Message)
+	case muster.EvRateLimited:
+		r.rateLimited(e)
+	case muster.EvBlocked:
+		r.Blocked = append(r.Blocked, Blocked{Task: e.Task, Attempt: e.Attempt, Slot: e.Slot(), Host: e.BlockedHost(), Reason: e.Reason, Time: e.Time})
+	case muster.EvRunFinished:
+		r.State, r.End = e.State, e.Time
+		r.idleAll()
+	case muster.EvRunInterrupted:
+		r.State, r.End = muster.RunInterrupted, e.Time
+		r.idleAll()
+	default:
+		return false
+	}
+	return true
+}
+
+// applyClone folds an event of a clone (a lease, a worker, tokens);
+// false for others.
+func (r *Run) applyClone(e *muster.Event) bool {
+	switch e.Type {
 	case muster.EvExecutorLeased:
 		if slot := e.Slot(); slot != "" {
 			c := r.Clone(slot)
@@ -48,6 +89,38 @@ func (r *Run) Apply(e *muster.Event) {
 		}
 		if e.Role != muster.RoleReviewer && e.Task != "" {
 			r.Task(e.Task).Worker = where
+		}
+	case muster.EvTokensUsed:
+		if !e.Counted() {
+			break // an agent's claim beside the provider's numbers
+		}
+		r.Usage.Add(e.Credited())
+		if e.Task != "" {
+			r.Task(e.Task).Usage.Add(e.Credited())
+		}
+		if slot := e.Slot(); slot != "" {
+			c := r.Clone(slot)
+			c.Total.Add(e.Credited())
+			if c.Task == e.Task {
+				c.Work.Add(e.Credited())
+			}
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// applyTask folds an event of one task's life; false for others.
+func (r *Run) applyTask(e *muster.Event) bool {
+	switch e.Type {
+	case muster.EvTasksPlanned, muster.EvPlanAdopted: // an adopted version: the tasks it changes or adds
+		for _, pt := range e.Tasks {
+			t := r.Task(pt.ID)
+			t.Title, t.After = pt.Title, pt.After
+			if pt.Done {
+				t.State = muster.StateSucceeded
+			}
 		}
 	case muster.EvTaskStarted:
 		t := r.Task(e.Task)
@@ -74,21 +147,6 @@ func (r *Run) Apply(e *muster.Event) {
 		t.Round = e.Round
 		t.FixRounds++
 		t.Fixes = append(t.Fixes, FixRound{Round: e.Round, Reason: e.Reason, Time: e.Time})
-	case muster.EvTokensUsed:
-		if !e.Counted() {
-			break // an agent's claim beside the provider's numbers
-		}
-		r.Usage.Add(e.Credited())
-		if e.Task != "" {
-			r.Task(e.Task).Usage.Add(e.Credited())
-		}
-		if slot := e.Slot(); slot != "" {
-			c := r.Clone(slot)
-			c.Total.Add(e.Credited())
-			if c.Task == e.Task {
-				c.Work.Add(e.Credited())
-			}
-		}
 	case muster.EvGateRan:
 		t := r.Task(e.Task)
 		t.Gates = append(t.Gates, GateRun{Name: e.Gate, Passed: e.Passed != nil && *e.Passed,
@@ -114,19 +172,10 @@ func (r *Run) Apply(e *muster.Event) {
 	case muster.EvTaskReopened:
 		t := r.Task(e.Task)
 		t.State, t.Reason = muster.StatePending, ""
-	case muster.EvWarning:
-		r.Warnings = append(r.Warnings, e.Message)
-	case muster.EvRateLimited:
-		r.rateLimited(e)
-	case muster.EvBlocked:
-		r.Blocked = append(r.Blocked, Blocked{Task: e.Task, Attempt: e.Attempt, Slot: e.Slot(), Host: e.BlockedHost(), Reason: e.Reason, Time: e.Time})
-	case muster.EvRunFinished:
-		r.State, r.End = e.State, e.Time
-		r.idleAll()
-	case muster.EvRunInterrupted:
-		r.State, r.End = muster.RunInterrupted, e.Time
-		r.idleAll()
+	default:
+		return false
 	}
+	return true
 }
 
 // EndState returns the state a task-ending event leaves the task in: a

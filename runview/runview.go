@@ -135,6 +135,8 @@ type Blocked struct {
 
 // Run is the fold of a run's events.
 type Run struct {
+	// gaps are the stretches no muster process ran the run (Active).
+	gaps                   muster.GapTracker
 	ID, Plan, Branch, Base string
 	Config                 *muster.Config // of the RunStarted
 	// Budget is the run's budget in micro-dollars (0: none), from the

@@ -97,3 +97,15 @@ func TestWorkerAssigned(t *testing.T) {
 		t.Errorf("idle clone name %q, want its slot", got)
 	}
 }
+
+// A warning the run's start and each resume repeat is listed once (issue
+// 25: the HTML report showed the /tmp warning three times).
+func TestWarningsOnce(t *testing.T) {
+	r := New()
+	for _, m := range []string{"namespaces: unavailable", "key K only to x", "namespaces: unavailable", "namespaces: unavailable"} {
+		r.Apply(&muster.Event{Type: muster.EvWarning, Message: m})
+	}
+	if len(r.Warnings) != 2 || r.Warnings[0] != "namespaces: unavailable" || r.Warnings[1] != "key K only to x" {
+		t.Errorf("warnings %q", r.Warnings)
+	}
+}

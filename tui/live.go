@@ -76,6 +76,11 @@ func (l *Live) run(ctx context.Context, out io.Writer) {
 		}
 	case ok && fm.detached:
 		l.err = ErrDetached
+		line := l.opts.Detached
+		if line == "" {
+			line = DetachedLine
+		}
+		fmt.Fprintln(out, line)
 	case ctx.Err() != nil:
 		l.err = context.Cause(ctx)
 	case err != nil:

@@ -24,7 +24,14 @@ type Options struct {
 	// when the user presses ctrl+c in a view started with Start or Run:
 	// the caller stops the run there.
 	OnInterrupt func()
+	// Detached is the line written after the summary when the user
+	// leaves the view with q: that the run goes on, and how to watch or
+	// stop it. "" writes DetachedLine.
+	Detached string
 }
+
+// DetachedLine is what q leaves on the terminal by default.
+const DetachedLine = "left the live view: the run goes on; muster watch shows it again, Ctrl-C where it runs stops it"
 
 // EventMsg carries one journal event into the model.
 type EventMsg struct{ muster.Event }

@@ -56,14 +56,34 @@ type plainFold struct {
 	start   time.Time // the run's start: the clock's zero
 	tasks   map[muster.TaskID]muster.TaskState
 	started map[muster.TaskID]time.Time
+	// gaps are the stretches no muster process ran the run: the clock
+	// leaves them out.
+	gaps muster.GapTracker
+	// remote is, by the orchestrator's slot (remote#1), where a fleet
+	// worker runs its invocation (w1/remote#2): docs/fleet.md's name.
+	remote map[string]string
+	// racing holds the tasks whose race is under way: their TaskStarted
+	// says nothing the RaceStarted line did not.
+	racing map[muster.TaskID]bool
 }
 
 func newPlainFold() plainFold {
-	return plainFold{tasks: map[muster.TaskID]muster.TaskState{}, started: map[muster.TaskID]time.Time{}}
+	return plainFold{tasks: map[muster.TaskID]muster.TaskState{}, started: map[muster.TaskID]time.Time{}, remote: map[string]string{},
+		racing: map[muster.TaskID]bool{}}
+}
+
+// who names the clone of e: the fleet worker's worker/executor#clone
+// while one holds the slot, else the slot.
+func (f *plainFold) who(e *muster.Event) string {
+	if w := f.remote[e.Slot()]; w != "" {
+		return w
+	}
+	return e.Slot()
 }
 
 // apply folds e as the engine does for the states the count reads.
 func (f *plainFold) apply(e *muster.Event) {
+	f.gaps.Add(e)
 	switch e.Type {
 	case muster.EvRunStarted:
 		f.run = e.Run
@@ -76,7 +96,7 @@ func (f *plainFold) apply(e *muster.Event) {
 				f.tasks[id] = muster.StatePending
 			}
 		}
-	case muster.EvTasksPlanned:
+	case muster.EvTasksPlanned, muster.EvPlanAdopted:
 		for _, t := range e.Tasks {
 			if _, ok := f.tasks[t.ID]; ok {
 				continue
@@ -86,6 +106,10 @@ func (f *plainFold) apply(e *muster.Event) {
 				f.tasks[t.ID] = muster.StateSucceeded
 			}
 		}
+	case muster.EvWorkerAssigned:
+		f.remote[e.Slot()] = e.Worker + "/" + muster.Slot(e.Executor, e.WorkerClone)
+	case muster.EvExecutorRelease:
+		delete(f.remote, e.Slot())
 	case muster.EvTaskReopened:
 		if _, ok := f.tasks[e.Task]; ok {
 			f.tasks[e.Task] = muster.StatePending
@@ -93,7 +117,10 @@ func (f *plainFold) apply(e *muster.Event) {
 	case muster.EvTaskStarted:
 		f.tasks[e.Task] = muster.StateRunning
 		f.started[e.Task] = e.Time
+	case muster.EvRaceStarted:
+		f.racing[e.Task] = true
 	case muster.EvTaskSucceeded, muster.EvTaskFailed, muster.EvTaskSkipped, muster.EvTaskCancelled:
+		delete(f.racing, e.Task)
 		if _, ok := f.tasks[e.Task]; ok {
 			f.tasks[e.Task] = runview.EndState(e)
 		}
@@ -126,9 +153,11 @@ func (f *plainFold) format(e *muster.Event, color, verbose bool) string {
 	return f.c(color, dim, f.prefix(e)) + " " + line
 }
 
-// prefix is the line's clock (time since the run started) and count.
+// prefix is the line's clock (the time a muster process ran the run
+// since it started: not the stretches between a stop and the resume)
+// and count.
 func (f *plainFold) prefix(e *muster.Event) string {
-	prefix := fmt.Sprintf("%7s", plainDur(e.Time.Sub(f.start)))
+	prefix := fmt.Sprintf("%7s", plainDur(muster.Active(f.gaps.Gaps, f.start, e.Time)))
 	if len(f.tasks) > 0 {
 		prefix += fmt.Sprintf(" [%d/%d]", f.finished(), len(f.tasks))
 	}
@@ -165,6 +194,9 @@ func (f *plainFold) line(e *muster.Event, color, verbose bool) string {
 		}
 		return "resumed: unfinished tasks run again"
 	case muster.EvTaskStarted:
+		if f.racing[e.Task] {
+			return "" // the race's line said where it runs
+		}
 		a := ""
 		if e.Attempt > 1 {
 			a = fmt.Sprintf(" (attempt %d)", e.Attempt)
@@ -205,6 +237,8 @@ func (f *plainFold) line(e *muster.Event, color, verbose bool) string {
 			}
 			return fmt.Sprintf("  batch of %d lands on the run branch: %s", len(e.Chain), strings.Join(ids, ", "))
 		}
+	case muster.EvRaceStarted, muster.EvCandidateFinished, muster.EvRaceWon:
+		return f.raceLine(e, color)
 	default:
 		return f.qualityLine(e, color, verbose)
 	}
@@ -236,9 +270,9 @@ func (f *plainFold) qualityLine(e *muster.Event, color, verbose bool) string {
 		}
 	case muster.EvReviewed:
 		if len(e.Findings) > 0 {
-			return fmt.Sprintf("  %s reviewed by %s: %d findings (%d blocking)", task, e.Slot(), len(e.Findings), runview.Blocking(e.Findings))
+			return fmt.Sprintf("  %s reviewed by %s: %d findings (%d blocking)", task, textsafe.Sanitize(f.who(e)), len(e.Findings), runview.Blocking(e.Findings))
 		}
-		return fmt.Sprintf("  %s approved by %s", task, e.Slot())
+		return fmt.Sprintf("  %s approved by %s", task, textsafe.Sanitize(f.who(e)))
 	case muster.EvViolation:
 		if e.Reason == muster.ReasonTampered {
 			return fmt.Sprintf("%s %s: your repository changed while it ran: %s", c(yellow, "!"), task, textsafe.Sanitize(strings.Join(e.Paths, "; ")))
@@ -268,6 +302,8 @@ func (f *plainFold) qualityLine(e *muster.Event, color, verbose bool) string {
 		}
 	case muster.EvTaskReopened:
 		return fmt.Sprintf("%s %s follow-up %d: feedback from the pull request", c(bold, "↺"), task, e.Followup)
+	case muster.EvPlanAdopted:
+		return fmt.Sprintf("%s plan %s adopted: %s", c(bold, "↺"), textsafe.Sanitize(e.Plan), textsafe.Sanitize(e.Message))
 	case muster.EvBlocked:
 		return fmt.Sprintf("%s %s network blocked on %s: %s", c(yellow, "!"), task, textsafe.Sanitize(e.Slot()), textsafe.Sanitize(e.BlockedText()))
 	case muster.EvRefused:

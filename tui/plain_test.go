@@ -62,9 +62,13 @@ var counter = regexp.MustCompile(`\[(\d+)/(\d+)\]`)
 func TestCounterCountsFinishedTasks(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	seq := int64(0)
+	var stopped time.Duration // how long no muster ran the run
 	ev := func(e muster.Event) muster.Event {
 		seq++
-		e.Seq, e.Time = seq, t0.Add(time.Duration(seq)*time.Second)
+		if e.Type == muster.EvRunResumed {
+			stopped = time.Hour
+		}
+		e.Seq, e.Time = seq, t0.Add(time.Duration(seq)*time.Second+stopped)
 		return e
 	}
 	var out bytes.Buffer
@@ -109,7 +113,10 @@ func TestCounterCountsFinishedTasks(t *testing.T) {
 	if last != 3 {
 		t.Errorf("ends at %d, want 3:\n%s", last, out.String())
 	}
-	for _, want := range []string{"   5.0s [2/4] ✓ a done in 2.0s commit 0123456789", "interrupted: resume with muster resume r", "  10.0s [3/4] ✓ b done in 1.0s"} {
+	// The clock counts the time a muster ran the run: the hour (and the
+	// second) between the interrupt and the resume is not in it (issue 25).
+	for _, want := range []string{"   5.0s [2/4] ✓ a done in 2.0s commit 0123456789", "interrupted: resume with muster resume r",
+		"   7.0s [2/4] resumed: unfinished tasks run again", "   9.0s [3/4] ✓ b done in 1.0s"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("no %q in:\n%s", want, out.String())
 		}
@@ -128,5 +135,48 @@ func TestPlainColor(t *testing.T) {
 		if strings.Count(b.String(), "\x1b") != map[bool]int{false: 0, true: 4}[color] {
 			t.Errorf("color %v: %q", color, b.String())
 		}
+	}
+}
+
+// An adopted plan version says what changed, and the tasks it adds count
+// toward the total.
+func TestPlainPlanAdopted(t *testing.T) {
+	var out bytes.Buffer
+	p := NewPrinter(&out)
+	for _, e := range []muster.Event{
+		{Type: muster.EvRunStarted, Run: "r"},
+		{Type: muster.EvTasksPlanned, Tasks: []*muster.Task{{ID: "a"}, {ID: "b"}}},
+		{Type: muster.EvRunResumed},
+		{Type: muster.EvPlanAdopted, Plan: "plan-2.md", Message: "a: prompt; c: added\x1b[2J", Tasks: []*muster.Task{{ID: "a", Prompt: "x"}, {ID: "c"}}},
+	} {
+		if err := p.Print(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := "[0/3] ↺ plan plan-2.md adopted: a: prompt; c: added"; !strings.Contains(out.String(), want) || strings.Contains(out.String(), "\x1b") {
+		t.Fatalf("no %q (or an escape) in:\n%s", want, out.String())
+	}
+}
+
+// A fleet worker's reviewer is named as docs/fleet.md says,
+// worker/executor#clone, not by the orchestrator's slot (issue 25); a
+// local reviewer of the same slot after the release is the slot again.
+func TestPlainFleetReviewerNamesWorker(t *testing.T) {
+	var b bytes.Buffer
+	p := NewPrinter(&b)
+	for _, e := range []muster.Event{
+		{Type: muster.EvExecutorLeased, Task: "a", Executor: "remote", Clone: 1, Role: muster.RoleReviewer},
+		{Type: muster.EvWorkerAssigned, Task: "a", Executor: "remote", Clone: 1, Role: muster.RoleReviewer, Worker: "w1", WorkerClone: 2},
+		{Type: muster.EvReviewed, Task: "a", Executor: "remote", Clone: 1, Role: muster.RoleReviewer},
+		{Type: muster.EvExecutorRelease, Task: "a", Executor: "remote", Clone: 1, Role: muster.RoleReviewer},
+		{Type: muster.EvReviewed, Task: "b", Executor: "remote", Clone: 1, Role: muster.RoleReviewer},
+	} {
+		if err := p.Print(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := b.String()
+	if !strings.Contains(out, "a approved by w1/remote#2") || !strings.Contains(out, "b approved by remote#1") {
+		t.Errorf("reviewers:\n%s", out)
 	}
 }

@@ -120,16 +120,14 @@ func (m Model) header() string {
 	return s + "  · muster " + run
 }
 
-// elapsed is the run's wall time so far, or in all when it ended.
+// elapsed is the run's time so far, or in all when it ended, that a
+// muster process ran it: after a resume the clock goes on from where
+// the stopped process left it, not from the wall clock (issue 25).
 func (m Model) elapsed() time.Duration {
 	if m.st.Start.IsZero() {
 		return 0
 	}
-	end := m.now()
-	if !m.st.End.IsZero() {
-		end = m.st.End
-	}
-	return max(0, end.Sub(m.st.Start))
+	return max(0, m.st.Active(m.now()))
 }
 
 // laneLines draws one line per executor clone.

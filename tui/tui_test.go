@@ -245,6 +245,11 @@ func TestRunDetachAndInterrupt(t *testing.T) {
 		if !errors.Is(err, tc.want) {
 			t.Errorf("keys %q: got %v, want %v", tc.keys, err, tc.want)
 		}
+		// q says, in one line, that the run goes on and how to watch
+		// or stop it (issue 25); ctrl+c says nothing of the kind.
+		if said := strings.Contains(out.String(), DetachedLine); said != (tc.want == ErrDetached) {
+			t.Errorf("keys %q: the detached line said %v:\n%s", tc.keys, said, out.String())
+		}
 	}
 }
 
@@ -354,5 +359,23 @@ func TestLanesShowThePace(t *testing.T) {
 	m = feed(New(Options{Now: fixed(20 * time.Second), Width: 120, Height: 30}), evMsgs(evs)...)
 	if f := frame(m); !strings.Contains(f, "paced") || !strings.Contains(f, "2 at once") {
 		t.Errorf("lanes after the backoff:\n%s", f)
+	}
+}
+
+// The header's clock counts the time a muster ran the run: after a
+// resume it goes on from where the stopped process left it, not from
+// the wall clock (issue 25: it counted the hour muster was not running).
+func TestElapsedLeavesOutTimeNotRunning(t *testing.T) {
+	m := New(Options{Now: fixed(time.Hour + 5*time.Second), Width: 120, Height: 30})
+	m = feed(m,
+		EventMsg{muster.Event{Type: muster.EvRunStarted, Run: "r", Time: t0}},
+		EventMsg{muster.Event{Type: muster.EvRunInterrupted, Time: t0.Add(10 * time.Second)}},
+		EventMsg{muster.Event{Type: muster.EvRunResumed, Time: t0.Add(time.Hour)}},
+	)
+	if got := m.elapsed(); got != 15*time.Second {
+		t.Errorf("elapsed %v, want 15s (10s before the stop, 5s since the resume)", got)
+	}
+	if v := frame(m); !strings.Contains(v, "elapsed 15s") {
+		t.Errorf("header: %v", v)
 	}
 }

@@ -116,11 +116,6 @@ func Aggregate(res *Result, kind string, f Filter, breakdown bool) (*Report, err
 		return nil, muster.Errorf(muster.CodeInvalid, "report %q: want daily, monthly or session", kind)
 	}
 	rep := &Report{Source: res.Source, Report: kind, PricesDate: res.PricesDate, Breakdown: breakdown, Stats: res.Stats}
-	type group struct {
-		row    Row
-		models map[string]*ModelRow
-		last   int64
-	}
 	groups := map[string]*group{}
 	unpriced := map[string]bool{}
 	var days dayCache
@@ -130,37 +125,67 @@ func Aggregate(res *Result, kind string, f Filter, breakdown bool) (*Report, err
 		if (f.Since != "" && day < f.Since) || (f.Until != "" && day > f.Until) {
 			continue
 		}
-		var key string
-		switch kind {
-		case Daily:
-			key = day
-		case Monthly:
-			key = day[:7]
-		case Session:
-			key = e.Session
-		}
+		key := groupKey(kind, day, e)
 		g := groups[key]
 		if g == nil {
 			g = &group{row: Row{Key: key}, models: map[string]*ModelRow{}}
 			groups[key] = g
 		}
-		g.row.add(e)
-		g.last = max(g.last, e.Time)
 		rep.Totals.add(e)
-		if e.Model == "" {
-			continue
-		}
-		m := g.models[e.Model]
-		if m == nil {
-			m = &ModelRow{Model: e.Model}
-			g.models[e.Model] = m
-		}
-		m.add(e)
-		if e.Unpriced {
-			m.Unpriced = true
+		if g.add(e) {
 			unpriced[e.Model] = true
 		}
 	}
+	rep.Rows = sortedRows(groups, kind)
+	for m := range unpriced {
+		rep.Unpriced = append(rep.Unpriced, m)
+	}
+	sort.Strings(rep.Unpriced)
+	return rep, nil
+}
+
+// groupKey is the row an entry of day belongs to in a report of kind.
+func groupKey(kind, day string, e *Entry) string {
+	switch kind {
+	case Monthly:
+		return day[:7]
+	case Session:
+		return e.Session
+	}
+	return day
+}
+
+// group is one row of a report being folded: its totals, per model, and
+// its last activity.
+type group struct {
+	row    Row
+	models map[string]*ModelRow
+	last   int64
+}
+
+// add folds e into the row; true when e's model has no price.
+func (g *group) add(e *Entry) bool {
+	g.row.add(e)
+	g.last = max(g.last, e.Time)
+	if e.Model == "" {
+		return false
+	}
+	m := g.models[e.Model]
+	if m == nil {
+		m = &ModelRow{Model: e.Model}
+		g.models[e.Model] = m
+	}
+	m.add(e)
+	if e.Unpriced {
+		m.Unpriced = true
+	}
+	return e.Unpriced
+}
+
+// sortedRows are the groups' rows, each with its models by cost, sorted
+// by key (sessions by last activity); never nil.
+func sortedRows(groups map[string]*group, kind string) []Row {
+	rows := []Row{}
 	for _, g := range groups {
 		for _, m := range g.models {
 			g.row.Models = append(g.row.Models, *m)
@@ -174,27 +199,16 @@ func Aggregate(res *Result, kind string, f Filter, breakdown bool) (*Report, err
 			return a.Model < b.Model
 		})
 		sort.Strings(g.row.ModelNames)
-		rep.Rows = append(rep.Rows, g.row)
+		rows = append(rows, g.row)
 	}
-	last := map[string]int64{}
-	for k, g := range groups {
-		last[k] = g.last
-	}
-	sort.Slice(rep.Rows, func(i, j int) bool {
-		a, b := rep.Rows[i], rep.Rows[j]
-		if kind == Session && last[a.Key] != last[b.Key] {
-			return last[a.Key] < last[b.Key]
+	sort.Slice(rows, func(i, j int) bool {
+		a, b := rows[i], rows[j]
+		if la, lb := groups[a.Key].last, groups[b.Key].last; kind == Session && la != lb {
+			return la < lb
 		}
 		return a.Key < b.Key
 	})
-	for m := range unpriced {
-		rep.Unpriced = append(rep.Unpriced, m)
-	}
-	sort.Strings(rep.Unpriced)
-	if rep.Rows == nil {
-		rep.Rows = []Row{}
-	}
-	return rep, nil
+	return rows
 }
 
 // dayCache formats local dates, remembering the last day's bounds.

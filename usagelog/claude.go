@@ -57,115 +57,25 @@ func parseClaudeLine(line []byte, l *claudeLine) string {
 		return SkipNoUsage
 	}
 	*l = claudeLine{}
-	w := walker{b: line}
-	reason := ""
-	var progress claudeLine
-	hasProgress := false
-	seen := 0
-	const (
-		sMessage = 1 << iota
-		sReq
-		sTS
-		sSess
-		sVer
-		sCost
-		sSide
-		sData
-	)
-	once := func(bit int) bool {
-		if seen&bit != 0 {
-			return false // duplicate field: strict decoders reject the line
-		}
-		seen |= bit
-		return true
-	}
-	ok := w.object(func(key []byte) bool {
-		switch string(key) {
-		case "message":
-			if !once(sMessage) {
-				return false
-			}
-			if w.null() {
-				reason = SkipNull
-				return true
-			}
-			if w.peek() != '{' {
-				return false
-			}
-			l.hasMessage = true
-			return parseMessage(&w, l, &reason)
-		case "requestId":
-			if !once(sReq) {
-				return false
-			}
-			return optString(&w, &l.reqID, &l.hasReqID, &reason)
-		case "timestamp":
-			if !once(sTS) {
-				return false
-			}
-			l.hasTS = true
-			return optString(&w, &l.timestamp, &l.hasTS, &reason)
-		case "sessionId":
-			if !once(sSess) {
-				return false
-			}
-			return optString(&w, &l.session, &l.hasSess, &reason)
-		case "version":
-			if !once(sVer) {
-				return false
-			}
-			return optString(&w, &l.version, &l.hasVer, &reason)
-		case "costUSD":
-			if !once(sCost) {
-				return false
-			}
-			if w.null() {
-				reason = SkipNull
-				return true
-			}
-			v, ok := w.number()
-			l.costUSD, l.hasCost = v, ok
-			return ok
-		case "isSidechain":
-			if !once(sSide) {
-				return false
-			}
-			if w.null() {
-				return true
-			}
-			v, ok := w.boolean()
-			l.sidechain = v
-			return ok
-		case "data":
-			if !once(sData) {
-				return false
-			}
-			if w.peek() != '{' {
-				return w.skip()
-			}
-			var r string
-			ok := parseProgress(&w, &progress, &r)
-			if ok && r == "" && progress.hasMessage {
-				hasProgress = true
-			}
-			return ok
-		default:
-			return w.skip()
-		}
-	})
-	if !ok || !w.end() {
+	p := &lineParse{w: walker{b: line}, l: l}
+	if !p.w.object(p.field) || !p.w.end() {
 		return SkipInvalidJSON
 	}
-	if !l.hasMessage && hasProgress {
+	if !l.hasMessage && p.hasProgress {
 		// An agent progress line: a sub-agent's message nested under data.message.
 		sess, hasSess := l.session, l.hasSess
-		*l = progress
+		*l = p.progress
 		l.session, l.hasSess = sess, hasSess
 		l.version, l.hasVer = nil, false
 	}
-	if reason != "" {
-		return reason
+	if p.reason != "" {
+		return p.reason
 	}
+	return l.check()
+}
+
+// check says why a parsed line is not a usage record, or "".
+func (l *claudeLine) check() string {
 	if !l.hasMessage || !l.hasUsage || !l.hasTS || !l.hasInput || !l.hasOutput {
 		return SkipNotUsage
 	}
@@ -178,6 +88,111 @@ func parseClaudeLine(line []byte, l *claudeLine) string {
 		return SkipInvalid
 	}
 	return ""
+}
+
+// lineParse is the state of parseClaudeLine's walk over one line's
+// top-level object.
+type lineParse struct {
+	w           walker
+	l           *claudeLine
+	reason      string     // the first skip reason met
+	progress    claudeLine // data.message of an agent progress line
+	hasProgress bool
+	seen        int // the top-level fields met, one bit each
+}
+
+// The top-level fields of a line, one bit each in lineParse.seen.
+const (
+	sMessage = 1 << iota
+	sReq
+	sTS
+	sSess
+	sVer
+	sCost
+	sSide
+	sData
+)
+
+// once marks a field seen; false when it was already (a duplicate field:
+// strict decoders reject the line).
+func (p *lineParse) once(bit int) bool {
+	if p.seen&bit != 0 {
+		return false
+	}
+	p.seen |= bit
+	return true
+}
+
+// field reads the value of one top-level key; false when the line is not
+// well-formed JSON or repeats the key.
+func (p *lineParse) field(key []byte) bool {
+	w, l := &p.w, p.l
+	switch string(key) {
+	case "message":
+		if !p.once(sMessage) {
+			return false
+		}
+		if w.null() {
+			p.reason = SkipNull
+			return true
+		}
+		if w.peek() != '{' {
+			return false
+		}
+		l.hasMessage = true
+		return parseMessage(w, l, &p.reason)
+	case "requestId":
+		return p.once(sReq) && optString(w, &l.reqID, &l.hasReqID, &p.reason)
+	case "timestamp":
+		if !p.once(sTS) {
+			return false
+		}
+		l.hasTS = true
+		return optString(w, &l.timestamp, &l.hasTS, &p.reason)
+	case "sessionId":
+		return p.once(sSess) && optString(w, &l.session, &l.hasSess, &p.reason)
+	case "version":
+		return p.once(sVer) && optString(w, &l.version, &l.hasVer, &p.reason)
+	case "costUSD":
+		return p.once(sCost) && p.cost()
+	case "isSidechain":
+		if !p.once(sSide) {
+			return false
+		}
+		if w.null() {
+			return true
+		}
+		v, ok := w.boolean()
+		l.sidechain = v
+		return ok
+	case "data":
+		return p.once(sData) && p.data()
+	default:
+		return w.skip()
+	}
+}
+
+func (p *lineParse) cost() bool {
+	if p.w.null() {
+		p.reason = SkipNull
+		return true
+	}
+	v, ok := p.w.number()
+	p.l.costUSD, p.l.hasCost = v, ok
+	return ok
+}
+
+// data reads the data object of an agent progress line.
+func (p *lineParse) data() bool {
+	if p.w.peek() != '{' {
+		return p.w.skip()
+	}
+	var r string
+	ok := parseProgress(&p.w, &p.progress, &r)
+	if ok && r == "" && p.progress.hasMessage {
+		p.hasProgress = true
+	}
+	return ok
 }
 
 // parseProgress reads data of an agent progress line:

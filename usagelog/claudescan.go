@@ -4,7 +4,6 @@ import (
 	"context"
 	"hash/maphash"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"time"
 
@@ -28,78 +27,26 @@ import (
 // (files in path order) stays. The agent's costUSD is used when logged;
 // otherwise the cost is estimated from the price table.
 func ScanClaude(ctx context.Context, opts Options) (*Result, error) {
-	dirs := DefaultClaudeDirs()
-	if opts.Dir != "" {
-		dirs = strings.Split(opts.Dir, ",")
+	paths, sizes, err := claudeFiles(opts.Dir)
+	if err != nil {
+		return nil, err
 	}
-	var paths []string
-	var sizes []int64
-	for _, dir := range dirs {
-		root := logRoot(strings.TrimSpace(dir), "projects", opts.Dir != "")
-		p, s, err := listFiles(root, ".jsonl")
-		if err != nil {
-			return nil, dirError(root, err)
-		}
-		paths, sizes = append(paths, p...), append(sizes, s...)
-	}
-	prices := opts.Prices
-	if prices == nil {
-		prices = cost.Default()
-	}
-	chunk := opts.ChunkSize
-	if chunk <= 0 {
-		chunk = DefaultChunkSize
-	}
-	maxLine := opts.MaxLine
-	if maxLine <= 0 {
-		maxLine = DefaultMaxLine
-	}
+	opts = opts.withDefaults()
 	seed := maphash.MakeSeed()
-	jobs := splitJobs(paths, sizes, chunk)
-	type out struct {
-		entries []Entry
-		stats   Stats
-		err     error
-	}
-	workers := opts.Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	bufs := make([][]byte, workers)
-	parsers := make([]*claudeParser, workers)
-	res := &Result{Source: "claude", PricesDate: prices.Date()}
-	res.Stats.Files = len(paths)
-	for _, s := range sizes {
-		res.Stats.Bytes += s
-	}
+	jobs := splitJobs(paths, sizes, opts.ChunkSize)
+	bufs := make([][]byte, opts.Workers)
+	parsers := make([]*claudeParser, opts.Workers)
+	res := newResult("claude", opts.Prices, sizes)
 	d := newDeduper(1024)
 	unreadable := map[int]bool{}
-	err := runJobs(ctx, jobs, workers, func(w int, j job) out {
-		var o out
+	err = runJobs(ctx, jobs, opts.Workers, func(w int, j job) jobOut {
 		p := parsers[w]
 		if p == nil {
-			p = newClaudeParser(prices, seed)
+			p = newClaudeParser(opts.Prices, seed)
 			parsers[w] = p
 		}
-		p.session = sessionFromPath(j.path)
-		o.err = forEachLine(j.path, j.start, j.end, maxLine, &bufs[w], &o.stats, func(line []byte) {
-			e, ok := p.line(line, &o.stats)
-			if !ok {
-				return
-			}
-			// Content-block lines of one message are adjacent: keep only
-			// the better of two neighbours with the same key.
-			if n := len(o.entries); n > 0 && e.hasKey && o.entries[n-1].hasKey &&
-				o.entries[n-1].key == e.key && o.entries[n-1].sidechain == e.sidechain {
-				if better(&e, &o.entries[n-1]) {
-					o.entries[n-1] = e
-				}
-				return
-			}
-			o.entries = append(o.entries, e)
-		})
-		return o
-	}, func(i int, o out) {
+		return p.scan(j, opts.MaxLine, &bufs[w])
+	}, func(i int, o jobOut) {
 		if o.err != nil {
 			unreadable[jobs[i].file] = true
 		}
@@ -116,6 +63,49 @@ func ScanClaude(ctx context.Context, opts Options) (*Result, error) {
 	res.Stats.Entries = int64(len(d.entries))
 	res.Stats.skip(SkipDuplicate, res.Stats.Records-res.Stats.Entries)
 	return res, nil
+}
+
+// claudeFiles lists the logs under the projects folder of each of dir's
+// comma-separated homes (the default homes when dir is empty).
+func claudeFiles(dir string) ([]string, []int64, error) {
+	dirs := DefaultClaudeDirs()
+	if dir != "" {
+		dirs = strings.Split(dir, ",")
+	}
+	var paths []string
+	var sizes []int64
+	for _, d := range dirs {
+		root := logRoot(strings.TrimSpace(d), "projects", dir != "")
+		p, s, err := listFiles(root, ".jsonl")
+		if err != nil {
+			return nil, nil, dirError(root, err)
+		}
+		paths, sizes = append(paths, p...), append(sizes, s...)
+	}
+	return paths, sizes, nil
+}
+
+// scan reads one job's lines into entries.
+func (p *claudeParser) scan(j job, maxLine int, buf *[]byte) jobOut {
+	var o jobOut
+	p.session = sessionFromPath(j.path)
+	o.err = forEachLine(j.path, j.start, j.end, maxLine, buf, &o.stats, func(line []byte) {
+		e, ok := p.line(line, &o.stats)
+		if !ok {
+			return
+		}
+		// Content-block lines of one message are adjacent: keep only
+		// the better of two neighbours with the same key.
+		if n := len(o.entries); n > 0 && e.hasKey && o.entries[n-1].hasKey &&
+			o.entries[n-1].key == e.key && o.entries[n-1].sidechain == e.sidechain {
+			if better(&e, &o.entries[n-1]) {
+				o.entries[n-1] = e
+			}
+			return
+		}
+		o.entries = append(o.entries, e)
+	})
+	return o
 }
 
 // sessionFromPath is the session of a log file whose lines carry no

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"path/filepath"
-	"runtime"
 	"strings"
 
 	"github.com/muster-run/muster/cost"
@@ -31,41 +30,21 @@ func ScanCodex(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, dirError(root, err)
 	}
-	prices := opts.Prices
-	if prices == nil {
-		prices = cost.Default()
-	}
-	maxLine := opts.MaxLine
-	if maxLine <= 0 {
-		maxLine = DefaultMaxLine
-	}
-	workers := opts.Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
+	opts = opts.withDefaults()
 	jobs := splitJobs(paths, sizes, 1<<62) // one job per file
-	res := &Result{Source: "codex", PricesDate: prices.Date()}
-	res.Stats.Files = len(paths)
-	for _, s := range sizes {
-		res.Stats.Bytes += s
-	}
-	type out struct {
-		entries []Entry
-		stats   Stats
-		err     error
-	}
-	bufs := make([][]byte, workers)
+	res := newResult("codex", opts.Prices, sizes)
+	bufs := make([][]byte, opts.Workers)
 	unreadable := 0
-	err = runJobs(ctx, jobs, workers, func(w int, j job) out {
-		var o out
-		s := codexState{prices: prices, session: strings.TrimSuffix(filepath.Base(j.path), ".jsonl"), models: map[string]modelInfo{}}
-		o.err = forEachLine(j.path, j.start, j.end, maxLine, &bufs[w], &o.stats, func(line []byte) {
+	err = runJobs(ctx, jobs, opts.Workers, func(w int, j job) jobOut {
+		var o jobOut
+		s := codexState{prices: opts.Prices, session: strings.TrimSuffix(filepath.Base(j.path), ".jsonl"), models: map[string]modelInfo{}}
+		o.err = forEachLine(j.path, j.start, j.end, opts.MaxLine, &bufs[w], &o.stats, func(line []byte) {
 			if e, ok := s.line(line, &o.stats); ok {
 				o.entries = append(o.entries, e)
 			}
 		})
 		return o
-	}, func(i int, o out) {
+	}, func(i int, o jobOut) {
 		if o.err != nil {
 			unreadable++
 		}
@@ -105,100 +84,125 @@ func (s *codexState) line(line []byte, st *Stats) (Entry, bool) {
 		st.skip(SkipNoUsage, 1)
 		return Entry{}, false
 	}
-	var (
-		typ, ptype, model, ts []byte
-		total, last           codexTotals
-		bad                   bool
-	)
-	w := walker{b: line}
-	ok := w.object(func(key []byte) bool {
-		switch string(key) {
-		case "timestamp":
-			v, _, ok := w.str()
-			ts = v
-			return ok
-		case "type":
-			v, _, ok := w.str()
-			typ = v
-			return ok
-		case "payload":
-			if w.peek() != '{' {
-				return w.skip()
-			}
-			return w.object(func(key []byte) bool {
-				switch string(key) {
-				case "type":
-					v, _, ok := w.str()
-					ptype = v
-					return ok
-				case "model":
-					if w.peek() != '"' {
-						return w.skip()
-					}
-					v, _, ok := w.str()
-					model = v
-					return ok
-				case "info":
-					if w.peek() != '{' {
-						return w.skip()
-					}
-					return w.object(func(key []byte) bool {
-						switch string(key) {
-						case "total_token_usage":
-							return codexUsage(&w, &total, &bad)
-						case "last_token_usage":
-							return codexUsage(&w, &last, &bad)
-						}
-						return w.skip()
-					})
-				}
-				return w.skip()
-			})
-		}
-		return w.skip()
-	})
-	if !ok || !w.end() {
+	c, ok := parseCodexLine(line)
+	if !ok {
 		st.skip(SkipInvalidJSON, 1)
 		return Entry{}, false
 	}
 	switch {
-	case string(typ) == "turn_context":
-		if len(model) > 0 {
-			s.model = string(model)
+	case string(c.typ) == "turn_context":
+		if len(c.model) > 0 {
+			s.model = string(c.model)
 		}
 		st.skip(SkipNoUsage, 1)
 		return Entry{}, false
-	case string(typ) != "event_msg" || string(ptype) != "token_count":
+	case string(c.typ) != "event_msg" || string(c.ptype) != "token_count":
 		st.skip(SkipNotUsage, 1)
 		return Entry{}, false
-	case bad:
+	case c.bad:
 		st.skip(SkipBadTokens, 1)
 		return Entry{}, false
-	case !total.has && !last.has:
+	case !c.total.has && !c.last.has:
 		st.skip(SkipNotUsage, 1) // info: null (rate limits only)
 		return Entry{}, false
 	}
-	t, ok := parseTimestamp(ts)
+	t, ok := parseTimestamp(c.ts)
 	if !ok {
 		st.skip(SkipBadTimestamp, 1)
 		return Entry{}, false
 	}
-	var d codexTotals
-	if total.has {
-		d = total
-		if s.prev.has && total.total >= s.prev.total && total.input >= s.prev.input && total.output >= s.prev.output && total.cached >= s.prev.cached {
-			d = codexTotals{input: total.input - s.prev.input, cached: total.cached - s.prev.cached,
-				output: total.output - s.prev.output, total: total.total - s.prev.total}
-		}
-		s.prev = total
-	} else {
-		d = last
-	}
+	d := s.delta(c.total, c.last)
 	st.Records++
 	if d.input == 0 && d.cached == 0 && d.output == 0 {
 		st.skip(SkipDuplicate, 1) // a repeated total
 		return Entry{}, false
 	}
+	return s.entry(t, d), true
+}
+
+// codexLine is what one Codex session line says: its type, its payload's
+// type, model and token counts.
+type codexLine struct {
+	typ, ptype, model, ts []byte
+	total, last           codexTotals
+	bad                   bool
+}
+
+// parseCodexLine reads one line; false when it is not well-formed JSON.
+func parseCodexLine(line []byte) (codexLine, bool) {
+	var c codexLine
+	w := walker{b: line}
+	ok := w.object(func(key []byte) bool {
+		switch string(key) {
+		case "timestamp":
+			v, _, ok := w.str()
+			c.ts = v
+			return ok
+		case "type":
+			v, _, ok := w.str()
+			c.typ = v
+			return ok
+		case "payload":
+			if w.peek() != '{' {
+				return w.skip()
+			}
+			return w.object(func(key []byte) bool { return c.payloadField(&w, key) })
+		}
+		return w.skip()
+	})
+	return c, ok && w.end()
+}
+
+// payloadField reads one key of a line's payload.
+func (c *codexLine) payloadField(w *walker, key []byte) bool {
+	switch string(key) {
+	case "type":
+		v, _, ok := w.str()
+		c.ptype = v
+		return ok
+	case "model":
+		if w.peek() != '"' {
+			return w.skip()
+		}
+		v, _, ok := w.str()
+		c.model = v
+		return ok
+	case "info":
+		if w.peek() != '{' {
+			return w.skip()
+		}
+		return w.object(func(key []byte) bool {
+			switch string(key) {
+			case "total_token_usage":
+				return codexUsage(w, &c.total, &c.bad)
+			case "last_token_usage":
+				return codexUsage(w, &c.last, &c.bad)
+			}
+			return w.skip()
+		})
+	}
+	return w.skip()
+}
+
+// delta is what one token_count line adds: the running total less the
+// one before it (the whole total when it went down: a new session), or
+// the last turn's usage when the line has no total.
+func (s *codexState) delta(total, last codexTotals) codexTotals {
+	if !total.has {
+		return last
+	}
+	d := total
+	if s.prev.has && total.total >= s.prev.total && total.input >= s.prev.input && total.output >= s.prev.output && total.cached >= s.prev.cached {
+		d = codexTotals{input: total.input - s.prev.input, cached: total.cached - s.prev.cached,
+			output: total.output - s.prev.output, total: total.total - s.prev.total}
+	}
+	s.prev = total
+	return d
+}
+
+// entry is the usage entry of a delta at t (Unix milliseconds), priced at the session's
+// model (an estimate: Codex records no cost).
+func (s *codexState) entry(t int64, d codexTotals) Entry {
 	cached := min(d.cached, d.input)
 	e := Entry{Time: t, Session: s.session, Model: s.model}
 	e.InputTokens, e.CacheReadTokens, e.OutputTokens = d.input-cached, cached, d.output
@@ -215,7 +219,7 @@ func (s *codexState) line(line []byte, st *Stats) (Entry, bool) {
 		e.Unpriced = e.Model != ""
 	}
 	e.CostMicros = (e.CostNanos + 500) / 1000
-	return e, true
+	return e
 }
 
 func codexUsage(w *walker, t *codexTotals, bad *bool) bool {

@@ -45,6 +45,40 @@ type Options struct {
 	MaxLine int
 }
 
+// withDefaults returns o with each zero field at its default.
+func (o Options) withDefaults() Options {
+	if o.Prices == nil {
+		o.Prices = cost.Default()
+	}
+	if o.ChunkSize <= 0 {
+		o.ChunkSize = DefaultChunkSize
+	}
+	if o.MaxLine <= 0 {
+		o.MaxLine = DefaultMaxLine
+	}
+	if o.Workers <= 0 {
+		o.Workers = runtime.GOMAXPROCS(0)
+	}
+	return o
+}
+
+// newResult is the result of a scan of files of sizes, before any entry.
+func newResult(source string, prices *cost.Table, sizes []int64) *Result {
+	res := &Result{Source: source, PricesDate: prices.Date()}
+	res.Stats.Files = len(sizes)
+	for _, s := range sizes {
+		res.Stats.Bytes += s
+	}
+	return res
+}
+
+// jobOut is what one job of a scan read.
+type jobOut struct {
+	entries []Entry
+	stats   Stats
+	err     error
+}
+
 // Entry is one usage record after de-duplication.
 type Entry struct {
 	// Time is when the record was written, Unix milliseconds.

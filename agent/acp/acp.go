@@ -183,6 +183,9 @@ func (e *Executor) result(ctx context.Context, req *muster.ExecRequest, sess *se
 	case pr.Stopped == "stall":
 		return res, &muster.AgentError{Class: muster.FailStall, ExitCode: pr.ExitCode,
 			Message: fmt.Sprintf("%s printed nothing for %s; killed", name, req.Stall)}
+	case pr.Limit != "":
+		return res, &muster.AgentError{Class: muster.FailExit, ExitCode: pr.ExitCode,
+			Message: fmt.Sprintf("%s %s", name, pr.LimitReason(req.Confine))}
 	case sess.flooded:
 		return res, &muster.AgentError{Class: muster.FailMalformed, ExitCode: pr.ExitCode,
 			Message: fmt.Sprintf("%s sent more than %d session updates; stopped", name, maxUpdates)}

@@ -123,6 +123,9 @@ func (e *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit fu
 	case res.Stopped == "stall":
 		return out, &muster.AgentError{Class: muster.FailStall, ExitCode: res.ExitCode,
 			Message: fmt.Sprintf("executor %s: no output for too long", e.spec.Name)}
+	case res.Limit != "":
+		return out, &muster.AgentError{Class: muster.FailExit, ExitCode: res.ExitCode,
+			Message: fmt.Sprintf("executor %s: %s %s", e.spec.Name, filepath.Base(e.argv[0]), res.LimitReason(req.Confine))}
 	case res.ExitCode != 0:
 		msg := fmt.Sprintf("executor %s: %s exited with status %d", e.spec.Name, filepath.Base(e.argv[0]), res.ExitCode)
 		if res.ExitCode == -1 {
@@ -290,6 +293,8 @@ type wireRecord struct {
 	Findings         []muster.Finding `json:"findings"`
 	Text             string           `json:"text"`
 	SessionID        string           `json:"session_id"`
+	Winner           string           `json:"winner"`
+	Reason           string           `json:"reason"`
 }
 
 // ParseRecord turns one stdout line into a record. ok is false for
@@ -355,6 +360,10 @@ func ParseRecord(line string) (rec muster.Record, ok bool) {
 		return muster.Record{Type: typ, Findings: w.Findings}, true
 	case muster.RecSatisfied:
 		return muster.Record{Type: typ}, true
+	case muster.RecVerdict:
+		// A race's judge: winner names a candidate ("executor#clone"),
+		// which the driver checks against the race's.
+		return muster.Record{Type: typ, Winner: Truncate(strings.TrimSpace(w.Winner), MaxName), Text: Truncate(w.Reason, MaxFindingDetail)}, true
 	case muster.RecNotes:
 		return muster.Record{Type: typ, Text: Truncate(w.Text, MaxNotes)}, true
 	case muster.RecSession:
@@ -447,6 +456,10 @@ func (p *parser) line(l string) {
 		}
 	case muster.RecSatisfied:
 		p.res.Satisfied = true
+	case muster.RecVerdict:
+		if p.res.Verdict == nil {
+			p.res.Verdict = &muster.Verdict{Winner: rec.Winner, Reason: rec.Text}
+		}
 	case muster.RecSession:
 		p.res.SessionID = rec.SessionID
 	}
@@ -460,6 +473,7 @@ func (p *parser) redactRecord(r *muster.Record) {
 	r.Tool = p.red.String(r.Tool)
 	r.Args = p.red.String(r.Args)
 	r.Text = p.red.String(r.Text)
+	r.Winner = p.red.String(r.Winner)
 	r.Problem = p.red.String(r.Problem)
 	for i := range r.Findings {
 		f := &r.Findings[i]

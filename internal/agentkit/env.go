@@ -219,6 +219,16 @@ func hasVendorPrefix(name string) bool {
 // SeedLogin copies the logged-in user's credential files of a kind into
 // home (each only when missing there), so a clone with its own home can
 // use a subscription login. It does nothing when the user has no login.
+//
+// Who gets a login (docs/agents.md, "Subscription logins"): Prepare
+// seeds it only into the home of an invocation of an executor of that
+// kind that has no API key (the login is then its only credential): the
+// coder's attempt home (kept for that coder's later rounds only), and a
+// reviewer's or planner's fresh home when that executor is itself the
+// reviewer or planner. No invocation of another kind or executor, no
+// gate, setup step, code step or command executor ever gets one. The
+// copy is the invocation's own: the user's file is hidden in the
+// sandbox and nothing is copied back.
 func SeedLogin(kind *Kind, home string) error {
 	user, err := os.UserHomeDir()
 	if err != nil || user == "" || filepath.Clean(user) == filepath.Clean(home) {
@@ -251,6 +261,42 @@ func HasLogin(kind *Kind) bool {
 		}
 	}
 	return false
+}
+
+// LoginHolders names the executors of cfg that run on the user's
+// subscription login (a kind with login files, no API key in the
+// environment, and a login file present): their token is copied into
+// the homes of their invocations, inside the sandbox, where muster's
+// endpoint cannot keep it from the agent. hasLogin nil: HasLogin.
+func LoginHolders(cfg *muster.Config, getenv func(string) string, hasLogin func(*Kind) bool) []string {
+	if hasLogin == nil {
+		hasLogin = HasLogin
+	}
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	var out []string
+	for _, e := range cfg.Executors {
+		kind := Lookup(e.Kind)
+		if kind == nil || len(kind.LoginFiles) == 0 || getenv(KeyName(e, kind)) != "" {
+			continue
+		}
+		if hasLogin(kind) {
+			out = append(out, e.Name)
+		}
+	}
+	return out
+}
+
+// LoginWarning says that the executors named hold the user's login token
+// inside the sandbox ("" when none does).
+func LoginWarning(names []string) string {
+	if len(names) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("executor(s) %s run on your subscription login: its token is copied into the home of each of their invocations "+
+		"(never another executor's, a gate's or a setup step's), where the agent and any tool it runs can read it; "+
+		"with an API key instead, the key stays with muster's model endpoint", strings.Join(names, ", "))
 }
 
 // maxLogin bounds a login file seeded into a home.

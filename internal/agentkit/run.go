@@ -105,21 +105,9 @@ func Run(ctx context.Context, req *muster.ExecRequest, inv Invocation, emit func
 		return nil, s, &muster.AgentError{Class: muster.FailStart, ExitCode: -1, Message: s.Redact(err.Error())}
 	}
 	res := &muster.ExecResult{ExitCode: pr.ExitCode, SessionID: s.SessionID}
-	switch pr.Stopped {
-	case "cancelled":
+	if err := stoppedError(ctx, pr, name, req.Stall, spec); err != nil {
 		res.Tail = s.Tail()
-		if c := context.Cause(ctx); c != nil {
-			return res, s, c
-		}
-		return res, s, ctx.Err()
-	case "stall":
-		res.Tail = s.Tail()
-		return res, s, &muster.AgentError{Class: muster.FailStall, ExitCode: pr.ExitCode,
-			Message: fmt.Sprintf("%s printed nothing for %s; killed", name, req.Stall)}
-	case "timeout":
-		res.Tail = s.Tail()
-		return res, s, &muster.AgentError{Class: muster.FailTimeout, ExitCode: pr.ExitCode,
-			Message: fmt.Sprintf("%s ran past its timeout of %s; killed", name, spec.Timeout)}
+		return res, s, err
 	}
 	if pr.ExitCode != 0 || s.Failed {
 		text := strings.Join(s.Errors, "\n")
@@ -176,4 +164,27 @@ func ResumeFailed(res *muster.ExecResult, err error) bool {
 		text += "\n" + strings.ToLower(res.Tail)
 	}
 	return containsAny(text, resumeFailures...)
+}
+
+// stoppedError is the error of an invocation muster stopped (a
+// cancellation, a stall, the timeout) or that reached a limit of its
+// cgroup ([run] max_pids, max_memory), or nil.
+func stoppedError(ctx context.Context, pr proc.Result, name string, stall time.Duration, spec proc.Spec) error {
+	switch pr.Stopped {
+	case "cancelled":
+		if c := context.Cause(ctx); c != nil {
+			return c
+		}
+		return ctx.Err()
+	case "stall":
+		return &muster.AgentError{Class: muster.FailStall, ExitCode: pr.ExitCode,
+			Message: fmt.Sprintf("%s printed nothing for %s; killed", name, stall)}
+	case "timeout":
+		return &muster.AgentError{Class: muster.FailTimeout, ExitCode: pr.ExitCode,
+			Message: fmt.Sprintf("%s ran past its timeout of %s; killed", name, spec.Timeout)}
+	}
+	if why := pr.LimitReason(spec.Confine); why != "" {
+		return &muster.AgentError{Class: muster.FailExit, ExitCode: pr.ExitCode, Message: name + " " + why}
+	}
+	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/muster-run/muster/confine"
+	"github.com/muster-run/muster/internal/proc"
 )
 
 // TestConfineScripts runs the scripts in testdata/confine: attacks by
@@ -49,6 +50,10 @@ func TestConfineScripts(t *testing.T) {
 		Condition: func(cond string) (bool, error) {
 			if cond == "landlock" {
 				return confine.Probe().Available(), nil
+			}
+			if cond == "cgroup" {
+				ok, _ := proc.ProbeCgroups().Can(1, 1)
+				return ok, nil
 			}
 			if cond == "userns" {
 				exe, err := os.Executable()

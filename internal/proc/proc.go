@@ -10,6 +10,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -71,6 +72,24 @@ type Result struct {
 	// Stopped says why muster stopped it: "", "timeout", "stall", "cancelled".
 	Stopped  string
 	Duration time.Duration
+	// Limit names the limit of Confine the invocation reached:
+	// "max_memory" (the kernel killed a process of it at MaxMemory),
+	// "max_pids" (a fork was refused at MaxPids), or "".
+	Limit string
+}
+
+// LimitReason says, for people, that the invocation reached its limit
+// ("" when it did not).
+func (r Result) LimitReason(c *muster.Confinement) string {
+	switch {
+	case r.Limit == "max_memory" && c != nil:
+		return fmt.Sprintf("reached [run] max_memory (%d bytes): the kernel killed a process of it", c.MaxMemory)
+	case r.Limit == "max_pids" && c != nil:
+		return fmt.Sprintf("reached [run] max_pids (%d processes): a fork was refused", c.MaxPids)
+	case r.Limit != "":
+		return "reached [run] " + r.Limit
+	}
+	return ""
 }
 
 // Run starts the process and waits for it. It returns an error only when

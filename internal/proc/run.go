@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -21,6 +22,9 @@ type invocation struct {
 	cmd    *exec.Cmd
 	fam    *family
 	bridge *bridgePair
+	cg     *cgroup  // the invocation's cgroup (nil: no limits)
+	hold   *os.File // v1: muster's end of the hold pipe, until placed
+	holdR  *os.File // its other end, the child's
 	start  time.Time
 	pid    int
 
@@ -41,64 +45,110 @@ type invocation struct {
 	panicked *muster.PanicError
 }
 
-// command builds the exec.Cmd of s: the launcher (the sandbox's
+// command builds the exec.Cmd of r.s: the launcher (the sandbox's
 // confinement step) before the program, the family's mark in its
-// environment, its own session, and the sandbox's namespaces.
-func command(s Spec) (*exec.Cmd, *family, *bridgePair, error) {
+// environment, its own session, the sandbox's namespaces and its cgroup.
+func (r *invocation) command() error {
+	s := r.s
 	if len(s.Argv) == 0 {
-		return nil, nil, nil, errors.New("empty command")
+		return errors.New("empty command")
 	}
 	argv := s.Argv
 	if s.Confine != nil {
 		s.Launcher = s.Confine.Command(s.Grace)
 	}
+	r.fam = &family{mark: newMark()}
+	limited := s.Confine != nil && (s.Confine.MaxPids > 0 || s.Confine.MaxMemory > 0)
+	var extra []*os.File
+	if limited {
+		var err error
+		if r.cg, err = newCgroup("muster-"+r.fam.mark, s.Confine.MaxPids, s.Confine.MaxMemory); err != nil {
+			return fmt.Errorf("start %s: %w", s.Argv[0], err)
+		}
+	}
 	if len(s.Launcher) > 0 {
 		prog, err := resolve(argv[0], s.Dir)
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("start %s: %w", s.Argv[0], err)
+			return fmt.Errorf("start %s: %w", s.Argv[0], err)
 		}
 		argv = append(append(append([]string(nil), s.Launcher...), prog), argv[1:]...)
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
+	r.cmd = cmd
 	cmd.Dir = s.Dir
-	fam := &family{mark: newMark()}
-	cmd.Env = withEnv(s.Env, MarkEnv, fam.mark)
+	cmd.Env = withEnv(s.Env, MarkEnv, r.fam.mark)
 	// Its own session (and so its own process group): what it starts
 	// stays in the session unless it calls setsid, and then carries the
 	// mark all the same.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	var bridge *bridgePair
 	if c := s.Confine; c != nil && c.Namespaces {
 		cmd.SysProcAttr = SandboxAttr(c.HostNetwork)
 		if c.Bridge != nil && !c.HostNetwork {
 			var err error
-			if bridge, err = newBridgePair(); err != nil {
-				return nil, nil, nil, err
+			if r.bridge, err = newBridgePair(); err != nil {
+				return err
 			}
-			cmd.ExtraFiles = []*os.File{bridge.child} // muster.BridgeFD
+			extra = append(extra, r.bridge.child) // muster.BridgeFD
 		}
 	}
+	if r.cg != nil {
+		if err := r.placeInCgroup(&extra); err != nil {
+			return err
+		}
+	}
+	cmd.ExtraFiles = extra
 	if s.Stdin != nil {
 		cmd.Stdin = s.Stdin
 	}
 	// Once the process has exited, the rest of the prompt is not wanted:
 	// a leftover child that holds stdin must not keep Wait waiting.
 	cmd.WaitDelay = time.Second
-	return cmd, fam, bridge, nil
+	return nil
+}
+
+// placeInCgroup starts the process in its cgroup (v2: at the clone,
+// SysProcAttr.UseCgroupFD) or holds it until muster has placed it there
+// (v1: the confinement step waits for a byte on a pipe, --hold, before
+// anything else, so no process of the invocation runs outside it).
+func (r *invocation) placeInCgroup(extra *[]*os.File) error {
+	if fd := r.cg.fd(); fd >= 0 {
+		r.cmd.SysProcAttr.UseCgroupFD = true
+		r.cmd.SysProcAttr.CgroupFD = fd
+		return nil
+	}
+	hr, hw, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("cgroup hold: %w", err)
+	}
+	r.holdR, r.hold = hr, hw
+	*extra = append(*extra, hr)
+	n := 3 + len(*extra) - 1
+	// "muster __confine OPTIONS -- PROG ARGS": the hold goes among the
+	// options, before the "--" that ends them.
+	args := r.cmd.Args
+	for i, a := range args {
+		if a == "--" && i >= 2 {
+			r.cmd.Args = append(append(append([]string(nil), args[:i]...), "--hold", strconv.Itoa(n)), args[i:]...)
+			return nil
+		}
+	}
+	return errors.New("cgroup: the limits need the confinement step")
 }
 
 // launch starts the process of s. It returns nil and the result (an
 // error, or a panic of a handler that already stopped the process) when
 // the invocation ended before it ran.
 func launch(s Spec) (*invocation, Result, error) {
-	cmd, fam, bridge, err := command(s)
-	if err != nil {
+	r := &invocation{s: s}
+	if err := r.command(); err != nil {
+		r.release()
 		return nil, Result{}, err
 	}
-	r := &invocation{s: s, cmd: cmd, fam: fam, bridge: bridge}
+	cmd := r.cmd
 	// Our own pipes, not cmd.StdoutPipe: Wait then returns when the
 	// process exits, even while a leftover child holds its output open.
 	var outW, errW *os.File
+	var err error
 	if r.stdout, outW, err = os.Pipe(); err != nil {
 		r.release()
 		return nil, Result{}, err
@@ -118,7 +168,13 @@ func launch(s Spec) (*invocation, Result, error) {
 		return nil, Result{}, fmt.Errorf("start %s: %w", s.Argv[0], err)
 	}
 	r.pid = cmd.Process.Pid
-	fam.leader, fam.start = r.pid, startOf(r.pid)
+	r.fam.leader, r.fam.start = r.pid, startOf(r.pid)
+	if err := r.placed(); err != nil {
+		_ = syscall.Kill(-r.pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+		r.release()
+		return nil, Result{}, fmt.Errorf("start %s: %w", s.Argv[0], err)
+	}
 	if perr := r.opened(); perr != nil {
 		_ = syscall.Kill(-r.pid, syscall.SIGKILL)
 		_ = cmd.Wait()
@@ -126,6 +182,23 @@ func launch(s Spec) (*invocation, Result, error) {
 		return nil, Result{ExitCode: -1, Stopped: "panic"}, perr
 	}
 	return r, Result{}, nil
+}
+
+// placed puts the held process in its v1 cgroup and lets it go on.
+func (r *invocation) placed() error {
+	if r.hold == nil {
+		return nil
+	}
+	r.holdR.Close()
+	r.holdR = nil
+	defer func() { r.hold.Close(); r.hold = nil }()
+	if err := r.cg.join(r.pid); err != nil {
+		return err
+	}
+	if _, err := r.hold.Write([]byte{'G'}); err != nil {
+		return fmt.Errorf("cgroup hold: %w", err)
+	}
+	return nil
 }
 
 // opened hands the bridge over and calls OnStart, once the process runs.
@@ -142,8 +215,17 @@ func (r *invocation) opened() *muster.PanicError {
 	return nil
 }
 
-// release closes what launch opened.
+// release closes what launch opened and removes the cgroup.
 func (r *invocation) release() {
+	for _, f := range []*os.File{r.hold, r.holdR} {
+		if f != nil {
+			f.Close()
+		}
+	}
+	if r.cg != nil {
+		r.cg.kill()
+		r.cg.remove()
+	}
 	if r.bridge != nil {
 		r.bridge.close()
 	}
@@ -281,6 +363,9 @@ func (r *invocation) finish() (Result, error) {
 	}
 	r.res.Duration = time.Since(r.start)
 	r.res.ExitCode = exitCode(err)
+	if r.cg != nil {
+		r.res.Limit = r.cg.hit()
+	}
 	if r.panicked != nil {
 		return r.res, r.panicked
 	}

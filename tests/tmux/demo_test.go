@@ -114,6 +114,11 @@ func (s *session) tmux(args ...string) string {
 
 func (s *session) screen() string { return s.tmux("capture-pane", "-p", "-t", s.name) }
 
+// history is the screen and what scrolled off it, wrapped lines joined.
+func (s *session) history() string {
+	return s.tmux("capture-pane", "-p", "-J", "-S", "-", "-t", s.name)
+}
+
 func (s *session) keys(keys ...string) {
 	s.tmux(append([]string{"send-keys", "-t", s.name}, keys...)...)
 }
@@ -195,6 +200,10 @@ func TestDemoLiveView(t *testing.T) {
 	end := s.waitUntil("the demo's end", func(scr string) bool { return strings.Contains(scr, "demo-exited=") })
 	if !strings.Contains(end, "demo-exited=0") || strings.Contains(end, "interrupted") {
 		t.Errorf("after q the run should finish and the demo exit 0:\n%s", end)
+	}
+	// q said so, once: the run goes on, how to stop and watch it.
+	if all := s.history(); strings.Count(all, "left the live view: run ") != 1 || !strings.Contains(all, "goes on below in plain lines; Ctrl-C stops it, muster watch") {
+		t.Errorf("q should leave one line saying the run goes on:\n%s", all)
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/muster-run/muster/confine"
 	"github.com/muster-run/muster/doctor"
 	"github.com/muster-run/muster/internal/cli/preflight"
+	"github.com/muster-run/muster/internal/proc"
 )
 
 // Options are the command's inputs.
@@ -129,6 +130,7 @@ func Run(ctx context.Context, opts *Options, out io.Writer) error {
 			fmt.Fprintln(out, namespacesLine(ns))
 		}
 		fmt.Fprintln(out, networkLine(cfg, st.Available() && mode != muster.ConfineOff && ns == ""))
+		fmt.Fprintln(out, cgroupLine(cfg, proc.ProbeCgroups()))
 		if w := preflight.RootWarning(); w != "" {
 			fmt.Fprintln(out, "warning: "+w)
 		}
@@ -146,6 +148,12 @@ func Run(ctx context.Context, opts *Options, out io.Writer) error {
 		return &muster.Error{Code: muster.CodeFailed, Op: "doctor",
 			Message: `[run] confine = "required", but this system cannot build the sandbox's namespaces: ` + ns}
 	}
+	if cfg != nil && mode == muster.ConfineRequired {
+		if ok, why := proc.ProbeCgroups().Can(cfg.Run.MaxPids, cfg.Run.MaxMemory); !ok {
+			return &muster.Error{Code: muster.CodeFailed, Op: "doctor",
+				Message: `[run] confine = "required" with max_pids or max_memory set, but ` + why}
+		}
+	}
 	if failed := doctor.Failed(results); len(failed) > 0 {
 		return &muster.Error{Code: muster.CodeFailed, Op: "doctor",
 			Message: fmt.Sprintf("configured executor(s) cannot run: %s", strings.Join(failed, ", "))}
@@ -162,6 +170,31 @@ func namespacesReason(opts *Options) string {
 		return fmt.Sprintf("cannot find muster's own executable: %v", err)
 	}
 	return confine.ProbeNamespaces(exe)
+}
+
+// cgroupLine says whether [run] max_pids and max_memory can be enforced
+// here (ARCHITECTURE §8.1), and whether the config sets them.
+func cgroupLine(cfg *muster.Config, c proc.Cgroups) string {
+	var pids int
+	var mem int64
+	if cfg != nil {
+		pids, mem = cfg.Run.MaxPids, cfg.Run.MaxMemory
+	}
+	where := "unavailable: " + c.Reason
+	switch {
+	case c.Pids != "" && c.Memory != "":
+		where = fmt.Sprintf("cgroup v%d (pids and memory)", c.Version)
+	case c.Pids != "" || c.Memory != "":
+		where = fmt.Sprintf("cgroup v%d, partly: %s", c.Version, c.Reason)
+	}
+	set := "[run] max_pids and max_memory not set"
+	if pids > 0 || mem > 0 {
+		set = fmt.Sprintf("[run] max_pids %d, max_memory %d bytes (0: unset)", pids, mem)
+		if ok, why := c.Can(pids, mem); !ok {
+			return "warning: limits: " + where + "; " + set + ": not enforced: " + why
+		}
+	}
+	return "limits: " + where + "; " + set
 }
 
 // namespacesLine says whether each invocation gets the sandbox's
@@ -192,7 +225,7 @@ func networkLine(cfg *muster.Config, namespaced bool) string {
 }
 
 // confinementLine says how agents and gates would be confined here.
-func confinementLine(st confine.Status, mode string) string {
+func confinementLine(st confine.Status, mode muster.ConfineMode) string {
 	switch {
 	case mode == muster.ConfineOff:
 		return `confinement: off ([run] confine = "off"): agents and gates can write anywhere you can`

@@ -99,8 +99,10 @@ func TestNamespacesLayer(t *testing.T) {
 	hideAgents(t)
 	landlock := func() confine.Status { return confine.Status{ABI: 7} }
 	for _, c := range []struct {
-		name, mode, reason, want string
-		fail                     bool
+		name         string
+		mode         muster.ConfineMode
+		reason, want string
+		fail         bool
 	}{
 		{"available", "", "", "namespaces: user, PID, mount, network, IPC", false},
 		{"network", "", "", "network: network namespaces available: each invocation has only its own loopback and muster's model endpoint and proxy on its bridge (agents provider, gates none, setup allowlist)", false},

@@ -140,7 +140,7 @@ func Make(ctx context.Context, repo *cmdutil.Repo, cfg *muster.Config, req Reque
 		Goal: req.Goal, RunID: id, Output: name, Tries: req.Tries, Spec: spec, Executor: exec,
 		Workspace: ws, Base: ws.Base(), Config: cfg, Journaled: preflight.Journaled(cfg), Redactor: preflight.Redactor(cfg),
 		Journal: j, Check: Checker(cfg),
-		ScratchDir: filepath.Join(ws.RunDir(), "scratch"), Price: prices.Cost, Grace: cfg.Grace(), Confine: confinement,
+		ScratchDir: filepath.Join(ws.RunDir(), "scratch"), LogDir: filepath.Join(ws.RunDir(), muster.LogDir), Price: prices.Cost, Grace: cfg.Grace(), Confine: confinement,
 		OnEvent: func(e *muster.Event) { progress(req.Log, spec, e, req.Tries) },
 	})
 	if res != nil {

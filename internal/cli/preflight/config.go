@@ -3,6 +3,7 @@ package preflight
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -32,6 +33,13 @@ type Flags struct {
 	NATS string
 	// Creds is the fleet credentials file (--creds).
 	Creds string
+	// AdoptPlan (set by muster resume alone) compares the plan file with
+	// the run's newest copy and adopts its edits (internal/cli/runner,
+	// adopt.go); PlanFile (--plan) names the file (default: the one the
+	// run started with) and KeepPlan (--keep-plan) keeps the copy.
+	AdoptPlan bool
+	PlanFile  string
+	KeepPlan  bool
 }
 
 // AddFlags registers the flags shared by run and resume.
@@ -74,10 +82,10 @@ func ApplyFlags(cfg *muster.Config, f *Flags) error {
 	if f.MaxParallel > 0 {
 		cfg.Run.MaxParallel = f.MaxParallel
 	}
-	switch f.OnFailure {
-	case "":
-	case muster.OnFailureStop, muster.OnFailureContinue:
-		cfg.Run.OnFailure = f.OnFailure
+	switch p := muster.OnFailurePolicy(f.OnFailure); {
+	case p == "":
+	case slices.Contains(muster.OnFailurePolicies, p):
+		cfg.Run.OnFailure = p
 	default:
 		return cmdutil.FlagErrorf("--on-failure must be stop or continue, not %q", f.OnFailure)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/muster-run/muster/confine"
 	"github.com/muster-run/muster/git"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
+	"github.com/muster-run/muster/internal/proc"
 )
 
 // Confinement returns how a run confines its agents and gates, by
@@ -56,28 +57,72 @@ func Confinement(cfg *muster.Config, protect ...string) (c *muster.Confinement, 
 		if cfg.Run.Confine == muster.ConfineRequired {
 			return nil, nil, cmdutil.Env(`[run] confine = "required", but this system cannot build the sandbox's namespaces: %s`, reason)
 		}
-		warnings = append(warnings, NamespacesWarning(reason))
+		// Landlock alone keeps the hide list unreadable (it grants
+		// reading beside a hidden path, never below it), and the
+		// toolchains below one readable. Not the socket directories:
+		// Landlock cannot stop a connect there, and the host's network
+		// needs /run.
+		home, _ := os.UserHomeDir()
+		c.Hide = append(confine.LandlockHide(home), cfg.Run.Hide...)
+		c.ReadOnly = append(c.ReadOnly, confine.Toolchains(home)...)
+		var held []string
 		for _, shared := range confine.Shared {
 			if p := holds(shared, protect); p != "" {
-				warnings = append(warnings, fmt.Sprintf("%s holds %s: confined agents and gates may not write %s, only their own TMPDIR", shared, p, shared))
+				held = append(held, fmt.Sprintf("%s is not writable to them, since it holds %s: they write their own TMPDIR", shared, p))
 				continue
 			}
 			c.Writable = append(c.Writable, shared)
 		}
+		warnings = append(warnings, NamespacesWarning(reason, held...))
 	}
 	if w := RootWarning(); w != "" {
 		warnings = append(warnings, w)
 	}
-	return c, warnings, nil
+	w, err := limits(c, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, append(warnings, w...), nil
 }
 
-// NamespacesWarning says that agents run without the sandbox's
-// namespaces (Landlock and the capability drop only), why, and what
-// that leaves open.
-func NamespacesWarning(reason string) string {
-	return "agents and gates run without namespaces (Landlock and the capability drop only: /tmp is shared, " +
-		"the user's sockets are reachable, what an agent leaves behind is found by its mark): " + reason +
+// limits sets [run] max_pids and max_memory on c where a cgroup can
+// enforce them (ARCHITECTURE §8.1). Where none can, "required" is an
+// environment error (exit 3) and "auto" runs without them, saying so.
+func limits(c *muster.Confinement, cfg *muster.Config) ([]string, error) {
+	pids, mem := cfg.Run.MaxPids, cfg.Run.MaxMemory
+	if pids == 0 && mem == 0 {
+		return nil, nil
+	}
+	if ok, why := proc.ProbeCgroups().Can(pids, mem); !ok {
+		if cfg.Run.Confine == muster.ConfineRequired {
+			return nil, cmdutil.Env(`[run] confine = "required" with max_pids or max_memory set, but %s`, why)
+		}
+		return []string{LimitsWarning(why)}, nil
+	}
+	c.MaxPids, c.MaxMemory = pids, mem
+	return nil, nil
+}
+
+// LimitsWarning says that [run] max_pids or max_memory are not enforced
+// here, and why.
+func LimitsWarning(why string) string {
+	return "agents and gates run without their [run] max_pids/max_memory limits: " + why +
 		`; [run] confine = "required" refuses to run here`
+}
+
+// NamespacesWarning says, once and worded as doctor's namespaces line,
+// that agents run without the sandbox's namespaces (Landlock and the
+// capability drop only), why, and what that leaves open. held says which
+// shared directory (/tmp) they may not write after all, where it holds
+// the user's repository or muster's clones; /tmp is called shared only
+// where it is.
+func NamespacesWarning(reason string, held ...string) string {
+	open := []string{"/tmp is shared", "your sockets are reachable", "what an agent leaves behind is found by its mark"}
+	if len(held) > 0 {
+		open = append(held, open[1:]...)
+	}
+	return "namespaces: unavailable: " + reason + "; agents and gates run with Landlock and the capability drop only (" +
+		strings.Join(open, "; ") + `); [run] confine = "required" refuses to run here`
 }
 
 // RootWarning says, when muster runs as root, what that costs ("" when
@@ -112,7 +157,7 @@ func RepoConfinement(repo *cmdutil.Repo, cfg *muster.Config) (*muster.Confinemen
 		}
 	}
 	c, warnings, err := Confinement(cfg, protect...)
-	if c != nil && c.Namespaces {
+	if c != nil {
 		// The user's repository (where the clones' objects are) is seen
 		// read-only wherever it lies; the other clones in the cache are
 		// not seen at all (an invocation's own clone is bound back).
@@ -234,7 +279,7 @@ func resolvedN(p string, depth int) string {
 // during a run is the user's own work (a commit on their branch, a hook
 // they add): it is neither undone nor charged to a task. Unconfined agents
 // could have made it: it is undone and fails the attempt.
-func DefaultGuard(c *muster.Confinement) string {
+func DefaultGuard(c *muster.Confinement) muster.GuardPolicy {
 	if c != nil {
 		return muster.GuardOff
 	}

@@ -2,6 +2,7 @@ package preflight
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -36,11 +37,26 @@ func TestConfinementNamespaceLayer(t *testing.T) {
 	if err != nil || c == nil || c.Namespaces {
 		t.Fatalf("auto: %+v %v", c, err)
 	}
-	if n := countContaining(warnings, "without namespaces"); n != 1 {
+	if n := countContaining(warnings, "namespaces: unavailable"); n != 1 || countContaining(warnings, "/tmp is shared") != 1 {
 		t.Errorf("warnings %q", warnings)
 	}
 	if !contains(c.Writable, "/tmp") {
 		t.Errorf("Landlock only, /tmp not writable: %q", c.Writable)
+	}
+	home, _ := os.UserHomeDir()
+	if !contains(c.Hide, filepath.Join(home, ".ssh")) || contains(c.Hide, "/run") {
+		t.Errorf("Landlock only: the hide list %q, want the credentials and no socket directory", c.Hide)
+	}
+	// A repository under /tmp: /tmp is not writable after all, and the
+	// one warning says that instead of "shared" (issue 25: it said both,
+	// in two warnings).
+	c, warnings, err = Confinement(&muster.Config{}, "/tmp/repo")
+	if err != nil || c == nil || contains(c.Writable, "/tmp") {
+		t.Fatalf("repository under /tmp: %+v %v", c, err)
+	}
+	if len(warnings) != 1+countContaining(warnings, "as root") || countContaining(warnings, "/tmp is shared") != 0 ||
+		countContaining(warnings, "/tmp is not writable to them, since it holds /tmp/repo: they write their own TMPDIR") != 1 {
+		t.Errorf("warnings %q", warnings)
 	}
 	t.Setenv(confine.NoUserNSEnv, "")
 	exe, _ := os.Executable()
@@ -54,7 +70,8 @@ func TestConfinementNamespaceLayer(t *testing.T) {
 	if contains(c.Writable, "/tmp") || !contains(c.Hide, "/run") || !contains(c.Hide, "/srv/secret") {
 		t.Errorf("sandbox %+v", c)
 	}
-	if countContaining(warnings, "without namespaces") != 0 {
+	// Where the sandbox exists nothing is said of /tmp at all.
+	if countContaining(warnings, "namespaces: unavailable") != 0 || countContaining(warnings, "/tmp") != 0 {
 		t.Errorf("warnings %q", warnings)
 	}
 }

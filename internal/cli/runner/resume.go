@@ -57,8 +57,14 @@ func ResumeReopening(ctx context.Context, io *cmdutil.IOStreams, runID string, f
 	if err := preflight.ApplyFlags(cfg, f); err != nil {
 		return nil, err
 	}
+	// An edited plan file is checked (and refused) before anything is
+	// joined or written.
+	ad, err := planAdoption(ctx, io, repo, id, events, st, cfg, f)
+	if err != nil {
+		return nil, err
+	}
 	var fc *preflight.FleetCrew
-	done := allSucceeded(st) && len(reopen) == 0
+	done := allSucceeded(st) && len(reopen) == 0 && ad == nil
 	if !done {
 		if fc, err = preflight.JoinFleetCrew(ctx, io, cfg, f); err != nil {
 			return nil, err
@@ -75,17 +81,20 @@ func ResumeReopening(ctx context.Context, io *cmdutil.IOStreams, runID string, f
 		return &Session{State: st}, nil
 	}
 	plan := &muster.Plan{Source: events[0].Plan}
-	// The tasks come from the journal; the brief from the run's copy of
-	// the plan.
-	if p := cmdutil.PlanCopy(repo.RunDir(id)); p != "" {
+	// The tasks come from the journal; the brief (and the tasks' gate
+	// files, which the run reserves) from the plan adopted now or the
+	// run's newest copy of it.
+	if ad != nil {
+		plan.Brief, plan.Title, plan.Tasks = ad.plan.Brief, ad.plan.Title, ad.plan.Tasks
+	} else if p := cmdutil.NewestPlanCopy(repo.RunDir(id), events); p != "" {
 		pl, err := planfile.Load(p)
 		if err != nil {
 			fmt.Fprintf(io.ErrOut, "warning: the run's copy of the plan does not load, so prompts go without its brief: %v\n", err)
 		} else {
-			plan.Brief, plan.Title = pl.Brief, pl.Title
+			plan.Brief, plan.Title, plan.Tasks = pl.Brief, pl.Title, pl.Tasks
 		}
 	}
-	s := &Session{IO: io, Repo: repo, Flags: f, Config: cfg, Plan: plan, RunID: id, Resume: true, Events: events, Reopen: reopen, Base: st.Base, fleet: fc}
+	s := &Session{IO: io, Repo: repo, Flags: f, Config: cfg, Plan: plan, RunID: id, Resume: true, Events: events, Reopen: reopen, Base: st.Base, fleet: fc, adopt: ad}
 	err = s.Drive(ctx)
 	if errors.Is(err, errEndedMeanwhile) {
 		fmt.Fprintf(io.ErrOut, "run %s: every task succeeded already; nothing to do\n", id)

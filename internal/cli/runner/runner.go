@@ -17,6 +17,7 @@ import (
 	"github.com/muster-run/muster/engine"
 	"github.com/muster-run/muster/gate"
 	"github.com/muster-run/muster/git"
+	"github.com/muster-run/muster/internal/agentkit"
 	"github.com/muster-run/muster/internal/agents"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
 	"github.com/muster-run/muster/internal/cli/preflight"
@@ -48,6 +49,10 @@ type Session struct {
 	OnEvent func(e *muster.Event, s *engine.State)
 	// fleet is the fleet the run joined (nil: none).
 	fleet *preflight.FleetCrew
+	// adopt is the edited plan a resume adopts (nil: none).
+	adopt *adoption
+	// warnings are said at the run's start with the others (journaled).
+	warnings []string
 
 	State *engine.State
 	// Receipt is the sealed receipt, once the run has ended.
@@ -81,6 +86,7 @@ func (s *Session) Drive(ctx context.Context) error {
 		return err
 	}
 	warnings = append(warnings, c.warnings...)
+	warnings = append(warnings, s.warnings...)
 	if s.Resume {
 		warnings = append(warnings, killStale(o.replayed)...)
 	}
@@ -105,6 +111,7 @@ type opened struct {
 	ws       *git.Workspace
 	j        *journal.Journal
 	replayed []muster.Event
+	lastSeq  int64 // the replayed journal's last line
 	gopts    git.Options
 }
 
@@ -129,12 +136,12 @@ func (s *Session) open(ctx context.Context, confinement *muster.Confinement, und
 			return nil, cmdutil.Env("journal of run %s does not replay: %w", s.RunID, err)
 		}
 		// The run may have ended while this process waited for its lock.
-		if allSucceeded(st) && len(s.Reopen) == 0 {
+		if allSucceeded(st) && len(s.Reopen) == 0 && s.adopt == nil {
 			s.State = st
 			return nil, errEndedMeanwhile
 		}
 		// The run branch must be where the journal says muster left it.
-		o.gopts.Tip = st.Tip
+		o.gopts.Tip, o.lastSeq = st.Tip, st.LastSeq
 		if st.Moving != nil && st.Moving.From == st.Tip {
 			o.gopts.Moving = st.Moving.Commit
 		}
@@ -147,6 +154,11 @@ func (s *Session) open(ctx context.Context, confinement *muster.Confinement, und
 	s.Dir = o.ws.RunDir()
 	s.Base = o.ws.Base()
 	if s.Resume {
+		if s.adopt != nil {
+			if err := s.adopt.writeVersion(s.Dir, o.lastSeq); err != nil {
+				return nil, err
+			}
+		}
 		return o, nil
 	}
 	if o.j, o.replayed, err = openJournal(s.Repo, s.RunID); err != nil {
@@ -192,6 +204,8 @@ func (s *Session) outputs(ctx context.Context, replayed []muster.Event, undo *cl
 		out.live = tui.Start(context.WithoutCancel(ctx), s.IO.In, errOut, tui.Options{
 			Budget:      s.Config.Run.BudgetUSDMicros,
 			OnInterrupt: func() { stop(muster.ErrInterrupted) },
+			Detached: fmt.Sprintf("left the live view: run %s goes on below in plain lines; Ctrl-C stops it, muster watch %s shows the view again",
+				s.RunID, s.RunID),
 		})
 		undo.add(func() { out.live.Close() })
 		for _, e := range replayed {
@@ -232,6 +246,9 @@ func (s *Session) crew(ctx context.Context, confinement *muster.Confinement, und
 	// Each key to its executor: no other agent, no gate, no setup or
 	// code step gets an api_key_env variable, whatever its name.
 	c.warnings = s.Config.ScopeKeys()
+	if w := agentkit.LoginWarning(agentkit.LoginHolders(s.Config, nil, nil)); w != "" {
+		c.warnings = append(c.warnings, w)
+	}
 	proc.SetKeyVars(s.Config.KeyVars()...)
 	preflight.AllowEnv(s.Config)
 	c.gates = gate.Runner{Grace: s.Config.Grace(), Allow: s.Config.Run.EnvAllow, Confine: confinement,
@@ -249,7 +266,7 @@ func (s *Session) crew(ctx context.Context, confinement *muster.Confinement, und
 		return c, nil
 	}
 	undo.add(func() { s.fleet.Conn.Close() })
-	d, remote, err := dispatch(ctx, s.fleet, s.RunID, s.Repo.Top, s.Base, s.Dir)
+	d, remote, err := dispatch(ctx, s.fleet, s.RunID, s.Repo.Top, s.Base, s.Dir, s.fleetResume())
 	if err != nil {
 		return nil, err
 	}
@@ -303,6 +320,9 @@ func (s *Session) options(o *opened, c *crewed, out *outputs, price func(string,
 	if s.Resume {
 		opts.ResumeConfig = preflight.Journaled(s.Config)
 		opts.Reopen = s.Reopen
+		if s.adopt != nil {
+			opts.Adopt = &s.adopt.event
+		}
 	}
 	return opts
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/muster-run/muster/git"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
 	"github.com/muster-run/muster/internal/cli/preflight"
+	"github.com/muster-run/muster/internal/owns"
 	"github.com/muster-run/muster/internal/textsafe"
 )
 
@@ -66,8 +67,44 @@ func start(ctx context.Context, io *cmdutil.IOStreams, repo *cmdutil.Repo, planP
 		return nil, classifyGit(err)
 	}
 	s := &Session{IO: io, Repo: repo, Flags: f, Config: cfg, Plan: plan, RunID: runID, Ref: ref, OnEvent: onEvent, fleet: fc}
+	if w := uncommittedOwned(ctx, repo.Top, plan); w != "" {
+		s.warnings = append(s.warnings, w)
+	}
 	err = s.Drive(ctx)
 	return s, s.finish(ctx, err)
+}
+
+// maxNamed caps the files the uncommitted-edits warning names.
+const maxNamed = 10
+
+// uncommittedOwned warns, naming them, of uncommitted edits (changed or
+// untracked files) to paths the plan's tasks own: the run starts from
+// HEAD, so its clones do not have them, and a task may redo or undo
+// them. "" when there are none (or git cannot say).
+func uncommittedOwned(ctx context.Context, top string, plan *muster.Plan) string {
+	paths, err := git.Uncommitted(ctx, top)
+	if err != nil || len(paths) == 0 {
+		return ""
+	}
+	var owned []string
+	for _, p := range paths {
+		for _, t := range plan.Tasks {
+			if owns.Match(t.Owns, p) {
+				owned = append(owned, p)
+				break
+			}
+		}
+	}
+	if len(owned) == 0 {
+		return ""
+	}
+	named := owned
+	more := ""
+	if len(named) > maxNamed {
+		named, more = named[:maxNamed], fmt.Sprintf(" and %d more", len(owned)-maxNamed)
+	}
+	return fmt.Sprintf("uncommitted edits to files tasks own are not in this run, which starts from HEAD: %s%s; commit them first to include them",
+		textsafe.Sanitize(strings.Join(named, ", ")), more)
 }
 
 // finish prints the summary, merges when asked, and turns the outcome

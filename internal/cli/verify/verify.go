@@ -94,11 +94,17 @@ func Check(ctx context.Context, repo *cmdutil.Repo, id string) (problems []strin
 	if err != nil {
 		return nil, "", err
 	}
-	if problems = receipt.Verify(r, data, cmdutil.PlanHash(dir, r.Canon()), b); len(problems) > 0 {
+	problems = receipt.Verify(r, data, cmdutil.PlanHash(dir, r.Canon()), b)
+	problems = append(problems, receipt.VerifyPlans(r, func(file string) string { return cmdutil.PlanFileHash(dir, file, r.Canon()) })...)
+	if len(problems) > 0 {
 		return problems, "", nil
 	}
-	return nil, fmt.Sprintf("%d journal lines (chain %s), plan %s, branch %s at %s, %d tasks",
-		r.Journal.Lines, textsafe.Short(r.Journal.Hash), textsafe.Short(r.PlanHash), r.Branch, textsafe.Short(r.Final), len(r.Tasks)), nil
+	plans := ""
+	if n := len(r.Plans); n > 0 {
+		plans = fmt.Sprintf(" and %d adopted version(s)", n)
+	}
+	return nil, fmt.Sprintf("%d journal lines (chain %s), plan %s%s, branch %s at %s, %d tasks",
+		r.Journal.Lines, textsafe.Short(r.Journal.Hash), textsafe.Short(r.PlanHash), plans, r.Branch, textsafe.Short(r.Final), len(r.Tasks)), nil
 }
 
 // branch reads the run branch: its tip and every commit on it since the

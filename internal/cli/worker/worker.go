@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/egress"
 	"github.com/muster-run/muster/fleet"
 	"github.com/muster-run/muster/gate"
 	"github.com/muster-run/muster/git"
@@ -94,7 +95,9 @@ the credential's name, and it serves only the executors the credential names.`,
 				if err != nil {
 					return &muster.Error{Code: muster.CodeInvalid, Message: err.Error()}
 				}
-				execs[s.Name], specs = e, append(specs, s)
+				// Behind the worker's own model endpoint, as in a local run:
+				// the key stays in the worker's environment.
+				execs[s.Name], specs = egress.Wrap(e, s, cfg, nil), append(specs, s)
 			}
 			conn, err := fleet.Connect(cmd.Context(), url, "muster worker "+name, auth, false)
 			if err != nil {

@@ -1,0 +1,72 @@
+package git
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/muster-run/muster"
+)
+
+var commitPattern = regexp.MustCompile(`^[0-9a-f]{40}([0-9a-f]{24})?$`)
+
+// raceRefPrefix is where a run keeps its race candidates' commits:
+// refs/muster/<run>/race/<task>/<attempt>, until muster clean.
+func raceRefPrefix(runID string) string { return "refs/muster/" + runID + "/race/" }
+
+// RaceRef is the ref that keeps a race candidate's commit.
+func RaceRef(runID string, task muster.TaskID, attempt int) string {
+	return raceRefPrefix(runID) + string(task) + "/" + strconv.Itoa(attempt)
+}
+
+// KeepRace points refs/muster/<run>/race/<task>/<attempt> at a race
+// candidate's commit (in the user's object store, where muster writes
+// its objects), so that the losers outlive the run until muster clean,
+// and never touch the run branch (muster.RaceKeeper).
+func (w *Workspace) KeepRace(ctx context.Context, task muster.TaskID, attempt int, commit string) error {
+	if !commitPattern.MatchString(commit) {
+		return fmt.Errorf("keep race candidate: bad commit %q", commit)
+	}
+	ref := RaceRef(w.run, task, attempt)
+	if _, err := run(ctx, cmd{dir: w.top, args: []string{"update-ref", ref, commit}}); err != nil {
+		return fmt.Errorf("keep race candidate %s: %w", ref, err)
+	}
+	return nil
+}
+
+// DropRaceRefs deletes every run's race refs in the repository
+// (refs/muster/*/race/...); it returns how many it deleted.
+func DropRaceRefs(ctx context.Context, repo string) (int, error) {
+	out, err := run(ctx, cmd{dir: repo, args: []string{"for-each-ref", "--format=%(refname)", "refs/muster/"}})
+	if err != nil {
+		return 0, fmt.Errorf("list race refs: %w", err)
+	}
+	n := 0
+	for _, ref := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		parts := strings.Split(ref, "/")
+		if len(parts) < 6 || parts[3] != "race" {
+			continue
+		}
+		if _, err := run(ctx, cmd{dir: repo, args: []string{"update-ref", "-d", ref}}); err != nil {
+			return n, fmt.Errorf("delete %s: %w", ref, err)
+		}
+		n++
+	}
+	return n, nil
+}
+
+// RaceDiff is a race candidate's change: the diff from its base to its
+// commit, both in the user's object store (no external diff, no
+// textconv: the user's config runs nothing here).
+func (w *Workspace) RaceDiff(ctx context.Context, base, commit string) (string, error) {
+	if !commitPattern.MatchString(base) || !commitPattern.MatchString(commit) {
+		return "", fmt.Errorf("race diff: bad commits %q %q", base, commit)
+	}
+	out, err := run(ctx, cmd{dir: w.top, args: []string{"diff", "--no-ext-diff", "--no-textconv", "--no-color", "--no-renames", base, commit, "--"}})
+	if err != nil {
+		return "", fmt.Errorf("race diff: %w", err)
+	}
+	return string(out), nil
+}
