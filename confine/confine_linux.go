@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strconv"
 	"syscall"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
@@ -38,6 +39,9 @@ func exec(path string, argv, writable, readable []string) (int, error) {
 	runtime.LockOSThread()
 	if err := confineThread(writable, readable); err != nil {
 		return 125, err
+	}
+	if err := closeStrays(); err != nil {
+		return 125, fmt.Errorf("cannot confine: %w", err)
 	}
 	err := syscall.Exec(path, argv, os.Environ())
 	return 126, fmt.Errorf("exec %s: %w", argv[0], err)
@@ -123,4 +127,26 @@ func readRules(readable []string) []landlock.Rule {
 		}
 	}
 	return []landlock.Rule{landlock.RODirs(dirs...), landlock.ROFiles(files...)}
+}
+
+// closeStrays marks every descriptor but stdin, stdout and stderr
+// close-on-exec: one muster inherited without the flag (a make
+// jobserver's pipe, a socket a launcher left open), which Go's exec
+// passes on to every child, must not reach the program, past every mount
+// and namespace.
+func closeStrays() error {
+	err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
+	if err == nil {
+		return nil
+	}
+	ents, rerr := os.ReadDir("/proc/self/fd")
+	if rerr != nil {
+		return fmt.Errorf("close the descriptors muster inherited: %w (%w)", err, rerr)
+	}
+	for _, e := range ents {
+		if fd, perr := strconv.Atoi(e.Name()); perr == nil && fd > 2 {
+			unix.CloseOnExec(fd)
+		}
+	}
+	return nil
 }

@@ -457,6 +457,10 @@ func startConfined(path string, argv, writable []string) (pid, code int, err err
 			ch <- started{code: 125, err: err}
 			return
 		}
+		if err := closeStrays(); err != nil {
+			ch <- started{code: 125, err: fmt.Errorf("cannot confine: %w", err)}
+			return
+		}
 		pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{
 			Env: os.Environ(), Files: []uintptr{0, 1, 2}, Sys: &syscall.SysProcAttr{Setpgid: true},
 		})

@@ -145,15 +145,18 @@ func (d *Dispatcher) adopt(req *muster.ExecRequest, executor, dir string) (*pend
 	return nil, muster.Record{}
 }
 
-// cancelOrphans cancels the jobs no invocation adopted: their workers
-// stop them at their next lease check.
-func (d *Dispatcher) cancelOrphans() {
+// cancelOrphans cancels the jobs no invocation adopted (those of task
+// when it is not empty: an invocation of the task that adopted none of
+// them), and their workers stop them at their next lease check.
+func (d *Dispatcher) cancelOrphans(task muster.TaskID) {
 	d.mu.Lock()
-	ids := make([]string, 0, len(d.orphans))
-	for id := range d.orphans {
-		ids = append(ids, id)
+	var ids []string
+	for id, o := range d.orphans {
+		if task == "" || o.job.Task.ID == task {
+			ids = append(ids, id)
+			delete(d.orphans, id)
+		}
 	}
-	clear(d.orphans)
 	d.mu.Unlock()
 	for _, id := range ids {
 		ctx, cancel := context.WithTimeout(d.base, 5*time.Second)

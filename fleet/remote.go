@@ -172,7 +172,7 @@ func Open(ctx context.Context, c *Conn, o DispatchOptions) (*Dispatcher, error) 
 		return nil, fmt.Errorf("fleet: record the run's presence: %w", err)
 	}
 	if len(d.orphans) > 0 {
-		d.adoptEnd = time.AfterFunc(d.runTTL, d.cancelOrphans)
+		d.adoptEnd = time.AfterFunc(d.runTTL, func() { d.cancelOrphans("") })
 	}
 	var bctx context.Context
 	bctx, d.stopBeat = context.WithCancel(d.base)
@@ -214,7 +214,7 @@ func (d *Dispatcher) Close() {
 	if d.adoptEnd != nil {
 		d.adoptEnd.Stop()
 	}
-	d.cancelOrphans()
+	d.cancelOrphans("")
 	if d.stopBeat != nil {
 		d.stopBeat()
 		<-d.beatDone
@@ -291,6 +291,11 @@ func (r *remote) Execute(ctx context.Context, req *muster.ExecRequest, emit func
 	if p != nil {
 		emit(claim)
 	} else {
+		if req.Task != nil {
+			// The task's work is done anew: what of it an interrupted run
+			// left on workers will never be taken.
+			d.cancelOrphans(req.Task.ID)
+		}
 		job, err := r.job(ctx, req, dir)
 		if err != nil {
 			return nil, err
