@@ -130,7 +130,6 @@ func funcName(fd *ast.FuncDecl) string {
 var ceilings = map[string]int{
 	"internal/agentkit.Run":           122,
 	"fleet.Worker.run":                108,
-	"git.guard.compare":               107,
 	"planfile.problems.checkOverlaps": 107,
 	"internal/cmd/usagebench.run":     105,
 	"driver.worker.check":             104,
