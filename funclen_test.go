@@ -130,7 +130,6 @@ func funcName(fd *ast.FuncDecl) string {
 var ceilings = map[string]int{
 	"internal/agentkit.Run":           122,
 	"fleet.Worker.run":                108,
-	"git.guard.compare":               107,
 	"planfile.problems.checkOverlaps": 107,
 	"internal/cmd/usagebench.run":     105,
 	"driver.worker.check":             104,
@@ -139,7 +138,6 @@ var ceilings = map[string]int{
 	"config.reader.executor":          102,
 	"internal/cli/worker.NewCmd":      102,
 	"internal/cli/plan.Make":          99,
-	"driver.worker.run":               95,
 	"runlog.merger.event":             95,
 	"mockllm.writeResponses":          93,
 	"agent/acp.Executor.Execute":      90,

@@ -48,6 +48,11 @@ type Job struct {
 	// presence lapses ([fleet] run_ttl): a resume within it adopts the
 	// job. 0: PresenceTTL (an orchestrator of an earlier version).
 	RunTTL time.Duration `json:"run_ttl,omitempty"`
+	// Nonce is a secret of the job's message, which only the workers
+	// that may serve its executor can read (their consumers, their own
+	// inboxes): every report carries it back, so a worker that never
+	// received the job cannot claim it or send its result.
+	Nonce string `json:"nonce,omitempty"`
 }
 
 // Kinds of Report.
@@ -75,6 +80,8 @@ type Report struct {
 	Delivery uint64 `json:"delivery"`
 	Clone    int    `json:"clone,omitempty"`
 	Seq      int    `json:"seq,omitempty"`
+	// Nonce is the job's (Job.Nonce).
+	Nonce string `json:"nonce,omitempty"`
 
 	Record *muster.Record `json:"record,omitempty"`
 

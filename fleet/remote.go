@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
+	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -349,6 +350,7 @@ func (r *remote) job(ctx context.Context, req *muster.ExecRequest, dir string) (
 		Task: req.Task, Executor: r.name, Role: req.Role, Attempt: req.Attempt, Round: req.Round,
 		Authority: req.Authority, Model: req.Model, Prompt: req.Prompt, SessionID: req.SessionID,
 		Timeout: req.Timeout, Grace: req.Grace, Stall: req.Stall, PlanOut: req.PlanOut != "", RunTTL: d.runTTL,
+		Nonce: randomID() + randomID(),
 	}
 	if req.Role == muster.RoleCoder && d.trustGates {
 		job.Gates, job.GateTimeout = req.Gates, req.GateTimeout
@@ -418,6 +420,10 @@ func (d *Dispatcher) report(ctx context.Context, req *muster.ExecRequest, p *pen
 	}
 	if rep.Task != job.Task.ID || rep.Attempt != job.Attempt {
 		p.refuse(rep, emit, "it names another task or attempt than its job's")
+		return false, nil, nil
+	}
+	if job.Nonce != "" && subtle.ConstantTimeCompare([]byte(rep.Nonce), []byte(job.Nonce)) != 1 {
+		p.refuse(rep, emit, "it does not carry the job's nonce: its sender never received the job")
 		return false, nil, nil
 	}
 	who := rep.holder()

@@ -202,7 +202,7 @@ func (w *Worker) handle(stop context.Context, spec *muster.ExecutorSpec, n int, 
 		return
 	}
 	rep := func(r Report) error {
-		r.Job, r.Task, r.Attempt, r.Worker, r.Msg, r.Delivery, r.Clone = job.ID, job.Task.ID, job.Attempt, w.o.Name, seq, delivery, n
+		r.Job, r.Task, r.Attempt, r.Worker, r.Msg, r.Delivery, r.Clone, r.Nonce = job.ID, job.Task.ID, job.Attempt, w.o.Name, seq, delivery, n, job.Nonce
 		return w.publish(bg, &job, r)
 	}
 	if err := rep(Report{Kind: RepClaim}); err != nil {
