@@ -138,7 +138,6 @@ var ceilings = map[string]int{
 	"config.reader.executor":          102,
 	"internal/cli/worker.NewCmd":      102,
 	"internal/cli/plan.Make":          99,
-	"driver.worker.run":               95,
 	"runlog.merger.event":             95,
 	"mockllm.writeResponses":          93,
 	"agent/acp.Executor.Execute":      90,
