@@ -48,6 +48,10 @@ type KindInfo struct {
 	Family KindFamily
 	// NeedsCommand says the executor must set command = [...].
 	NeedsCommand bool
+	// KeyEnv is the variable holding the API key of an HTTP kind when
+	// api_key_env names none (a CLI or ACP kind's is in
+	// internal/agentkit's row).
+	KeyEnv string
 }
 
 // Kinds is the registry of executor kinds, in a fixed order. Config
@@ -66,8 +70,8 @@ var Kinds = []KindInfo{
 	{Name: ExecGeminiACP, Family: FamilyACP},
 	{Name: ExecQwen, Family: FamilyACP},
 	{Name: ExecCopilot, Family: FamilyACP},
-	{Name: ExecOpenAI, Family: FamilyHTTP},
-	{Name: ExecAnthropic, Family: FamilyHTTP},
+	{Name: ExecOpenAI, Family: FamilyHTTP, KeyEnv: "OPENAI_API_KEY"},
+	{Name: ExecAnthropic, Family: FamilyHTTP, KeyEnv: "ANTHROPIC_API_KEY"},
 	{Name: ExecCommand, Family: FamilyCommand, NeedsCommand: true},
 	{Name: ExecSim, Family: FamilySim},
 }
@@ -314,7 +318,14 @@ type FleetConfig struct {
 	// running the task's gates again on the orchestrator: it trusts the
 	// worker machines.
 	TrustWorkerGates bool `json:"trust_worker_gates,omitempty"`
+	// RunTTL is how long workers keep the orchestrator's attempts running
+	// once its presence lapses (a kill -9, a lost network): a resume
+	// within it adopts them. 0: DefaultRunTTL.
+	RunTTL time.Duration `json:"run_ttl,omitempty"`
 }
+
+// DefaultRunTTL is [fleet] run_ttl's default.
+const DefaultRunTTL = 5 * time.Minute
 
 // Executor returns the executor spec with the given name, or nil.
 func (c *Config) Executor(name string) *ExecutorSpec {

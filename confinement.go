@@ -9,8 +9,8 @@ import (
 // ConfineCommand is the hidden subcommand of muster that confines itself
 // with the kernel and then runs a program under it:
 //
-//	muster __confine [--write PATH]... [--ns [--ro PATH]... [--hide PATH]...
-//	    [--host-net] [--bridge PORT] [--grace DURATION]] -- PROGRAM [ARG]...
+//	muster __confine [--hold FD] [--write PATH]... [--ro PATH]... [--hide PATH]...
+//	    [--ns [--host-net] [--bridge PORT] [--grace DURATION]] -- PROGRAM [ARG]...
 //
 // Under it the program may read and execute everything it can see, but
 // write only the PATHs (each with everything below it) and the terminal
@@ -53,7 +53,9 @@ type Confinement struct {
 	ReadOnly []string
 	// Hide lists paths covered in the mount namespace (an empty
 	// directory, or an empty file): credentials, socket directories.
-	// What Writable or ReadOnly lists below them is bound back.
+	// What Writable or ReadOnly lists below them is bound back. Without
+	// namespaces Landlock keeps them unreadable instead (it grants
+	// reading beside them, not below them: confine.ReadRoots).
 	Hide []string
 	// HostNetwork keeps the host's network (no network namespace): the
 	// network policy "open". Otherwise the invocation has only its own
@@ -149,14 +151,16 @@ func (c *Confinement) Command(grace time.Duration) []string {
 	for _, p := range c.Writable {
 		out = append(out, "--write", p)
 	}
+	// Without namespaces the hide list is Landlock's to keep unreadable
+	// (and what ReadOnly lists stays readable inside it).
+	for _, p := range c.ReadOnly {
+		out = append(out, "--ro", p)
+	}
+	for _, p := range c.Hide {
+		out = append(out, "--hide", p)
+	}
 	if c.Namespaces {
 		out = append(out, "--ns")
-		for _, p := range c.ReadOnly {
-			out = append(out, "--ro", p)
-		}
-		for _, p := range c.Hide {
-			out = append(out, "--hide", p)
-		}
 		if c.HostNetwork {
 			out = append(out, "--host-net")
 		} else if c.Bridge != nil {

@@ -217,6 +217,11 @@ type Event struct {
 	Followup int `json:"followup,omitempty"`
 	// Subject (Refused) is the NATS subject a refused report came on.
 	Subject string `json:"subject,omitempty"`
+	// FleetSeq, on the events made of a fleet worker's report, is the
+	// report's sequence in the fleet's event stream: a resumed run reads
+	// the stream again after the highest one its journal holds, so a
+	// report is taken once across an orchestrator's crash.
+	FleetSeq uint64 `json:"fleet_seq,omitempty"`
 	// Race (RaceStarted) lists the candidates started; Stat
 	// (CandidateFinished) is a passing candidate's change size; Judge
 	// (RaceWon) is the slot of the judge that named the winner.

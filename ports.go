@@ -128,6 +128,10 @@ type Record struct {
 	// Problem says what of the record was refused when it was read (a
 	// number that is not one); the driver warns with it.
 	Problem string
+	// FleetSeq is the fleet event stream's sequence of the report that
+	// carried the record (a remote invocation's): the driver journals it
+	// on the events it makes of the record (Event.FleetSeq).
+	FleetSeq uint64
 }
 
 // Record types.

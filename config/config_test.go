@@ -12,6 +12,9 @@ import (
 	"github.com/muster-run/muster"
 )
 
+// knownKinds is the registry's list as messages name it.
+var knownKinds = strings.Join(muster.ExecutorKinds, ", ")
+
 func TestLoadSample(t *testing.T) {
 	t.Parallel()
 	cfg, err := Load("testdata/muster.toml")
@@ -113,10 +116,10 @@ func TestParseProblems(t *testing.T) {
 			`m.toml:2: grace: want a duration such as "20m" or "1h30m"`,
 			`m.toml:3: gate_timeout: want a duration such as "20m" or "1h30m"`,
 			`m.toml:4: stall_timeout: want a duration such as "20m" or "1h30m"`}},
-		{"no kind", "[executors.a]\nclones = 2\n", []string{`m.toml:1: executor a: missing kind (one of claude-code, codex, gemini, opencode, pi, acp, claude-acp, codex-acp, gemini-acp, qwen, copilot, openai, anthropic, command, sim)`}},
+		{"no kind", "[executors.a]\nclones = 2\n", []string{`m.toml:1: executor a: missing kind (one of ` + knownKinds + ")"}},
 		{"bad kind", "[executors.a]\nkind = \"claude\"\n[executors.b]\nkind = \"robot\"\n", []string{
 			`m.toml:2: executor a: unknown kind "claude"; did you mean "claude-code"?`,
-			`m.toml:4: executor b: unknown kind "robot" (known kinds: claude-code, codex, gemini, opencode, pi, acp, claude-acp, codex-acp, gemini-acp, qwen, copilot, openai, anthropic, command, sim)`}},
+			`m.toml:4: executor b: unknown kind "robot" (known kinds: ` + knownKinds + ")"}},
 		{"command needs command", "[executors.local]\nkind = \"command\"\n", []string{`m.toml:1: executor local: kind "command" needs command = ["program", "arg", ...]`}},
 		{"command not list", "[executors.local]\nkind = \"command\"\ncommand = \"./a.sh\"\n", []string{
 			`m.toml:1: executor local: kind "command" needs command = ["program", "arg", ...]`,
@@ -145,12 +148,13 @@ func TestParseProblems(t *testing.T) {
 		{"dotted keys", "run.max_parallel = 2\nrun.nope = 1\nexecutors.x.kind = \"sim\"\nexecutors.x.colnes = 3\n", []string{
 			`m.toml:2: unknown key "nope" in [run] (known keys: ` + strings.Join(runKeys, ", ") + `)`,
 			`m.toml:4: unknown key "colnes" in [executors.x]; did you mean "clones"?`}},
-		{"fleet", "[fleet]\nnats = \"nats://u:pw@h:4222\"\npassword_env = \"FLEET_PW\"\nlease = \"soon\"\ncreeds = \"x\"\ntrust_worker_gates = \"yes\"\n", []string{
+		{"fleet", "[fleet]\nnats = \"nats://u:pw@h:4222\"\npassword_env = \"FLEET_PW\"\nlease = \"soon\"\ncreeds = \"x\"\ntrust_worker_gates = \"yes\"\nrun_ttl = \"-1m\"\n", []string{
 			`m.toml:2: nats: no credentials in the URL: set [fleet] creds to a file muster fleet credentials issued`,
 			`m.toml:3: password_env: a fleet no longer shares a user, a password or nkeys: each host holds credentials of its own; issue them with muster fleet credentials NAME --store DIR -o FILE and set [fleet] creds = "FILE" (docs/fleet.md)`,
 			`m.toml:4: lease: want a duration such as "20m" or "1h30m"`,
 			`m.toml:5: unknown key "creeds" in [fleet]; did you mean "creds"?`,
-			`m.toml:6: trust_worker_gates: want true or false`}},
+			`m.toml:6: trust_worker_gates: want true or false`,
+			`m.toml:7: run_ttl: want a duration such as "20m" or "1h30m"`}},
 	} {
 		_, probs := Parse("m.toml", []byte(tc.src))
 		var got []string
@@ -237,12 +241,12 @@ func TestResolve(t *testing.T) {
 }
 
 func TestParseFleet(t *testing.T) {
-	cfg, probs := Parse("m.toml", []byte("[fleet]\nnats = \"tls://fleet.example:4222\"\ncreds = \"w1.creds\"\ntls_ca = \"ca.pem\"\nlease = \"20s\"\ntrust_worker_gates = true\n"))
+	cfg, probs := Parse("m.toml", []byte("[fleet]\nnats = \"tls://fleet.example:4222\"\ncreds = \"w1.creds\"\ntls_ca = \"ca.pem\"\nlease = \"20s\"\ntrust_worker_gates = true\nrun_ttl = \"10m\"\n"))
 	if len(probs) > 0 {
 		t.Fatal(probs)
 	}
 	f := cfg.Fleet
-	if f.NATS != "tls://fleet.example:4222" || f.Creds != "w1.creds" || !f.TrustWorkerGates || f.TLSCA != "ca.pem" || f.Lease != 20*time.Second {
+	if f.NATS != "tls://fleet.example:4222" || f.Creds != "w1.creds" || !f.TrustWorkerGates || f.TLSCA != "ca.pem" || f.Lease != 20*time.Second || f.RunTTL != 10*time.Minute {
 		t.Fatalf("fleet: %+v", f)
 	}
 }

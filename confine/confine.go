@@ -20,6 +20,7 @@ import (
 	"io"
 	"os"
 	osexec "os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -142,12 +143,34 @@ func Main(args []string, stderr io.Writer) int {
 	}
 	// exec returns only on failure; on success the program runs confined
 	// in this process's place.
-	code, err := exec(path, o.Argv, o.Write)
+	code, err := exec(path, o.Argv, o.Write, landlockReadable(o, path))
 	fmt.Fprintf(stderr, "muster %s: %v\n", commandName, err)
 	return code
 }
 
 const commandName = "__confine"
+
+// landlockReadable is what a confinement without namespaces may read
+// (nil: everything): without a mount namespace to cover o.Hide, Landlock
+// grants reading everywhere but there (ReadRoots), and still below what
+// o.ReadOnly lists, the program's directory, the working directory and
+// the PATH directories.
+func landlockReadable(o Options, prog string) []string {
+	if len(o.Hide) == 0 {
+		return nil
+	}
+	keep := append([]string(nil), o.ReadOnly...)
+	keep = append(keep, filepath.Dir(prog))
+	if cwd, err := os.Getwd(); err == nil {
+		keep = append(keep, cwd)
+	}
+	for _, d := range filepath.SplitList(os.Getenv("PATH")) {
+		if filepath.IsAbs(d) {
+			keep = append(keep, d)
+		}
+	}
+	return ReadRoots(o.Hide, keep)
+}
 
 // awaitHold waits for muster's go-ahead on fd (0: none): one byte 'G',
 // written once muster has placed this process in its cgroup.
@@ -177,7 +200,7 @@ func Parse(args []string) (writable, argv []string, err error) {
 	return o.Write, o.Argv, nil
 }
 
-const usage = "want [--hold FD] [--write PATH]... [--ns [--ro PATH]... [--hide PATH]... [--host-net] [--bridge PORT] [--grace D]] -- PROGRAM [ARG]..."
+const usage = "want [--hold FD] [--write PATH]... [--ro PATH]... [--hide PATH]... [--ns [--host-net] [--bridge PORT] [--grace D]] -- PROGRAM [ARG]..."
 
 // ParseOptions parses the arguments of the ConfineCommand.
 func ParseOptions(args []string) (Options, error) {

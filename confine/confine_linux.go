@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strconv"
 	"syscall"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
@@ -28,15 +29,19 @@ func probe() Status {
 }
 
 // exec confines the calling thread and replaces the process with the
-// program at path. Reading and executing stay allowed everywhere;
-// writing only below writable and Devices (paths that do not exist are
-// skipped). It returns only on failure.
-func exec(path string, argv, writable []string) (int, error) {
+// program at path. Reading and executing stay allowed below readable
+// (ReadRoots: everywhere but the hidden paths); writing only below
+// writable and Devices (paths that do not exist are skipped). It returns
+// only on failure.
+func exec(path string, argv, writable, readable []string) (int, error) {
 	// The ruleset and the capabilities bind this OS thread, which then
 	// runs execve: the other threads end with the old program.
 	runtime.LockOSThread()
-	if err := confineThread(writable); err != nil {
+	if err := confineThread(writable, readable); err != nil {
 		return 125, err
+	}
+	if err := closeStrays(); err != nil {
+		return 125, fmt.Errorf("cannot confine: %w", err)
 	}
 	err := syscall.Exec(path, argv, os.Environ())
 	return 126, fmt.Errorf("exec %s: %w", argv[0], err)
@@ -45,12 +50,13 @@ func exec(path string, argv, writable []string) (int, error) {
 // confineThread confines the calling OS thread, which the caller has
 // locked (runtime.LockOSThread) and keeps locked until the thread ends:
 // every capability dropped, no_new_privs, and a Landlock domain in which
-// reading and executing stay allowed everywhere and writing only below
-// writable and Devices (paths that do not exist are skipped). The
+// reading and executing stay allowed below readable (nil: everywhere)
+// and writing only below writable and Devices (paths that do not exist
+// are skipped). The
 // kernel keeps all three per thread, and a process the thread starts
 // (fork, clone, execve) inherits them; the process's other threads keep
 // theirs.
-func confineThread(writable []string) error {
+func confineThread(writable, readable []string) error {
 	// The newest ABI go-landlock knows, brought down to the kernel's:
 	// file system rights and IPC scopes (a confined process can neither
 	// signal nor reach through abstract sockets the processes outside
@@ -69,11 +75,10 @@ func confineThread(writable []string) error {
 			files = append(files, p)
 		}
 	}
-	rules := []landlock.Rule{
-		landlock.RODirs("/"),
+	rules := append(readRules(readable),
 		landlock.RWDirs(dirs...).WithRefer().WithIoctlDev(),
 		landlock.RWFiles(files...).WithIoctlDev(),
-	}
+	)
 	fd, flags, err := cfg.BestEffort().NewRulesetFD(rules...)
 	if err != nil {
 		return fmt.Errorf("cannot confine: %w", err)
@@ -100,6 +105,48 @@ func confineThread(writable []string) error {
 	}
 	if err := clearCapabilities(); err != nil {
 		return fmt.Errorf("cannot confine: %w", err)
+	}
+	return nil
+}
+
+// readRules grants reading and executing below each of readable (nil:
+// "/"), as directories or files by what each is.
+func readRules(readable []string) []landlock.Rule {
+	if len(readable) == 0 {
+		return []landlock.Rule{landlock.RODirs("/")}
+	}
+	var dirs, files []string
+	for _, p := range readable {
+		fi, err := os.Stat(p)
+		switch {
+		case err != nil:
+		case fi.IsDir():
+			dirs = append(dirs, p)
+		default:
+			files = append(files, p)
+		}
+	}
+	return []landlock.Rule{landlock.RODirs(dirs...), landlock.ROFiles(files...)}
+}
+
+// closeStrays marks every descriptor but stdin, stdout and stderr
+// close-on-exec: one muster inherited without the flag (a make
+// jobserver's pipe, a socket a launcher left open), which Go's exec
+// passes on to every child, must not reach the program, past every mount
+// and namespace.
+func closeStrays() error {
+	err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
+	if err == nil {
+		return nil
+	}
+	ents, rerr := os.ReadDir("/proc/self/fd")
+	if rerr != nil {
+		return fmt.Errorf("close the descriptors muster inherited: %w (%w)", err, rerr)
+	}
+	for _, e := range ents {
+		if fd, perr := strconv.Atoi(e.Name()); perr == nil && fd > 2 {
+			unix.CloseOnExec(fd)
+		}
 	}
 	return nil
 }

@@ -96,3 +96,25 @@ func Toolchains(home string) []string {
 	}
 	return out
 }
+
+// LandlockHide is DefaultHide for a confinement without namespaces,
+// where Landlock keeps the list unreadable: without the socket
+// directories (SocketDirs, XDG_RUNTIME_DIR), since Landlock below ABI 9
+// does not govern connecting to a socket anyway, and /run holds what the
+// host's network needs (/etc/resolv.conf often leads there).
+func LandlockHide(home string) []string {
+	skip := map[string]bool{}
+	for _, d := range SocketDirs {
+		skip[d] = true
+	}
+	if d := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(d) {
+		skip[d] = true
+	}
+	var out []string
+	for _, p := range DefaultHide(home) {
+		if !skip[p] {
+			out = append(out, p)
+		}
+	}
+	return out
+}

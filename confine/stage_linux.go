@@ -453,8 +453,12 @@ func startConfined(path string, argv, writable []string) (pid, code int, err err
 	ch := make(chan started, 1)
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread exits with this goroutine
-		if err := confineThread(writable); err != nil {
+		if err := confineThread(writable, nil); err != nil {
 			ch <- started{code: 125, err: err}
+			return
+		}
+		if err := closeStrays(); err != nil {
+			ch <- started{code: 125, err: fmt.Errorf("cannot confine: %w", err)}
 			return
 		}
 		pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{

@@ -126,46 +126,64 @@ func check(ctx context.Context, spec *muster.ExecutorSpec, configured bool, opts
 	if configured {
 		r.Executor = spec.Name
 	}
-	kind := agentkit.Lookup(spec.Kind)
-	switch {
-	case kind != nil:
+	if kind := agentkit.Lookup(spec.Kind); kind != nil {
 		checkCLI(ctx, spec, kind, &r, opts, starts)
-	case spec.Kind == muster.ExecCommand:
-		r.Authority = []Authority{{Authority: "all", Level: "none", How: "muster's scrubbed environment only; the program decides"}}
-		if len(spec.Command) == 0 {
-			r.Problems = append(r.Problems, "no command configured")
-			break
-		}
-		p, err := exec.LookPath(spec.Command[0])
-		if err != nil {
-			r.Problems = append(r.Problems, fmt.Sprintf("command %q not found", spec.Command[0]))
-			break
-		}
-		r.Binary, r.Found = p, true
-	case spec.Kind == muster.ExecOpenAI || spec.Kind == muster.ExecAnthropic:
-		r.Found = true
-		r.Authority = []Authority{{Authority: "all", Level: agentkit.Enforced, How: "muster's own tool loop, confined to the worktree; shell only with shell authority"}}
-		name := spec.APIKeyEnv
-		if name == "" {
-			name = map[muster.ExecKind]string{muster.ExecOpenAI: "OPENAI_API_KEY", muster.ExecAnthropic: "ANTHROPIC_API_KEY"}[spec.Kind]
-		}
-		r.CredentialVar = name
-		switch {
-		case opts.Getenv(name) != "":
-			r.Credentials = CredSet
-		case loopback(spec.BaseURL):
-			r.Credentials = CredNotNeed
-		default:
-			r.Credentials = CredMissing
-			r.Problems = append(r.Problems, fmt.Sprintf("%s is not set", name))
-		}
-	case spec.Kind == muster.ExecSim:
+		return r
+	}
+	info := muster.LookupKind(spec.Kind)
+	if info == nil {
+		r.Problems = append(r.Problems, fmt.Sprintf("unknown kind %q", spec.Kind))
+		return r
+	}
+	switch info.Family {
+	case muster.FamilyCommand:
+		checkCommand(spec, &r)
+	case muster.FamilyHTTP:
+		checkHTTP(spec, info, &r, opts)
+	case muster.FamilySim:
 		r.Found = true
 		r.Credentials = CredNotNeed
 	default:
-		r.Problems = append(r.Problems, fmt.Sprintf("unknown kind %q", spec.Kind))
+		r.Problems = append(r.Problems, fmt.Sprintf("kind %q has no doctor check for its family %s", spec.Kind, info.Family))
 	}
 	return r
+}
+
+// checkCommand: a command kind's program is found; its credentials are
+// its own business.
+func checkCommand(spec *muster.ExecutorSpec, r *Result) {
+	r.Authority = []Authority{{Authority: "all", Level: "none", How: "muster's scrubbed environment only; the program decides"}}
+	if len(spec.Command) == 0 {
+		r.Problems = append(r.Problems, "no command configured")
+		return
+	}
+	p, err := exec.LookPath(spec.Command[0])
+	if err != nil {
+		r.Problems = append(r.Problems, fmt.Sprintf("command %q not found", spec.Command[0]))
+		return
+	}
+	r.Binary, r.Found = p, true
+}
+
+// checkHTTP: an HTTP kind has its key (api_key_env, else the kind's
+// registry variable), or talks to a model on this machine.
+func checkHTTP(spec *muster.ExecutorSpec, info *muster.KindInfo, r *Result, opts Options) {
+	r.Found = true
+	r.Authority = []Authority{{Authority: "all", Level: agentkit.Enforced, How: "muster's own tool loop, confined to the worktree; shell only with shell authority"}}
+	name := spec.APIKeyEnv
+	if name == "" {
+		name = info.KeyEnv
+	}
+	r.CredentialVar = name
+	switch {
+	case opts.Getenv(name) != "":
+		r.Credentials = CredSet
+	case loopback(spec.BaseURL):
+		r.Credentials = CredNotNeed
+	default:
+		r.Credentials = CredMissing
+		r.Problems = append(r.Problems, fmt.Sprintf("%s is not set", name))
+	}
 }
 
 func checkCLI(ctx context.Context, spec *muster.ExecutorSpec, kind *agentkit.Kind, r *Result, opts Options, starts []string) {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/engine"
@@ -250,4 +251,70 @@ func TestE2EMaxBatchOneGatesEachCommit(t *testing.T) {
 		t.Fatalf("%d moves and %d gate runs, want %d and %d", len(moves), len(b.integrationRuns()), len(others)+1, len(others))
 	}
 	b.checkBranch(t, "test -f README.md")
+}
+
+// holdMoveUntil is the run's workspace with every Advance held until
+// open is closed (or a minute passes, so that a run whose crew cannot
+// get there fails on its events instead of hanging).
+type holdMoveUntil struct {
+	*git.Workspace
+	open chan struct{}
+}
+
+func (h *holdMoveUntil) Advance(ctx context.Context, merged, expected string) error {
+	select {
+	case <-h.open:
+	case <-time.After(time.Minute):
+	}
+	return h.Workspace.Advance(ctx, merged, expected)
+}
+
+// The coder's clone goes back to the crew while its commit waits for
+// the integration queue: with one clone, the second task starts there
+// (and commits) while the first task's commit is still waiting, and
+// both land, each once.
+func TestE2ECloneReleasedWhileCommitWaits(t *testing.T) {
+	p := &muster.Plan{Tasks: []*muster.Task{task("a", "a.txt"), task("b", "b.txt")}}
+	e := newE2E(t, p, map[string]string{}, `echo "$MUSTER_TASK_ID" > "$MUSTER_TASK_ID.txt"
+`, "")
+	e.opts.Config.Executors[0].Clones = 1
+	hold := &holdMoveUntil{Workspace: e.ws, open: make(chan struct{})}
+	e.opts.Workspace = hold
+	commits := 0
+	e.opts.OnEvent = func(ev *muster.Event, _ *engine.State) {
+		// The second task's commit: the first one's is still waiting
+		// (no move of the branch has been made yet).
+		if ev.Type == muster.EvCommitted {
+			if commits++; commits == 2 {
+				close(hold.open)
+			}
+		}
+	}
+	st := e.run(t)
+	if st.RunState != muster.RunSucceeded {
+		t.Fatalf("run %s: a %q b %q", st.RunState, st.Tasks["a"].Reason, st.Tasks["b"].Reason)
+	}
+	var order []string
+	for _, ev := range e.j.Snapshot() {
+		switch ev.Type {
+		case muster.EvExecutorLeased, muster.EvExecutorRelease, muster.EvCommitted, muster.EvIntegrated, muster.EvTaskSucceeded:
+			order = append(order, string(ev.Type)+" "+string(ev.Task)+" "+muster.Slot(ev.Executor, ev.Clone))
+		}
+	}
+	first := st.Order[0]
+	second := muster.TaskID("b")
+	if first == "b" {
+		second = "a"
+	}
+	idx := func(prefix string) int {
+		return slices.IndexFunc(order, func(s string) bool { return strings.HasPrefix(s, prefix) })
+	}
+	firstIntegrated, secondLeased := idx("Integrated "+string(first)), idx("ExecutorLeased "+string(second))
+	if secondLeased < 0 || firstIntegrated < 0 || secondLeased > firstIntegrated {
+		t.Fatalf("task %s leased no clone while %s's commit waited:\n%s", second, first, strings.Join(order, "\n"))
+	}
+	if n := len(e.events(muster.EvIntegrated)); n != 2 {
+		t.Fatalf("%d Integrated, want 2:\n%s", n, strings.Join(order, "\n"))
+	}
+	e.checkBranch(t, "true")
 }

@@ -187,7 +187,11 @@ type leaseRequest struct {
 	// avoidAll (a race's judge) are executors to avoid where another
 	// has a free clone.
 	avoidAll []string
-	reply    chan engine.Lease
+	// exec, when set, asks for a clone of that executor (prefer, when
+	// free): a coder's fix round after its clone went back to the crew.
+	exec   string
+	prefer int
+	reply  chan engine.Lease
 }
 
 // Driver runs one run.
@@ -522,21 +526,11 @@ func (d *Driver) handle(m message) error {
 	if m.lease != nil {
 		// A lease must see the state as of the events before it.
 		if err := d.flush(); err != nil {
+			m.lease.reply <- engine.Lease{}
 			return err
 		}
-		ex, clone, ok := engine.FreeSlotAvoiding(d.state, m.lease.role, append([]string{m.lease.avoid}, m.lease.avoidAll...), d.clock.Now())
-		if !ok {
-			m.lease.reply <- engine.Lease{}
-		} else {
-			err := d.emit(muster.Event{Type: muster.EvExecutorLeased, Task: m.lease.task, Executor: ex, Clone: clone, Role: m.lease.role})
-			if err == nil {
-				err = d.sync()
-			}
-			if err != nil {
-				m.lease.reply <- engine.Lease{}
-				return err
-			}
-			m.lease.reply <- engine.Lease{Task: m.lease.task, Executor: ex, Clone: clone, Role: m.lease.role}
+		if err := d.grant(m.lease); err != nil {
+			return err
 		}
 	}
 	if m.splice != nil {
@@ -739,7 +733,11 @@ func (d *Driver) start(ctx context.Context, a engine.Action) {
 		defer d.wg.Done()
 		defer cancel(nil)
 		final := w.runRecovered(actx)
-		final = append(final, muster.Event{Type: muster.EvExecutorRelease, Task: a.Task, Executor: a.Executor, Clone: a.Clone, Role: a.Role})
+		if !w.released {
+			// The clone it holds (its first, or the one a fix round
+			// leased after its commit waited: clonelease.go).
+			final = append(final, muster.Event{Type: muster.EvExecutorRelease, Task: a.Task, Executor: w.a.Executor, Clone: w.a.Clone, Role: a.Role})
+		}
 		d.msgs <- message{events: final, done: true}
 	}()
 }

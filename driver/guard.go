@@ -15,9 +15,16 @@ func (w *worker) guarded(ctx context.Context) []muster.Event {
 	if !ok {
 		return w.run(ctx)
 	}
-	g.BeginAttempt(w.slot())
-	defer g.EndAttempt(w.slot())
+	w.guard = g
+	w.beginGuard()
+	defer w.endGuard()
 	final := w.run(ctx)
+	if !w.guarding {
+		// Its clone went back to the crew while the commit waited, after
+		// the check before integration (tampered): nothing of the attempt
+		// ran since.
+		return final
+	}
 	found := g.CheckAttempt(context.WithoutCancel(ctx), w.slot())
 	if len(found) == 0 {
 		return final

@@ -113,7 +113,9 @@ func (rc *racer) startCandidate(ctx context.Context, c muster.RaceCandidate) {
 		defer rc.d.wg.Done()
 		defer cancel(nil)
 		final := w.runRecovered(cctx)
-		w.send(muster.Event{Type: muster.EvExecutorRelease, Executor: c.Executor, Clone: c.Clone, Role: rc.a.Role})
+		if !w.released { // the winner's went back while its commit waited (clonelease.go)
+			w.send(muster.Event{Type: muster.EvExecutorRelease, Executor: w.a.Executor, Clone: w.a.Clone, Role: rc.a.Role})
+		}
 		rc.ends <- raceEnd{cand: c, final: final, submitted: w.raceSubmitted}
 	}()
 }

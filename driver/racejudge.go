@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -133,10 +134,11 @@ func (rc *racer) judge(ctx context.Context, lease engine.Lease, cands []*entry) 
 		names = append(names, e.cand.Slot())
 		fmt.Fprintf(&all, "=== candidate %s (attempt %d): %s ===\n%s\n", e.cand.Slot(), e.cand.Attempt, statText(e.stat), diff)
 	}
-	dir, err := exchange.NewHome(w.scratch, "judge-tree")
+	dir, cleanup, err := rc.judgeTree(ctx, w.scratch, cands)
 	if err != nil {
 		return nil, err
 	}
+	defer cleanup()
 	req := &muster.ExecRequest{
 		Run: rc.runID, Task: rc.task, Role: muster.RoleReviewer, Spec: spec, Clone: lease.Clone, Attempt: rc.a.Attempt,
 		Dir: dir, Authority: muster.AuthorityRead, Timeout: spec.Timeout, Grace: rc.cfg.Grace(), Stall: rc.cfg.Run.StallTimeout,
@@ -169,6 +171,37 @@ func (rc *racer) judge(ctx context.Context, lease engine.Lease, cands []*entry) 
 		return v, err
 	}
 	return verdictIn(res.Tail), err
+}
+
+// judgeTree is where the judge works: a fresh checkout of the
+// candidates' base (the repository as they found it), read-only to it,
+// removed after; a workspace that cannot export (a test's) gives an empty
+// directory.
+func (rc *racer) judgeTree(ctx context.Context, scratch string, cands []*entry) (string, func(), error) {
+	parent, err := exchange.NewHome(scratch, "judge-tree")
+	if err != nil {
+		return "", nil, err
+	}
+	cleanup := func() { _ = os.RemoveAll(parent) }
+	ex, ok := rc.d.opts.Workspace.(interface {
+		ExportTree(ctx context.Context, commit, dest string) error
+	})
+	base := ""
+	for _, e := range cands {
+		if e.base != "" {
+			base = e.base
+			break
+		}
+	}
+	if !ok || base == "" {
+		return parent, cleanup, nil
+	}
+	tree := filepath.Join(parent, "tree")
+	if err := ex.ExportTree(context.WithoutCancel(ctx), base, tree); err != nil {
+		cleanup()
+		return "", nil, err
+	}
+	return tree, cleanup, nil
 }
 
 // verdictIn finds the first verdict record in an agent's final answer.

@@ -168,9 +168,10 @@ func setupKey(dir string, st muster.SetupStep) (string, error) {
 }
 
 // outputsDigest is the digest of what lies under a step's outputs: each
-// entry's path, mode, size and modification time (caches tools write
-// there as they run, such as node_modules/.cache and __pycache__, left
-// out). An output missing, or an agent's edit to it, changes it.
+// entry's path, mode, size, modification time and inode change time
+// (caches tools write there as they run, such as node_modules/.cache and
+// __pycache__, left out). An output missing, or an agent's edit to it,
+// changes it, also one whose modification time the agent put back.
 func outputsDigest(dir string, outputs []string) string {
 	h := sha256.New()
 	for _, o := range outputs {
@@ -187,7 +188,7 @@ func outputsDigest(dir string, outputs []string) string {
 			if err != nil {
 				return nil
 			}
-			fmt.Fprintf(h, "%s\x00%o\x00%d\x00%d\x00", p[len(dir):], fi.Mode(), fi.Size(), fi.ModTime().UnixNano())
+			fmt.Fprintf(h, "%s\x00%o\x00%d\x00%d\x00%s\x00", p[len(dir):], fi.Mode(), fi.Size(), fi.ModTime().UnixNano(), changeStamp(fi))
 			return nil
 		})
 	}

@@ -107,3 +107,27 @@ func TestE2ESetupFailingOnTheBaseStopsTheRun(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 }
+
+// An agent that edits a kept setup output and puts its modification time
+// back (touch -r: same size, same mode, same mtime) still has its clone
+// set up again before the gates: the digest holds each entry's inode
+// change time, which no unprivileged program can set. Otherwise the edit
+// (a test runner that always passes) would outlive the task, in this
+// clone's later tasks and runs.
+func TestE2ESetupAgainWhenAnOutputIsEditedWithItsTimeRestored(t *testing.T) {
+	p := &muster.Plan{Tasks: []*muster.Task{task("a", "a.txt")}}
+	g := muster.GateSpec{Name: "deps", Command: "cmp lock.txt deps/lock.txt"}
+	e, count := setupE2E(t, p, `ref="${TMPDIR:-/tmp}/ref.$$"
+		touch -r deps/lock.txt "$ref"
+		printf 'XX\n' > deps/lock.txt
+		touch -r "$ref" deps/lock.txt
+		echo a > a.txt`, "", g)
+	e.opts.Config.Executors[0].Clones = 1
+	st := e.run(t)
+	if st.RunState != muster.RunSucceeded {
+		t.Fatalf("run %s: %q (the tampered output was not set up again)", st.RunState, st.Tasks["a"].Reason)
+	}
+	if n := runs(t, count); n != 3 {
+		t.Fatalf("setup ran %d times, want 3 (baseline, the clone before and after the agent's edit)", n)
+	}
+}

@@ -77,6 +77,12 @@ type worker struct {
 	// raceSubmitted is set once its passing commit went to the racer.
 	race          *racer
 	raceSubmitted bool
+	// released is set while the attempt holds no clone: its commit waits
+	// for integration (clonelease.go). guard is the workspace's guard
+	// (nil: none), guarding whether its attempt on the clone is open.
+	released bool
+	guard    muster.Guard
+	guarding bool
 }
 
 type depOutput struct {
@@ -211,48 +217,80 @@ func (w *worker) run(ctx context.Context) []muster.Event {
 		if end := w.beforeIntegration(ctx, commit); end != nil {
 			return end
 		}
-		l := w.integrate(ctx, commit)
-		if l.err != nil && ctx.Err() != nil {
-			return w.cancelled(ctx)
+		// The clone goes back to the crew while the commit waits for
+		// the queue's verdict (clonelease.go).
+		w.releaseClone()
+		var again redo
+		if final, again = w.verdict(ctx, w.integrate(ctx, commit), conflictRetried); final != nil {
+			return final
 		}
-		switch {
-		case errors.Is(l.err, muster.ErrBranchMoved):
-			return w.stopRun(l.err)
-		case l.err != nil:
-			return w.opFailed("integrate the change onto the run branch", l.err, false)
-		case len(l.conflicts) > 0:
-			if conflictRetried {
-				return w.fail("conflict on integration: "+strings.Join(l.conflicts, ", "), false)
-			}
-			conflictRetried = true
-			feedback = "Your previous change conflicted with work that landed meanwhile, in: " +
-				strings.Join(l.conflicts, ", ") + ". The worktree now holds the new tip; redo the task on top of it."
-			w.send(muster.Event{Type: muster.EvFixRound, Round: 0, Reason: "conflict", Paths: l.conflicts})
-			start = 0
-			continue
-		case l.failed != "":
-			// The change broke a plan-wide gate once merged onto the new
-			// tip: fix it there, the worktree holding the merged tree.
-			if w.round >= w.cfg.MaxRounds() {
-				return w.fail(l.failed, false)
-			}
-			dir, err := w.d.opts.Workspace.Checkout(ctx, w.slot(), l.merged)
-			if ctx.Err() != nil {
-				return w.cancelled(ctx)
-			}
-			if err != nil {
-				return w.opFailed("check out the merged tree in the clone's worktree", err, false)
-			}
-			w.dir, w.base, prepared = dir, l.tip, true
-			feedback = l.failed + "\n\nYour change passed its checks alone, but merged with work that landed meanwhile it breaks a check. " +
-				"The worktree now holds your change merged onto the new tip; fix it there.\n\n" + l.feedback
-			start = w.round + 1
-			continue
-		}
-		// The queue recorded Integrated (driver/integrate.go).
-		w.shareFindings()
-		return []muster.Event{{Type: muster.EvTaskSucceeded, Task: w.a.Task, Attempt: w.a.Attempt, Commit: l.merged}}
+		feedback, start, prepared = again.feedback, again.start, again.prepared
+		conflictRetried = conflictRetried || again.conflict
 	}
+}
+
+// redo is the fix round a verdict of the integration queue asks for: its
+// feedback, its first round, whether the clone already holds what it is
+// to work on (else it is prepared at the tip), and whether it redoes a
+// conflict.
+type redo struct {
+	feedback           string
+	start              int
+	prepared, conflict bool
+}
+
+// verdict turns the integration queue's verdict on the attempt's commit
+// into the attempt's final events, or into a fix round on a clone leased
+// again (a conflict: the task redone on the new tip; a plan-wide gate
+// broken once merged: fixed on the merged tree).
+func (w *worker) verdict(ctx context.Context, l landing, conflictRetried bool) ([]muster.Event, redo) {
+	if l.err != nil && ctx.Err() != nil {
+		return w.cancelled(ctx), redo{}
+	}
+	switch {
+	case errors.Is(l.err, muster.ErrBranchMoved):
+		return w.stopRun(l.err), redo{}
+	case l.err != nil:
+		return w.opFailed("integrate the change onto the run branch", l.err, false), redo{}
+	case len(l.conflicts) > 0:
+		if conflictRetried {
+			return w.fail("conflict on integration: "+strings.Join(l.conflicts, ", "), false), redo{}
+		}
+		if !w.leaseClone(ctx) {
+			return w.cancelled(ctx), redo{}
+		}
+		w.send(muster.Event{Type: muster.EvFixRound, Round: 0, Reason: "conflict", Paths: l.conflicts})
+		return nil, redo{conflict: true, feedback: "Your previous change conflicted with work that landed meanwhile, in: " +
+			strings.Join(l.conflicts, ", ") + ". The worktree now holds the new tip; redo the task on top of it."}
+	case l.failed != "":
+		// The change broke a plan-wide gate once merged onto the new
+		// tip: fix it there, the worktree holding the merged tree.
+		if w.round >= w.cfg.MaxRounds() {
+			return w.fail(l.failed, false), redo{}
+		}
+		if !w.leaseClone(ctx) {
+			return w.cancelled(ctx), redo{}
+		}
+		dir, err := w.d.opts.Workspace.Checkout(ctx, w.slot(), l.merged)
+		if ctx.Err() != nil {
+			return w.cancelled(ctx), redo{}
+		}
+		if err != nil {
+			return w.opFailed("check out the merged tree in the clone's worktree", err, false), redo{}
+		}
+		// The clone may have served other tasks meanwhile: its
+		// dependencies are set up again for this tree. A failure is not
+		// the environment's here (the queue's clone set this tree up, or
+		// its failure is what the round is to fix); the change's setup
+		// runs after the agent all the same.
+		_ = w.d.setupBase(ctx, dir, "the merged tree "+short(l.merged)+" in "+w.slot()+"'s clone", w.cfg)
+		w.dir, w.base = dir, l.tip
+		return nil, redo{prepared: true, start: w.round + 1, feedback: l.failed + "\n\nYour change passed its checks alone, but merged with work that landed meanwhile it breaks a check. " +
+			"The worktree now holds your change merged onto the new tip; fix it there.\n\n" + l.feedback}
+	}
+	// The queue recorded Integrated (driver/integrate.go).
+	w.shareFindings()
+	return []muster.Event{{Type: muster.EvTaskSucceeded, Task: w.a.Task, Attempt: w.a.Attempt, Commit: l.merged}}, redo{}
 }
 
 // changedPaths lists every path a change touches, in change order.
@@ -605,86 +643,102 @@ func (w *worker) charged() int { return w.a.Attempt - w.a.Uncharged }
 // (the caps of records.go) and, for usage, checked (sane).
 func (w *worker) record(spec *muster.ExecutorSpec, role muster.Role, clone int) func(muster.Record) {
 	return func(r muster.Record) {
-		d, c := w.d, &w.counts
-		red := d.red()
-		r.Tool = bound(red.String(r.Tool), maxName)
-		r.Model = bound(red.String(r.Model), maxName)
-		switch r.Type {
-		case muster.RecUsage:
-			warn := w.sane(&r, muster.Slot(spec.Name, clone))
-			u := r.Usage
-			u.Estimated = false
-			if u.CostMicros == 0 && d.opts.Price != nil && u.Tokens() > 0 {
-				if cost, ok := d.opts.Price(r.Model, u); ok {
-					u.CostMicros, u.Estimated = cost, true
+		send := w.send
+		if seq := r.FleetSeq; seq > 0 {
+			// A fleet worker's report: its stream sequence goes into the
+			// journal with what is made of it (fleet.DispatchOptions.From).
+			send = func(evs ...muster.Event) {
+				for i := range evs {
+					evs[i].FleetSeq = seq
 				}
+				w.send(evs...)
 			}
-			if c.usages++; c.usages > maxUsageRecords {
-				if c.extra == nil {
-					c.extra = map[string]muster.Usage{}
-				}
-				if _, ok := c.extra[r.Model]; !ok {
-					c.extraOrder = append(c.extraOrder, r.Model)
-				}
-				sum := c.extra[r.Model]
-				sum.Add(u)
-				c.extra[r.Model] = sum
-				if len(warn) > 0 {
-					w.send(warn...)
-				}
-				return
-			}
-			w.send(append(warn, muster.Event{Type: muster.EvTokensUsed, Executor: spec.Name, Clone: clone, Role: role, Model: r.Model, Usage: u, Source: source(r.Source), Reason: bound(red.String(r.Text), maxName)})...)
-		case muster.RecBlocked:
-			if e, ok := w.blocked(r); ok {
-				e.Executor, e.Clone, e.Role = spec.Name, clone, role
-				w.send(e)
-			}
-		case muster.RecTool:
-			if c.tools++; c.tools > maxToolRecords {
-				c.droppedTools++
-				return
-			}
-			w.send(muster.Event{Type: muster.EvToolUse, Executor: spec.Name, Clone: clone, Tool: r.Tool, Args: red.String(bound(r.Args, maxMessage))})
-		case muster.RecMessage:
-			r.Text = red.String(r.Text)
-			if role == w.a.Role {
-				w.lastMsg = bound(r.Text, maxTranscript)
-				w.transcript = tail(w.transcript+r.Text+"\n", maxTranscript)
-			}
-			if c.messages++; c.messages > maxMessageRecords {
-				c.droppedMessages++
-				return
-			}
-			w.send(muster.Event{Type: muster.EvMessage, Executor: spec.Name, Clone: clone, Message: bound(r.Text, maxMessage)})
-		case muster.RecNotes:
-			if c.notes++; c.notes > maxNoteRecords {
-				c.droppedNotes++
-				return
-			}
-			// Held until the round is accepted: a rejected round's notes
-			// (its gate failed, its review asked for changes) are not
-			// shared.
-			if len(w.pendingNotes) < maxPendingNotes {
-				w.pendingNotes = append(w.pendingNotes, pendingNote{text: red.String(bound(r.Text, maxNote)), executor: spec.Name, clone: clone})
-			}
-		case muster.RecViolation:
-			w.send(muster.Event{Type: muster.EvViolation, Executor: spec.Name, Clone: clone, Paths: []string{red.String(bound(r.Text, maxMessage))},
-				Reason: "the agent asked for a path outside its worktree (" + bound(r.Tool, 40) + "); refused"})
-		case muster.RecSession:
-			w.sessionID = r.SessionID
-		case muster.RecPID:
-			p := muster.Process{PID: r.PID}
-			if w.d.opts.Identify != nil && r.PID > 0 {
-				p = w.d.opts.Identify(r.PID) // now, while the process runs (or is a zombie)
-			}
-			w.send(muster.Event{Type: muster.EvAgentStarted, Executor: spec.Name, Clone: clone, Role: role, PID: r.PID, PIDStart: p.Start, BootID: p.Boot})
-		case muster.RecWorker:
-			w.send(muster.Event{Type: muster.EvWorkerAssigned, Executor: spec.Name, Clone: clone, Role: role, Worker: r.Worker, WorkerClone: r.WorkerClone})
-		case muster.RecRefused:
-			w.send(muster.Event{Type: muster.EvRefused, Executor: spec.Name, Clone: clone, Role: role, Worker: bound(r.Worker, 80),
-				Subject: bound(r.Text, 200), Reason: red.String(bound(r.Tool, maxMessage))})
 		}
+		w.recordOne(spec, role, clone, r, send)
+	}
+}
+
+// recordOne turns one record into events, sent with send.
+func (w *worker) recordOne(spec *muster.ExecutorSpec, role muster.Role, clone int, r muster.Record, send func(...muster.Event)) {
+	d, c := w.d, &w.counts
+	red := d.red()
+	r.Tool = bound(red.String(r.Tool), maxName)
+	r.Model = bound(red.String(r.Model), maxName)
+	switch r.Type {
+	case muster.RecUsage:
+		warn := w.sane(&r, muster.Slot(spec.Name, clone))
+		u := r.Usage
+		u.Estimated = false
+		if u.CostMicros == 0 && d.opts.Price != nil && u.Tokens() > 0 {
+			if cost, ok := d.opts.Price(r.Model, u); ok {
+				u.CostMicros, u.Estimated = cost, true
+			}
+		}
+		if c.usages++; c.usages > maxUsageRecords {
+			if c.extra == nil {
+				c.extra = map[string]muster.Usage{}
+			}
+			if _, ok := c.extra[r.Model]; !ok {
+				c.extraOrder = append(c.extraOrder, r.Model)
+			}
+			sum := c.extra[r.Model]
+			sum.Add(u)
+			c.extra[r.Model] = sum
+			if len(warn) > 0 {
+				send(warn...)
+			}
+			return
+		}
+		send(append(warn, muster.Event{Type: muster.EvTokensUsed, Executor: spec.Name, Clone: clone, Role: role, Model: r.Model, Usage: u, Source: source(r.Source), Reason: bound(red.String(r.Text), maxName)})...)
+	case muster.RecBlocked:
+		if e, ok := w.blocked(r); ok {
+			e.Executor, e.Clone, e.Role = spec.Name, clone, role
+			send(e)
+		}
+	case muster.RecTool:
+		if c.tools++; c.tools > maxToolRecords {
+			c.droppedTools++
+			return
+		}
+		send(muster.Event{Type: muster.EvToolUse, Executor: spec.Name, Clone: clone, Tool: r.Tool, Args: red.String(bound(r.Args, maxMessage))})
+	case muster.RecMessage:
+		r.Text = red.String(r.Text)
+		if role == w.a.Role {
+			w.lastMsg = bound(r.Text, maxTranscript)
+			w.transcript = tail(w.transcript+r.Text+"\n", maxTranscript)
+		}
+		if c.messages++; c.messages > maxMessageRecords {
+			c.droppedMessages++
+			return
+		}
+		send(muster.Event{Type: muster.EvMessage, Executor: spec.Name, Clone: clone, Message: bound(r.Text, maxMessage)})
+	case muster.RecNotes:
+		if c.notes++; c.notes > maxNoteRecords {
+			c.droppedNotes++
+			return
+		}
+		// Held until the round is accepted: a rejected round's notes
+		// (its gate failed, its review asked for changes) are not
+		// shared.
+		if len(w.pendingNotes) < maxPendingNotes {
+			w.pendingNotes = append(w.pendingNotes, pendingNote{text: red.String(bound(r.Text, maxNote)), executor: spec.Name, clone: clone})
+		}
+	case muster.RecViolation:
+		send(muster.Event{Type: muster.EvViolation, Executor: spec.Name, Clone: clone, Paths: []string{red.String(bound(r.Text, maxMessage))},
+			Reason: "the agent asked for a path outside its worktree (" + bound(r.Tool, 40) + "); refused"})
+	case muster.RecSession:
+		w.sessionID = r.SessionID
+	case muster.RecPID:
+		p := muster.Process{PID: r.PID}
+		if w.d.opts.Identify != nil && r.PID > 0 {
+			p = w.d.opts.Identify(r.PID) // now, while the process runs (or is a zombie)
+		}
+		send(muster.Event{Type: muster.EvAgentStarted, Executor: spec.Name, Clone: clone, Role: role, PID: r.PID, PIDStart: p.Start, BootID: p.Boot})
+	case muster.RecWorker:
+		send(muster.Event{Type: muster.EvWorkerAssigned, Executor: spec.Name, Clone: clone, Role: role, Worker: r.Worker, WorkerClone: r.WorkerClone})
+	case muster.RecRefused:
+		send(muster.Event{Type: muster.EvRefused, Executor: spec.Name, Clone: clone, Role: role, Worker: bound(r.Worker, 80),
+			Subject: bound(r.Text, 200), Reason: red.String(bound(r.Tool, maxMessage))})
 	}
 }
 

@@ -105,9 +105,10 @@ func Decide(s *State, in Input) Decision {
 		// Apply the skips first: they may cascade, and change nothing else.
 		return d
 	}
-	// Coders and reviewers at work, or a race deciding (its candidates'
+	// Coders and reviewers at work, commits waiting for integration with
+	// their clones given back, or a race deciding (its candidates'
 	// clones may all be free while its winner is chosen).
-	running := len(s.Leases) > 0 || s.raceUnderWay()
+	running := s.Working() || s.raceUnderWay()
 	if s.Stopped != "" {
 		if running {
 			return d
@@ -437,4 +438,36 @@ func FreeSlot(s *State, role muster.Role, avoid string, now time.Time) (exec str
 		}
 	}
 	return fallbackExec, fallbackClone, fallbackExec != ""
+}
+
+// FreeClone finds a clone of executor exec that no one holds: prefer
+// when it is free, else the lowest free one. A coder that gave its clone
+// back while its commit waited for integration leases one this way for a
+// fix round (its executor, and its own clone when it can).
+func FreeClone(s *State, exec string, prefer int, now time.Time) (clone int, ok bool) {
+	n := 0
+	if exec == CodeExecutor {
+		n = CodeClones(s.Config)
+	} else if e := s.Config.Executor(exec); e != nil {
+		if until, blocked := s.BlockedUntil[e.Name]; blocked && now.Before(until) {
+			return 0, false
+		}
+		if p, ok := s.Paces[e.Credential()]; ok && now.Before(p.Until) {
+			return 0, false
+		}
+		n = capacity(e)
+	}
+	free := func(c int) bool {
+		_, leased := s.Leases[muster.Slot(exec, c)]
+		return c >= 1 && c <= n && !leased
+	}
+	if free(prefer) {
+		return prefer, true
+	}
+	for c := 1; c <= n; c++ {
+		if free(c) {
+			return c, true
+		}
+	}
+	return 0, false
 }

@@ -49,7 +49,7 @@ func TestRaceStartInvariants(t *testing.T) {
 				}
 			}
 		}
-		other := &muster.Task{ID: "o", Title: "other"}
+		other := &muster.Task{ID: "o", Title: "other", Done: true} // its clones busy, nothing of it to start
 		s := engine.NewState()
 		seq := int64(0)
 		apply := func(e muster.Event) {

@@ -29,20 +29,24 @@ func Orphans(s *State) []Orphan {
 	}
 	sort.Strings(slots)
 	var out []Orphan
+	found := map[muster.TaskID]bool{}
 	for _, slot := range slots {
 		l := s.Leases[slot]
 		t := s.Tasks[l.Task]
-		out = append(out, Orphan{Lease: l, Running: t != nil && t.State == muster.StateRunning && l.Role != muster.RoleReviewer,
-			PID: s.Procs[slot].PID, Proc: s.Procs[slot]})
+		running := t != nil && t.State == muster.StateRunning && l.Role != muster.RoleReviewer
+		found[l.Task] = found[l.Task] || running
+		out = append(out, Orphan{Lease: l, Running: running, PID: s.Procs[slot].PID, Proc: s.Procs[slot]})
 	}
-	// Tasks marked running without a lease (a journal cut between the
-	// two events) are orphans too.
+	// Tasks marked running without a lease of their own are orphans too:
+	// a journal cut between the two events, or a commit waiting for
+	// integration, whose clone went back to the crew (and may be another
+	// task's now).
 	for _, id := range s.Order {
 		t := s.Tasks[id]
-		if t.State != muster.StateRunning {
+		if t.State != muster.StateRunning || found[id] {
 			continue
 		}
-		if _, held := s.Leases[muster.Slot(t.Executor, t.Clone)]; !held {
+		if l, held := s.Leases[muster.Slot(t.Executor, t.Clone)]; !held || l.Task != id {
 			p := s.Procs[muster.Slot(t.Executor, t.Clone)]
 			out = append(out, Orphan{Lease: Lease{Task: id, Executor: t.Executor, Clone: t.Clone}, Running: true, PID: p.PID, Proc: p})
 		}

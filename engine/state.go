@@ -57,6 +57,9 @@ type TaskState struct {
 	waiting    int
 	dependents []muster.TaskID
 	priority   float64
+	// unleased: running, its coder's clone given back while its commit
+	// waits for integration (counted in State.unleased).
+	unleased bool
 }
 
 // Terminal reports whether the task has ended for this run.
@@ -134,6 +137,7 @@ type State struct {
 	coders    int // coder leases
 	codeTasks int // Kind: code tasks in the plan
 	writers   int // leases of tasks that write
+	unleased  int // running tasks that hold no clone (TaskState.unleased)
 
 	// doneUsage sums the usage of the doneCount tasks that succeeded
 	// (the running average of Expected); budgetWarned is set by the
@@ -271,6 +275,13 @@ func (s *State) applyCrew(e *muster.Event) error {
 			role = muster.RoleCoder
 		}
 		s.Leases[slot] = Lease{Task: e.Task, Executor: e.Executor, Clone: e.Clone, Role: role}
+		// A running task's coder that gave its clone back while its commit
+		// waited for integration and leased one again for a fix round
+		// works there now.
+		if t := s.Tasks[e.Task]; t != nil && role == muster.RoleCoder && t.State == muster.StateRunning {
+			t.Executor, t.Clone = e.Executor, e.Clone
+			s.setUnleased(t, false)
+		}
 		if role != muster.RoleReviewer {
 			s.coders++
 			if t := s.Tasks[e.Task]; t != nil && t.Task.EffectiveAuthority() != muster.AuthorityRead {
@@ -285,6 +296,12 @@ func (s *State) applyCrew(e *muster.Event) error {
 		}
 		delete(s.Leases, slot)
 		delete(s.Procs, slot)
+		// A coder's clone given back before its task ended, and no other
+		// clone held for it (a race's candidates hold several): the
+		// task's commit waits for integration, the task still runs.
+		if t := s.Tasks[l.Task]; t != nil && l.Role == muster.RoleCoder && t.State == muster.StateRunning && !s.holdsCoder(l.Task) {
+			s.setUnleased(t, true)
+		}
 		if l.Role != muster.RoleReviewer {
 			s.coders--
 			if t := s.Tasks[l.Task]; t != nil && t.Task.EffectiveAuthority() != muster.AuthorityRead {
@@ -398,6 +415,7 @@ func (s *State) applyIntegration(e *muster.Event) error {
 // applyEnd folds a task's end: succeeded, failed (for good or to retry), skipped or cancelled.
 func (s *State) applyEnd(e *muster.Event) error {
 	if t := s.Tasks[e.Task]; t != nil {
+		s.setUnleased(t, false)
 		t.endRace(e)
 	}
 	switch e.Type {
@@ -707,4 +725,31 @@ func (s *State) Done() bool {
 		}
 	}
 	return true
+}
+
+// setUnleased marks a running task as holding no clone, or no more so.
+func (s *State) setUnleased(t *TaskState, on bool) {
+	if t.unleased == on {
+		return
+	}
+	t.unleased = on
+	if on {
+		s.unleased++
+	} else {
+		s.unleased--
+	}
+}
+
+// Working reports whether anything is under way: a clone leased, or a
+// task's commit waiting for integration with its clone given back.
+func (s *State) Working() bool { return len(s.Leases) > 0 || s.unleased > 0 }
+
+// holdsCoder reports whether task holds a coder's lease.
+func (s *State) holdsCoder(task muster.TaskID) bool {
+	for _, l := range s.Leases {
+		if l.Task == task && l.Role == muster.RoleCoder {
+			return true
+		}
+	}
+	return false
 }

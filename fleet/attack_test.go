@@ -10,6 +10,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/muster-run/muster"
 )
 
 // TestWorkerCannotReadOthersReplies: a worker's credentials let it
@@ -93,5 +95,49 @@ func TestWorkerCannotReadOthersReplies(t *testing.T) {
 		if strings.Contains(s, secret) {
 			t.Fatalf("a worker serving sh read a codex job delivered to another worker: %q", s)
 		}
+	}
+}
+
+// TestClaimNeedsTheJobsNonce: a worker that never received a job (it
+// serves another executor, so neither its consumer nor its inbox sees
+// the job's message) but learnt its id (the events stream's subjects)
+// and guessed its message's sequence cannot claim it, or send its
+// result: every report must carry the job message's nonce. The claim is
+// a Refused record; the holder of the job's message claims it.
+func TestClaimNeedsTheJobsNonce(t *testing.T) {
+	srv, err := Serve(ServeOptions{Listen: "127.0.0.1:0", Store: filepath.Join(t.TempDir(), "js")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	orch, err := Connect(ctx, srv.URL(), "orch", Auth{Creds: creds(t, srv, "orch", UserOptions{Orchestrator: true})}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer orch.Close()
+	d := &Dispatcher{conn: orch, run: "run1", lease: time.Minute}
+	job := &Job{Run: "run1", ID: "job1", Task: &muster.Task{ID: "a"}, Executor: "codex", Role: muster.RoleCoder, Attempt: 1, Nonce: "the-secret-nonce"}
+	p := &pending{job: job, ch: make(chan Report, 4), done: make(chan struct{}), seen: map[string]bool{}, msgSeq: 7, lastSeen: time.Now()}
+	var recs []muster.Record
+	emit := func(r muster.Record) { recs = append(recs, r) }
+	req := &muster.ExecRequest{Task: job.Task, Role: muster.RoleCoder, Attempt: 1}
+	forged := Report{Kind: RepClaim, Job: "job1", Task: "a", Attempt: 1, Worker: "spy", Msg: 7, Delivery: 1, sender: "spy", subject: "muster.ev.run1.spy.job1"}
+	if _, _, err := d.report(ctx, req, p, &forged, emit); err != nil {
+		t.Fatal(err)
+	}
+	if p.holder != "" {
+		t.Fatalf("a worker that never received the job holds its lease: %s", p.holder)
+	}
+	if len(recs) != 1 || recs[0].Type != muster.RecRefused || !strings.Contains(recs[0].Tool, "nonce") {
+		t.Fatalf("records %+v: want one Refused naming the nonce", recs)
+	}
+	honest := Report{Kind: RepClaim, Job: "job1", Task: "a", Attempt: 1, Worker: "w2", Msg: 7, Delivery: 1, Nonce: "the-secret-nonce", sender: "w2", subject: "muster.ev.run1.w2.job1"}
+	if _, _, err := d.report(ctx, req, p, &honest, emit); err != nil {
+		t.Fatal(err)
+	}
+	if p.holder != "w2/7.1" {
+		t.Fatalf("the job's deliveree did not get the lease: %q (records %+v)", p.holder, recs)
 	}
 }

@@ -122,10 +122,11 @@ type Conn struct {
 }
 
 // WorkerTTL is how long a registration lives without a heartbeat;
-// RunTTL how long a run's presence lives without its orchestrator's.
+// PresenceTTL how long a run's presence lives without its orchestrator's
+// refresh (workers keep its jobs for the run's run_ttl past that).
 const (
-	WorkerTTL = 15 * time.Second
-	RunTTL    = 15 * time.Second
+	WorkerTTL   = 15 * time.Second
+	PresenceTTL = 15 * time.Second
 )
 
 // Connect dials the server at url with the credentials of a and binds
@@ -213,7 +214,7 @@ func (c *Conn) bind(ctx context.Context, create bool) error {
 	if c.Leases, err = kv(jetstream.KeyValueConfig{Bucket: LeasesBucket, TTL: 7 * 24 * time.Hour, History: 1}); err != nil {
 		return fmt.Errorf("bucket %s: %w", LeasesBucket, err)
 	}
-	if c.Runs, err = kv(jetstream.KeyValueConfig{Bucket: RunsBucket, TTL: RunTTL, History: 1}); err != nil {
+	if c.Runs, err = kv(jetstream.KeyValueConfig{Bucket: RunsBucket, TTL: PresenceTTL, History: 1}); err != nil {
 		return fmt.Errorf("bucket %s: %w", RunsBucket, err)
 	}
 	oc := jetstream.ObjectStoreConfig{Bucket: BundlesBucket, TTL: 7 * 24 * time.Hour}

@@ -44,6 +44,15 @@ type Job struct {
 	// NotOn names workers that may not take the job (a reviewer's job
 	// never runs where its change was made).
 	NotOn []string `json:"not_on,omitempty"`
+	// RunTTL is how long the worker keeps the job running once the run's
+	// presence lapses ([fleet] run_ttl): a resume within it adopts the
+	// job. 0: PresenceTTL (an orchestrator of an earlier version).
+	RunTTL time.Duration `json:"run_ttl,omitempty"`
+	// Nonce is a secret of the job's message, which only the workers
+	// that may serve its executor can read (their consumers, their own
+	// inboxes): every report carries it back, so a worker that never
+	// received the job cannot claim it or send its result.
+	Nonce string `json:"nonce,omitempty"`
 }
 
 // Kinds of Report.
@@ -71,6 +80,8 @@ type Report struct {
 	Delivery uint64 `json:"delivery"`
 	Clone    int    `json:"clone,omitempty"`
 	Seq      int    `json:"seq,omitempty"`
+	// Nonce is the job's (Job.Nonce).
+	Nonce string `json:"nonce,omitempty"`
 
 	Record *muster.Record `json:"record,omitempty"`
 
@@ -87,8 +98,10 @@ type Report struct {
 	Plan       string              `json:"plan,omitempty"` // a delegating task's plan file
 
 	// subject is the subject the report came on (set by the orchestrator
-	// as it reads it, never sent), sender its worker token.
+	// as it reads it, never sent), sender its worker token, and
+	// streamSeq its sequence in the events stream.
 	subject, sender string
+	streamSeq       uint64
 }
 
 // holder names a lease: "worker/msg.delivery".

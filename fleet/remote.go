@@ -4,7 +4,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,7 +21,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/muster-run/muster"
-	"github.com/muster-run/muster/internal/exchange"
 )
 
 // Local is the orchestrator's git side of remote invocations, in the
@@ -68,13 +66,18 @@ type Dispatcher struct {
 	bundleMu sync.Mutex // serialises bundle creation
 	sub      *nats.Subscription
 	cc       jetstream.ConsumeContext
+	// orphans are the earlier generation's jobs a resume may adopt
+	// (adopt.go), until adoptEnd (the run's run_ttl) cancels the rest.
+	orphans  map[string]*orphan
+	adoptEnd *time.Timer
+	runTTL   time.Duration
 	// stopBeat ends the presence heartbeat; beatDone is closed after.
 	stopBeat context.CancelFunc
 	beatDone chan struct{}
 }
 
 // presenceEvery is how often the orchestrator says its run is alive.
-const presenceEvery = RunTTL / 3
+const presenceEvery = PresenceTTL / 3
 
 // pending is one job in flight. Reports reach it on ch, in stream order.
 type pending struct {
@@ -107,6 +110,18 @@ type DispatchOptions struct {
 	// trust_worker_gates); else the driver runs the task's gates again on
 	// the returned change.
 	TrustGates bool
+	// Resume opens a resumed run: the jobs its earlier orchestrator left
+	// running under a lease it recorded are adopted by the invocations
+	// that ask for the same work, or cancelled. Seen is the highest
+	// events-stream sequence the run's journal holds per task
+	// (Event.FleetSeq): a task without one (a journal of an earlier
+	// version) adopts nothing.
+	Resume bool
+	Seen   map[muster.TaskID]uint64
+	// RunTTL is how long workers keep the run's jobs once its presence
+	// lapses, and how long a resume keeps them for adoption ([fleet]
+	// run_ttl; default muster.DefaultRunTTL).
+	RunTTL time.Duration
 }
 
 // Open starts a new generation of run on the fleet: work of earlier
@@ -116,21 +131,30 @@ func Open(ctx context.Context, c *Conn, o DispatchOptions) (*Dispatcher, error) 
 	if o.Lease <= 0 {
 		o.Lease = DefaultLease
 	}
-	d := &Dispatcher{conn: c, run: o.Run, runTok: token(o.Run), repo: o.Repo, local: o.Local, scratch: o.Scratch, lease: o.Lease, trustGates: o.TrustGates, jobs: map[string]*pending{}, stored: map[string]bool{}, producer: map[muster.TaskID]string{}, base: context.WithoutCancel(ctx)}
-	if err := os.MkdirAll(o.Scratch, 0o700); err != nil {
+	if o.RunTTL <= 0 {
+		o.RunTTL = muster.DefaultRunTTL
+	}
+	d := &Dispatcher{conn: c, run: o.Run, runTok: token(o.Run), repo: o.Repo, local: o.Local, scratch: o.Scratch, lease: o.Lease, trustGates: o.TrustGates,
+		jobs: map[string]*pending{}, stored: map[string]bool{}, producer: map[muster.TaskID]string{}, base: context.WithoutCancel(ctx),
+		orphans: map[string]*orphan{}, runTTL: o.RunTTL}
+	if err := os.MkdirAll(filepath.Join(o.Scratch, "jobs"), 0o700); err != nil {
 		return nil, err
 	}
-	var gen int64
-	if e, err := c.Leases.Get(ctx, genKey(o.Run)); err == nil {
-		gen, _ = strconv.ParseInt(string(e.Value()), 10, 64)
+	if err := d.newGeneration(ctx); err != nil {
+		return nil, err
 	}
-	d.gen = gen + 1
-	if _, err := c.Leases.Put(ctx, genKey(o.Run), []byte(strconv.FormatInt(d.gen, 10))); err != nil {
-		return nil, fmt.Errorf("fleet: record the run's generation: %w", err)
+	if o.Resume {
+		if err := d.collectOrphans(ctx, o.Seen); err != nil {
+			return nil, fmt.Errorf("fleet: the jobs of the interrupted run: %w", err)
+		}
 	}
-	cons, err := c.JS.OrderedConsumer(ctx, EventsStream, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{"muster.ev." + d.runTok + ".>"}, DeliverPolicy: jetstream.DeliverNewPolicy,
-	})
+	cc := jetstream.OrderedConsumerConfig{FilterSubjects: []string{"muster.ev." + d.runTok + ".>"}, DeliverPolicy: jetstream.DeliverNewPolicy}
+	if from := d.replayFrom(); from > 0 {
+		// What the adopted jobs' workers sent after the journal's last
+		// record of them: read again, taken once.
+		cc.DeliverPolicy, cc.OptStartSeq = jetstream.DeliverByStartSequencePolicy, from
+	}
+	cons, err := c.JS.OrderedConsumer(ctx, EventsStream, cc)
 	if err != nil {
 		return nil, fmt.Errorf("fleet: events consumer: %w", err)
 	}
@@ -147,6 +171,9 @@ func Open(ctx context.Context, c *Conn, o DispatchOptions) (*Dispatcher, error) 
 	if _, err := c.Runs.Put(ctx, runKey(o.Run), []byte(strconv.FormatInt(d.gen, 10))); err != nil {
 		d.Close()
 		return nil, fmt.Errorf("fleet: record the run's presence: %w", err)
+	}
+	if len(d.orphans) > 0 {
+		d.adoptEnd = time.AfterFunc(d.runTTL, func() { d.cancelOrphans("") })
 	}
 	var bctx context.Context
 	bctx, d.stopBeat = context.WithCancel(d.base)
@@ -167,9 +194,28 @@ func Open(ctx context.Context, c *Conn, o DispatchOptions) (*Dispatcher, error) 
 	return d, nil
 }
 
-// Close stops taking reports and bundle requests, and says the run's
-// orchestrator is gone.
+// newGeneration records the run's next generation: the jobs of earlier
+// ones that no lease holds are dropped by workers.
+func (d *Dispatcher) newGeneration(ctx context.Context) error {
+	var gen int64
+	if e, err := d.conn.Leases.Get(ctx, genKey(d.run)); err == nil {
+		gen, _ = strconv.ParseInt(string(e.Value()), 10, 64)
+	}
+	d.gen = gen + 1
+	if _, err := d.conn.Leases.Put(ctx, genKey(d.run), []byte(strconv.FormatInt(d.gen, 10))); err != nil {
+		return fmt.Errorf("fleet: record the run's generation: %w", err)
+	}
+	return nil
+}
+
+// Close stops taking reports and bundle requests, cancels the jobs of an
+// earlier generation nothing adopted, and says the run's orchestrator is
+// gone.
 func (d *Dispatcher) Close() {
+	if d.adoptEnd != nil {
+		d.adoptEnd.Stop()
+	}
+	d.cancelOrphans("")
 	if d.stopBeat != nil {
 		d.stopBeat()
 		<-d.beatDone
@@ -195,8 +241,14 @@ func (d *Dispatcher) onEvent(m jetstream.Msg) {
 	if t := strings.Split(r.subject, "."); len(t) == 5 {
 		r.sender = t[3]
 	}
+	if meta, err := m.Metadata(); err == nil {
+		r.streamSeq = meta.Sequence.Stream
+	}
 	d.mu.Lock()
 	p := d.jobs[r.Job]
+	if p == nil {
+		d.hold(r) // an orphan's is kept until adopted
+	}
 	d.mu.Unlock()
 	if p == nil {
 		return // a job of another generation or already ended: dropped
@@ -205,61 +257,6 @@ func (d *Dispatcher) onEvent(m jetstream.Msg) {
 	case p.ch <- r:
 	case <-p.done: // ended meanwhile: a late report cannot stall the others
 	}
-}
-
-// onBundleRequest answers a worker that lacks a job's start commit with
-// a bundle of it, less what the worker says it has.
-func (d *Dispatcher) onBundleRequest(m *nats.Msg) {
-	var req BundleRequest
-	if err := json.Unmarshal(m.Data, &req); err != nil {
-		return
-	}
-	go func() { // a first bundle of a large repository takes a while
-		reply := func(r BundleReply) {
-			b, _ := json.Marshal(r)
-			_ = m.Respond(b)
-		}
-		d.mu.Lock()
-		p := d.jobs[req.Job]
-		d.mu.Unlock()
-		if p == nil || req.Want != p.job.Start {
-			reply(BundleReply{Error: "no such job in flight"})
-			return
-		}
-		have := append([]string(nil), req.Have...)
-		sort.Strings(have)
-		h := sha256.Sum256([]byte(strings.Join(have, ",")))
-		name := fmt.Sprintf("%s/b/%s-%s", d.run, req.Want, hex.EncodeToString(h[:8]))
-		ctx, cancel := context.WithTimeout(d.base, 5*time.Minute)
-		defer cancel()
-		d.bundleMu.Lock()
-		defer d.bundleMu.Unlock()
-		d.mu.Lock()
-		stored := d.stored[name]
-		d.mu.Unlock()
-		if stored {
-			reply(BundleReply{Object: name})
-			return
-		}
-		path := filepath.Join(d.scratch, "b-"+randomID()+".bundle")
-		defer os.Remove(path)
-		if err := d.local.WriteBundle(ctx, p.dir, req.Want, have, path); err != nil {
-			reply(BundleReply{Error: "bundle: " + err.Error()})
-			return
-		}
-		if b, err := os.ReadFile(path); err == nil && len(b) <= inlineMax {
-			reply(BundleReply{Data: b})
-			return
-		}
-		if err := putFile(ctx, d.conn.Bundles, name, path); err != nil {
-			reply(BundleReply{Error: "store bundle: " + err.Error()})
-			return
-		}
-		d.mu.Lock()
-		d.stored[name] = true
-		d.mu.Unlock()
-		reply(BundleReply{Object: name})
-	}()
 }
 
 func randomID() string {
@@ -283,14 +280,53 @@ var _ muster.Executor = (*remote)(nil)
 // Execute sends one invocation to the fleet and waits for the result of
 // the lease it accepts. A coder's result is applied to req.Dir, as if the
 // agent had written it there; the gates it ran come back in the result.
+// In a resumed run, a job of the interrupted one that does the same work
+// is adopted instead of sent again (adopt.go).
 func (r *remote) Execute(ctx context.Context, req *muster.ExecRequest, emit func(muster.Record)) (*muster.ExecResult, error) {
 	d := r.d
-	bg := context.WithoutCancel(ctx)
-	start := req.Base
 	dir := req.Dir // where the change is in git
 	if req.Role == muster.RoleReviewer && req.Source != "" {
 		dir = req.Source // Dir is an export without a repository
 	}
+	p, claim := d.adopt(req, r.name, dir)
+	if p != nil {
+		emit(claim)
+	} else {
+		if req.Task != nil {
+			// The task's work is done anew: what of it an interrupted run
+			// left on workers will never be taken.
+			d.cancelOrphans(req.Task.ID)
+		}
+		job, err := r.job(ctx, req, dir)
+		if err != nil {
+			return nil, err
+		}
+		p = &pending{job: job, dir: dir, ch: make(chan Report, 1024), done: make(chan struct{}), seen: map[string]bool{}}
+		d.mu.Lock()
+		d.jobs[job.ID] = p
+		d.mu.Unlock()
+	}
+	defer func() {
+		d.mu.Lock()
+		delete(d.jobs, p.job.ID)
+		d.mu.Unlock()
+		close(p.done)
+	}()
+	if p.msgSeq == 0 {
+		d.keep(p.job, 0)
+		if err := d.publish(ctx, p); err != nil {
+			return nil, err
+		}
+		p.lastSeen = time.Now()
+	}
+	return d.wait(ctx, req, p, emit)
+}
+
+// job makes the job of an invocation: the worktree's state as a commit
+// (past a coder's first round), the prompt, and where it may not run.
+func (r *remote) job(ctx context.Context, req *muster.ExecRequest, dir string) (*Job, error) {
+	d := r.d
+	start := req.Base
 	if req.Role != muster.RoleCoder || req.Round != 0 || start == "" {
 		// The worktree holds more than a commit (a fix round's state, a
 		// change under review): record it as one.
@@ -312,7 +348,8 @@ func (r *remote) Execute(ctx context.Context, req *muster.ExecRequest, emit func
 		Run: d.run, ID: randomID(), Gen: d.gen, Repo: d.repo, Start: start,
 		Task: req.Task, Executor: r.name, Role: req.Role, Attempt: req.Attempt, Round: req.Round,
 		Authority: req.Authority, Model: req.Model, Prompt: req.Prompt, SessionID: req.SessionID,
-		Timeout: req.Timeout, Grace: req.Grace, Stall: req.Stall, PlanOut: req.PlanOut != "",
+		Timeout: req.Timeout, Grace: req.Grace, Stall: req.Stall, PlanOut: req.PlanOut != "", RunTTL: d.runTTL,
+		Nonce: randomID() + randomID(),
 	}
 	if req.Role == muster.RoleCoder && d.trustGates {
 		job.Gates, job.GateTimeout = req.Gates, req.GateTimeout
@@ -334,26 +371,18 @@ func (r *remote) Execute(ctx context.Context, req *muster.ExecRequest, emit func
 		}
 		job.Diff = string(b)
 	}
-	p := &pending{job: job, dir: dir, ch: make(chan Report, 1024), done: make(chan struct{}), seen: map[string]bool{}}
-	d.mu.Lock()
-	d.jobs[job.ID] = p
-	d.mu.Unlock()
-	defer func() {
-		d.mu.Lock()
-		delete(d.jobs, job.ID)
-		d.mu.Unlock()
-		close(p.done)
-	}()
-	if err := d.publish(ctx, p); err != nil {
-		return nil, err
-	}
+	return job, nil
+}
+
+// wait takes the job's reports until its result, watching for a job
+// lost from the queue.
+func (d *Dispatcher) wait(ctx context.Context, req *muster.ExecRequest, p *pending, emit func(muster.Record)) (*muster.ExecResult, error) {
 	watch := time.NewTicker(d.lease)
 	defer watch.Stop()
-	p.lastSeen = time.Now()
 	for {
 		select {
 		case <-ctx.Done():
-			_, _ = d.conn.Leases.Put(bg, leaseKey(d.run, job.ID), []byte(LeaseCancel))
+			_, _ = d.conn.Leases.Put(context.WithoutCancel(ctx), leaseKey(d.run, p.job.ID), []byte(LeaseCancel))
 			return nil, ctx.Err()
 		case <-watch.C:
 			if time.Since(p.lastSeen) > 2*d.lease {
@@ -392,16 +421,25 @@ func (d *Dispatcher) report(ctx context.Context, req *muster.ExecRequest, p *pen
 		p.refuse(rep, emit, "it names another task or attempt than its job's")
 		return false, nil, nil
 	}
+	if job.Nonce != "" && subtle.ConstantTimeCompare([]byte(rep.Nonce), []byte(job.Nonce)) != 1 {
+		p.refuse(rep, emit, "it does not carry the job's nonce: its sender never received the job")
+		return false, nil, nil
+	}
 	who := rep.holder()
 	switch rep.Kind {
 	case RepClaim:
+		if who == p.holder {
+			p.lastSeen = time.Now() // the holder's own claim again (an adopted job's)
+			return false, nil, nil
+		}
 		if why := p.claimRefused(rep, d.lease); why != "" {
 			p.refuse(rep, emit, why)
 			return false, nil, nil
 		}
 		p.holder, p.lastSeen = who, time.Now()
+		d.keep(job, rep.Clone)
 		_, _ = d.conn.Leases.Put(bg, leaseKey(d.run, job.ID), []byte(who))
-		emit(muster.Record{Type: muster.RecWorker, Worker: rep.Worker, WorkerClone: rep.Clone})
+		emit(muster.Record{Type: muster.RecWorker, Worker: rep.Worker, WorkerClone: rep.Clone, FleetSeq: rep.streamSeq})
 	case RepAlive:
 		if who == p.holder {
 			p.lastSeen = time.Now()
@@ -420,7 +458,9 @@ func (d *Dispatcher) report(ctx context.Context, req *muster.ExecRequest, p *pen
 		case muster.RecPID, muster.RecWorker, muster.RecRefused:
 			return false, nil, nil // another host's processes are none of ours
 		}
-		emit(*rep.Record)
+		rc := *rep.Record
+		rc.FleetSeq = rep.streamSeq
+		emit(rc)
 	case RepHandback:
 		if who == p.holder {
 			p.holder = ""
@@ -538,71 +578,4 @@ func (d *Dispatcher) holderAlive(ctx context.Context, p *pending) bool {
 		}
 	}
 	return false
-}
-
-// accept takes the accepted lease's result: the commit it returns must be
-// a child of the job's start, and is applied to the worktree.
-func (d *Dispatcher) accept(ctx context.Context, req *muster.ExecRequest, p *pending, rep *Report) (*muster.ExecResult, error) {
-	if rep.Fail != "" {
-		return nil, &muster.AgentError{Class: muster.FailTransient, Message: "fleet worker " + rep.Worker + ": " + rep.Fail}
-	}
-	res := rep.Exec
-	if res == nil {
-		res = &muster.ExecResult{}
-	}
-	res.Gates = nil
-	if req.Role == muster.RoleCoder && rep.Error == nil {
-		if rep.Commit != "" {
-			if err := d.take(ctx, req.Dir, p.job.Start, rep); err != nil {
-				return nil, &muster.AgentError{Class: muster.FailInvalid, Message: "fleet worker " + rep.Worker + ": result refused: " + err.Error()}
-			}
-		}
-		if rep.Gates != nil && d.trustGates {
-			res.Gates = rep.Gates // trusted: else the driver runs them on the change here
-		}
-	}
-	if req.PlanOut != "" && rep.Plan != "" {
-		if len(rep.Plan) > maxPlan {
-			return nil, &muster.AgentError{Class: muster.FailInvalid, Message: "fleet worker " + rep.Worker + ": plan file over 1 MiB"}
-		}
-		// Into the local invocation's out/, by rename: never through a link.
-		if err := exchange.WriteFile(filepath.Dir(req.PlanOut), filepath.Base(req.PlanOut), []byte(rep.Plan), 0o644); err != nil {
-			return nil, err
-		}
-	}
-	if rep.Error != nil {
-		return res, rep.Error
-	}
-	return res, nil
-}
-
-// take fetches the result bundle, checks that it holds one commit on
-// start, and writes its change into dir.
-func (d *Dispatcher) take(ctx context.Context, dir, start string, rep *Report) error {
-	path := filepath.Join(d.scratch, "r-"+randomID()+".bundle")
-	defer os.Remove(path)
-	switch {
-	case len(rep.BundleData) > 0:
-		if err := os.WriteFile(path, rep.BundleData, 0o600); err != nil {
-			return err
-		}
-	case !strings.HasPrefix(rep.Bundle, d.run+"/r/"+rep.Job+"."):
-		return fmt.Errorf("bundle %q is not this job's", rep.Bundle)
-	default:
-		if err := d.conn.Bundles.GetFile(ctx, rep.Bundle, path); err != nil {
-			return fmt.Errorf("get bundle: %w", err)
-		}
-		_ = d.conn.Bundles.Delete(context.WithoutCancel(ctx), rep.Bundle)
-	}
-	tip, parents, err := d.local.ReadBundle(ctx, dir, path)
-	if err != nil {
-		return err
-	}
-	if tip != rep.Commit {
-		return fmt.Errorf("the bundle holds %s, not the reported %s", tip, rep.Commit)
-	}
-	if len(parents) != 1 || parents[0] != start {
-		return fmt.Errorf("commit %s is not one commit on the job's start %s", tip, start)
-	}
-	return d.local.Apply(ctx, dir, start, tip)
 }

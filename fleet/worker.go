@@ -69,9 +69,11 @@ type Worker struct {
 	o     WorkerOptions
 	start time.Time
 
-	mu    sync.Mutex // guards doing
+	mu    sync.Mutex // guards doing and absent
 	doing map[string]map[int]Doing
-	logMu sync.Mutex
+	// absent is when this worker first saw each run's presence lapsed.
+	absent map[string]time.Time
+	logMu  sync.Mutex
 }
 
 // NewWorker checks the options and returns a worker.
@@ -85,7 +87,7 @@ func NewWorker(o WorkerOptions) (*Worker, error) {
 	if len(o.Specs) == 0 {
 		return nil, &muster.Error{Code: muster.CodeInvalid, Message: "the worker's config has no executors: add [executors.NAME] tables (see docs/fleet.md)"}
 	}
-	return &Worker{o: o, start: time.Now().UTC(), doing: map[string]map[int]Doing{}}, nil
+	return &Worker{o: o, start: time.Now().UTC(), doing: map[string]map[int]Doing{}, absent: map[string]time.Time{}}, nil
 }
 
 func (w *Worker) logf(format string, args ...any) {
@@ -200,7 +202,7 @@ func (w *Worker) handle(stop context.Context, spec *muster.ExecutorSpec, n int, 
 		return
 	}
 	rep := func(r Report) error {
-		r.Job, r.Task, r.Attempt, r.Worker, r.Msg, r.Delivery, r.Clone = job.ID, job.Task.ID, job.Attempt, w.o.Name, seq, delivery, n
+		r.Job, r.Task, r.Attempt, r.Worker, r.Msg, r.Delivery, r.Clone, r.Nonce = job.ID, job.Task.ID, job.Attempt, w.o.Name, seq, delivery, n, job.Nonce
 		return w.publish(bg, &job, r)
 	}
 	if err := rep(Report{Kind: RepClaim}); err != nil {
@@ -275,31 +277,52 @@ func (w *Worker) ackStale(ctx context.Context, job *Job, me string, msg jetstrea
 // stale says why the job is no longer this lease's to run ("" while it
 // is), and whether its message may be acked (nobody else holds it). A
 // lease recorded for an older delivery of the job is no reason: this
-// delivery supersedes it once the orchestrator takes its claim.
+// delivery supersedes it once the orchestrator takes its claim. A job of
+// an earlier generation (its orchestrator was resumed) goes on when the
+// old orchestrator recorded its lease: the resumed one adopts it, or
+// cancels it.
 func (w *Worker) stale(ctx context.Context, job *Job, me string) (why string, ack bool) {
-	if e, err := w.o.Conn.Leases.Get(ctx, genKey(job.Run)); err == nil {
-		if g, _ := strconv.ParseInt(string(e.Value()), 10, 64); g > job.Gen {
-			return "the run was resumed", true
+	lease := ""
+	if e, err := w.o.Conn.Leases.Get(ctx, leaseKey(job.Run, job.ID)); err == nil {
+		lease = string(e.Value())
+	}
+	switch lease {
+	case LeaseDone, LeaseCancel:
+		return "the job is " + lease, true
+	case "":
+		if e, err := w.o.Conn.Leases.Get(ctx, genKey(job.Run)); err == nil {
+			if g, _ := strconv.ParseInt(string(e.Value()), 10, 64); g > job.Gen {
+				return "the run was resumed", true
+			}
 		}
 	}
-	if _, err := w.o.Conn.Runs.Get(ctx, runKey(job.Run)); errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+	if w.gone(ctx, job) {
 		return "the run's orchestrator is gone", true
 	}
-	e, err := w.o.Conn.Leases.Get(ctx, leaseKey(job.Run, job.ID))
-	if err != nil {
-		return "", false // not yet accepted (or the bucket is unreachable: keep on)
+	if lease != "" && lease != me && epochAfter(lease, me) {
+		return "the lease went to " + lease, false
 	}
-	switch v := string(e.Value()); v {
-	case "", me:
-		return "", false
-	case LeaseDone, LeaseCancel:
-		return "the job is " + v, true
-	default:
-		if epochAfter(v, me) {
-			return "the lease went to " + v, false
-		}
-		return "", false
+	return "", false
+}
+
+// gone reports whether the job's run has had no orchestrator for the
+// job's run_ttl: its presence lapsed that long ago (as this worker saw
+// it), and no resume came to adopt the job.
+func (w *Worker) gone(ctx context.Context, job *Job) bool {
+	_, err := w.o.Conn.Runs.Get(ctx, runKey(job.Run))
+	absent := errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !absent {
+		delete(w.absent, job.Run)
+		return false
 	}
+	since, ok := w.absent[job.Run]
+	if !ok {
+		since = time.Now()
+		w.absent[job.Run] = since
+	}
+	return time.Since(since) >= job.RunTTL
 }
 
 // epochAfter reports whether lease a ("worker/msg.delivery") is of a

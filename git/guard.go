@@ -2,7 +2,6 @@ package git
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"fmt"
@@ -290,124 +289,6 @@ func (g *guard) check(ctx context.Context, slot string, extra []string) []string
 	out := g.charged[slot]
 	g.charged[slot] = nil
 	return out
-}
-
-// compare finds and undoes changes since the snapshot; each returned
-// reason names one ("tampered: refs/heads/main moved").
-func (g *guard) compare(ctx context.Context) []string {
-	cur, err := g.snapshot()
-	if err != nil {
-		return []string{"tampered: cannot read the repository's refs: " + err.Error()}
-	}
-	var found []string
-	add := func(format string, args ...any) { found = append(found, "tampered: "+fmt.Sprintf(format, args...)) }
-	undone := func(ok bool) string {
-		if !g.restore {
-			return ""
-		}
-		if ok {
-			return " (undone)"
-		}
-		return " (not undone)"
-	}
-	// Refs.
-	names := map[string]bool{}
-	for r := range g.base.refs {
-		names[r] = true
-	}
-	for r := range cur.refs {
-		names[r] = true
-	}
-	var sorted []string
-	for r := range names {
-		sorted = append(sorted, r)
-	}
-	sort.Strings(sorted)
-	for _, r := range sorted {
-		was, had := g.base.refs[r]
-		now, has := cur.refs[r]
-		if had == has && was == now {
-			continue
-		}
-		head := !strings.HasPrefix(r, "refs/")
-		what := "moved"
-		switch {
-		case !had:
-			what = "created"
-		case !has:
-			what = "deleted"
-		case head:
-			what = "changed"
-		}
-		if head || strings.HasPrefix(was, "ref:") || strings.HasPrefix(now, "ref:") {
-			// HEAD and symbolic refs are reported, not undone: the user
-			// may have switched branches in their own work tree.
-			add("%s %s (was %s, now %s)", r, what, orNone(was), orNone(now))
-			g.adoptRef(r, now, has)
-			continue
-		}
-		ok := g.restore && g.restoreRef(ctx, r, was, now, had, has)
-		add("%s %s%s", r, what, undone(ok))
-		if !ok {
-			g.adoptRef(r, now, has)
-		}
-	}
-	// Files.
-	paths := map[string]bool{}
-	for p := range g.base.files {
-		paths[p] = true
-	}
-	for p := range cur.files {
-		paths[p] = true
-	}
-	var fsorted []string
-	for p := range paths {
-		fsorted = append(fsorted, p)
-	}
-	sort.Strings(fsorted)
-	for _, p := range fsorted {
-		was, now := g.base.files[p], cur.files[p]
-		if was.same(now) || was.exists == now.exists && was.exists && bytes.Equal(was.data, now.data) && was.mode == now.mode && was.data != nil {
-			if !was.same(now) {
-				g.base.files[p] = now // touched, same content
-			}
-			continue
-		}
-		what := "changed"
-		switch {
-		case !was.exists:
-			what = "added"
-		case !now.exists:
-			what = "removed"
-		}
-		ok := g.restore && restoreFile(p, was)
-		add("%s %s%s", rel(g.top, p), what, undone(ok))
-		if !ok {
-			g.base.files[p] = now
-		}
-	}
-	// Lock files left behind. One a live git holds (the user's `git
-	// status`, say) or that goes away within a second is no one's
-	// leftover: not reported.
-	for p := range cur.locks {
-		if g.base.locks[p] || openByAnyone(p) {
-			continue
-		}
-		ok := g.restore && os.Remove(p) == nil
-		add("%s left%s", rel(g.top, p), undone(ok))
-		if !ok {
-			g.base.locks[p] = true
-		}
-	}
-	// The index: its entries, when its stat data changed.
-	if !cur.index.same(g.base.index) {
-		entries, err := g.indexEntries(ctx)
-		if err == nil && entries != g.base.entries {
-			add("%s changed (staged entries)", rel(g.top, filepath.Join(g.gitDir, "index")))
-		}
-		g.base.index, g.base.entries = cur.index, entries
-	}
-	return found
 }
 
 func orNone(s string) string {

@@ -3,6 +3,8 @@ package git
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -69,4 +71,34 @@ func (w *Workspace) RaceDiff(ctx context.Context, base, commit string) (string, 
 		return "", fmt.Errorf("race diff: %w", err)
 	}
 	return string(out), nil
+}
+
+// ExportTree writes the tree of commit into dest, a fresh directory of
+// muster's that must not exist yet: a race's judge works there (the
+// repository at the candidates' base), never in a candidate's clone.
+func (w *Workspace) ExportTree(ctx context.Context, commit, dest string) error {
+	if !commitPattern.MatchString(commit) {
+		return fmt.Errorf("export tree: bad commit %q", commit)
+	}
+	if err := os.Mkdir(dest, 0o755); err != nil {
+		return fmt.Errorf("export tree: %w", err)
+	}
+	tmp, err := os.MkdirTemp(w.integDir, "export-")
+	if err != nil {
+		return fmt.Errorf("export tree: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	idx := "GIT_INDEX_FILE=" + filepath.Join(tmp, "index")
+	rt := w.ig("read-tree", commit+"^{tree}")
+	rt.env = append(rt.env, idx)
+	if _, err := run(ctx, rt); err != nil {
+		return fmt.Errorf("export tree: %w", err)
+	}
+	co := w.ig("checkout-index", "--all", "--force")
+	co.env = append(co.env, idx, "GIT_WORK_TREE="+dest)
+	co.dir = dest
+	if _, err := run(ctx, co); err != nil {
+		return fmt.Errorf("export tree: %w", err)
+	}
+	return nil
 }

@@ -20,6 +20,8 @@ var canonKeyNames = map[string]string{
 	"timeout_ns":     "Timeout",
 	"delegate_depth": "Delegates",
 	"parent":         "parent",
+	"race_first":     "Race",
+	"candidates":     "Executor",
 }
 
 // TaskChanges names the fields in which two versions of a task differ,

@@ -1,7 +1,9 @@
 package planfile
 
 import (
+	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,5 +21,19 @@ func TestTaskChangesNamesEachKey(t *testing.T) {
 	want := []string{"After", "Budget", "Delegates", "Executor", "Gate", "Owns", "Timeout", "[x]", "prompt", "title"}
 	if got := TaskChanges(old, cur); !slices.Equal(got, want) {
 		t.Fatalf("changes %v, want %v", got, want)
+	}
+	// Every field of the canonical form is named as a plan key, "title",
+	// "prompt", "[x]" or "parent" (a new key needs no row when its field
+	// is named as the key; else a row in canonKeyNames).
+	ct := reflect.TypeFor[canonTask]()
+	for i := range ct.NumField() {
+		f, _, _ := strings.Cut(ct.Field(i).Tag.Get("json"), ",")
+		if f == "id" {
+			continue
+		}
+		n := keyName(f)
+		if _, ok := keySpec(n); !ok && !slices.Contains([]string{"title", "prompt", "[x]", "parent"}, n) {
+			t.Errorf("canonical field %q is shown as %q, which is no plan key: add it to canonKeyNames", f, n)
+		}
 	}
 }

@@ -141,6 +141,9 @@ func WriteText(w io.Writer, r *Report) error {
 	if err := writeNetwork(w, r); err != nil {
 		return err
 	}
+	if err := writeRaces(w, r); err != nil {
+		return err
+	}
 	for _, s := range r.sections() {
 		if len(s.lines) == 0 {
 			continue

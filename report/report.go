@@ -138,6 +138,11 @@ type Report struct {
 	SucceededTasks             int     `json:"succeeded_tasks"`
 	CostPerSucceededTaskMicros int64   `json:"cost_per_succeeded_task_micros"`
 	CostPerSucceededTaskUSD    float64 `json:"cost_per_succeeded_task_usd"`
+	// Races are the races of raced tasks (Race:), each candidate's
+	// executor, cost, gates and verdict, the winner and the total;
+	// WinRates each executor's wins over the races it ran in.
+	Races    []Race    `json:"races,omitempty"`
+	WinRates []WinRate `json:"race_win_rates,omitempty"`
 }
 
 // Tampering is one attempt charged with changes to the user's repository.
@@ -186,6 +191,7 @@ func Build(runs [][]muster.Event, opts Options) *Report {
 	}
 	b.finish()
 	b.r.addIntegrationWaits(runs)
+	b.r.addRaces(runs)
 	return b.r
 }
 

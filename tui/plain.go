@@ -62,10 +62,14 @@ type plainFold struct {
 	// remote is, by the orchestrator's slot (remote#1), where a fleet
 	// worker runs its invocation (w1/remote#2): docs/fleet.md's name.
 	remote map[string]string
+	// racing holds the tasks whose race is under way: their TaskStarted
+	// says nothing the RaceStarted line did not.
+	racing map[muster.TaskID]bool
 }
 
 func newPlainFold() plainFold {
-	return plainFold{tasks: map[muster.TaskID]muster.TaskState{}, started: map[muster.TaskID]time.Time{}, remote: map[string]string{}}
+	return plainFold{tasks: map[muster.TaskID]muster.TaskState{}, started: map[muster.TaskID]time.Time{}, remote: map[string]string{},
+		racing: map[muster.TaskID]bool{}}
 }
 
 // who names the clone of e: the fleet worker's worker/executor#clone
@@ -113,7 +117,10 @@ func (f *plainFold) apply(e *muster.Event) {
 	case muster.EvTaskStarted:
 		f.tasks[e.Task] = muster.StateRunning
 		f.started[e.Task] = e.Time
+	case muster.EvRaceStarted:
+		f.racing[e.Task] = true
 	case muster.EvTaskSucceeded, muster.EvTaskFailed, muster.EvTaskSkipped, muster.EvTaskCancelled:
+		delete(f.racing, e.Task)
 		if _, ok := f.tasks[e.Task]; ok {
 			f.tasks[e.Task] = runview.EndState(e)
 		}
@@ -187,6 +194,9 @@ func (f *plainFold) line(e *muster.Event, color, verbose bool) string {
 		}
 		return "resumed: unfinished tasks run again"
 	case muster.EvTaskStarted:
+		if f.racing[e.Task] {
+			return "" // the race's line said where it runs
+		}
 		a := ""
 		if e.Attempt > 1 {
 			a = fmt.Sprintf(" (attempt %d)", e.Attempt)
@@ -227,6 +237,8 @@ func (f *plainFold) line(e *muster.Event, color, verbose bool) string {
 			}
 			return fmt.Sprintf("  batch of %d lands on the run branch: %s", len(e.Chain), strings.Join(ids, ", "))
 		}
+	case muster.EvRaceStarted, muster.EvCandidateFinished, muster.EvRaceWon:
+		return f.raceLine(e, color)
 	default:
 		return f.qualityLine(e, color, verbose)
 	}

@@ -150,10 +150,10 @@ func (e *Executor) keyEnv() string {
 	if e.spec.APIKeyEnv != "" {
 		return e.spec.APIKeyEnv
 	}
-	if e.spec.Kind == muster.ExecAnthropic {
-		return "ANTHROPIC_API_KEY"
+	if k := muster.LookupKind(e.spec.Kind); k != nil && k.KeyEnv != "" {
+		return k.KeyEnv
 	}
-	return "OPENAI_API_KEY"
+	return muster.LookupKind(muster.ExecOpenAI).KeyEnv
 }
 
 func (e *Executor) newWire(model, system, prompt string, tools []toolSpec) wire {
@@ -237,22 +237,30 @@ func (e *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit fu
 			return res, nil
 		}
 		w.addAssistant(tr)
-		results := make([]toolResult, 0, len(tr.calls))
-		for _, c := range tr.calls {
-			summary := Redact(tb.summary(c.name, c.args), key)
-			emit(muster.Record{Type: muster.RecTool, Tool: c.name, Args: summary})
-			out, isErr, handled := report(c, res, emit)
-			if !handled {
-				out, isErr = tb.run(ctx, c.name, c.args)
-			}
-			tail.add(fmt.Sprintf("[%s %s] %s", c.name, summary, Redact(truncate(firstLine(out), 200), key)))
-			results = append(results, toolResult{id: c.id, name: c.name, output: out, isError: isErr})
-		}
+		results := runCalls(ctx, tb, tr.calls, res, &tail, key, emit)
 		if ctx.Err() != nil {
 			return fail(ctx.Err())
 		}
 		w.addResults(results)
 	}
+}
+
+// runCalls runs a turn's tool calls in order, the report tools into res
+// and the others in the toolbox, each named (redacted) in a tool record
+// and the tail.
+func runCalls(ctx context.Context, tb *toolbox, calls []toolCall, res *muster.ExecResult, tail *tailBuf, key string, emit func(muster.Record)) []toolResult {
+	results := make([]toolResult, 0, len(calls))
+	for _, c := range calls {
+		summary := Redact(tb.summary(c.name, c.args), key)
+		emit(muster.Record{Type: muster.RecTool, Tool: c.name, Args: summary})
+		out, isErr, handled := report(c, res, emit)
+		if !handled {
+			out, isErr = tb.run(ctx, c.name, c.args)
+		}
+		tail.add(fmt.Sprintf("[%s %s] %s", c.name, summary, Redact(truncate(firstLine(out), 200), key)))
+		results = append(results, toolResult{id: c.id, name: c.name, output: out, isError: isErr})
+	}
+	return results
 }
 
 var (

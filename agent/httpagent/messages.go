@@ -48,108 +48,134 @@ type messagesBlock struct {
 
 func (w *messagesWire) parse(r io.Reader, stream bool) (*turnResult, error) {
 	if !stream {
-		var v struct {
-			Type    string          `json:"type"`
-			Model   string          `json:"model"`
-			Content []messagesBlock `json:"content"`
-			Usage   messagesUsage   `json:"usage"`
-			Error   *struct {
-				Type    string `json:"type"`
-				Message string `json:"message"`
-			} `json:"error"`
-		}
-		if err := json.NewDecoder(r).Decode(&v); err != nil {
-			return nil, err
-		}
-		if v.Error != nil {
-			return nil, streamError(v.Error.Type, v.Error.Message)
-		}
-		return blocksResult(v.Model, v.Content, v.Usage), nil
+		return parseMessagesBody(r)
 	}
-	var model string
-	var usage messagesUsage
-	var blocks []*messagesBlock
-	var partial []string
-	stopped := false
-	err := readSSE(r, func(name, data string) (bool, error) {
-		var ev struct {
-			Type    string `json:"type"`
-			Index   int    `json:"index"`
-			Message *struct {
-				Model string        `json:"model"`
-				Usage messagesUsage `json:"usage"`
-			} `json:"message"`
-			ContentBlock *messagesBlock `json:"content_block"`
-			Delta        *struct {
-				Type        string `json:"type"`
-				Text        string `json:"text"`
-				PartialJSON string `json:"partial_json"`
-			} `json:"delta"`
-			Usage *messagesUsage `json:"usage"`
-			Error *struct {
-				Type    string `json:"type"`
-				Message string `json:"message"`
-			} `json:"error"`
-		}
-		if err := json.Unmarshal([]byte(data), &ev); err != nil {
-			return false, err
-		}
-		switch ev.Type {
-		case "message_start":
-			if ev.Message != nil {
-				model, usage = ev.Message.Model, ev.Message.Usage
-			}
-		case "content_block_start":
-			if ev.ContentBlock == nil || ev.Index < 0 || ev.Index > 1000 {
-				return false, errors.New("bad content_block_start")
-			}
-			for len(blocks) <= ev.Index {
-				blocks = append(blocks, nil)
-				partial = append(partial, "")
-			}
-			b := *ev.ContentBlock
-			blocks[ev.Index] = &b
-		case "content_block_delta":
-			if ev.Index < 0 || ev.Index >= len(blocks) || blocks[ev.Index] == nil || ev.Delta == nil {
-				return false, errors.New("content_block_delta for an unknown block")
-			}
-			switch ev.Delta.Type {
-			case "text_delta":
-				blocks[ev.Index].Text += ev.Delta.Text
-			case "input_json_delta":
-				partial[ev.Index] += ev.Delta.PartialJSON
-			}
-		case "message_delta":
-			if ev.Usage != nil {
-				usage.OutputTokens = ev.Usage.OutputTokens
-				if ev.Usage.InputTokens > 0 {
-					usage.InputTokens = ev.Usage.InputTokens
-				}
-			}
-		case "message_stop":
-			stopped = true
-			return true, nil
-		case "error":
-			if ev.Error != nil {
-				return false, streamError(ev.Error.Type, ev.Error.Message)
-			}
-			return false, streamError("", "error event")
-		}
-		return false, nil
-	})
+	var st messagesStream
+	err := readSSE(r, func(_, data string) (bool, error) { return st.event(data) })
 	if err != nil {
 		return nil, err
 	}
-	if !stopped {
+	if !st.stopped {
 		return nil, errNoEnd
 	}
+	content, err := st.content()
+	if err != nil {
+		return nil, err
+	}
+	return blocksResult(st.model, content, st.usage), nil
+}
+
+// parseMessagesBody reads a whole (not streamed) Messages response.
+func parseMessagesBody(r io.Reader) (*turnResult, error) {
+	var v struct {
+		Type    string          `json:"type"`
+		Model   string          `json:"model"`
+		Content []messagesBlock `json:"content"`
+		Usage   messagesUsage   `json:"usage"`
+		Error   *struct {
+			Type    string `json:"type"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if err := json.NewDecoder(r).Decode(&v); err != nil {
+		return nil, err
+	}
+	if v.Error != nil {
+		return nil, streamError(v.Error.Type, v.Error.Message)
+	}
+	return blocksResult(v.Model, v.Content, v.Usage), nil
+}
+
+// messagesStream is a streamed Messages response read so far: its
+// blocks, each tool_use block's input JSON in pieces, and its usage.
+type messagesStream struct {
+	model   string
+	usage   messagesUsage
+	blocks  []*messagesBlock
+	partial []string
+	stopped bool
+}
+
+// messagesEvent is one server-sent event of a streamed response.
+type messagesEvent struct {
+	Type    string `json:"type"`
+	Index   int    `json:"index"`
+	Message *struct {
+		Model string        `json:"model"`
+		Usage messagesUsage `json:"usage"`
+	} `json:"message"`
+	ContentBlock *messagesBlock `json:"content_block"`
+	Delta        *struct {
+		Type        string `json:"type"`
+		Text        string `json:"text"`
+		PartialJSON string `json:"partial_json"`
+	} `json:"delta"`
+	Usage *messagesUsage `json:"usage"`
+	Error *struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// event folds one event's data; true at message_stop.
+func (st *messagesStream) event(data string) (bool, error) {
+	var ev messagesEvent
+	if err := json.Unmarshal([]byte(data), &ev); err != nil {
+		return false, err
+	}
+	switch ev.Type {
+	case "message_start":
+		if ev.Message != nil {
+			st.model, st.usage = ev.Message.Model, ev.Message.Usage
+		}
+	case "content_block_start":
+		if ev.ContentBlock == nil || ev.Index < 0 || ev.Index > 1000 {
+			return false, errors.New("bad content_block_start")
+		}
+		for len(st.blocks) <= ev.Index {
+			st.blocks = append(st.blocks, nil)
+			st.partial = append(st.partial, "")
+		}
+		b := *ev.ContentBlock
+		st.blocks[ev.Index] = &b
+	case "content_block_delta":
+		if ev.Index < 0 || ev.Index >= len(st.blocks) || st.blocks[ev.Index] == nil || ev.Delta == nil {
+			return false, errors.New("content_block_delta for an unknown block")
+		}
+		switch ev.Delta.Type {
+		case "text_delta":
+			st.blocks[ev.Index].Text += ev.Delta.Text
+		case "input_json_delta":
+			st.partial[ev.Index] += ev.Delta.PartialJSON
+		}
+	case "message_delta":
+		if ev.Usage != nil {
+			st.usage.OutputTokens = ev.Usage.OutputTokens
+			if ev.Usage.InputTokens > 0 {
+				st.usage.InputTokens = ev.Usage.InputTokens
+			}
+		}
+	case "message_stop":
+		st.stopped = true
+		return true, nil
+	case "error":
+		if ev.Error != nil {
+			return false, streamError(ev.Error.Type, ev.Error.Message)
+		}
+		return false, streamError("", "error event")
+	}
+	return false, nil
+}
+
+// content is the blocks received, each tool_use block with its input.
+func (st *messagesStream) content() ([]messagesBlock, error) {
 	var content []messagesBlock
-	for i, b := range blocks {
+	for i, b := range st.blocks {
 		if b == nil {
 			continue
 		}
 		if b.Type == "tool_use" {
-			in := partial[i]
+			in := st.partial[i]
 			if in == "" {
 				in = "{}"
 			}
@@ -160,7 +186,7 @@ func (w *messagesWire) parse(r io.Reader, stream bool) (*turnResult, error) {
 		}
 		content = append(content, *b)
 	}
-	return blocksResult(model, content, usage), nil
+	return content, nil
 }
 
 func blocksResult(model string, content []messagesBlock, u messagesUsage) *turnResult {

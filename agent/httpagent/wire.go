@@ -152,113 +152,139 @@ type chatToolCall struct {
 }
 
 func (w *chatWire) parse(r io.Reader, stream bool) (*turnResult, error) {
-	tr := &turnResult{}
 	if !stream {
-		var v struct {
-			Model   string `json:"model"`
-			Choices []struct {
-				Message struct {
-					Content   *string        `json:"content"`
-					ToolCalls []chatToolCall `json:"tool_calls"`
-				} `json:"message"`
-			} `json:"choices"`
-			Usage *chatUsage `json:"usage"`
-		}
-		if err := json.NewDecoder(r).Decode(&v); err != nil {
-			return nil, err
-		}
-		if len(v.Choices) == 0 {
-			return nil, errors.New("no choices in the reply")
-		}
-		tr.model = v.Model
-		if c := v.Choices[0].Message.Content; c != nil {
-			tr.text = *c
-		}
-		for _, tc := range v.Choices[0].Message.ToolCalls {
-			tr.calls = append(tr.calls, toolCall{id: tc.ID, name: tc.Function.Name, args: tc.Function.Arguments})
-		}
-		if v.Usage != nil {
-			tr.usage = v.Usage.usage()
-		}
-		return tr, nil
+		return parseChatBody(r)
 	}
-	var text strings.Builder
-	var calls []*toolCall
-	finished := false
-	err := readSSE(r, func(_, data string) (bool, error) {
-		var c struct {
-			Model   string `json:"model"`
-			Choices []struct {
-				Delta struct {
-					Content   string         `json:"content"`
-					ToolCalls []chatToolCall `json:"tool_calls"`
-				} `json:"delta"`
-				FinishReason *string `json:"finish_reason"`
-			} `json:"choices"`
-			Usage *chatUsage `json:"usage"`
-			Error *struct {
-				Message string `json:"message"`
-				Type    string `json:"type"`
-			} `json:"error"`
-		}
-		if err := json.Unmarshal([]byte(data), &c); err != nil {
-			return false, err
-		}
-		if c.Error != nil {
-			return false, streamError(c.Error.Type, c.Error.Message)
-		}
-		if c.Model != "" {
-			tr.model = c.Model
-		}
-		if c.Usage != nil {
-			tr.usage = c.Usage.usage()
-		}
-		for _, ch := range c.Choices {
-			text.WriteString(ch.Delta.Content)
-			for _, d := range ch.Delta.ToolCalls {
-				i := d.Index
-				if i < 0 || i > 1000 {
-					return false, errors.New("tool call index out of range")
-				}
-				// Some servers send every call at index 0 (or omit it); a
-				// new id at a taken index starts a new call.
-				if i < len(calls) && d.ID != "" && calls[i].id != "" && calls[i].id != d.ID {
-					i = len(calls)
-					for j, c := range calls {
-						if c.id == d.ID {
-							i = j
-						}
-					}
-				}
-				for len(calls) <= i {
-					calls = append(calls, &toolCall{})
-				}
-				tc := calls[i]
-				if d.ID != "" {
-					tc.id = d.ID
-				}
-				if d.Function.Name != "" {
-					tc.name = d.Function.Name
-				}
-				tc.args += d.Function.Arguments
-			}
-			if ch.FinishReason != nil && *ch.FinishReason != "" {
-				finished = true
-			}
-		}
-		return false, nil
-	})
-	if err != nil && (!errors.Is(err, errNoEnd) || !finished) {
+	st := chatStream{tr: &turnResult{}}
+	err := readSSE(r, func(_, data string) (bool, error) { return false, st.chunk(data) })
+	if err != nil && (!errors.Is(err, errNoEnd) || !st.finished) {
 		return nil, err
 	}
-	tr.text = text.String()
-	for i, c := range calls {
+	tr := st.tr
+	tr.text = st.text.String()
+	for i, c := range st.calls {
 		if c.id == "" {
 			c.id = "call_" + string(rune('a'+i%26))
 		}
 		tr.calls = append(tr.calls, *c)
 	}
 	return tr, nil
+}
+
+// parseChatBody reads a whole (not streamed) chat completion.
+func parseChatBody(r io.Reader) (*turnResult, error) {
+	tr := &turnResult{}
+	var v struct {
+		Model   string `json:"model"`
+		Choices []struct {
+			Message struct {
+				Content   *string        `json:"content"`
+				ToolCalls []chatToolCall `json:"tool_calls"`
+			} `json:"message"`
+		} `json:"choices"`
+		Usage *chatUsage `json:"usage"`
+	}
+	if err := json.NewDecoder(r).Decode(&v); err != nil {
+		return nil, err
+	}
+	if len(v.Choices) == 0 {
+		return nil, errors.New("no choices in the reply")
+	}
+	tr.model = v.Model
+	if c := v.Choices[0].Message.Content; c != nil {
+		tr.text = *c
+	}
+	for _, tc := range v.Choices[0].Message.ToolCalls {
+		tr.calls = append(tr.calls, toolCall{id: tc.ID, name: tc.Function.Name, args: tc.Function.Arguments})
+	}
+	if v.Usage != nil {
+		tr.usage = v.Usage.usage()
+	}
+	return tr, nil
+}
+
+// chatStream is a streamed chat completion read so far.
+type chatStream struct {
+	tr       *turnResult // model and usage
+	text     strings.Builder
+	calls    []*toolCall
+	finished bool // a choice said why it finished
+}
+
+// chatChunk is one chunk of a streamed chat completion.
+type chatChunk struct {
+	Model   string `json:"model"`
+	Choices []struct {
+		Delta struct {
+			Content   string         `json:"content"`
+			ToolCalls []chatToolCall `json:"tool_calls"`
+		} `json:"delta"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *chatUsage `json:"usage"`
+	Error *struct {
+		Message string `json:"message"`
+		Type    string `json:"type"`
+	} `json:"error"`
+}
+
+// chunk folds one chunk's data.
+func (st *chatStream) chunk(data string) error {
+	var c chatChunk
+	if err := json.Unmarshal([]byte(data), &c); err != nil {
+		return err
+	}
+	if c.Error != nil {
+		return streamError(c.Error.Type, c.Error.Message)
+	}
+	if c.Model != "" {
+		st.tr.model = c.Model
+	}
+	if c.Usage != nil {
+		st.tr.usage = c.Usage.usage()
+	}
+	for _, ch := range c.Choices {
+		st.text.WriteString(ch.Delta.Content)
+		for _, d := range ch.Delta.ToolCalls {
+			if err := st.toolDelta(d); err != nil {
+				return err
+			}
+		}
+		if ch.FinishReason != nil && *ch.FinishReason != "" {
+			st.finished = true
+		}
+	}
+	return nil
+}
+
+// toolDelta folds a piece of a tool call into the call it continues.
+func (st *chatStream) toolDelta(d chatToolCall) error {
+	i := d.Index
+	if i < 0 || i > 1000 {
+		return errors.New("tool call index out of range")
+	}
+	// Some servers send every call at index 0 (or omit it); a new id at a
+	// taken index starts a new call.
+	if i < len(st.calls) && d.ID != "" && st.calls[i].id != "" && st.calls[i].id != d.ID {
+		i = len(st.calls)
+		for j, c := range st.calls {
+			if c.id == d.ID {
+				i = j
+			}
+		}
+	}
+	for len(st.calls) <= i {
+		st.calls = append(st.calls, &toolCall{})
+	}
+	tc := st.calls[i]
+	if d.ID != "" {
+		tc.id = d.ID
+	}
+	if d.Function.Name != "" {
+		tc.name = d.Function.Name
+	}
+	tc.args += d.Function.Arguments
+	return nil
 }
 
 func (w *chatWire) addAssistant(tr *turnResult) {

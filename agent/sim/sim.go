@@ -144,37 +144,8 @@ func (e *Executor) hash(parts ...string) uint64 {
 func (e *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit func(muster.Record)) (*muster.ExecResult, error) {
 	d := parse(req.Task.Prompt)
 	h := e.hash(string(req.Task.ID), string(req.Role), strconv.Itoa(req.Round), strconv.Itoa(req.Attempt))
-	work := d.sleep
-	if !d.hasSleep {
-		work = time.Duration(1000+h%2000) * time.Millisecond
-	}
-	if req.Role == muster.RoleReviewer && !d.hasSleep {
-		work /= 3
-	}
-	speed := e.spec.Speed
-	if speed == 0 {
-		speed = 1
-	}
-	work = time.Duration(float64(work) * speed)
-	if req.Timeout > 0 && work > req.Timeout {
-		select {
-		case <-ctx.Done():
-			return nil, context.Cause(ctx)
-		case <-time.After(req.Timeout):
-		}
-		return &muster.ExecResult{ExitCode: -1}, &muster.AgentError{Class: muster.FailTimeout, Message: "timed out after " + req.Timeout.String()}
-	}
-	// Work in a few steps so the live view sees tools arrive.
-	steps := 3
-	for i := 0; i < steps; i++ {
-		select {
-		case <-ctx.Done():
-			return nil, context.Cause(ctx)
-		case <-time.After(work / time.Duration(steps)):
-		}
-		if i == 0 {
-			emit(muster.Record{Type: muster.RecTool, Tool: "Read", Args: firstOwned(req.Task)})
-		}
+	if done, res, err := e.work(ctx, req, d, h, emit); done {
+		return res, err
 	}
 	in, out := d.in, d.out
 	if !d.hasTokens {
@@ -200,6 +171,50 @@ func (e *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit fu
 		emit(muster.Record{Type: muster.RecSatisfied})
 		return &muster.ExecResult{Satisfied: true}, nil
 	}
+	return edit(req, d, emit)
+}
+
+// work spends the simulated time in a few steps, so the live view sees
+// tools arrive; done with the result when the context ends or the task's
+// timeout comes first.
+func (e *Executor) work(ctx context.Context, req *muster.ExecRequest, d directives, h uint64, emit func(muster.Record)) (bool, *muster.ExecResult, error) {
+	work := d.sleep
+	if !d.hasSleep {
+		work = time.Duration(1000+h%2000) * time.Millisecond
+	}
+	if req.Role == muster.RoleReviewer && !d.hasSleep {
+		work /= 3
+	}
+	speed := e.spec.Speed
+	if speed == 0 {
+		speed = 1
+	}
+	work = time.Duration(float64(work) * speed)
+	if req.Timeout > 0 && work > req.Timeout {
+		select {
+		case <-ctx.Done():
+			return true, nil, context.Cause(ctx)
+		case <-time.After(req.Timeout):
+		}
+		return true, &muster.ExecResult{ExitCode: -1}, &muster.AgentError{Class: muster.FailTimeout, Message: "timed out after " + req.Timeout.String()}
+	}
+	steps := 3
+	for i := 0; i < steps; i++ {
+		select {
+		case <-ctx.Done():
+			return true, nil, context.Cause(ctx)
+		case <-time.After(work / time.Duration(steps)):
+		}
+		if i == 0 {
+			emit(muster.Record{Type: muster.RecTool, Tool: "Read", Args: firstOwned(req.Task)})
+		}
+	}
+	return false, nil, nil
+}
+
+// edit writes the coder's change: the prompt's files for this round, or
+// a line appended to each owned target.
+func edit(req *muster.ExecRequest, d directives, emit func(muster.Record)) (*muster.ExecResult, error) {
 	skip := map[string]bool{}
 	for _, p := range d.skip[req.Round] {
 		skip[p] = true
@@ -209,29 +224,7 @@ func (e *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit fu
 		if skip[p] {
 			return nil
 		}
-		// The simulated agent runs inside muster: it writes through an
-		// os.Root on the worktree, so no link there leads it outside.
-		r, err := os.OpenRoot(req.Dir)
-		if err != nil {
-			return err
-		}
-		defer r.Close()
-		rel := filepath.FromSlash(p)
-		if dir := filepath.Dir(rel); dir != "." {
-			if err := r.MkdirAll(dir, 0o755); err != nil {
-				return err
-			}
-		}
-		flag := os.O_CREATE | os.O_WRONLY | os.O_TRUNC
-		if appendTo {
-			flag = os.O_CREATE | os.O_WRONLY | os.O_APPEND
-		}
-		f, err := r.OpenFile(rel, flag|syscall.O_NONBLOCK, 0o644)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if _, err := f.WriteString(content); err != nil {
+		if err := writeIn(req.Dir, p, content, appendTo); err != nil {
 			return err
 		}
 		written++
@@ -262,6 +255,34 @@ func (e *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit fu
 	}
 	emit(muster.Record{Type: muster.RecMessage, Text: fmt.Sprintf("edited %d files for %s", written, req.Task.ID)})
 	return &muster.ExecResult{}, nil
+}
+
+// writeIn writes (or appends) content to p in the worktree dir. The
+// simulated agent runs inside muster: it writes through an os.Root on the
+// worktree, so no link there leads it outside.
+func writeIn(dir, p, content string, appendTo bool) error {
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	rel := filepath.FromSlash(p)
+	if d := filepath.Dir(rel); d != "." {
+		if err := r.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	flag := os.O_CREATE | os.O_WRONLY | os.O_TRUNC
+	if appendTo {
+		flag = os.O_CREATE | os.O_WRONLY | os.O_APPEND
+	}
+	f, err := r.OpenFile(rel, flag|syscall.O_NONBLOCK, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = f.WriteString(content)
+	return err
 }
 
 // block is a file's content from a round on.

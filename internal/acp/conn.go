@@ -249,12 +249,13 @@ func (c *Conn) serve(m *Message) {
 	// Lives until the handler returns; Close cancels its context.
 	go func() {
 		defer c.wg.Done()
-		defer func() {
-			c.mu.Lock()
-			c.inFlight--
-			c.mu.Unlock()
-		}()
 		res, rerr := c.handler.Request(c.ctx, m.Method, m.Params)
+		// The slot is free once the handler returns, before the reply goes
+		// out: an agent that sends its next request on reading this reply
+		// must find it free.
+		c.mu.Lock()
+		c.inFlight--
+		c.mu.Unlock()
 		reply := &Message{ID: m.ID, Error: rerr}
 		if rerr == nil {
 			b, err := json.Marshal(res)

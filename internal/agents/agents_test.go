@@ -40,6 +40,9 @@ func TestEveryKindIsComplete(t *testing.T) {
 					t.Error("no agentkit.Kinds entry")
 				}
 			}
+			if k.Family == muster.FamilyHTTP && k.KeyEnv == "" {
+				t.Error("an HTTP kind without its KeyEnv (doctor and the adapter read it)")
+			}
 			if !strings.Contains(string(doc), "\n| `"+string(k.Name)+"` |") {
 				t.Errorf("no row in docs/agents.md's table of kinds")
 			}

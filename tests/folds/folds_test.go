@@ -107,6 +107,18 @@ func adopt(t *rapid.T, sim *enginetest.Sim) {
 	if _, err := sim.Run(); err != nil {
 		t.Fatal(err)
 	}
+	// The engine that lived through the adoption and one that replays
+	// the journal agree on every task's state and definition.
+	re, err := engine.Replay(sim.Events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, lt := range st.Tasks {
+		rt := re.Tasks[id]
+		if rt == nil || rt.State != lt.State || rt.Task.Prompt != lt.Task.Prompt || rt.Attempts != lt.Attempts || len(rt.Task.After) != len(lt.Task.After) {
+			t.Fatalf("task %s: replayed %+v, live %+v", id, rt, lt)
+		}
+	}
 }
 
 func TestFoldsAgree(t *testing.T) {

@@ -23,19 +23,26 @@ func NewCmd(io *cmdutil.IOStreams) *cobra.Command {
 ($XDG_CACHE_HOME/muster, else ~/.cache/muster) and reuses it in the next run.
 clean removes this repository's clones; --all those of every repository (a
 repository that no longer exists loses its whole pool). Clones a live run
-is using stay. Run branches and run directories are not touched.`,
+is using stay. The refs that keep the candidates of races
+(refs/muster/<run>/race/) are removed. Run branches and run directories are
+not touched.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if keep < 0 {
 				return cmdutil.FlagErrorf("--keep must be 0 or more, not %d", keep)
 			}
 			opts := git.CleanOptions{All: all, Keep: keep}
+			races := 0
 			if !all {
 				repo, err := cmdutil.OpenRepo(cmd.Context(), repoDir)
 				if err != nil {
 					return err
 				}
 				opts.Repo = repo.Top
+				// The losers of races (refs/muster/<run>/race/...) go too.
+				if races, err = git.DropRaceRefs(cmd.Context(), repo.Top); err != nil {
+					return cmdutil.Env("clean: %w", err)
+				}
 			}
 			res, err := git.Clean(cmd.Context(), opts)
 			if res == nil {
@@ -58,6 +65,9 @@ is using stay. Run branches and run directories are not touched.`,
 						line += "; the repository no longer exists"
 					}
 					fmt.Fprintln(io.Out, line)
+				}
+				if races > 0 {
+					fmt.Fprintf(io.Out, "removed %d race ref%s (the candidates that lost)\n", races, plural(races))
 				}
 				if len(res) == 0 {
 					fmt.Fprintln(io.ErrOut, "no clones in muster's cache")

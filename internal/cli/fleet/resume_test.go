@@ -38,9 +38,11 @@ Owns: d.txt
 `
 
 // TestFleetResumeAfterOrchestratorKill: the orchestrator killed with
-// kill -9 while a worker runs a task; muster resume --nats finishes the
-// run as an uninterrupted one would (every task once, one commit each,
-// the receipt verifies) and the worker drops the interrupted attempt.
+// kill -9 while a worker runs a task, and what it kept of its jobs lost
+// (a resume cannot adopt the attempt); muster resume --nats cancels it,
+// the worker drops it, and the run finishes as an uninterrupted one
+// would (every task once, one commit each, the receipt verifies).
+// TestFleetResumeAdoptsRunningAttempt is the resume that adopts.
 func TestFleetResumeAfterOrchestratorKill(t *testing.T) {
 	e := newEnv(t)
 	e.vars = append(e.vars, "SLOW=a")
@@ -55,6 +57,9 @@ func TestFleetResumeAfterOrchestratorKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = orch.Wait()
+	if err := os.RemoveAll(filepath.Join(e.repo, ".git", "muster", "runs", "resumed", "fleet", "jobs")); err != nil {
+		t.Fatal(err)
+	}
 	code, _, errs := e.run(e.repo, 90*time.Second, "resume", "resumed", "--nats", e.url, "--plain")
 	if code != 0 {
 		t.Fatalf("resume: exit %d\n%s", code, errs)
@@ -239,7 +244,8 @@ func TestWorkerHandsBack(t *testing.T) {
 }
 
 // TestWorkerDropsOrphanedJobs: an orchestrator killed and never resumed
-// leaves a job running on a worker; once the run's presence lapses the
+// leaves a job running on a worker; once the run's presence lapses and
+// its run_ttl (the orchestrator's [fleet] run_ttl, here 2 s) passes, the
 // worker stops the agent and drops the job instead of spending on it.
 func TestWorkerDropsOrphanedJobs(t *testing.T) {
 	if testing.Short() {
@@ -247,7 +253,7 @@ func TestWorkerDropsOrphanedJobs(t *testing.T) {
 	}
 	e := newEnv(t)
 	e.vars = append(e.vars, "SLOW=a")
-	e.initRepo(map[string]string{"agent.sh": agentScript})
+	e.initRepo(map[string]string{"agent.sh": agentScript, "muster.toml": "[fleet]\nrun_ttl = \"2s\"\n"})
 	plan := e.write("plan.md", resumePlan)
 	e.worker("w1", fmt.Sprintf(workerToml, 1))
 	orch := e.start(e.repo, "orch.log", "run", plan, "--nats", e.url, "--plain", "--run-id", "orphan")

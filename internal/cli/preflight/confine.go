@@ -57,6 +57,14 @@ func Confinement(cfg *muster.Config, protect ...string) (c *muster.Confinement, 
 		if cfg.Run.Confine == muster.ConfineRequired {
 			return nil, nil, cmdutil.Env(`[run] confine = "required", but this system cannot build the sandbox's namespaces: %s`, reason)
 		}
+		// Landlock alone keeps the hide list unreadable (it grants
+		// reading beside a hidden path, never below it), and the
+		// toolchains below one readable. Not the socket directories:
+		// Landlock cannot stop a connect there, and the host's network
+		// needs /run.
+		home, _ := os.UserHomeDir()
+		c.Hide = append(confine.LandlockHide(home), cfg.Run.Hide...)
+		c.ReadOnly = append(c.ReadOnly, confine.Toolchains(home)...)
 		var held []string
 		for _, shared := range confine.Shared {
 			if p := holds(shared, protect); p != "" {
@@ -149,7 +157,7 @@ func RepoConfinement(repo *cmdutil.Repo, cfg *muster.Config) (*muster.Confinemen
 		}
 	}
 	c, warnings, err := Confinement(cfg, protect...)
-	if c != nil && c.Namespaces {
+	if c != nil {
 		// The user's repository (where the clones' objects are) is seen
 		// read-only wherever it lies; the other clones in the cache are
 		// not seen at all (an invocation's own clone is bound back).

@@ -2,6 +2,7 @@ package preflight
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -41,6 +42,10 @@ func TestConfinementNamespaceLayer(t *testing.T) {
 	}
 	if !contains(c.Writable, "/tmp") {
 		t.Errorf("Landlock only, /tmp not writable: %q", c.Writable)
+	}
+	home, _ := os.UserHomeDir()
+	if !contains(c.Hide, filepath.Join(home, ".ssh")) || contains(c.Hide, "/run") {
+		t.Errorf("Landlock only: the hide list %q, want the credentials and no socket directory", c.Hide)
 	}
 	// A repository under /tmp: /tmp is not writable after all, and the
 	// one warning says that instead of "shared" (issue 25: it said both,

@@ -19,7 +19,8 @@ func NewCmd(io *cmdutil.IOStreams) *cobra.Command {
 are marked interrupted and their worktrees reset; tasks whose commit is already
 on the run branch count as done; every task that has not succeeded (failed,
 skipped, cancelled, never started) runs again with the flags given now.
-On a run where every task succeeded it changes nothing and exits 0.
+On a run where every task succeeded it changes nothing and exits 0, unless
+the plan file adds tasks (below).
 
 When the plan file (the one the run started with, or --plan FILE) differs
 from the run's copy, resume says what changed task by task and adopts the

@@ -110,10 +110,11 @@ func Schedule(plan *muster.Plan, cfg *muster.Config, d time.Duration) (steps []S
 		for _, a := range dec.Actions {
 			switch a.Kind {
 			case engine.ActStart:
-				apply(muster.Event{Type: muster.EvExecutorLeased, Task: a.Task, Executor: a.Executor, Clone: a.Clone, Role: a.Role}, now)
-				apply(muster.Event{Type: muster.EvTaskStarted, Task: a.Task, Attempt: a.Attempt, Executor: a.Executor, Clone: a.Clone, Role: a.Role}, now)
+				for _, e := range startEvents(a) {
+					apply(e, now)
+				}
 				busy = append(busy, running{task: a.Task, a: a, end: now.Add(d)})
-				step.Starts = append(step.Starts, Placement{Task: a.Task, Slot: muster.Slot(a.Executor, a.Clone)})
+				step.Starts = append(step.Starts, placements(a)...)
 			case engine.ActSkip:
 				apply(muster.Event{Type: muster.EvTaskSkipped, Task: a.Task, Reason: a.Reason}, now)
 				left = append(left, fmt.Sprintf("%s: %s", a.Task, a.Reason))
@@ -143,7 +144,9 @@ func Schedule(plan *muster.Plan, cfg *muster.Config, d time.Duration) (steps []S
 		busy = busy[1:]
 		now = b.end
 		apply(muster.Event{Type: muster.EvTaskSucceeded, Task: b.task, Attempt: b.a.Attempt}, now)
-		apply(muster.Event{Type: muster.EvExecutorRelease, Task: b.task, Executor: b.a.Executor, Clone: b.a.Clone, Role: b.a.Role}, now)
+		for _, p := range leased(b.a) {
+			apply(muster.Event{Type: muster.EvExecutorRelease, Task: b.task, Executor: p.Executor, Clone: p.Clone, Role: b.a.Role}, now)
+		}
 	}
 	return steps, now.Sub(t0), left
 }
@@ -214,15 +217,20 @@ func writeDryRun(w io.Writer, plan *muster.Plan, cfg *muster.Config, past Past) 
 	}
 	// Cost: a task's own budget, else the average of past runs.
 	var sum int64
-	budgeted, averaged, unknown := 0, 0, 0
+	budgeted, averaged, unknown, raced := 0, 0, 0, 0
 	for _, t := range plan.Tasks {
+		attempts := int64(1) // a race's N candidates are N attempts
+		if n, _ := engine.RaceOf(t, cfg); n > 0 && !t.Done {
+			attempts = int64(n)
+			raced++
+		}
 		switch {
 		case t.Done:
 		case t.Budget.USDMicros > 0:
-			sum += t.Budget.USDMicros
+			sum += t.Budget.USDMicros * attempts
 			budgeted++
 		case past.Tasks > 0:
-			sum += past.CostMicros
+			sum += past.CostMicros * attempts
 			averaged++
 		default:
 			unknown++
@@ -239,6 +247,9 @@ func writeDryRun(w io.Writer, plan *muster.Plan, cfg *muster.Config, past Past) 
 	if unknown > 0 {
 		how = append(how, fmt.Sprintf("%d unknown (no past runs here, no Budget)", unknown))
 	}
+	if raced > 0 {
+		how = append(how, fmt.Sprintf("%d raced, each counted once per candidate", raced))
+	}
 	if len(how) == 0 {
 		how = []string{"nothing to run"}
 	}
@@ -247,6 +258,36 @@ func writeDryRun(w io.Writer, plan *muster.Plan, cfg *muster.Config, past Past) 
 		fmt.Fprintf(w, "run budget    %s: the run starts no task the budget cannot cover\n", muster.FormatUSD(b))
 	}
 	fmt.Fprintf(w, "\nto run it: muster run %s\n", textsafe.Sanitize(plan.Source))
+}
+
+// startEvents are the events that start an action's attempt (a race's:
+// a lease per candidate, the race, the task's start), as the driver
+// journals them.
+func startEvents(a engine.Action) []muster.Event {
+	var evs []muster.Event
+	for _, p := range leased(a) {
+		evs = append(evs, muster.Event{Type: muster.EvExecutorLeased, Task: a.Task, Executor: p.Executor, Clone: p.Clone, Role: a.Role})
+	}
+	if a.Racing() {
+		evs = append(evs, muster.Event{Type: muster.EvRaceStarted, Task: a.Task, Race: a.Race})
+	}
+	return append(evs, muster.Event{Type: muster.EvTaskStarted, Task: a.Task, Attempt: a.Attempt, Executor: a.Executor, Clone: a.Clone, Role: a.Role})
+}
+
+// leased are the clones an action leases: a race's candidates, or its one.
+func leased(a engine.Action) []muster.RaceCandidate {
+	if a.Racing() {
+		return a.Race
+	}
+	return []muster.RaceCandidate{{Executor: a.Executor, Clone: a.Clone}}
+}
+
+func placements(a engine.Action) []Placement {
+	var out []Placement
+	for _, p := range leased(a) {
+		out = append(out, Placement{Task: a.Task, Slot: p.Slot()})
+	}
+	return out
 }
 
 // roundDur rounds a duration for people: tenths of a second under a
