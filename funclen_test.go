@@ -134,7 +134,6 @@ var ceilings = map[string]int{
 	"driver.worker.check":             104,
 	"mcpserver.New":                   104,
 	"driver.Driver.run":               103,
-	"config.reader.executor":          102,
 	"internal/cli/worker.NewCmd":      102,
 	"internal/cli/plan.Make":          99,
 	"runlog.merger.event":             95,

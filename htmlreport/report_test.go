@@ -273,3 +273,29 @@ func TestGapBeforeResumeMarked(t *testing.T) {
 		t.Errorf("wall time should be the active 21s:\n%s", html[strings.Index(html, "Wall time"):][:200])
 	}
 }
+
+// A race on the page: each candidate's slot, gates, change, cost and
+// verdict, the winner and why, the race's total; the judge's text escaped.
+func TestRaceOnThePage(t *testing.T) {
+	yes, no := true, false
+	evs := []muster.Event{
+		{Time: at(0), Type: muster.EvRunStarted, Run: "r1", Plan: "p.md", Branch: "muster/r1"},
+		{Time: at(0), Type: muster.EvTasksPlanned, Tasks: []*muster.Task{{ID: "a", Title: "A", Race: 2}}},
+		{Time: at(1), Type: muster.EvRaceStarted, Task: "a", Attempt: 1, Race: []muster.RaceCandidate{{Executor: "claude", Clone: 1, Attempt: 1}, {Executor: "codex", Clone: 1, Attempt: 2}}},
+		started(1, "a", "claude", 1),
+		{Time: at(2), Type: muster.EvTokensUsed, Task: "a", Attempt: 2, Executor: "codex", Clone: 1, Usage: muster.Usage{InputTokens: 10, CostMicros: 250_000}},
+		{Time: at(2), Type: muster.EvGateRan, Task: "a", Attempt: 1, Gate: "test", Passed: &no},
+		{Time: at(2), Type: muster.EvCandidateFinished, Task: "a", Attempt: 1, Executor: "claude", Clone: 1, Passed: &no, Reason: "gate test failed"},
+		{Time: at(3), Type: muster.EvCandidateFinished, Task: "a", Attempt: 2, Executor: "codex", Clone: 1, Passed: &yes, Stat: &muster.DiffStat{Added: 4, Deleted: 1, Files: 2}},
+		{Time: at(3), Type: muster.EvRaceWon, Task: "a", Attempt: 2, Executor: "codex", Clone: 1, State: muster.RaceOnly, Reason: "the only <b>one</b>"},
+		ended(4, muster.EvTaskSucceeded, "a", ""),
+		{Time: at(4), Type: muster.EvRunFinished, State: muster.RunSucceeded},
+	}
+	html := render(t, evs, Options{})
+	for _, want := range []string{`id="races"`, "won by <code>codex#1</code> (only)", "the only &lt;b&gt;one&lt;/b&gt;", "total $0.25",
+		"<code>claude#1</code>", "gate test failed", "+4 −1 in 2", ">won<", ">out<"} {
+		if !strings.Contains(html, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+}
