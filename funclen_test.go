@@ -139,7 +139,6 @@ var ceilings = map[string]int{
 	"mockllm.writeResponses":          93,
 	"agent/acp.Executor.Execute":      90,
 	"driver.worker.gates":             88,
-	"internal/cli/report.run":         84,
 	"fleet.Worker.handle":             83,
 	"internal/cli/demo.runDemo":       83,
 	"usagelog.forEachLine":            83,
