@@ -140,7 +140,6 @@ var ceilings = map[string]int{
 	"agent/acp.Executor.Execute":      90,
 	"driver.worker.gates":             88,
 	"fleet.Worker.handle":             83,
-	"internal/cli/demo.runDemo":       83,
 	"usagelog.forEachLine":            83,
 }
 
