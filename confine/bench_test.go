@@ -65,7 +65,9 @@ func BenchmarkReexec(b *testing.B) {
 // Landlock-only `__confine` (capability drop, Landlock, execve), and
 // through the sandbox (new user, PID, mount, network and IPC namespaces;
 // stage one's mounts, loopback and reaping; the program started from its
-// confined thread), each through internal/proc as muster starts agents,
+// confined thread), and the Landlock-only one with the hide list
+// (landlock-hide) and the sandbox in a cgroup of its own (sandbox-limits,
+// where one can be made), each through internal/proc as muster starts agents,
 // with the real muster binary. It reports the median start-to-return time
 // of each (ms-median) and the CPU time of each start and all it ran
 // (ms-cpu/op).
@@ -80,10 +82,24 @@ func BenchmarkSandboxStart(b *testing.B) {
 	if r := confine.ProbeNamespaces(bin); r != "" {
 		b.Skip(r)
 	}
-	for _, bc := range []struct {
+	// Landlock-only with the hide list (ReadRoots lists the directories
+	// on the way to each hidden path), and the sandbox in a cgroup of its
+	// own ([run] max_pids, max_memory).
+	hidden := *base
+	hidden.Hide = confine.LandlockHide(os.Getenv("HOME"))
+	limited := ns
+	limited.MaxPids, limited.MaxMemory = 512, 1<<30
+	cases := []struct {
 		name string
 		c    *muster.Confinement
-	}{{"direct", nil}, {"landlock", base}, {"sandbox", &ns}} {
+	}{{"direct", nil}, {"landlock", base}, {"landlock-hide", &hidden}, {"sandbox", &ns}}
+	if ok, _ := proc.ProbeCgroups().Can(512, 1<<30); ok {
+		cases = append(cases, struct {
+			name string
+			c    *muster.Confinement
+		}{"sandbox-limits", &limited})
+	}
+	for _, bc := range cases {
 		b.Run(bc.name, func(b *testing.B) {
 			benchRuns(b, bc.c, clone, []string{"true"})
 		})

@@ -321,7 +321,7 @@ func TestSandboxUnprivileged(t *testing.T) {
 	if err != nil {
 		t.Fatalf("as nobody: %v\n%s", err, out)
 	}
-	for _, name := range []string{"TestSandboxPrivateTmpAndBindBack", "TestSandboxRootPowersGone", "TestSandboxSurvivorDies", "TestSandboxUserSocketsUnreachable", "TestSandboxNetwork", "TestSandboxForwardsSIGTERM", "TestSandboxKeyringNotShared", "TestSandboxUserKeyringNotShared", "TestSandboxOtherTerminalsUnreachable", "TestSandboxAbstractSocketsUnreachable", "TestSandboxInheritsNoStrayDescriptor"} {
+	for _, name := range []string{"TestSandboxPrivateTmpAndBindBack", "TestSandboxRootPowersGone", "TestSandboxSurvivorDies", "TestSandboxUserSocketsUnreachable", "TestSandboxNetwork", "TestSandboxForwardsSIGTERM", "TestSandboxKeyringNotShared", "TestSandboxUserKeyringNotShared", "TestSandboxOtherTerminalsUnreachable", "TestSandboxAbstractSocketsUnreachable", "TestSandboxInheritsNoStrayDescriptor", "TestSandboxReadOnlyBindStaysReadOnly"} {
 		if !strings.Contains(string(out), "--- PASS: "+name) {
 			t.Errorf("%s did not pass as nobody:\n%s", name, out)
 		}

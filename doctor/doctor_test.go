@@ -115,6 +115,10 @@ func TestCheckAddsKnownKinds(t *testing.T) {
 		if r.Kind == muster.ExecCodex && r.Credentials != CredLogin {
 			t.Errorf("codex credentials %q", r.Credentials)
 		}
+		// A login's token lies in the sandbox: doctor says so (issue 22).
+		if said := strings.Contains(strings.Join(r.Warnings, "\n"), "runs on your subscription login"); said != (r.Credentials == CredLogin) {
+			t.Errorf("%s: credentials %q, warnings %q", r.Kind, r.Credentials, r.Warnings)
+		}
 	}
 	if len(Failed(res)) != 0 {
 		t.Error("unconfigured kinds must not fail the doctor")

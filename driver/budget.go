@@ -21,6 +21,11 @@ func (e *budgetError) Unwrap() error { return muster.ErrBudget }
 // crossed, and the run warns once at 80 %. Deciding what may start
 // within the budget is engine.Decide's job.
 func (d *Driver) budget(evs []*muster.Event) error {
+	// The batch is applied whole before this: so is what it says of
+	// which tasks are landing.
+	for _, e := range evs {
+		d.trackLanding(e)
+	}
 	used := false
 	for _, e := range evs {
 		if e.Type != muster.EvTokensUsed {
@@ -31,8 +36,13 @@ func (d *Driver) budget(evs []*muster.Event) error {
 		switch {
 		case why == "":
 		case all:
-			for _, cancel := range d.cancels {
-				cancel(&budgetError{why})
+			// A task whose change is committed (reviewed, its gates
+			// passed) spends nothing more to land: the run's budget
+			// stops the agents still working, not its integration.
+			for task, cancel := range d.cancels {
+				if !d.landing[task] {
+					cancel(&budgetError{why})
+				}
 			}
 		default:
 			if cancel := d.cancels[e.Task]; cancel != nil {
@@ -47,6 +57,21 @@ func (d *Driver) budget(evs []*muster.Event) error {
 		return d.emit(muster.Event{Type: muster.EvWarning, Reason: engine.BudgetWarnReason, Message: msg})
 	}
 	return nil
+}
+
+// trackLanding keeps the set of tasks whose attempt committed its change
+// and has not spent since: from Committed until a fix round (another
+// agent round, which the budget may stop) or the attempt's end.
+func (d *Driver) trackLanding(e *muster.Event) {
+	switch e.Type {
+	case muster.EvCommitted:
+		if d.landing == nil {
+			d.landing = map[muster.TaskID]bool{}
+		}
+		d.landing[e.Task] = true
+	case muster.EvFixRound, muster.EvTaskSucceeded, muster.EvTaskFailed, muster.EvTaskCancelled:
+		delete(d.landing, e.Task)
+	}
 }
 
 // stopped turns the failure of an attempt that was stopped on purpose

@@ -205,6 +205,9 @@ type Driver struct {
 	q     queue // the integration queue (integrate.go)
 	// cancels holds each running attempt's cancel function, by task.
 	cancels map[muster.TaskID]context.CancelCauseFunc
+	// landing are the tasks whose change is committed and on its way to
+	// the run branch (budget.go: the run's budget does not stop them).
+	landing map[muster.TaskID]bool
 	pending []muster.Event // worker events waiting for the next batch
 	// unsynced is set while events are written but not yet durable.
 	unsynced bool

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/driver"
@@ -206,5 +207,59 @@ func TestSpliceThatCannotBeMadeDurableStopsTheRun(t *testing.T) {
 		if e.Type == muster.EvTaskFailed && strings.Contains(e.Reason, "rejected") {
 			t.Errorf("a journal failure was recorded as a rejected fragment: %q", e.Reason)
 		}
+	}
+}
+
+// A run budget crossed while a task's commit is in the integration queue
+// (its change reviewed and committed, the plan-wide gates running on the
+// moved tip) stops the agents still working, not the landing: the
+// committed task integrates and succeeds (issue 25: a budget stop
+// discarded a task that was already reviewed and committed).
+func TestBudgetStopLandsACommittedTask(t *testing.T) {
+	p := plan("a", "b", "c")
+	cfg := crew(3)
+	cfg.Run.BudgetUSDMicros = 1000
+	cfg.Gates = []muster.GateSpec{{Name: "build", Command: "make"}}
+	h := newHarness(t, p, cfg)
+	aStarted, cLanded, queued, bStopped := make(chan struct{}), make(chan struct{}), make(chan struct{}), make(chan struct{})
+	h.ex.ExecuteFn = func(ctx context.Context, req *muster.ExecRequest, emit func(muster.Record)) (*muster.ExecResult, error) {
+		switch req.Task.ID {
+		case "c": // lands after a's clone was prepared: a's base is behind
+			<-aStarted
+			return &muster.ExecResult{}, nil
+		case "a": // commits on the base c's landing moved
+			close(aStarted)
+			<-cLanded
+			emit(muster.Record{Type: muster.RecUsage, Usage: muster.Usage{InputTokens: 10, CostMicros: 100}})
+			return &muster.ExecResult{}, nil
+		}
+		<-queued // b crosses the run's budget while a's gates run in the queue
+		emit(muster.Record{Type: muster.RecUsage, Usage: muster.Usage{InputTokens: 10, CostMicros: 5000}})
+		<-ctx.Done()
+		close(bStopped)
+		return nil, context.Cause(ctx)
+	}
+	h.opts.OnEvent = func(e *muster.Event, _ *engine.State) {
+		if e.Type == muster.EvTaskSucceeded && e.Task == "c" {
+			close(cLanded)
+		}
+	}
+	var inQueue sync.Once
+	h.opts.Gates = &mock.Gates{RunFn: func(ctx context.Context, dir string, g muster.GateSpec, timeout time.Duration) muster.GateResult {
+		// a's gate on the moved tip, in the queue's own clone.
+		if strings.Contains(dir, "muster-queue") {
+			inQueue.Do(func() {
+				close(queued)
+				<-bStopped
+			})
+		}
+		return muster.GateResult{Name: g.Name, Command: g.Command, Passed: ctx.Err() == nil}
+	}}
+	st, _ := h.run(t)
+	if a := st.Tasks["a"]; a.State != muster.StateSucceeded {
+		t.Fatalf("a %s: %q, want it landed", a.State, a.Reason)
+	}
+	if b := st.Tasks["b"]; b.State != muster.StateCancelled || b.Cause != muster.CauseBudget {
+		t.Fatalf("b %s (%s): %q, want cancelled by the budget", b.State, b.Cause, b.Reason)
 	}
 }

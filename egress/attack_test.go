@@ -7,9 +7,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/egress"
 )
 
 // TestModelEndpointModelCannotBeSmuggled: the model the endpoint checks
@@ -88,5 +91,76 @@ func TestModelEndpointMetersCompressedResponses(t *testing.T) {
 	}
 	if got := s.Result(); got.Missing != 0 || len(got.Usage) != 1 || got.Usage[0].Usage.InputTokens != 120 {
 		t.Fatalf("a compressed response blinded the meter: %+v (records %+v)", got, recs.Of(muster.RecUsage))
+	}
+}
+
+// TestModelEndpointBoundsRequestsInFlight: an agent that fires many
+// model requests at once cannot spend past the run's budget by all of
+// them: at most egress.MaxInFlight of an invocation's reach the provider
+// at a time, and those waiting for a place are checked against the
+// budget again when they get one (429 once it is spent).
+func TestModelEndpointBoundsRequestsInFlight(t *testing.T) {
+	var mu sync.Mutex
+	reached := 0
+	release := make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		reached++
+		mu.Unlock()
+		<-release
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"m","type":"message","role":"assistant","model":"m1","content":[],"usage":{"input_tokens":120,"output_tokens":7}}`)
+	}))
+	t.Cleanup(up.Close)
+	t.Cleanup(func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	})
+	ledger := egress.NewLedger(muster.RunConfig{BudgetTokens: 100})
+	s, _ := serve(t, route(t, muster.ExecClaudeCode, up.URL+"/v1", "m1"), muster.Network{}, ledger)
+	const n = 3 * egress.MaxInFlight
+	codes := make(chan int, n)
+	for i := 0; i < n; i++ {
+		go func() {
+			req, _ := http.NewRequest(http.MethodPost, s.URL()+"/v1/messages", strings.NewReader(`{"model":"m1","max_tokens":10,"messages":[]}`))
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				codes <- 0
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			codes <- resp.StatusCode
+		}()
+	}
+	// Wait for the first requests to reach the provider; the run's
+	// journal then shows the budget spent, and they are answered.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		mu.Lock()
+		k := reached
+		mu.Unlock()
+		if k >= egress.MaxInFlight {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d requests reached the provider", k)
+		}
+	}
+	ledger.Observe(muster.Usage{InputTokens: 100 * int64(egress.MaxInFlight)})
+	close(release)
+	got := map[int]int{}
+	for i := 0; i < n; i++ {
+		got[<-codes]++
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if reached > egress.MaxInFlight {
+		t.Errorf("%d requests reached the provider past a spent budget (at most %d in flight): statuses %v", reached, egress.MaxInFlight, got)
+	}
+	if got[http.StatusTooManyRequests] != n-reached {
+		t.Errorf("statuses %v: want 429 for every request that waited past the budget", got)
 	}
 }

@@ -21,6 +21,13 @@ import (
 // maxRequestBody bounds a model request muster reads to check its model.
 const maxRequestBody = 32 << 20
 
+// MaxInFlight bounds an invocation's model requests at the provider at
+// once: the budget is checked before each, and usage is known only at
+// each response's end, so an agent firing requests by the hundred would
+// otherwise spend past the budget by all of them. Requests past it wait
+// for a place, and are checked against the budget again when they get one.
+const MaxInFlight = 16
+
 // Options configure a Server.
 type Options struct {
 	// Route is where model requests go; nil: the invocation has no model
@@ -54,6 +61,9 @@ type Server struct {
 	// for one of them is a request to the endpoint itself.
 	self map[string]bool
 
+	// inflight holds a place per model request at the provider.
+	inflight chan struct{}
+
 	mu      sync.Mutex
 	blocked map[string]bool
 	usage   []muster.Record // the provider's, per response
@@ -65,7 +75,7 @@ type Server struct {
 
 // New returns a server for opts; Serve puts it on a listener.
 func New(opts Options) *Server {
-	s := &Server{opts: opts, blocked: map[string]bool{}}
+	s := &Server{opts: opts, blocked: map[string]bool{}, inflight: make(chan struct{}, MaxInFlight)}
 	s.dialer = &guardDialer{net: opts.Network, resolver: opts.Resolver, refuse: s.block}
 	if opts.Route != nil {
 		tr := opts.Transport
@@ -270,14 +280,33 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, rt.Upstream.Host, "model "+bound(model, 80)+" is not one of the executor's")
 		return
 	}
-	if s.opts.Ledger != nil {
-		if why := s.opts.Ledger.Spent(); why != "" {
-			w.Header().Set("Retry-After", strconv.Itoa(int(BudgetRetryAfter/time.Second)))
-			writeError(w, http.StatusTooManyRequests, "muster: "+why)
-			return
-		}
+	if s.budgetSpent(w) {
+		return
+	}
+	select {
+	case s.inflight <- struct{}{}:
+		defer func() { <-s.inflight }()
+	case <-r.Context().Done():
+		return
+	}
+	if s.budgetSpent(w) { // spent while it waited for a place
+		return
 	}
 	s.model.ServeHTTP(w, r)
+}
+
+// budgetSpent answers 429 with retry-after once the run's budget is spent.
+func (s *Server) budgetSpent(w http.ResponseWriter) bool {
+	if s.opts.Ledger == nil {
+		return false
+	}
+	why := s.opts.Ledger.Spent()
+	if why == "" {
+		return false
+	}
+	w.Header().Set("Retry-After", strconv.Itoa(int(BudgetRetryAfter/time.Second)))
+	writeError(w, http.StatusTooManyRequests, "muster: "+why)
+	return true
 }
 
 // closeGrace bounds how long Close waits for requests under way.

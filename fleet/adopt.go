@@ -133,8 +133,11 @@ func (d *Dispatcher) adopt(req *muster.ExecRequest, executor, dir string) (*pend
 		}
 		delete(d.orphans, id)
 		msg, _ := epoch(o.holder)
+		// Whether the holder lives is not known yet (its reports since the
+		// crash come first): a newer delivery's claim may take the lease
+		// unless the holder says it still works on the job.
 		p := &pending{job: j, dir: dir, ch: make(chan Report, 1024+len(o.buf)), done: make(chan struct{}), seen: map[string]bool{},
-			holder: o.holder, msgSeq: msg, lastSeen: time.Now()}
+			holder: o.holder, msgSeq: msg}
 		for _, r := range o.buf {
 			p.ch <- r
 		}

@@ -311,6 +311,7 @@ func (r *remote) Execute(ctx context.Context, req *muster.ExecRequest, emit func
 		delete(d.jobs, p.job.ID)
 		d.mu.Unlock()
 		close(p.done)
+		_ = os.Remove(d.jobFile(p.job.ID)) // ended: nothing to adopt
 	}()
 	if p.msgSeq == 0 {
 		d.keep(p.job, 0)

@@ -39,6 +39,10 @@ type Runner struct {
 	// the result's Blocked.
 	Net     muster.NetOpener
 	Network muster.Network
+	// BuildCache, when set, is the GOCACHE of confined gates, writable
+	// to them (git.GatesCache: one per repository, which no agent may
+	// write), instead of the user's.
+	BuildCache string
 	// TmpRoot, when set, holds a fresh TMPDIR per gate run (made there,
 	// writable to that run alone, removed after it).
 	TmpRoot string
@@ -72,6 +76,12 @@ func (r Runner) Run(ctx context.Context, dir string, g muster.GateSpec, timeout 
 		}
 	}
 	confine := conf
+	if conf != nil && r.BuildCache != "" {
+		// The gates' own Go build cache (ARCHITECTURE §8.5): never the
+		// one agents may write, whose forged entry would pass a test
+		// that was never run.
+		env, confine = withEnv(env, map[string]string{"GOCACHE": r.BuildCache}), confine.With(r.BuildCache)
+	}
 	if r.TmpRoot != "" {
 		tmp, err := exchange.NewHome(r.TmpRoot, "gate-tmp")
 		if err != nil {

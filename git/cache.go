@@ -42,6 +42,22 @@ func repoKey(common string) string {
 	return hex.EncodeToString(sum[:10])
 }
 
+// GatesCache returns (made) the Go build cache of the confined gates of
+// the repository whose common git directory is common:
+// <root>/repos/<key>/gates/go-build, beside its clones, writable to its
+// gates only (no agent may write it), kept with the pool.
+func GatesCache(common string) (string, error) {
+	root, err := CacheRoot()
+	if err != nil {
+		return "", err
+	}
+	d := filepath.Join(root, "repos", repoKey(common), "gates", "go-build")
+	if err := os.MkdirAll(d, 0o700); err != nil {
+		return "", fmt.Errorf("the gates' build cache: %w", err)
+	}
+	return d, nil
+}
+
 // pool is one repository's clones in the cache:
 //
 //	<root>/repos/<key>/

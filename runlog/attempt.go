@@ -30,9 +30,13 @@ type merger struct {
 
 func attempt(events []muster.Event, id muster.TaskID, n int, recs []muster.LogRecord) []Entry {
 	m := &merger{task: id, attempt: n, recs: recs, used: make([]bool, len(recs))}
+	racing := false
 	for i := range events {
 		e := &events[i]
-		if e.Task != id || e.Attempt != n {
+		if e.Task != id {
+			continue
+		}
+		if m.race(e, &racing) || e.Attempt != n {
 			continue
 		}
 		m.seq = e.Seq

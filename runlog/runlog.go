@@ -40,6 +40,7 @@ const (
 	KindCommit    = "commit" // the task commit (Text: its paths)
 	KindIntegrate = "integrated"
 	KindResult    = "result" // the attempt's end: State and Text (the reason)
+	KindRace      = "race"   // a race candidate's end (Passed, Text: its change or why it is out), or the race's winner
 )
 
 // Entry is one thing that happened in an attempt. Text that came from an

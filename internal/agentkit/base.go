@@ -92,6 +92,7 @@ func (b *Base) Prepare(req *muster.ExecRequest) (*Setup, error) {
 			return nil, StartFailure(err)
 		}
 	}
+	SeedConfig(b.Kind, home)
 	return s, nil
 }
 

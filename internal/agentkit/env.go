@@ -249,6 +249,32 @@ func SeedLogin(kind *Kind, home string) error {
 	return nil
 }
 
+// SeedConfig copies the user's own instruction files of a kind
+// (Kind.ConfigFiles: CLAUDE.md, AGENTS.md, GEMINI.md) into home,
+// read-only (0444), each only when missing there: the home is the
+// invocation's own (a coder's is its attempt's), so no other invocation
+// reads what this one could change. A file the user does not have, or
+// that cannot be copied (not a regular file, over 1 MB), is left out:
+// instructions are not worth failing an invocation for.
+func SeedConfig(kind *Kind, home string) {
+	user, err := os.UserHomeDir()
+	if err != nil || user == "" || filepath.Clean(user) == filepath.Clean(home) {
+		return
+	}
+	for _, rel := range kind.ConfigFiles {
+		if exchange.Stat(home, rel) >= 0 {
+			continue
+		}
+		// The user's own file, which no agent can write: a dotfiles
+		// manager's link in it is followed, once, here.
+		src, err := filepath.EvalSymlinks(filepath.Join(user, rel))
+		if err != nil {
+			continue
+		}
+		_ = exchange.CopyFile(home, rel, src, maxLogin, 0o444)
+	}
+}
+
 // HasLogin reports whether the user has a login file of the kind.
 func HasLogin(kind *Kind) bool {
 	user, err := os.UserHomeDir()

@@ -34,6 +34,13 @@ type Kind struct {
 	// user's home; they are copied into each clone's home when no api_key_env
 	// is configured.
 	LoginFiles []string
+	// ConfigFiles are the user's own instruction files for the CLI,
+	// relative to the user's home: copied read-only (0444) into every
+	// invocation's home, where the CLI reads them (SeedConfig). The
+	// user's settings files are not: they can run commands (hooks, MCP
+	// servers, a key helper) or point the CLI elsewhere, and muster's
+	// template decides those (docs/agents.md).
+	ConfigFiles []string
 	// Authority maps each authority to its enforcement and how.
 	Authority map[muster.Authority]Grade
 	// ACP says the program speaks the Agent Client Protocol on stdio;
@@ -55,8 +62,9 @@ type Grade struct {
 var Kinds = []Kind{
 	{
 		Name: muster.ExecClaudeCode, Binary: "claude", Package: "@anthropic-ai/claude-code", VersionArgs: []string{"--version"},
-		KeyEnv:     "ANTHROPIC_API_KEY",
-		LoginFiles: []string{".claude/.credentials.json"},
+		KeyEnv:      "ANTHROPIC_API_KEY",
+		LoginFiles:  []string{".claude/.credentials.json"},
+		ConfigFiles: []string{".claude/CLAUDE.md"},
 		Authority: map[muster.Authority]Grade{
 			muster.AuthorityRead:  {Enforced, "--tools Read,Grep,Glob (only read tools exist)"},
 			muster.AuthorityWrite: {Enforced, "--tools Read,Grep,Glob,Edit,Write,NotebookEdit,TodoWrite (no shell tool); --permission-mode acceptEdits, or bypassPermissions in worktrees under .git, where Claude Code refuses edits otherwise"},
@@ -65,8 +73,9 @@ var Kinds = []Kind{
 	},
 	{
 		Name: muster.ExecCodex, Binary: "codex", Package: "@openai/codex", VersionArgs: []string{"--version"},
-		KeyEnv:     "OPENAI_API_KEY",
-		LoginFiles: []string{".codex/auth.json"},
+		KeyEnv:      "OPENAI_API_KEY",
+		LoginFiles:  []string{".codex/auth.json"},
+		ConfigFiles: []string{".codex/AGENTS.md"},
 		Authority: map[muster.Authority]Grade{
 			muster.AuthorityRead:  {Enforced, "--sandbox read-only (OS sandbox)"},
 			muster.AuthorityWrite: {Enforced, "--sandbox workspace-write (writes confined to the worktree; sandboxed shell remains)"},
@@ -75,8 +84,9 @@ var Kinds = []Kind{
 	},
 	{
 		Name: muster.ExecGemini, Binary: "gemini", Package: "@google/gemini-cli", VersionArgs: []string{"--version"},
-		KeyEnv:     "GEMINI_API_KEY",
-		LoginFiles: []string{".gemini/oauth_creds.json", ".gemini/google_accounts.json"},
+		KeyEnv:      "GEMINI_API_KEY",
+		LoginFiles:  []string{".gemini/oauth_creds.json", ".gemini/google_accounts.json"},
+		ConfigFiles: []string{".gemini/GEMINI.md"},
 		Authority: map[muster.Authority]Grade{
 			muster.AuthorityRead:  {Enforced, "--approval-mode plan (no shell tool; file writes refused outside the CLI's plans directory in the clone's home)"},
 			muster.AuthorityWrite: {Enforced, "--approval-mode auto_edit (edit tools approved; headless mode offers no shell tool)"},
@@ -85,8 +95,9 @@ var Kinds = []Kind{
 	},
 	{
 		Name: muster.ExecOpencode, Binary: "opencode", Package: "opencode-ai", VersionArgs: []string{"--version"},
-		KeyEnv:     "ANTHROPIC_API_KEY",
-		LoginFiles: []string{".local/share/opencode/auth.json"},
+		KeyEnv:      "ANTHROPIC_API_KEY",
+		LoginFiles:  []string{".local/share/opencode/auth.json"},
+		ConfigFiles: []string{".config/opencode/AGENTS.md"},
 		Authority: map[muster.Authority]Grade{
 			muster.AuthorityRead:  {Enforced, `permission {"edit":"deny","bash":"deny"} in the clone's config (the CLI removes its edit, write and bash tools)`},
 			muster.AuthorityWrite: {Enforced, `permission {"edit":"allow","bash":"deny"} in the clone's config (the CLI removes its bash tool)`},
@@ -110,23 +121,26 @@ var Kinds = []Kind{
 	},
 	{
 		Name: muster.ExecClaudeACP, Binary: "claude-agent-acp", Package: "@zed-industries/claude-agent-acp", ACP: true,
-		KeyEnv:     "ANTHROPIC_API_KEY",
-		LoginFiles: []string{".claude/.credentials.json"},
+		KeyEnv:      "ANTHROPIC_API_KEY",
+		LoginFiles:  []string{".claude/.credentials.json"},
+		ConfigFiles: []string{".claude/CLAUDE.md"},
 		Authority: acpAuthority(" (mode default)", " (mode default: every edit and command asks)",
 			" (mode bypassPermissions)"),
 	},
 	{
 		Name: muster.ExecCodexACP, Binary: "codex-acp", Package: "@zed-industries/codex-acp", ACP: true,
-		KeyEnv:     "OPENAI_API_KEY",
-		LoginFiles: []string{".codex/auth.json"},
+		KeyEnv:      "OPENAI_API_KEY",
+		LoginFiles:  []string{".codex/auth.json"},
+		ConfigFiles: []string{".codex/AGENTS.md"},
 		Authority: acpAuthority(" (sandbox read-only, approval untrusted)", " (sandbox workspace-write, approval untrusted)",
 			" (sandbox danger-full-access, approval never)"),
 	},
 	{
 		Name: muster.ExecGeminiACP, Binary: "gemini", Package: "@google/gemini-cli", ACP: true, ACPArgs: []string{"--acp"},
-		KeyEnv:     "GEMINI_API_KEY",
-		LoginFiles: []string{".gemini/oauth_creds.json", ".gemini/google_accounts.json"},
-		Authority:  acpAuthority(" (--approval-mode default)", " (--approval-mode default)", " (--approval-mode yolo)"),
+		KeyEnv:      "GEMINI_API_KEY",
+		LoginFiles:  []string{".gemini/oauth_creds.json", ".gemini/google_accounts.json"},
+		ConfigFiles: []string{".gemini/GEMINI.md"},
+		Authority:   acpAuthority(" (--approval-mode default)", " (--approval-mode default)", " (--approval-mode yolo)"),
 	},
 	{
 		Name: muster.ExecQwen, Binary: "qwen", Package: "@qwen-code/qwen-code", ACP: true, ACPArgs: []string{"--acp"},

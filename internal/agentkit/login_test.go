@@ -105,3 +105,45 @@ func TestLoginHoldersNamedOnce(t *testing.T) {
 		t.Error("a warning without holders")
 	}
 }
+
+// TestUserInstructionsSeededReadOnly: every invocation's home gets the
+// user's own instruction file for its kind (a dotfiles link followed),
+// read-only, and never the user's settings (hooks, MCP servers).
+func TestUserInstructionsSeededReadOnly(t *testing.T) {
+	user := userWithLogins(t)
+	t.Setenv("ANTHROPIC_API_KEY", "sk-real")
+	dots := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dots, "CLAUDE.md"), []byte("be terse"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(dots, "CLAUDE.md"), filepath.Join(user, ".claude/CLAUDE.md")); err != nil {
+		t.Fatal(err)
+	}
+	hook := `{"hooks":{"PreToolUse":[{"hooks":[{"type":"command","command":"curl evil"}]}]}}`
+	if err := os.WriteFile(filepath.Join(user, ".claude/settings.json"), []byte(hook), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "cli")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b, err := NewBase(&muster.ExecutorSpec{Name: "cc", Kind: muster.ExecClaudeCode, Command: []string{bin}}, muster.ExecClaudeCode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	home := t.TempDir()
+	if _, err := b.Prepare(&muster.ExecRequest{Dir: t.TempDir(), Home: home, Role: muster.RoleReviewer, Spec: b.Spec}); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(home, ".claude/CLAUDE.md")
+	fi, err := os.Lstat(p)
+	if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o444 {
+		t.Fatalf("the user's CLAUDE.md in the reviewer's home: %v %v (want a read-only copy)", fi, err)
+	}
+	if b, _ := os.ReadFile(p); string(b) != "be terse" {
+		t.Errorf("content %q", b)
+	}
+	if b, err := os.ReadFile(filepath.Join(home, ".claude/settings.json")); err == nil && strings.Contains(string(b), "curl evil") {
+		t.Errorf("the user's hooks reached the home: %s", b)
+	}
+}

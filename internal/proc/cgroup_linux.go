@@ -83,11 +83,11 @@ func probeCgroups() Cgroups {
 	var why []string
 	if dir, ok := mounts["2"]; ok {
 		p := filepath.Join(dir, own["2"])
-		if reason := probeV2(p); reason == "" {
+		reason := probeV2(p)
+		if reason == "" {
 			return Cgroups{Version: 2, Pids: p, Memory: p}
-		} else {
-			why = append(why, "cgroup2 at "+p+": "+reason)
 		}
+		why = append(why, "cgroup2 at "+p+": "+reason)
 	}
 	c := Cgroups{Version: 1}
 	for _, ctl := range []string{"pids", "memory"} {
@@ -197,12 +197,11 @@ func probeDir(p string) error {
 
 // cgroup is the group (v2) or groups (v1) of one invocation.
 type cgroup struct {
-	version     int
-	pids, mem   string   // the invocation's group per controller ("": none)
-	dir         *os.File // v2: the group, for UseCgroupFD
-	maxPids     int
-	maxMemory   int64
-	pidsAtStart int64 // v1/v2 pids.events "max" before the start (0 for a new group)
+	version   int
+	pids, mem string   // the invocation's group per controller ("": none)
+	dir       *os.File // v2: the group, for UseCgroupFD
+	maxPids   int
+	maxMemory int64
 }
 
 // newCgroup creates the groups of one invocation named name, with the

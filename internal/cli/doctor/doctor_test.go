@@ -125,3 +125,18 @@ func TestNamespacesLayer(t *testing.T) {
 		})
 	}
 }
+
+// TestDoctorWarnsAsRoot (issue 21, item 4): doctor warns when muster runs
+// as root, and only then.
+func TestDoctorWarnsAsRoot(t *testing.T) {
+	hideAgents(t)
+	cfg := &muster.Config{}
+	opts := &Options{LoadConfig: func() (*muster.Config, error) { return cfg, nil },
+		Probe: func() confine.Status { return confine.Status{ABI: 7} }, Namespaces: func() string { return "" }}
+	var out bytes.Buffer
+	_ = Run(context.Background(), opts, &out)
+	got := strings.Contains(out.String(), "warning: muster runs as root: its agents run as uid 0 without capabilities")
+	if got != (os.Geteuid() == 0) {
+		t.Errorf("uid %d, root warning shown %v:\n%s", os.Geteuid(), got, out.String())
+	}
+}

@@ -94,3 +94,24 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// TestConfinementWarnsAsRoot (issue 21, item 4): as root the run's start
+// warns, once, that muster runs as root and what that costs; not as root
+// it says nothing of it.
+func TestConfinementWarnsAsRoot(t *testing.T) {
+	if st := confine.Probe(); !st.Available() {
+		t.Skip(st.Reason)
+	}
+	root := os.Geteuid() == 0
+	if (RootWarning() != "") != root {
+		t.Fatalf("RootWarning() = %q at uid %d", RootWarning(), os.Geteuid())
+	}
+	_, warnings, err := Confinement(&muster.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := countContaining(warnings, "muster runs as root")
+	if root && (n != 1 || !contains(warnings, RootWarning())) || !root && n != 0 {
+		t.Errorf("uid %d: warnings %q", os.Geteuid(), warnings)
+	}
+}

@@ -253,6 +253,10 @@ func (s *Session) crew(ctx context.Context, confinement *muster.Confinement, und
 	preflight.AllowEnv(s.Config)
 	c.gates = gate.Runner{Grace: s.Config.Grace(), Allow: s.Config.Run.EnvAllow, Confine: confinement,
 		Net: egress.Open, Network: s.Config.GateNetwork(), TmpRoot: filepath.Join(s.Dir, "scratch", "gates")}
+	if confinement != nil {
+		// The gates' own Go build cache, which no agent may write.
+		c.gates.BuildCache, _ = git.GatesCache(s.Repo.GitDir)
+	}
 	// Setup may write the package caches; agents and gates only read them.
 	c.setup = c.gates
 	c.setup.Confine = confinement.With(setupCaches(s.Config)...)
