@@ -53,12 +53,14 @@ func limited(t *testing.T, c *muster.Confinement, script string) (string, proc.R
 // many processes it sees then (a glob: no fork), which in the sandbox's
 // PID namespace are all the invocation's: under max_pids the forks past
 // the limit fail inside.
-const forkBomb = `
-	sh -c 'for i in $(seq 200); do sleep 300 & done' 2>/dev/null
+func forkBomb(secs string) string {
+	return `
+	sh -c 'for i in $(seq 200); do sleep ` + secs + ` & done' 2>/dev/null
 	set -- /proc/[0-9]*
 	echo "procs $#"
 	exit 0
 `
+}
 
 // TestSandboxForkBombStaysUnderMaxPids: a fork bomb in the sandbox gets
 // no more than max_pids processes (the forks past it fail inside), the
@@ -66,7 +68,7 @@ const forkBomb = `
 func TestSandboxForkBombStaysUnderMaxPids(t *testing.T) {
 	t.Parallel()
 	needCgroups(t, 24, 0)
-	out, res := limited(t, &muster.Confinement{Namespaces: true, HostNetwork: true, MaxPids: 24}, forkBomb)
+	out, res := limited(t, &muster.Confinement{Namespaces: true, HostNetwork: true, MaxPids: 24}, forkBomb("347"))
 	if res.Limit != "max_pids" {
 		t.Fatalf("limit %q, want max_pids (exit %d):\n%s", res.Limit, res.ExitCode, out)
 	}
@@ -77,7 +79,7 @@ func TestSandboxForkBombStaysUnderMaxPids(t *testing.T) {
 	if !strings.Contains(res.LimitReason(&muster.Confinement{MaxPids: 24}), "max_pids (24 processes)") {
 		t.Errorf("reason %q", res.LimitReason(&muster.Confinement{MaxPids: 24}))
 	}
-	assertNoSleepers(t)
+	assertNoSleepers(t, "347")
 }
 
 // TestLandlockOnlyForkBombStaysUnderMaxPids: without namespaces (the
@@ -87,11 +89,11 @@ func TestSandboxForkBombStaysUnderMaxPids(t *testing.T) {
 func TestLandlockOnlyForkBombStaysUnderMaxPids(t *testing.T) {
 	t.Parallel()
 	needCgroups(t, 24, 0)
-	out, res := limited(t, &muster.Confinement{Writable: []string{os.TempDir()}, MaxPids: 24}, forkBomb+"")
+	out, res := limited(t, &muster.Confinement{Writable: []string{os.TempDir()}, MaxPids: 24}, forkBomb("353"))
 	if res.Limit != "max_pids" {
 		t.Fatalf("limit %q, want max_pids (exit %d):\n%s", res.Limit, res.ExitCode, out)
 	}
-	assertNoSleepers(t)
+	assertNoSleepers(t, "353")
 }
 
 // TestSandboxMemoryHogKilledAtMaxMemory: a process that grows past
@@ -120,21 +122,25 @@ func TestWithinLimitsNoLimitReported(t *testing.T) {
 	if res.Limit != "" || res.ExitCode != 0 || !strings.Contains(out, "ok\n") {
 		t.Fatalf("limit %q exit %d:\n%s", res.Limit, res.ExitCode, out)
 	}
+	// The invocation saw its own groups (/proc/self/cgroup): each is gone
+	// once it ended.
 	c := proc.ProbeCgroups()
-	for _, dir := range []string{c.Pids, c.Memory} {
-		entries, _ := os.ReadDir(dir)
-		for _, e := range entries {
-			if strings.HasPrefix(e.Name(), "muster-"+proc.Owner()+".") && !e.IsDir() {
-				continue
-			}
-			if strings.HasPrefix(e.Name(), "muster-"+proc.Owner()+".") {
-				// Another test of this binary may be running: only
-				// fail on groups whose invocation has ended (empty).
-				if b, _ := os.ReadFile(dir + "/" + e.Name() + "/cgroup.procs"); len(b) == 0 {
-					t.Errorf("an ended invocation's cgroup is left: %s/%s", dir, e.Name())
-				}
+	seen := 0
+	for _, line := range strings.Split(out, "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 || !strings.Contains(parts[2], "/muster-") {
+			continue
+		}
+		name := parts[2][strings.LastIndex(parts[2], "/")+1:]
+		for _, dir := range []string{c.Pids, c.Memory} {
+			if _, err := os.Stat(dir + "/" + name); err == nil {
+				t.Errorf("the ended invocation's cgroup is left: %s/%s", dir, name)
 			}
 		}
+		seen++
+	}
+	if seen == 0 {
+		t.Errorf("the invocation was in no group of muster's:\n%s", out)
 	}
 }
 
@@ -161,8 +167,9 @@ func procsLine(t *testing.T, out string) int {
 	return 0
 }
 
-// assertNoSleepers fails when a "sleep 300" of the test survived.
-func assertNoSleepers(t *testing.T) {
+// assertNoSleepers fails when a "sleep SECS" of the test survived (each
+// test sleeps its own number of seconds: they run in parallel).
+func assertNoSleepers(t *testing.T, secs string) {
 	t.Helper()
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
@@ -170,7 +177,7 @@ func assertNoSleepers(t *testing.T) {
 			continue
 		}
 		b, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if string(b) == "sleep\x00300\x00" {
+		if string(b) == "sleep\x00"+secs+"\x00" {
 			st, _ := os.ReadFile("/proc/" + e.Name() + "/stat")
 			if !strings.Contains(string(st), ") Z ") {
 				t.Errorf("sleeper %s outlived its invocation", e.Name())

@@ -2,6 +2,8 @@ package driver
 
 import (
 	"fmt"
+	"path/filepath"
+	"strings"
 
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/internal/exchange"
@@ -26,6 +28,9 @@ func (w *worker) confinement(spec *muster.ExecutorSpec, auth muster.Authority, i
 	c = c.WithReadOnly(inv.Readable()...) // in/, bound back read-only in the sandbox
 	if auth != muster.AuthorityRead {
 		paths = append(paths, dir)
+		if c.Namespaces && w.cfg != nil {
+			c = c.WithReadOnly(setupOutputs(w.cfg.Setup, dir)...)
+		}
 	} else {
 		c = c.WithReadOnly(dir) // seen, in the sandbox, where the cache is hidden
 	}
@@ -33,6 +38,37 @@ func (w *worker) confinement(spec *muster.ExecutorSpec, auth muster.Authority, i
 		paths = append(paths, spec.Writable...)
 	}
 	return c.With(paths...)
+}
+
+// setupOutputs are the outputs of the setup steps (node_modules/, .venv/)
+// present in the clone dir, which an agent sees read-only where the
+// sandbox's namespaces exist (ARCHITECTURE §8.5): no agent makes a later
+// gate pass by editing the test runner setup installed. Only real
+// directories or files reached without a symbolic link count: a link an
+// agent planted there must not make muster bind its target back into
+// the sandbox (a hidden path, read-only, is still a hidden path shown).
+func setupOutputs(steps []muster.SetupStep, dir string) []string {
+	root, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, st := range steps {
+		for _, o := range st.Outputs {
+			if strings.TrimSuffix(o, "/") == "target" {
+				continue // cargo's build directory: the agent's own builds write it
+			}
+			p := filepath.Join(root, filepath.FromSlash(o))
+			if !strings.HasPrefix(p, root+string(filepath.Separator)) {
+				continue
+			}
+			if r, err := filepath.EvalSymlinks(p); err != nil || r != p {
+				continue
+			}
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // exchangeFor makes the fresh directory of one invocation (prefix names

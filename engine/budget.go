@@ -94,8 +94,9 @@ func (s *State) OverBudget(id muster.TaskID) (reason string, wholeRun bool) {
 		return "", false
 	}
 	b := t.Task.Budget
-	if n := int64(t.racing()); n > 1 {
-		// Budget: is each candidate's: a race of N may spend N of it.
+	if n := int64(t.raceSize()); n > 1 {
+		// Budget: is each candidate's: a race of N may spend N of it
+		// (the judge's share included), whichever have finished.
 		b.USDMicros, b.Tokens = b.USDMicros*n, b.Tokens*n
 	}
 	if b.USDMicros > 0 && t.AttemptUsage.CostMicros > b.USDMicros {

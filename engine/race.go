@@ -413,3 +413,12 @@ func (s *State) raceUnderWay() bool {
 	}
 	return false
 }
+
+// raceSize is how many candidates the task's race under way has had
+// (finished or not; 0: it is not racing): what its Budget: covers.
+func (t *TaskState) raceSize() int {
+	if t.Race == nil || t.Race.Done || t.State != muster.StateRunning {
+		return 0
+	}
+	return len(t.Race.Candidates)
+}

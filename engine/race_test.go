@@ -217,3 +217,39 @@ func TestRaceOf(t *testing.T) {
 		}
 	}
 }
+
+// A race's Budget: is each candidate's: finished candidates' spending
+// does not stop the race once they are done (the judge, the winner's
+// integration still to come), while the whole race may not pass N of it.
+func TestRaceBudgetIsPerCandidate(t *testing.T) {
+	cfg := &muster.Config{}
+	for _, k := range raceKinds {
+		cfg.Executors = append(cfg.Executors, &muster.ExecutorSpec{Name: string(k), Kind: k, Clones: 1})
+	}
+	s := engine.NewState()
+	seq := int64(0)
+	apply := func(e muster.Event) {
+		t.Helper()
+		seq++
+		e.Seq, e.Time = seq, t0
+		if err := s.Apply(&e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	apply(muster.Event{Type: muster.EvRunStarted, Run: "x", Config: cfg})
+	apply(muster.Event{Type: muster.EvTasksPlanned, Tasks: []*muster.Task{{ID: "r", Title: "race", Race: 3, Budget: muster.Budget{USDMicros: 1_000_000}}}})
+	d := engine.Decide(s, engine.Input{Now: t0})
+	raceStart(t, s, d.Actions[0], &seq)
+	yes := true
+	for _, c := range d.Actions[0].Race {
+		apply(muster.Event{Type: muster.EvTokensUsed, Task: "r", Attempt: c.Attempt, Usage: muster.Usage{CostMicros: 800_000}})
+		apply(muster.Event{Type: muster.EvCandidateFinished, Task: "r", Attempt: c.Attempt, Passed: &yes, Commit: "c"})
+	}
+	if why, _ := s.OverBudget("r"); why != "" {
+		t.Fatalf("a race of 3 that spent $2.40 of 3 × $1 is over budget: %s", why)
+	}
+	apply(muster.Event{Type: muster.EvTokensUsed, Task: "r", Usage: muster.Usage{CostMicros: 700_000}})
+	if why, _ := s.OverBudget("r"); why == "" {
+		t.Fatal("a race of 3 that spent $3.10 of 3 × $1 is not over budget")
+	}
+}

@@ -85,8 +85,35 @@ func layers(r *run) map[muster.TaskID]int {
 
 func layoutGraph(r *run) graph {
 	layer := layers(r)
-	// Order each layer by the mean row of the task's dependencies (plan
-	// order breaks ties), so chains run straight and edges cross less.
+	rowOf, maxLayer := graphRows(r, layer)
+	pos := map[muster.TaskID][2]float64{}
+	var g graph
+	maxRow := 0
+	for _, id := range r.Order {
+		t := r.Tasks[id]
+		l := layer[id]
+		row := rowOf[id]
+		maxRow = max(maxRow, row)
+		x := graphPad + float64(l)*(nodeW+colGap)
+		y := graphPad + float64(row)*(nodeH+rowGap)
+		pos[id] = [2]float64{x, y}
+		detail := string(t.State)
+		if t.Slot != "" {
+			detail += " · " + t.Where()
+		}
+		g.Nodes = append(g.Nodes, node{X: x, Y: y, ID: string(id), Label: clipText(string(id), 20),
+			State: t.State, Title: t.Title, Detail: clipText(detail, 24)})
+	}
+	g.Edges = graphEdges(r, layer, rowOf, pos)
+	g.W = 2*graphPad + float64(maxLayer+1)*nodeW + float64(maxLayer)*colGap
+	g.H = 2*graphPad + float64(maxRow+1)*nodeH + float64(maxRow)*rowGap
+	return g
+}
+
+// graphRows orders each layer by the mean row of the task's
+// dependencies (plan order breaks ties), so chains run straight and
+// edges cross less; it returns each task's row and the last layer.
+func graphRows(r *run, layer map[muster.TaskID]int) (map[muster.TaskID]int, int) {
 	byLayer := map[int][]muster.TaskID{}
 	maxLayer := 0
 	for _, id := range r.Order {
@@ -115,24 +142,11 @@ func layoutGraph(r *run) graph {
 			rowOf[id] = i
 		}
 	}
-	pos := map[muster.TaskID][2]float64{}
-	var g graph
-	maxRow := 0
-	for _, id := range r.Order {
-		t := r.Tasks[id]
-		l := layer[id]
-		row := rowOf[id]
-		maxRow = max(maxRow, row)
-		x := graphPad + float64(l)*(nodeW+colGap)
-		y := graphPad + float64(row)*(nodeH+rowGap)
-		pos[id] = [2]float64{x, y}
-		detail := string(t.State)
-		if t.Slot != "" {
-			detail += " · " + t.Where()
-		}
-		g.Nodes = append(g.Nodes, node{X: x, Y: y, ID: string(id), Label: clipText(string(id), 20),
-			State: t.State, Title: t.Title, Detail: clipText(detail, 24)})
-	}
+	return rowOf, maxLayer
+}
+
+// graphEdges draws each dependency as a path from its box to the task's.
+func graphEdges(r *run, layer, rowOf map[muster.TaskID]int, pos map[muster.TaskID][2]float64) []edge {
 	// channelY is the middle of the gap above row k (k = 0: the top
 	// margin; k = maxRow+1: below the last row), where no box lies.
 	channelY := func(k int) float64 {
@@ -142,6 +156,7 @@ func layoutGraph(r *run) graph {
 		return graphPad + float64(k)*(nodeH+rowGap) - rowGap/2
 	}
 	inChannel := map[int]int{}
+	var edges []edge
 	for _, id := range r.Order {
 		to := pos[id]
 		for _, d := range r.Tasks[id].After {
@@ -170,12 +185,10 @@ func layoutGraph(r *run) graph {
 				path = fmt.Sprintf("M%.1f %.1fC%.1f %.1f %.1f %.1f %.1f %.1fL%.1f %.1fC%.1f %.1f %.1f %.1f %.1f %.1f",
 					x1, y1, ma, y1, ma, yc, xa, yc, xb, yc, mb, yc, mb, y2, x2, y2)
 			}
-			g.Edges = append(g.Edges, edge{From: string(d), To: string(id), D: path})
+			edges = append(edges, edge{From: string(d), To: string(id), D: path})
 		}
 	}
-	g.W = 2*graphPad + float64(maxLayer+1)*nodeW + float64(maxLayer)*colGap
-	g.H = 2*graphPad + float64(maxRow+1)*nodeH + float64(maxRow)*rowGap
-	return g
+	return edges
 }
 
 // bar is one span in the Gantt chart.
@@ -236,58 +249,11 @@ func layoutGantt(r *run) gantt {
 		g.Grid = append(g.Grid, y+ganttRow)
 	}
 	g.H = ganttTop + float64(len(r.Clones))*ganttRow + 8
-	for _, gp := range r.gaps {
-		x1, x2 := xAt(gp.From), xAt(gp.To)
-		g.Gaps = append(g.Gaps, mark{X: x1, Y: ganttTop, W: math.Max(x2-x1, 2), H: g.H - ganttTop, Class: "gap",
-			Tip: fmt.Sprintf("muster not running from %s to %s (%s, until the resume): left out of the times",
-				gp.From.UTC().Format(time.TimeOnly), gp.To.UTC().Format(time.TimeOnly), runview.Duration(gp.To.Sub(gp.From)))})
-	}
+	g.Gaps = gapMarks(r.gaps, xAt, g.H)
 	for _, s := range r.spans {
 		y := ganttTop + float64(rowOf[s.Slot])*ganttRow + 4
-		x1, x2 := xAt(s.Start), xAt(s.End)
-		b := bar{X: x1, Y: y, W: math.Max(x2-x1, 2), H: ganttRow - 8, Class: s.Outcome}
-		if b.W > 8*float64(len(s.Task))+6 {
-			b.Label = string(s.Task)
-		}
-		where := s.Slot
-		if s.Worker != "" {
-			where = s.Worker
-		}
-		b.Tip = fmt.Sprintf("%s on %s (%s): %s–%s, %s", s.Task, where, s.Role,
-			s.Start.UTC().Format(time.TimeOnly), s.End.UTC().Format(time.TimeOnly), s.Outcome)
-		if t := r.Tasks[s.Task]; t != nil && s.Role != muster.RoleReviewer {
-			in := func(at time.Time) bool { return !at.Before(s.Start) && !at.After(s.End) }
-			for _, gr := range t.Gates {
-				if in(gr.Time) {
-					cls, res := "gate-fail", "failed"
-					if gr.Passed {
-						cls, res = "gate-pass", "passed"
-					}
-					b.Marks = append(b.Marks, mark{X: xAt(gr.Time) - 1.5, Y: y + 2, W: 3, H: ganttRow - 12, Class: cls,
-						Tip: fmt.Sprintf("gate %s %s at %s", gr.Name, res, gr.Time.UTC().Format(time.TimeOnly))})
-				}
-			}
-			for _, f := range t.Fixes {
-				if in(f.Time) {
-					b.Marks = append(b.Marks, mark{X: xAt(f.Time) - 2, Y: y - 2, W: 4, H: ganttRow - 4, Class: "fix",
-						Tip: fmt.Sprintf("fix round %d: %s", f.Round, f.Reason)})
-				}
-			}
-		}
-		if s.Role == muster.RoleReviewer {
-			if t := r.Tasks[s.Task]; t != nil {
-				for _, rv := range t.Reviews {
-					if rv.Slot == s.Slot && !rv.Time.Before(s.Start) && !rv.Time.After(s.End) {
-						cls := "review-ok"
-						if runview.Blocking(rv.Findings) > 0 {
-							cls = "review-block"
-						}
-						b.Marks = append(b.Marks, mark{X: xAt(rv.Time) - 1.5, Y: y + 2, W: 3, H: ganttRow - 12, Class: cls,
-							Tip: fmt.Sprintf("review: %d findings", len(rv.Findings))})
-					}
-				}
-			}
-		}
+		b := spanBar(s, stopAt(s, r.gaps), xAt, y)
+		b.Marks = spanMarks(r, s, xAt, y)
 		g.Bars = append(g.Bars, b)
 	}
 	step := tickStep(total)
@@ -295,6 +261,92 @@ func layoutGantt(r *run) gantt {
 		g.Ticks = append(g.Ticks, tick{X: ganttLabel + ganttPlot*float64(d)/float64(total), Label: fmtTick(d)})
 	}
 	return g
+}
+
+// gapMarks shade the stretches no muster ran the run, over every row.
+func gapMarks(gaps []muster.Gap, xAt func(time.Time) float64, h float64) []mark {
+	var out []mark
+	for _, gp := range gaps {
+		x1, x2 := xAt(gp.From), xAt(gp.To)
+		out = append(out, mark{X: x1, Y: ganttTop, W: math.Max(x2-x1, 2), H: h - ganttTop, Class: "gap",
+			Tip: fmt.Sprintf("muster not running from %s to %s (%s, until the resume): left out of the times",
+				gp.From.UTC().Format(time.TimeOnly), gp.To.UTC().Format(time.TimeOnly), runview.Duration(gp.To.Sub(gp.From)))})
+	}
+	return out
+}
+
+// stopAt is where a span's bar ends: the start of the first gap that
+// begins inside it, when its end was recorded only at the resume (an
+// attempt a crash or an interrupt cut short: nothing ran it in the
+// gap); else its end.
+func stopAt(s *span, gaps []muster.Gap) time.Time {
+	for _, gp := range gaps {
+		if gp.From.After(s.Start) && gp.From.Before(s.End) && !s.End.Before(gp.To) {
+			return gp.From
+		}
+	}
+	return s.End
+}
+
+// spanBar is a span's bar from its start to end, with its tooltip.
+func spanBar(s *span, end time.Time, xAt func(time.Time) float64, y float64) bar {
+	x1, x2 := xAt(s.Start), xAt(end)
+	b := bar{X: x1, Y: y, W: math.Max(x2-x1, 2), H: ganttRow - 8, Class: s.Outcome}
+	if b.W > 8*float64(len(s.Task))+6 {
+		b.Label = string(s.Task)
+	}
+	where := s.Slot
+	if s.Worker != "" {
+		where = s.Worker
+	}
+	stop := ""
+	if !end.Equal(s.End) {
+		stop = " (until muster stopped)"
+	}
+	b.Tip = fmt.Sprintf("%s on %s (%s): %s–%s%s, %s", s.Task, where, s.Role,
+		s.Start.UTC().Format(time.TimeOnly), end.UTC().Format(time.TimeOnly), stop, s.Outcome)
+	return b
+}
+
+// spanMarks are a span's gate runs and fix rounds (a coder's) or its
+// reviews (a reviewer's).
+func spanMarks(r *run, s *span, xAt func(time.Time) float64, y float64) []mark {
+	t := r.Tasks[s.Task]
+	if t == nil {
+		return nil
+	}
+	in := func(at time.Time) bool { return !at.Before(s.Start) && !at.After(s.End) }
+	var marks []mark
+	if s.Role == muster.RoleReviewer {
+		for _, rv := range t.Reviews {
+			if rv.Slot == s.Slot && in(rv.Time) {
+				cls := "review-ok"
+				if runview.Blocking(rv.Findings) > 0 {
+					cls = "review-block"
+				}
+				marks = append(marks, mark{X: xAt(rv.Time) - 1.5, Y: y + 2, W: 3, H: ganttRow - 12, Class: cls,
+					Tip: fmt.Sprintf("review: %d findings", len(rv.Findings))})
+			}
+		}
+		return marks
+	}
+	for _, gr := range t.Gates {
+		if in(gr.Time) {
+			cls, res := "gate-fail", "failed"
+			if gr.Passed {
+				cls, res = "gate-pass", "passed"
+			}
+			marks = append(marks, mark{X: xAt(gr.Time) - 1.5, Y: y + 2, W: 3, H: ganttRow - 12, Class: cls,
+				Tip: fmt.Sprintf("gate %s %s at %s", gr.Name, res, gr.Time.UTC().Format(time.TimeOnly))})
+		}
+	}
+	for _, f := range t.Fixes {
+		if in(f.Time) {
+			marks = append(marks, mark{X: xAt(f.Time) - 2, Y: y - 2, W: 4, H: ganttRow - 4, Class: "fix",
+				Tip: fmt.Sprintf("fix round %d: %s", f.Round, f.Reason)})
+		}
+	}
+	return marks
 }
 
 // tickStep picks a round interval giving at most about ten ticks.

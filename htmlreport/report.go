@@ -196,6 +196,7 @@ var funcs = template.FuncMap{
 	"add":  func(a, b float64) float64 { return a + b },
 	"sub":  func(a, b float64) float64 { return a - b },
 	"half": func(v float64) float64 { return v / 2 },
+	"usd":  muster.FormatUSD,
 }
 
 // tmpl is the page template, parsed on first use: parsing it at start-up

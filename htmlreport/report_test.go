@@ -244,11 +244,14 @@ func TestPreExistingGateFailureIsMarked(t *testing.T) {
 
 // The time between a crash and the resume is marked on the timeline and
 // left out of the run's and the task's times.
-func TestGapBeforeResumeMarked(t *testing.T) {
+// gapRun is a run killed (kill -9) 10 s into task a's first attempt and
+// resumed 89 s later: the attempt's cancellation is recorded at the
+// resume.
+func gapRun() []muster.Event {
 	lease := func(s int, typ muster.EventType) muster.Event {
 		return muster.Event{Time: at(s), Type: typ, Task: "a", Executor: "sim", Clone: 1, Role: muster.RoleCoder}
 	}
-	evs := []muster.Event{
+	return []muster.Event{
 		{Time: at(0), Type: muster.EvRunStarted, Run: "g", Config: &muster.Config{Executors: []*muster.ExecutorSpec{{Name: "sim", Kind: "sim", Clones: 1}}}},
 		{Time: at(0), Type: muster.EvTasksPlanned, Tasks: []*muster.Task{{ID: "a", Title: "A"}}},
 		lease(1, muster.EvExecutorLeased), started(1, "a", "sim", 1),
@@ -261,6 +264,10 @@ func TestGapBeforeResumeMarked(t *testing.T) {
 		lease(110, muster.EvExecutorRelease),
 		{Time: at(110), Type: muster.EvRunFinished, State: muster.RunSucceeded},
 	}
+}
+
+func TestGapBeforeResumeMarked(t *testing.T) {
+	evs := gapRun()
 	html := render(t, evs, Options{})
 	if n := strings.Count(html, `<rect class="gap"`); n != 1 {
 		t.Errorf("%d gap marks, want 1", n)
@@ -271,5 +278,51 @@ func TestGapBeforeResumeMarked(t *testing.T) {
 	// 110 s from start to end, 89 of them in the gap.
 	if !strings.Contains(html, `<div class="v">21s active</div>`) {
 		t.Errorf("wall time should be the active 21s:\n%s", html[strings.Index(html, "Wall time"):][:200])
+	}
+}
+
+// An attempt the crash cut short is drawn up to the stop, not through
+// the "muster not running" band to the resume that recorded its end
+// (issue 25); the attempt after the resume starts after the band.
+func TestCancelledAttemptStopsAtTheGap(t *testing.T) {
+	g := layoutGantt(fold(gapRun()))
+	if len(g.Gaps) != 1 || len(g.Bars) != 2 {
+		t.Fatalf("%d gaps, %d bars", len(g.Gaps), len(g.Bars))
+	}
+	gap, first, second := g.Gaps[0], g.Bars[0], g.Bars[1]
+	if end := first.X + first.W; end > gap.X+0.01 {
+		t.Errorf("the cancelled attempt runs to x=%.1f, into the gap at %.1f–%.1f", end, gap.X, gap.X+gap.W)
+	}
+	if second.X < gap.X+gap.W-0.01 {
+		t.Errorf("the resumed attempt starts at x=%.1f, inside the gap ending at %.1f", second.X, gap.X+gap.W)
+	}
+	if !strings.Contains(first.Tip, "until muster stopped") {
+		t.Errorf("tip %q", first.Tip)
+	}
+}
+
+// A race on the page: each candidate's slot, gates, change, cost and
+// verdict, the winner and why, the race's total; the judge's text escaped.
+func TestRaceOnThePage(t *testing.T) {
+	yes, no := true, false
+	evs := []muster.Event{
+		{Time: at(0), Type: muster.EvRunStarted, Run: "r1", Plan: "p.md", Branch: "muster/r1"},
+		{Time: at(0), Type: muster.EvTasksPlanned, Tasks: []*muster.Task{{ID: "a", Title: "A", Race: 2}}},
+		{Time: at(1), Type: muster.EvRaceStarted, Task: "a", Attempt: 1, Race: []muster.RaceCandidate{{Executor: "claude", Clone: 1, Attempt: 1}, {Executor: "codex", Clone: 1, Attempt: 2}}},
+		started(1, "a", "claude", 1),
+		{Time: at(2), Type: muster.EvTokensUsed, Task: "a", Attempt: 2, Executor: "codex", Clone: 1, Usage: muster.Usage{InputTokens: 10, CostMicros: 250_000}},
+		{Time: at(2), Type: muster.EvGateRan, Task: "a", Attempt: 1, Gate: "test", Passed: &no},
+		{Time: at(2), Type: muster.EvCandidateFinished, Task: "a", Attempt: 1, Executor: "claude", Clone: 1, Passed: &no, Reason: "gate test failed"},
+		{Time: at(3), Type: muster.EvCandidateFinished, Task: "a", Attempt: 2, Executor: "codex", Clone: 1, Passed: &yes, Stat: &muster.DiffStat{Added: 4, Deleted: 1, Files: 2}},
+		{Time: at(3), Type: muster.EvRaceWon, Task: "a", Attempt: 2, Executor: "codex", Clone: 1, State: muster.RaceOnly, Reason: "the only <b>one</b>"},
+		ended(4, muster.EvTaskSucceeded, "a", ""),
+		{Time: at(4), Type: muster.EvRunFinished, State: muster.RunSucceeded},
+	}
+	html := render(t, evs, Options{})
+	for _, want := range []string{`id="races"`, "won by <code>codex#1</code> (only)", "the only &lt;b&gt;one&lt;/b&gt;", "total $0.25",
+		"<code>claude#1</code>", "gate test failed", "+4 −1 in 2", ">won<", ">out<"} {
+		if !strings.Contains(html, want) {
+			t.Errorf("the page lacks %q", want)
+		}
 	}
 }

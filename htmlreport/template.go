@@ -141,6 +141,10 @@ footer { color: #7a8292; font-size: 12px; }
 {{end}}</tbody>
 </table>
 </section>
+{{with .Run.Races}}<section id="races"><h2>Races</h2>{{range .}}<h3><code>{{.Task}}</code>: {{if .Winner}}won by <code>{{.Winner}}</code> ({{.How}}{{with .Judge}}, judge <code>{{.}}</code>{{end}}){{with .Reason}}: {{.}}{{end}}{{else}}no winner{{end}} · total {{usd .Usage.CostMicros}}</h3>
+<table><thead><tr><th>Candidate</th><th>Attempt</th><th>Gates</th><th>Change</th><th>Cost</th><th>Verdict</th></tr></thead><tbody>
+{{range .Candidates}}<tr class="candidate"><td><code>{{.Slot}}</code></td><td class="num">{{.Attempt}}</td><td>{{.GatesOK}} <span class="pass">✓</span> {{.GatesFailed}} <span class="fail">✗</span></td><td class="num">+{{.Stat.Added}} −{{.Stat.Deleted}} in {{.Stat.Files}}</td><td class="num">{{usd .Usage.CostMicros}}</td><td><span class="badge {{.Verdict}}">{{.Verdict}}</span>{{with .Reason}} {{.}}{{end}}</td></tr>
+{{end}}</tbody></table>{{end}}</section>{{end}}
 {{with .Run.Blocked}}<section id="blocked"><h2>Network refused</h2><p class="unknown">Requests muster's model endpoint or proxy refused; a host an invocation needs goes in <code>allow_hosts</code>.</p><ul>{{range .}}<li><code>{{.Task}}</code> attempt {{.Attempt}} <code>{{.Slot}}</code>: <code>{{.Host}}</code>{{with .Reason}} ({{.}}){{end}}</li>{{end}}</ul></section>{{end}}
 {{with .Run.Warnings}}<section id="warnings"><h2>Warnings</h2><ul>{{range .}}<li>{{.}}</li>{{end}}</ul></section>{{end}}
 <footer>Made by muster{{with .Generated}} on {{.}}{{end}}. This file is self-contained: it loads nothing from the network.</footer>

@@ -19,6 +19,7 @@ func (r *Run) warn(msg string) {
 // Apply folds one event into the run.
 func (r *Run) Apply(e *muster.Event) {
 	r.gaps.Add(e)
+	r.foldRace(e)
 	_ = r.applyRun(e) || r.applyClone(e) || r.applyTask(e)
 }
 

@@ -163,6 +163,11 @@ type Run struct {
 	Tasks  map[muster.TaskID]*Task
 	Clones []*Clone // in configuration order, then first seen
 
+	// Races are the races of raced tasks (Race:), in start order;
+	// racing the one under way of each task.
+	Races  []*Race
+	racing map[muster.TaskID]*Race
+
 	slots map[string]*Clone
 }
 

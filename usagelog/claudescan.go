@@ -27,7 +27,7 @@ import (
 // (files in path order) stays. The agent's costUSD is used when logged;
 // otherwise the cost is estimated from the price table.
 func ScanClaude(ctx context.Context, opts Options) (*Result, error) {
-	paths, sizes, err := claudeFiles(opts.Dir)
+	paths, sizes, err := claudeFiles(opts.Dir, opts.Extra)
 	if err != nil {
 		return nil, err
 	}
@@ -67,22 +67,12 @@ func ScanClaude(ctx context.Context, opts Options) (*Result, error) {
 
 // claudeFiles lists the logs under the projects folder of each of dir's
 // comma-separated homes (the default homes when dir is empty).
-func claudeFiles(dir string) ([]string, []int64, error) {
+func claudeFiles(dir string, extra []string) ([]string, []int64, error) {
 	dirs := DefaultClaudeDirs()
 	if dir != "" {
 		dirs = strings.Split(dir, ",")
 	}
-	var paths []string
-	var sizes []int64
-	for _, d := range dirs {
-		root := logRoot(strings.TrimSpace(d), "projects", dir != "")
-		p, s, err := listFiles(root, ".jsonl")
-		if err != nil {
-			return nil, nil, dirError(root, err)
-		}
-		paths, sizes = append(paths, p...), append(sizes, s...)
-	}
-	return paths, sizes, nil
+	return homeFiles(dirs, dir != "", extra, "projects", ".jsonl")
 }
 
 // scan reads one job's lines into entries.

@@ -25,10 +25,9 @@ func ScanCodex(ctx context.Context, opts Options) (*Result, error) {
 	if dir == "" {
 		dir = DefaultCodexDir()
 	}
-	root := logRoot(dir, "sessions", opts.Dir != "")
-	paths, sizes, err := listFiles(root, ".jsonl")
+	paths, sizes, err := homeFiles([]string{dir}, opts.Dir != "", opts.Extra, "sessions", ".jsonl")
 	if err != nil {
-		return nil, dirError(root, err)
+		return nil, err
 	}
 	opts = opts.withDefaults()
 	jobs := splitJobs(paths, sizes, 1<<62) // one job per file

@@ -32,6 +32,11 @@ type Options struct {
 	// DefaultCodexDir). For Claude it may list several folders separated
 	// by commas.
 	Dir string
+	// Extra are more agent homes to read besides Dir (muster's runs:
+	// each attempt's agent home in the repository's run directories);
+	// one that holds no log folder is skipped, and with Extra a missing
+	// default Dir is no error.
+	Extra []string
 	// Prices prices entries the agent did not price; nil means
 	// cost.Default().
 	Prices *cost.Table
@@ -43,6 +48,32 @@ type Options struct {
 	// MaxLine is the longest line read; 0 means DefaultMaxLine. Longer
 	// lines are skipped (Stats.Skipped[SkipOverlong]).
 	MaxLine int
+}
+
+// homeFiles lists the files ending in suffix under each dir's logs
+// folder (dirs: the agent's homes; explicit when given by the user) and
+// under each of extra's, which are skipped when they hold none; a
+// missing default home is skipped too when extra is not empty.
+func homeFiles(dirs []string, explicit bool, extra []string, logs, suffix string) ([]string, []int64, error) {
+	var paths []string
+	var sizes []int64
+	for _, d := range dirs {
+		root := logRoot(strings.TrimSpace(d), logs, explicit)
+		p, s, err := listFiles(root, suffix)
+		if err != nil {
+			if !explicit && len(extra) > 0 && errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			return nil, nil, dirError(root, err)
+		}
+		paths, sizes = append(paths, p...), append(sizes, s...)
+	}
+	for _, d := range extra {
+		if p, s, err := listFiles(filepath.Join(d, logs), suffix); err == nil {
+			paths, sizes = append(paths, p...), append(sizes, s...)
+		}
+	}
+	return paths, sizes, nil
 }
 
 // withDefaults returns o with each zero field at its default.

@@ -35,46 +35,16 @@ type Invocation struct {
 // final answer. The stream is returned for adapter-specific follow-up.
 func Run(ctx context.Context, req *muster.ExecRequest, inv Invocation, emit func(muster.Record)) (*muster.ExecResult, *Stream, error) {
 	s := NewStream(emit, inv.Secrets...)
-	var stderr []string
-	// stdout and stderr are read by two goroutines; mu serialises their
-	// use of the stream, so records are never emitted concurrently.
-	var mu sync.Mutex
+	out := &outputs{s: s, parse: inv.Parse}
 	spec := proc.Spec{
-		Argv:    inv.Argv,
-		Dir:     inv.Dir,
-		Env:     inv.Env,
-		Grace:   req.Grace,
-		Stall:   req.Stall,
-		Confine: req.Confine,
-		OnLine: func(line string) {
-			mu.Lock()
-			defer mu.Unlock()
-			t := strings.TrimSpace(line)
-			if !strings.HasPrefix(t, "{") {
-				if t != "" {
-					s.Note(t)
-				}
-				return
-			}
-			s.Lines++
-			if err := inv.Parse([]byte(t), s); err != nil {
-				s.Bad++
-				s.Note(Clip(t, 300))
-			}
-		},
-		OnStderr: func(line string) {
-			mu.Lock()
-			defer mu.Unlock()
-			line = strings.TrimSpace(line)
-			if line == "" {
-				return
-			}
-			s.Note("stderr: " + Clip(line, 500))
-			stderr = append(stderr, Clip(line, 500))
-			if len(stderr) > 40 {
-				stderr = stderr[len(stderr)-20:]
-			}
-		},
+		Argv:     inv.Argv,
+		Dir:      inv.Dir,
+		Env:      inv.Env,
+		Grace:    req.Grace,
+		Stall:    req.Stall,
+		Confine:  req.Confine,
+		OnLine:   out.stdout,
+		OnStderr: out.stderr,
 	}
 	if inv.Stdin != "" {
 		spec.Stdin = strings.NewReader(inv.Stdin)
@@ -87,10 +57,6 @@ func Run(ctx context.Context, req *muster.ExecRequest, inv Invocation, emit func
 	spec.Timeout = req.Timeout
 	if spec.Timeout == 0 && req.Spec != nil {
 		spec.Timeout = req.Spec.Timeout
-	}
-	now := inv.Now
-	if now == nil {
-		now = time.Now
 	}
 	name := "agent"
 	if inv.Kind != nil {
@@ -110,29 +76,89 @@ func Run(ctx context.Context, req *muster.ExecRequest, inv Invocation, emit func
 		return res, s, err
 	}
 	if pr.ExitCode != 0 || s.Failed {
-		text := strings.Join(s.Errors, "\n")
-		if len(stderr) > 0 {
-			text = strings.TrimSpace(text + "\n" + strings.Join(stderr, "\n"))
-		}
-		if text == "" {
-			text = fmt.Sprintf("%s exited with status %d", name, pr.ExitCode)
-		}
-		ae := Classify(s.Status, pr.ExitCode, s.Redact(text), now())
-		if ae.Class == muster.FailExit && !s.Done && s.Bad > 0 {
-			ae.Class = muster.FailMalformed
-		}
-		if ae.Class == muster.FailRateLimit && ae.RetryAfter == 0 && s.RetryAfterMS > 0 {
-			ae.RetryAfter = time.Duration(s.RetryAfterMS) * time.Millisecond
-		}
 		res.Tail = s.Tail()
-		return res, s, ae
+		return res, s, failure(s, out.lines, pr.ExitCode, name, inv.Now)
 	}
 	if !s.Done {
 		res.Tail = s.Tail()
 		return res, s, &muster.AgentError{Class: muster.FailMalformed, ExitCode: pr.ExitCode,
 			Message: fmt.Sprintf("%s exited without its final event (%d events, %d undecodable lines)", name, s.Lines, s.Bad)}
 	}
-	if req.Role == muster.RoleReviewer {
+	finalAnswer(req.Role, s, res)
+	return res, s, nil
+}
+
+// outputs reads an invocation's stdout and stderr lines into its stream.
+// They are read by two goroutines; mu serialises their use of the
+// stream, so records are never emitted concurrently.
+type outputs struct {
+	mu    sync.Mutex
+	s     *Stream
+	parse func(line []byte, s *Stream) error
+	lines []string // stderr's last lines, clipped
+}
+
+// stdout hands a JSON line to the parser; other text is a note.
+func (o *outputs) stdout(line string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	t := strings.TrimSpace(line)
+	if !strings.HasPrefix(t, "{") {
+		if t != "" {
+			o.s.Note(t)
+		}
+		return
+	}
+	o.s.Lines++
+	if err := o.parse([]byte(t), o.s); err != nil {
+		o.s.Bad++
+		o.s.Note(Clip(t, 300))
+	}
+}
+
+// stderr notes a line and keeps the last ones for the error message.
+func (o *outputs) stderr(line string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	line = strings.TrimSpace(line)
+	if line == "" {
+		return
+	}
+	o.s.Note("stderr: " + Clip(line, 500))
+	o.lines = append(o.lines, Clip(line, 500))
+	if len(o.lines) > 40 {
+		o.lines = o.lines[len(o.lines)-20:]
+	}
+}
+
+// failure classifies an invocation that exited non-zero or said it
+// failed, from its error events and stderr.
+func failure(s *Stream, stderr []string, exitCode int, name string, now func() time.Time) *muster.AgentError {
+	if now == nil {
+		now = time.Now
+	}
+	text := strings.Join(s.Errors, "\n")
+	if len(stderr) > 0 {
+		text = strings.TrimSpace(text + "\n" + strings.Join(stderr, "\n"))
+	}
+	if text == "" {
+		text = fmt.Sprintf("%s exited with status %d", name, exitCode)
+	}
+	ae := Classify(s.Status, exitCode, s.Redact(text), now())
+	if ae.Class == muster.FailExit && !s.Done && s.Bad > 0 {
+		ae.Class = muster.FailMalformed
+	}
+	if ae.Class == muster.FailRateLimit && ae.RetryAfter == 0 && s.RetryAfterMS > 0 {
+		ae.RetryAfter = time.Duration(s.RetryAfterMS) * time.Millisecond
+	}
+	return ae
+}
+
+// finalAnswer reads a reviewer's findings or a coder's satisfied
+// statement from the final answer into res, with the tail and the
+// (redacted) answer.
+func finalAnswer(role muster.Role, s *Stream, res *muster.ExecResult) {
+	if role == muster.RoleReviewer {
 		if f, ok := ParseFindings(s.Final); ok {
 			res.Reviewed = true
 			res.Findings = f
@@ -145,7 +171,6 @@ func Run(ctx context.Context, req *muster.ExecRequest, inv Invocation, emit func
 	res.SessionID = s.SessionID
 	res.Tail = s.Tail()
 	res.Final = s.Redact(s.Final)
-	return res, s, nil
 }
 
 // resumeFailures are what the CLIs say when a session to resume is not

@@ -33,6 +33,10 @@ type Options struct {
 	Prices string
 	// Workers is the number of parallel readers (0: all cores).
 	Workers int
+	// Runs adds the sessions muster ran in the repository at Repo
+	// (its agents' homes in the run directories).
+	Runs bool
+	Repo string
 
 	Out, Err io.Writer
 }
@@ -52,7 +56,10 @@ func newCmd(runF func(context.Context, *Options) error) *cobra.Command {
 
 claude reads every projects/**/*.jsonl under $CLAUDE_CONFIG_DIR (else
 ~/.claude), sub-agent files included, counting each API message once.
-codex reads sessions/** under $CODEX_HOME (else ~/.codex).
+codex reads sessions/** under $CODEX_HOME (else ~/.codex). Both also read
+the sessions muster ran in the current repository (each attempt's agent
+has a home of its own under .git/muster/runs): --runs=false leaves them
+out; with --dir they count only with --runs.
 
 Costs logged by the agent are used as they are; others are estimated from
 the embedded price table (its date is printed) and marked with *.`,
@@ -93,6 +100,11 @@ the embedded price table (its date is printed) and marked with *.`,
 					return muster.Errorf(muster.CodeInvalid, "--tz %q: not an IANA time zone name", tz)
 				}
 			}
+			// By default the sessions muster ran here count too, unless
+			// --dir names the one folder to read.
+			if !cmd.Flags().Changed("runs") {
+				opts.Runs = opts.Dir == ""
+			}
 			opts.Out, opts.Err = cmd.OutOrStdout(), cmd.ErrOrStderr()
 			return runF(cmd.Context(), opts)
 		},
@@ -107,6 +119,8 @@ the embedded price table (its date is printed) and marked with *.`,
 	f.BoolVar(&opts.Debug, "debug", false, "print to stderr how many lines were read and skipped, and why")
 	f.StringVar(&opts.Prices, "prices", "", "JSON price file adding to or overriding the embedded prices")
 	f.IntVar(&opts.Workers, "workers", 0, "parallel readers (default: number of cores)")
+	f.BoolVar(&opts.Runs, "runs", true, "also read the sessions muster ran in this repository (its agents' homes in .git/muster/runs; default: on unless --dir)")
+	f.StringVar(&opts.Repo, "repo", "", "the repository whose muster runs to read (default: the current directory's)")
 	return cmd
 }
 
@@ -122,6 +136,9 @@ func run(ctx context.Context, opts *Options) error {
 		}
 	}
 	so := usagelog.Options{Dir: opts.Dir, Prices: prices, Workers: opts.Workers}
+	if opts.Runs {
+		so.Extra = runHomes(ctx, opts.Repo, opts.Source)
+	}
 	var res *usagelog.Result
 	var err error
 	if opts.Source == "claude" {

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"github.com/muster-run/muster/internal/golden"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -106,4 +108,46 @@ func TestUsageTextAndMissingDir(t *testing.T) {
 func checkGolden(t *testing.T, path string, got []byte) {
 	t.Helper()
 	golden.Check(t, path, got)
+}
+
+// The sessions muster ran live in each attempt's agent home under the
+// repository's run directories: usage finds them there by default, as
+// well as in the user's own home (issue 25: it saw none of them).
+func TestUsageFindsMusterRuns(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	t.Setenv("HOME", t.TempDir()) // no ~/.claude of the user's
+	t.Setenv("CLAUDE_CONFIG_DIR", "")
+	repo := t.TempDir()
+	if out, err := exec.Command("git", "init", "-q", repo).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v %s", err, out)
+	}
+	home := filepath.Join(repo, ".git", "muster", "runs", "r1", "scratch", "a-1", "home-x", ".claude", "projects", "p1")
+	if err := os.MkdirAll(home, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile("../../../usagelog/testdata/claude-a/projects/p1/s1.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, "s1.jsonl"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	usage := func(args ...string) string {
+		var out bytes.Buffer
+		cmd := NewCmd()
+		cmd.SetArgs(append([]string{"claude", "session", "--repo", repo, "--tz", "UTC", "--json"}, args...))
+		cmd.SetOut(&out)
+		if err := cmd.Execute(); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		return out.String()
+	}
+	if got := usage(); !strings.Contains(got, `"key": "s1"`) || !strings.Contains(got, `"total_tokens": 308080`) {
+		t.Errorf("the run's session not found:\n%s", got)
+	}
+	if got := usage("--runs=false"); !strings.Contains(got, "no usage found") || strings.Contains(got, `"s1"`) {
+		t.Errorf("--runs=false still read the run:\n%s", got)
+	}
 }
