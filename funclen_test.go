@@ -136,14 +136,10 @@ var ceilings = map[string]int{
 	"driver.Driver.run":               103,
 	"internal/cli/worker.NewCmd":      102,
 	"internal/cli/plan.Make":          99,
-	"runlog.merger.event":             95,
 	"mockllm.writeResponses":          93,
 	"agent/acp.Executor.Execute":      90,
 	"driver.worker.gates":             88,
-	"engine/enginetest.Sim.Run":       88,
-	"internal/cli/report.run":         84,
 	"fleet.Worker.handle":             83,
-	"internal/cli/demo.runDemo":       83,
 	"usagelog.forEachLine":            83,
 }
 

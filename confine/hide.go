@@ -30,6 +30,12 @@ var CredentialEnv = map[string][]string{
 	"XDG_CONFIG_HOME": {"gh", "git/credentials", "gcloud", "muster"},
 }
 
+// RegistryCredentials are the credential paths below the user's home
+// that setup steps alone may read (read-only): a private registry's token
+// for `npm ci`. Agents and gates find them hidden like the rest of
+// CredentialPaths.
+var RegistryCredentials = []string{".npmrc"}
+
 // SocketDirs are the directories of the user's and the system's
 // pathname sockets (tmux, ssh-agent, Docker, D-Bus), hidden from every
 // confined invocation; /tmp's are in its private /tmp already.

@@ -9,9 +9,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/confine"
 	"github.com/muster-run/muster/driver"
 	"github.com/muster-run/muster/egress"
 	"github.com/muster-run/muster/engine"
@@ -259,7 +261,7 @@ func (s *Session) crew(ctx context.Context, confinement *muster.Confinement, und
 	}
 	// Setup may write the package caches; agents and gates only read them.
 	c.setup = c.gates
-	c.setup.Confine = confinement.With(setupCaches(s.Config)...)
+	c.setup.Confine = setupCredentials(confinement.With(setupCaches(s.Config)...))
 	c.setup.Network = s.Config.SetupNetworkOf()
 	c.ledger = egress.NewLedger(s.Config.Run)
 	var err error
@@ -377,6 +379,31 @@ func copyPlan(src, dir string) error {
 		name = "plan" + strings.ToLower(filepath.Ext(src))
 	}
 	return os.WriteFile(filepath.Join(dir, name), data, 0o644)
+}
+
+// setupCredentials shows setup steps, read-only, the registry
+// credentials every other invocation finds hidden
+// (confine.RegistryCredentials, those present); c is a copy of its own.
+func setupCredentials(c *muster.Confinement) *muster.Confinement {
+	home, err := os.UserHomeDir()
+	if c == nil || err != nil || !filepath.IsAbs(home) {
+		return c
+	}
+	var show []string
+	for _, rel := range confine.RegistryCredentials {
+		p := filepath.Join(home, rel)
+		if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() {
+			show = append(show, p)
+		}
+	}
+	hide := c.Hide[:0:0]
+	for _, h := range c.Hide {
+		if !slices.Contains(show, h) {
+			hide = append(hide, h)
+		}
+	}
+	c.Hide = hide
+	return c.WithReadOnly(show...)
 }
 
 // setupCaches are the [setup] package caches, made when missing (a
