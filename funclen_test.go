@@ -136,7 +136,6 @@ var ceilings = map[string]int{
 	"driver.Driver.run":               103,
 	"internal/cli/worker.NewCmd":      102,
 	"internal/cli/plan.Make":          99,
-	"mockllm.writeResponses":          93,
 	"agent/acp.Executor.Execute":      90,
 	"driver.worker.gates":             88,
 	"fleet.Worker.handle":             83,
