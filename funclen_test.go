@@ -136,12 +136,9 @@ var ceilings = map[string]int{
 	"driver.Driver.run":               103,
 	"internal/cli/worker.NewCmd":      102,
 	"internal/cli/plan.Make":          99,
-	"mockllm.writeResponses":          93,
 	"agent/acp.Executor.Execute":      90,
 	"driver.worker.gates":             88,
-	"internal/cli/report.run":         84,
 	"fleet.Worker.handle":             83,
-	"internal/cli/demo.runDemo":       83,
 	"usagelog.forEachLine":            83,
 }
 
