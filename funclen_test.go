@@ -134,7 +134,6 @@ var ceilings = map[string]int{
 	"mcpserver.New":               104,
 	"driver.Driver.run":           103,
 	"internal/cli/worker.NewCmd":  102,
-	"internal/cli/plan.Make":      99,
 	"driver.worker.gates":         88,
 	"fleet.Worker.handle":         83,
 	"usagelog.forEachLine":        83,
