@@ -240,7 +240,11 @@ type RunConfig struct {
 	GateTimeout  time.Duration `json:"gate_timeout,omitempty"`
 	Reviewers    int           `json:"reviewers,omitempty"` // reviewers per task
 	StallTimeout time.Duration `json:"stall_timeout,omitempty"`
-	PricesFile   string        `json:"prices_file,omitempty"`
+	// ReviewWait is how long a change waits for a reviewer of another
+	// executor before the coder's own executor reviews it (nil:
+	// DefaultReviewWait; 0: at once). Config.ReviewWait reads it.
+	ReviewWait *time.Duration `json:"review_wait,omitempty"`
+	PricesFile string         `json:"prices_file,omitempty"`
 	// Confine is ConfineAuto (""), ConfineRequired or ConfineOff.
 	Confine ConfineMode `json:"confine,omitempty"`
 	// Writable lists absolute paths every agent and gate may write under
@@ -400,6 +404,17 @@ func (c *Config) Grace() time.Duration {
 		return c.Run.Grace
 	}
 	return DefaultGraceSeconds * time.Second
+}
+
+// DefaultReviewWait is [run] review_wait's default.
+const DefaultReviewWait = 5 * time.Second
+
+// ReviewWait is [run] review_wait, or its default.
+func (c *Config) ReviewWait() time.Duration {
+	if c.Run.ReviewWait != nil {
+		return *c.Run.ReviewWait
+	}
+	return DefaultReviewWait
 }
 
 // DefaultMaxBatch is [run] max_batch's default.

@@ -25,7 +25,7 @@ var (
 	topKeys      = []string{"run", "executors", "gates", "setup", "pool", "fleet"}
 	fleetKeys    = []string{"nats", "creds", "tls_ca", "tls_cert", "tls_key", "lease", "trust_worker_gates", "run_ttl"}
 	poolKeys     = []string{"max_clones"}
-	runKeys      = []string{"max_parallel", "on_failure", "budget_usd", "budget_tokens", "writers", "on_violation", "noop", "max_rounds", "max_batch", "verify_integration", "approve", "require_approval", "keep", "guard", "grace", "gate_timeout", "reviewers", "stall_timeout", "prices_file", "env_allow", "confine", "writable", "hide", "network", "allow_hosts", "max_file_bytes", "max_tasks", "review_partial", "race", "max_pids", "max_memory"}
+	runKeys      = []string{"max_parallel", "on_failure", "budget_usd", "budget_tokens", "writers", "on_violation", "noop", "max_rounds", "max_batch", "verify_integration", "approve", "require_approval", "keep", "guard", "grace", "gate_timeout", "reviewers", "stall_timeout", "prices_file", "env_allow", "confine", "writable", "hide", "network", "allow_hosts", "max_file_bytes", "max_tasks", "review_partial", "review_wait", "race", "max_pids", "max_memory"}
 	executorKeys = []string{"kind", "clones", "roles", "model", "models", "base_url", "api_key_env", "env", "args", "command", "timeout", "max_concurrent", "env_allow", "writable", "network", "allow_hosts", "seed", "speed"}
 )
 
@@ -251,6 +251,8 @@ func (r *reader) run(rc *muster.RunConfig, t map[string]any) {
 			rc.Reviewers = r.count(v, 0, p)
 		case "stall_timeout":
 			rc.StallTimeout = r.duration(v, p)
+		case "review_wait":
+			rc.ReviewWait = r.wait(v, p)
 		case "prices_file":
 			rc.PricesFile = r.str(v, p)
 		case "env_allow":
@@ -499,6 +501,17 @@ func (r *reader) duration(v any, p []string) time.Duration {
 		return 0
 	}
 	return d
+}
+
+// wait is a duration that may be zero ("0s": not at all).
+func (r *reader) wait(v any, p []string) *time.Duration {
+	s, ok := v.(string)
+	d, err := time.ParseDuration(s)
+	if !ok || err != nil || d < 0 {
+		r.at(p, `%s: want a duration such as "5s", or "0s" for none`, p[len(p)-1])
+		return nil
+	}
+	return &d
 }
 
 func (r *reader) authorities(v any, p []string) []muster.Authority {

@@ -105,6 +105,7 @@ func TestParseProblems(t *testing.T) {
 		{"race", "[run]\nrace = 1\n", []string{`m.toml:2: race: want the number of candidates, 2 to 8, or "first"`}},
 		{"race word", "[run]\nrace = \"all\"\n", []string{`m.toml:2: race: want the number of candidates, 2 to 8, or "first"`}},
 		{"review_partial", "[run]\nreview_partial = \"yes\"\n", []string{`m.toml:2: review_partial: want "refuse" or "allow"`}},
+		{"review_wait", "[run]\nreview_wait = \"-1s\"\n", []string{`m.toml:2: review_wait: want a duration such as "5s", or "0s" for none`}},
 		{"caps", "[run]\nmax_file_bytes = 0\nmax_tasks = 0\nmax_task = 3\n", []string{
 			`m.toml:2: max_file_bytes: want a number of bytes, 1 to 1099511627776 (the default is 100000000, 100 MB)`,
 			`m.toml:3: max_tasks: want a whole number, 1 or more`,
@@ -294,5 +295,16 @@ func TestMaxBatch(t *testing.T) {
 	}
 	if d := (&muster.Config{}).MaxBatch(); d != muster.DefaultMaxBatch {
 		t.Fatalf("default %d", d)
+	}
+}
+
+// [run] review_wait: 5 s by default, "0s" for none (issue 25).
+func TestReviewWait(t *testing.T) {
+	t.Parallel()
+	for text, want := range map[string]time.Duration{"": muster.DefaultReviewWait, "[run]\nreview_wait = \"2s\"\n": 2 * time.Second, "[run]\nreview_wait = \"0s\"\n": 0} {
+		cfg, probs := Parse("m.toml", []byte(text))
+		if len(probs) != 0 || cfg.ReviewWait() != want {
+			t.Errorf("%q: %v %v, want %v", text, cfg.ReviewWait(), probs, want)
+		}
 	}
 }

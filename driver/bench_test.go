@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/muster-run/muster"
@@ -17,8 +18,9 @@ import (
 // zero-work tasks (a chain every 10, so dependencies are exercised; each
 // owning its own file, so the integration queue batches them) on 16
 // clones, with the real journal (group-committed fsyncs) and no-op git.
-// Report: ns/task, tasks/fsync and tasks per move of the run branch (one
-// synced Integrating each).
+// Report: ns/task (wall), ns_cpu/task (the process's CPU time, user and
+// system), tasks/fsync and tasks per move of the run branch (one synced
+// Integrating each).
 func BenchmarkOverhead(b *testing.B) {
 	const n = 10_000
 	p := &muster.Plan{}
@@ -33,6 +35,8 @@ func BenchmarkOverhead(b *testing.B) {
 	for _, sync := range []bool{true, false} {
 		b.Run(fmt.Sprintf("fsync=%v", sync), func(b *testing.B) {
 			syncs, moves := 0, 0
+			var before, after syscall.Rusage
+			_ = syscall.Getrusage(syscall.RUSAGE_SELF, &before)
 			for i := 0; i < b.N; i++ {
 				dir := b.TempDir()
 				j, _, err := journal.Open(filepath.Join(dir, journal.FileName), journal.Options{NoSync: !sync})
@@ -56,7 +60,12 @@ func BenchmarkOverhead(b *testing.B) {
 				}
 				syncs += cj.syncs
 			}
+			_ = syscall.Getrusage(syscall.RUSAGE_SELF, &after)
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/task")
+			// CPU time (user and system) per task: the steadier figure on a
+			// loaded machine, where wall time is mostly waiting for a core.
+			cpu := after.Utime.Nano() + after.Stime.Nano() - before.Utime.Nano() - before.Stime.Nano()
+			b.ReportMetric(float64(cpu)/float64(b.N*n), "ns_cpu/task")
 			b.ReportMetric(float64(b.N*n)/float64(syncs), "tasks/fsync")
 			b.ReportMetric(float64(b.N*n)/float64(moves), "tasks/move")
 		})

@@ -417,3 +417,57 @@ func TestReviewersPerTaskAreDistinctClones(t *testing.T) {
 		t.Fatalf("leases left %v", st.Leases)
 	}
 }
+
+// A change waits up to [run] review_wait for a reviewer of another
+// executor rather than have its coder's own executor review it (issue
+// 25: a clone reviewed its own change while another reviewer came free
+// 0.1 s later). With review_wait = 0 the coder's executor reviews at once.
+func TestReviewWaitPrefersAnotherExecutor(t *testing.T) {
+	for _, tc := range []struct {
+		wait    *time.Duration
+		wantRev int
+	}{{nil, 2}, {new(time.Duration), 1}} {
+		cfg := &muster.Config{Executors: []*muster.ExecutorSpec{
+			{Name: "x", Clones: 2, Roles: []muster.Role{"coder", "reviewer"}},
+			{Name: "rev", Clones: 1, Roles: []muster.Role{"reviewer"}},
+		}}
+		cfg.Run.ReviewWait = tc.wait
+		h := newHarness(t, plan("a", "b"), cfg)
+		var mu sync.Mutex
+		by := map[string]int{}
+		coded := make(chan struct{}, 2)
+		both, xReviewed := make(chan struct{}), make(chan struct{})
+		go func() { <-coded; <-coded; close(both) }()
+		h.ex.ExecuteFn = func(ctx context.Context, req *muster.ExecRequest, emit func(muster.Record)) (*muster.ExecResult, error) {
+			if req.Role == muster.RoleReviewer {
+				mu.Lock()
+				if by["x"]++; by["x"] == 1 {
+					close(xReviewed)
+				}
+				mu.Unlock()
+				return &muster.ExecResult{Reviewed: true}, nil
+			}
+			coded <- struct{}{}
+			<-both // both changes ask for a reviewer at about once
+			return &muster.ExecResult{}, nil
+		}
+		h.opts.Executors["rev"] = &mock.Executor{ExecuteFn: func(ctx context.Context, req *muster.ExecRequest, emit func(muster.Record)) (*muster.ExecResult, error) {
+			mu.Lock()
+			by["rev"]++
+			mu.Unlock()
+			if tc.wait == nil {
+				time.Sleep(100 * time.Millisecond) // busy a moment: the other change asks meanwhile
+			} else {
+				<-xReviewed // busy until the coder's executor reviewed the other change
+			}
+			return &muster.ExecResult{Reviewed: true}, nil
+		}}
+		st, _ := h.run(t)
+		if st.Tasks["a"].State != muster.StateSucceeded || st.Tasks["b"].State != muster.StateSucceeded {
+			t.Fatalf("a %s, b %s", st.Tasks["a"].State, st.Tasks["b"].State)
+		}
+		if by["rev"] != tc.wantRev || by["rev"]+by["x"] != 2 {
+			t.Errorf("review_wait %v: reviews by %v, want %d by rev", tc.wait, by, tc.wantRev)
+		}
+	}
+}

@@ -206,25 +206,56 @@ func (w *worker) hasReviewer() bool {
 	return false
 }
 
+// giveBack releases a reviewer lease the worker will not use (none: "").
+func (w *worker) giveBack(l engine.Lease) {
+	if l.Executor != "" {
+		w.send(muster.Event{Type: muster.EvExecutorRelease, Executor: l.Executor, Clone: l.Clone, Role: muster.RoleReviewer})
+	}
+}
+
+// othersReview reports whether an executor other than exec has the
+// reviewer role.
+func (w *worker) othersReview(exec string) bool {
+	for _, e := range w.cfg.Executors {
+		if e.Name != exec && e.HasRole(muster.RoleReviewer) {
+			return true
+		}
+	}
+	return false
+}
+
 // leaseReviewer gets a reviewer clone from the loop, preferring another
-// executor than the coder's. When none is free and the coder's executor
-// reviews, the coder's own clone (idle while its change is reviewed)
-// does it, so that reviews never deadlock on a busy crew. Only a patient
-// caller (the first reviewer) waits for a clone to come free.
+// executor than the coder's: engine.ChooseReviewer decides, each time it
+// looks, whether to take one, wait up to [run] review_wait for one to
+// come free, have the coder's own clone (idle while its change is
+// reviewed) do it, so that reviews never deadlock on a busy crew, or go
+// without (only a patient caller, the first reviewer, waits when
+// nothing else can review).
 func (w *worker) leaseReviewer(ctx context.Context, patient bool) (engine.Lease, bool) {
+	spec := w.cfg.Executor(w.a.Executor)
+	selfReviews := spec != nil && spec.HasRole(muster.RoleReviewer)
+	others := w.othersReview(w.a.Executor)
+	start := w.d.clock.Now()
 	for wait := 50 * time.Millisecond; ; wait *= 2 {
 		reply := make(chan engine.Lease, 1)
 		w.d.msgs <- message{lease: &leaseRequest{task: w.a.Task, role: muster.RoleReviewer, avoid: w.a.Executor, reply: reply}}
 		l := <-reply
-		if l.Executor != "" {
+		// The loop prefers other executors, but may grant another clone
+		// of the coder's own: that is the coder's executor reviewing.
+		other := l.Executor != "" && l.Executor != w.a.Executor
+		switch engine.ChooseReviewer(other, others, selfReviews || l.Executor != "", patient, w.d.clock.Now().Sub(start), w.cfg.ReviewWait()) {
+		case engine.ReviewOther:
 			return l, false
-		}
-		if s := w.cfg.Executor(w.a.Executor); s != nil && s.HasRole(muster.RoleReviewer) {
+		case engine.ReviewSelf:
+			if l.Executor != "" {
+				return l, false
+			}
 			return engine.Lease{Task: w.a.Task, Executor: w.a.Executor, Clone: w.a.Clone, Role: muster.RoleReviewer}, true
-		}
-		if !patient {
+		case engine.ReviewNone:
+			w.giveBack(l)
 			return engine.Lease{}, true
 		}
+		w.giveBack(l)
 		if wait > 2*time.Second {
 			wait = 2 * time.Second
 		}

@@ -185,7 +185,6 @@ func (w *worker) run(ctx context.Context) []muster.Event {
 				return w.opFailed("set up the clone", err, false)
 			}
 		}
-		prepared = false
 		var final []muster.Event
 		var commit string
 		if w.task.Loop != nil && start == 0 {

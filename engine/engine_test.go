@@ -272,3 +272,60 @@ func ExampleDecide() {
 	// start api#1 on e1#1
 	// start docs#1 on e1#2
 }
+
+// A task whose coder gave its clone back while its commit waits for
+// integration still runs: the run does not finish under it, a crash
+// then finds it an orphan once (also when another task holds its clone
+// now), and a fix round's lease of another clone moves it there.
+func TestCommitWaitingWithoutAClone(t *testing.T) {
+	sim, _ := enginetest.New(plan("a", "b"), enginetest.Crew(1), t0)
+	for _, e := range []muster.Event{
+		{Type: muster.EvExecutorLeased, Task: "a", Executor: "e1", Clone: 1},
+		{Type: muster.EvTaskStarted, Task: "a", Attempt: 1, Executor: "e1", Clone: 1},
+		{Type: muster.EvExecutorRelease, Task: "a", Executor: "e1", Clone: 1},
+	} {
+		if err := sim.Emit(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !sim.State.Working() {
+		t.Fatal("a's commit waits, yet nothing is under way")
+	}
+	for _, a := range engine.Decide(sim.State, engine.Input{Now: t0}).Actions {
+		if a.Kind == engine.ActFinish {
+			t.Fatalf("the run finished while a's commit waits: %+v", a)
+		}
+	}
+	for _, e := range []muster.Event{
+		{Type: muster.EvExecutorLeased, Task: "b", Executor: "e1", Clone: 1},
+		{Type: muster.EvTaskStarted, Task: "b", Attempt: 1, Executor: "e1", Clone: 1},
+	} {
+		if err := sim.Emit(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var running []muster.TaskID
+	for _, o := range engine.Orphans(sim.State) {
+		if o.Running {
+			running = append(running, o.Lease.Task)
+		}
+	}
+	if len(running) != 2 || running[0] != "b" || running[1] != "a" {
+		t.Fatalf("running orphans %v, want b (leased) and a (waiting), once each", running)
+	}
+	if c, ok := engine.FreeClone(sim.State, "e1", 1, t0); ok {
+		t.Fatalf("clone %d free while b holds the only one", c)
+	}
+	if err := sim.Emit(muster.Event{Type: muster.EvTaskSucceeded, Task: "a", Attempt: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := sim.Emit(muster.Event{Type: muster.EvTaskSucceeded, Task: "b", Attempt: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := sim.Emit(muster.Event{Type: muster.EvExecutorRelease, Task: "b", Executor: "e1", Clone: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if sim.State.Working() {
+		t.Fatal("still under way after both ended")
+	}
+}

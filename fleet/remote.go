@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -227,6 +228,9 @@ func (d *Dispatcher) Close() {
 	}
 	if d.cc != nil {
 		d.cc.Stop()
+	}
+	if c, ok := d.local.(io.Closer); ok {
+		_ = c.Close() // its long-lived git helpers
 	}
 }
 

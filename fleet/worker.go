@@ -140,6 +140,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	stopHB()
 	wg.Wait()
 	_ = w.o.Conn.Unregister(bg, w.o.Name)
+	if c, ok := w.o.Host.(io.Closer); ok {
+		_ = c.Close() // its long-lived git helpers
+	}
 	return nil
 }
 

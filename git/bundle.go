@@ -139,11 +139,13 @@ func stream(ctx context.Context, c cmd, stdin io.Reader, w io.Writer) error {
 // names, with that commit's parents. Objects are checked as they are
 // indexed.
 func ReadBundle(ctx context.Context, dir, bundle string) (tip string, parents []string, err error) {
-	tip, _, parents, err = readBundle(ctx, dir, bundle)
+	tip, _, parents, err = readBundle(ctx, nil, dir, bundle)
 	return tip, parents, err
 }
 
-func readBundle(ctx context.Context, dir, bundle string) (tip, tree string, parents []string, err error) {
+// readBundle is ReadBundle, reading the commit through b when it is not
+// nil (the long-lived helper of dir) instead of a git process.
+func readBundle(ctx context.Context, b *Batch, dir, bundle string) (tip, tree string, parents []string, err error) {
 	tip, err = bundleTip(bundle)
 	if err != nil {
 		return "", "", nil, err
@@ -151,16 +153,26 @@ func readBundle(ctx context.Context, dir, bundle string) (tip, tree string, pare
 	if _, err := run(ctx, safeCmd(dir, "bundle", "unbundle", bundle)); err != nil {
 		return "", "", nil, fmt.Errorf("unbundle: %w", err)
 	}
-	tree, parents, err = commitInfo(ctx, dir, tip)
+	tree, parents, err = commitInfo(ctx, b, dir, tip)
 	if err != nil {
 		return "", "", nil, fmt.Errorf("bundle: its commit %s is missing after unbundle", tip)
 	}
 	return tip, tree, parents, nil
 }
 
-// commitInfo reads a commit's tree and parents (one git call).
-func commitInfo(ctx context.Context, dir, commit string) (tree string, parents []string, err error) {
-	out, err := run(ctx, safeCmd(dir, "cat-file", "commit", commit))
+// commitInfo reads a commit's tree and parents: through b (the
+// long-lived helper of dir) when it is not nil, else with one git call.
+func commitInfo(ctx context.Context, b *Batch, dir, commit string) (tree string, parents []string, err error) {
+	var out []byte
+	if b != nil {
+		var info ObjectInfo
+		info, out, err = b.Contents(ctx, commit)
+		if err == nil && info.Type != "commit" {
+			err = fmt.Errorf("%s is a %s, not a commit", commit, info.Type)
+		}
+	} else {
+		out, err = run(ctx, safeCmd(dir, "cat-file", "commit", commit))
+	}
 	if err != nil {
 		return "", nil, err
 	}
@@ -346,8 +358,18 @@ func Head(ctx context.Context, dir string) (string, error) {
 
 // Bundles is the orchestrator's side of a fleet's code transport over
 // this package (the fleet's Local port): bundles out and in, snapshots
-// of a worktree, and applying a returned commit to one.
-type Bundles struct{}
+// of a worktree, and applying a returned commit to one. With Batches, a
+// returned bundle's commit is read through the long-lived helper of its
+// clone instead of a git process (Close them when the run ends).
+type Bundles struct {
+	Batches *Batches
+}
+
+// Close stops the long-lived helpers of Batches.
+func (b Bundles) Close() error {
+	b.Batches.Close()
+	return nil
+}
 
 // Head returns the commit HEAD of dir names.
 func (Bundles) Head(ctx context.Context, dir string) (string, error) { return Head(ctx, dir) }
@@ -363,8 +385,9 @@ func (Bundles) WriteBundle(ctx context.Context, dir, tip string, have []string, 
 }
 
 // ReadBundle stores a bundle's objects and returns its commit and parents.
-func (Bundles) ReadBundle(ctx context.Context, dir, bundle string) (string, []string, error) {
-	return ReadBundle(ctx, dir, bundle)
+func (b Bundles) ReadBundle(ctx context.Context, dir, bundle string) (string, []string, error) {
+	tip, _, parents, err := readBundle(ctx, b.Batches.get(dir), dir, bundle)
+	return tip, parents, err
 }
 
 // Apply writes the change from one commit to another into dir.

@@ -21,7 +21,24 @@ func size(t *testing.T, p string) int64 {
 // TestBundleRoundTrip: the base goes to a worker's host as a bundle, the
 // agent's change comes back as one commit on it and lands in another
 // worktree as the same change; the next base travels as only what is new.
+// With the long-lived helpers (Batches) the same holds, each bundle's
+// commit is read by the one helper of its repository (which sees the
+// objects of a bundle received after it started), and no more start.
 func TestBundleRoundTrip(t *testing.T) {
+	t.Run("processes", func(t *testing.T) { bundleRoundTrip(t, nil, nil) })
+	t.Run("helpers", func(t *testing.T) {
+		hb, ob := NewBatches(), NewBatches()
+		bundleRoundTrip(t, hb, ob)
+		if n, _ := hb.Close(); n != 1 {
+			t.Errorf("the host's helpers started %d processes, want 1 (its one store)", n)
+		}
+		if n, _ := ob.Close(); n != 1 {
+			t.Errorf("the orchestrator's helpers started %d processes, want 1", n)
+		}
+	})
+}
+
+func bundleRoundTrip(t *testing.T, hb, ob *Batches) {
 	ctx := context.Background()
 	files := map[string]string{}
 	for i := range 300 {
@@ -34,7 +51,7 @@ func TestBundleRoundTrip(t *testing.T) {
 		t.Fatalf("root %s, %v", root, err)
 	}
 	tmp := t.TempDir()
-	h := &Host{Root: filepath.Join(tmp, "host")}
+	h := &Host{Root: filepath.Join(tmp, "host"), Batches: hb}
 	if h.Has(ctx, root, base) {
 		t.Fatal("an empty host has the base")
 	}
@@ -67,7 +84,7 @@ func TestBundleRoundTrip(t *testing.T) {
 	// The orchestrator's side: a worktree at base takes the change.
 	orch := filepath.Join(tmp, "orch")
 	g(t, tmp, "clone", "-q", "--no-hardlinks", repo, orch)
-	tip, ps, err := ReadBundle(ctx, orch, back)
+	tip, ps, err := Bundles{Batches: ob}.ReadBundle(ctx, orch, back)
 	if err != nil || tip != commit {
 		t.Fatalf("read bundle: %s, %v", tip, err)
 	}

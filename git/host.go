@@ -19,9 +19,19 @@ import (
 // before each of its own calls there, so nothing an agent planted runs.
 type Host struct {
 	Root string
+	// Batches, when set, reads the commits of received bundles through
+	// the long-lived helper of each store (no git process per bundle);
+	// Close stops them.
+	Batches *Batches
 
 	mu    sync.Mutex        // serialises store updates; guards trees
 	trees map[string]string // commit -> its tree, as learnt
+}
+
+// Close stops the host's long-lived helpers.
+func (h *Host) Close() error {
+	h.Batches.Close()
+	return nil
 }
 
 // maxTips bounds the tips a store remembers as "have" for the next bundle.
@@ -98,7 +108,7 @@ func (h *Host) Receive(ctx context.Context, repo, bundle string) (string, error)
 	if err != nil {
 		return "", err
 	}
-	tip, tree, _, err := readBundle(ctx, dir, bundle)
+	tip, tree, _, err := readBundle(ctx, h.Batches.get(dir), dir, bundle)
 	if err != nil {
 		return "", err
 	}
@@ -138,7 +148,7 @@ func (h *Host) treeOf(ctx context.Context, dir, commit string) (string, error) {
 	if ok {
 		return t, nil
 	}
-	t, _, err := commitInfo(ctx, dir, commit)
+	t, _, err := commitInfo(ctx, h.Batches.get(dir), dir, commit)
 	if err != nil {
 		return "", err
 	}

@@ -83,21 +83,7 @@ func writeResponses(w http.ResponseWriter, t *turn, rp *reply) {
 		"output_tokens": rp.usage.OutputTokens, "output_tokens_details": map[string]any{"reasoning_tokens": 0},
 		"total_tokens": rp.usage.InputTokens + rp.usage.CacheReadTokens + rp.usage.OutputTokens,
 	}
-	var output []any
-	msgID := "msg_mock" + rp.id
-	if rp.text != "" {
-		output = append(output, map[string]any{"id": msgID, "type": "message", "role": "assistant", "status": "completed",
-			"content": []any{map[string]any{"type": "output_text", "text": rp.text, "annotations": []any{}}}})
-	}
-	for _, c := range rp.calls {
-		if c.custom != "" {
-			output = append(output, map[string]any{"id": "ctc_" + c.id, "type": "custom_tool_call", "status": "completed",
-				"call_id": c.id, "name": c.name, "input": c.custom})
-		} else {
-			output = append(output, map[string]any{"id": "fc_" + c.id, "type": "function_call", "status": "completed",
-				"call_id": c.id, "name": c.name, "arguments": c.args})
-		}
-	}
+	output := responsesOutput(rp)
 	resp := func(status string, out []any) map[string]any {
 		r := map[string]any{"id": respID, "object": "response", "created_at": time.Now().Unix(), "status": status,
 			"model": rp.model, "output": out}
@@ -110,64 +96,102 @@ func writeResponses(w http.ResponseWriter, t *turn, rp *reply) {
 		writeJSON(w, 200, resp("completed", output))
 		return
 	}
-	s := newSSE(w)
-	seq := 0
-	ev := func(typ string, fields map[string]any) {
-		fields["type"] = typ
-		fields["sequence_number"] = seq
-		seq++
-		s.event(typ, fields)
-	}
-	ev("response.created", map[string]any{"response": resp("in_progress", []any{})})
-	ev("response.in_progress", map[string]any{"response": resp("in_progress", []any{})})
+	st := &responsesStream{s: newSSE(w), rp: rp}
+	st.ev("response.created", map[string]any{"response": resp("in_progress", []any{})})
+	st.ev("response.in_progress", map[string]any{"response": resp("in_progress", []any{})})
 	for i, item := range output {
 		it := item.(map[string]any)
-		switch it["type"] {
-		case "message":
-			ev("response.output_item.added", map[string]any{"output_index": i, "item": map[string]any{
-				"id": msgID, "type": "message", "role": "assistant", "status": "in_progress", "content": []any{}}})
-			ev("response.content_part.added", map[string]any{"item_id": msgID, "output_index": i, "content_index": 0,
-				"part": map[string]any{"type": "output_text", "text": "", "annotations": []any{}}})
-			for j, part := range chunks(rp.text) {
-				ev("response.output_text.delta", map[string]any{"item_id": msgID, "output_index": i, "content_index": 0, "delta": part})
-				if rp.brk && j == 0 {
-					return
-				}
-			}
-			ev("response.output_text.done", map[string]any{"item_id": msgID, "output_index": i, "content_index": 0, "text": rp.text})
-			ev("response.content_part.done", map[string]any{"item_id": msgID, "output_index": i, "content_index": 0,
-				"part": map[string]any{"type": "output_text", "text": rp.text, "annotations": []any{}}})
-		case "function_call":
-			added := map[string]any{}
-			for k, v := range it {
-				added[k] = v
-			}
-			added["arguments"], added["status"] = "", "in_progress"
-			ev("response.output_item.added", map[string]any{"output_index": i, "item": added})
-			args := it["arguments"].(string)
-			for _, part := range chunks(args) {
-				ev("response.function_call_arguments.delta", map[string]any{"item_id": it["id"], "output_index": i, "delta": part})
-				if rp.brk {
-					return
-				}
-			}
-			ev("response.function_call_arguments.done", map[string]any{"item_id": it["id"], "output_index": i, "arguments": args})
-		default:
-			added := map[string]any{}
-			for k, v := range it {
-				added[k] = v
-			}
-			added["input"], added["status"] = "", "in_progress"
-			ev("response.output_item.added", map[string]any{"output_index": i, "item": added})
-			ev("response.custom_tool_call_input.delta", map[string]any{"item_id": it["id"], "output_index": i, "delta": it["input"]})
-			if rp.brk {
-				return
-			}
-			ev("response.custom_tool_call_input.done", map[string]any{"item_id": it["id"], "output_index": i, "input": it["input"]})
+		if !st.item(i, it) {
+			return // a broken stream
 		}
-		ev("response.output_item.done", map[string]any{"output_index": i, "item": it})
+		st.ev("response.output_item.done", map[string]any{"output_index": i, "item": it})
 	}
-	ev("response.completed", map[string]any{"response": resp("completed", output)})
+	st.ev("response.completed", map[string]any{"response": resp("completed", output)})
+}
+
+// responsesOutput is a reply's output items: its message, then its calls.
+func responsesOutput(rp *reply) []any {
+	var output []any
+	if rp.text != "" {
+		output = append(output, map[string]any{"id": "msg_mock" + rp.id, "type": "message", "role": "assistant", "status": "completed",
+			"content": []any{map[string]any{"type": "output_text", "text": rp.text, "annotations": []any{}}}})
+	}
+	for _, c := range rp.calls {
+		if c.custom != "" {
+			output = append(output, map[string]any{"id": "ctc_" + c.id, "type": "custom_tool_call", "status": "completed",
+				"call_id": c.id, "name": c.name, "input": c.custom})
+		} else {
+			output = append(output, map[string]any{"id": "fc_" + c.id, "type": "function_call", "status": "completed",
+				"call_id": c.id, "name": c.name, "arguments": c.args})
+		}
+	}
+	return output
+}
+
+// responsesStream writes a streamed Responses reply's events, numbered.
+type responsesStream struct {
+	s   *sse
+	rp  *reply
+	seq int
+}
+
+func (st *responsesStream) ev(typ string, fields map[string]any) {
+	fields["type"] = typ
+	fields["sequence_number"] = st.seq
+	st.seq++
+	st.s.event(typ, fields)
+}
+
+// item streams output item i in pieces; false where the reply breaks
+// the stream off.
+func (st *responsesStream) item(i int, it map[string]any) bool {
+	rp, ev := st.rp, st.ev
+	switch it["type"] {
+	case "message":
+		msgID := "msg_mock" + rp.id
+		ev("response.output_item.added", map[string]any{"output_index": i, "item": map[string]any{
+			"id": msgID, "type": "message", "role": "assistant", "status": "in_progress", "content": []any{}}})
+		ev("response.content_part.added", map[string]any{"item_id": msgID, "output_index": i, "content_index": 0,
+			"part": map[string]any{"type": "output_text", "text": "", "annotations": []any{}}})
+		for j, part := range chunks(rp.text) {
+			ev("response.output_text.delta", map[string]any{"item_id": msgID, "output_index": i, "content_index": 0, "delta": part})
+			if rp.brk && j == 0 {
+				return false
+			}
+		}
+		ev("response.output_text.done", map[string]any{"item_id": msgID, "output_index": i, "content_index": 0, "text": rp.text})
+		ev("response.content_part.done", map[string]any{"item_id": msgID, "output_index": i, "content_index": 0,
+			"part": map[string]any{"type": "output_text", "text": rp.text, "annotations": []any{}}})
+	case "function_call":
+		ev("response.output_item.added", map[string]any{"output_index": i, "item": inProgress(it, "arguments")})
+		args := it["arguments"].(string)
+		for _, part := range chunks(args) {
+			ev("response.function_call_arguments.delta", map[string]any{"item_id": it["id"], "output_index": i, "delta": part})
+			if rp.brk {
+				return false
+			}
+		}
+		ev("response.function_call_arguments.done", map[string]any{"item_id": it["id"], "output_index": i, "arguments": args})
+	default:
+		ev("response.output_item.added", map[string]any{"output_index": i, "item": inProgress(it, "input")})
+		ev("response.custom_tool_call_input.delta", map[string]any{"item_id": it["id"], "output_index": i, "delta": it["input"]})
+		if rp.brk {
+			return false
+		}
+		ev("response.custom_tool_call_input.done", map[string]any{"item_id": it["id"], "output_index": i, "input": it["input"]})
+	}
+	return true
+}
+
+// inProgress is a copy of a call item as first announced: its content
+// key empty, its status in_progress.
+func inProgress(it map[string]any, content string) map[string]any {
+	added := map[string]any{}
+	for k, v := range it {
+		added[k] = v
+	}
+	added[content], added["status"] = "", "in_progress"
+	return added
 }
 
 type chatRequest struct {

@@ -95,25 +95,9 @@ func (m *merger) event(e *muster.Event) {
 		m.coder = e.Slot()
 		m.add(Entry{Time: e.Time, Kind: KindStarted, Slot: e.Slot(), Role: role, Text: fmt.Sprintf("attempt %d on %s", e.Attempt, e.Slot())})
 	case muster.EvPhase:
-		if e.Phase == "agent" {
-			m.flushAgent(e.Round - 1)
-			m.round = e.Round
-			m.flush(func(r muster.LogRecord) bool {
-				return r.Kind == muster.LogPrompt && r.Round == e.Round && r.Role != muster.RoleReviewer
-			})
-			return
-		}
-		m.flushAgent(m.round)
-		m.round = e.Round
+		m.phase(e)
 	case muster.EvMessage:
-		if m.said == nil {
-			m.said = map[string]map[string]bool{}
-		}
-		if m.said[e.Slot()] == nil {
-			m.said[e.Slot()] = map[string]bool{}
-		}
-		m.said[e.Slot()][strings.TrimSpace(e.Message)] = true
-		m.add(Entry{Time: e.Time, Round: m.round, Kind: KindMessage, Slot: e.Slot(), Role: m.roleOf(e), Text: e.Message})
+		m.message(e)
 	case muster.EvToolUse:
 		text := e.Tool
 		if e.Args != "" {
@@ -130,19 +114,7 @@ func (m *merger) event(e *muster.Event) {
 	case muster.EvBlocked:
 		m.add(Entry{Time: e.Time, Round: m.round, Kind: KindBlocked, Slot: e.Slot(), Role: m.roleOf(e), Text: textsafe.Sanitize(e.BlockedText())})
 	case muster.EvGateRan:
-		m.flushAgent(m.round)
-		en := Entry{Time: e.Time, Round: e.Round, Kind: KindGate, Gate: e.Gate, Passed: e.Passed, Text: e.Output}
-		for i, r := range m.recs {
-			if !m.used[i] && r.Kind == muster.LogGate && r.Gate == e.Gate && r.Round == e.Round {
-				m.used[i] = true
-				en.Command, en.Exit, en.DurationMS, en.Full = r.Command, r.Exit, r.DurationMS, r.Text
-				break
-			}
-		}
-		if e.Reason != "" {
-			en.State = e.Reason
-		}
-		m.add(en)
+		m.gate(e)
 	case muster.EvLoopAttempt:
 		m.flushAgent(m.round)
 		m.add(Entry{Time: e.Time, Round: e.Round, Kind: KindCheck, Gate: e.Gate, Passed: e.Passed, Text: e.Output})
@@ -168,17 +140,67 @@ func (m *merger) event(e *muster.Event) {
 	case muster.EvLoopEnded:
 		m.add(Entry{Time: e.Time, Round: e.Round, Kind: KindCheck, State: e.State, Text: e.Reason})
 	case muster.EvTaskSucceeded, muster.EvTaskFailed, muster.EvTaskCancelled:
-		m.flush(func(muster.LogRecord) bool { return true })
-		state := string(map[muster.EventType]muster.TaskState{muster.EvTaskSucceeded: muster.StateSucceeded, muster.EvTaskFailed: muster.StateFailed, muster.EvTaskCancelled: muster.StateCancelled}[e.Type])
-		if e.Type == muster.EvTaskFailed && e.Retry {
-			state = "retrying"
-		}
-		text := e.Reason
-		if text == "" && e.Commit != "" {
-			text = "commit " + textsafe.Short(e.Commit)
-		}
-		m.add(Entry{Time: e.Time, Round: m.round, Kind: KindResult, State: state, Text: text})
+		m.result(e)
 	}
+}
+
+// phase: a new agent round shows its prompt after the last round's
+// output; another phase ends the agent's round.
+func (m *merger) phase(e *muster.Event) {
+	if e.Phase == "agent" {
+		m.flushAgent(e.Round - 1)
+		m.round = e.Round
+		m.flush(func(r muster.LogRecord) bool {
+			return r.Kind == muster.LogPrompt && r.Round == e.Round && r.Role != muster.RoleReviewer
+		})
+		return
+	}
+	m.flushAgent(m.round)
+	m.round = e.Round
+}
+
+// message adds an agent's message and remembers it, so its output does
+// not show it twice.
+func (m *merger) message(e *muster.Event) {
+	if m.said == nil {
+		m.said = map[string]map[string]bool{}
+	}
+	if m.said[e.Slot()] == nil {
+		m.said[e.Slot()] = map[string]bool{}
+	}
+	m.said[e.Slot()][strings.TrimSpace(e.Message)] = true
+	m.add(Entry{Time: e.Time, Round: m.round, Kind: KindMessage, Slot: e.Slot(), Role: m.roleOf(e), Text: e.Message})
+}
+
+// gate adds a gate's result with its record's command, exit and output.
+func (m *merger) gate(e *muster.Event) {
+	m.flushAgent(m.round)
+	en := Entry{Time: e.Time, Round: e.Round, Kind: KindGate, Gate: e.Gate, Passed: e.Passed, Text: e.Output}
+	for i, r := range m.recs {
+		if !m.used[i] && r.Kind == muster.LogGate && r.Gate == e.Gate && r.Round == e.Round {
+			m.used[i] = true
+			en.Command, en.Exit, en.DurationMS, en.Full = r.Command, r.Exit, r.DurationMS, r.Text
+			break
+		}
+	}
+	if e.Reason != "" {
+		en.State = e.Reason
+	}
+	m.add(en)
+}
+
+// result ends the attempt: what is left of its records, then its state.
+func (m *merger) result(e *muster.Event) {
+	m.flush(func(muster.LogRecord) bool { return true })
+	state := string(map[muster.EventType]muster.TaskState{muster.EvTaskSucceeded: muster.StateSucceeded, muster.EvTaskFailed: muster.StateFailed, muster.EvTaskCancelled: muster.StateCancelled}[e.Type])
+	if e.Type == muster.EvTaskFailed && e.Retry {
+		state = "retrying"
+	}
+	text := e.Reason
+	if text == "" && e.Commit != "" {
+		text = "commit " + textsafe.Short(e.Commit)
+	}
+	m.add(Entry{Time: e.Time, Round: m.round, Kind: KindResult, State: state, Text: text})
 }
 
 // unseen returns the lines of an agent's output that its messages do not

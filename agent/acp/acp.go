@@ -91,8 +91,7 @@ func (e *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit fu
 	// its chance, or when the agent outstays the end of its turn.
 	pctx, kill := context.WithCancel(context.Background())
 	defer kill()
-	var stderrMu sync.Mutex
-	var stderr []string
+	stderr := &stderrTail{sess: sess}
 	type outcome struct {
 		res proc.Result
 		err error
@@ -105,20 +104,8 @@ func (e *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit fu
 			stdinR.Close()
 			sess.emitLocked(muster.Record{Type: muster.RecPID, PID: pid})
 		},
-		OnLine: sess.line,
-		OnStderr: func(line string) {
-			line = strings.TrimSpace(line)
-			if line == "" {
-				return
-			}
-			sess.note("stderr: " + agentkit.Clip(line, 500))
-			stderrMu.Lock()
-			defer stderrMu.Unlock()
-			stderr = append(stderr, sess.redact(agentkit.Clip(line, 500)))
-			if len(stderr) > 40 {
-				stderr = stderr[len(stderr)-20:]
-			}
-		},
+		OnLine:   sess.line,
+		OnStderr: stderr.add,
 	}
 	// Lives until the agent process has exited.
 	go func() {
@@ -133,14 +120,7 @@ func (e *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit fu
 		done <- outcome{res, err}
 	}()
 
-	timeout := req.Timeout
-	if timeout == 0 {
-		timeout = spec.Timeout
-	}
-	grace := req.Grace
-	if grace <= 0 {
-		grace = muster.DefaultGraceSeconds * time.Second
-	}
+	timeout, grace := limits(req, spec)
 	turn := sess.drive(ctx, e.preset, spec, timeout, grace)
 
 	// The turn is over: EOF on stdin asks the agent to exit; one that
@@ -156,7 +136,43 @@ func (e *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit fu
 	if e.preset.after != nil {
 		e.preset.after(s.Home)
 	}
-	return e.result(ctx, req, sess, turn, out.res, out.err, stderr, timeout)
+	return e.result(ctx, req, sess, turn, out.res, out.err, stderr.lines, timeout)
+}
+
+// limits are an invocation's timeout (the task's, else the executor's)
+// and its grace period.
+func limits(req *muster.ExecRequest, spec *muster.ExecutorSpec) (timeout, grace time.Duration) {
+	timeout = req.Timeout
+	if timeout == 0 {
+		timeout = spec.Timeout
+	}
+	grace = req.Grace
+	if grace <= 0 {
+		grace = muster.DefaultGraceSeconds * time.Second
+	}
+	return timeout, grace
+}
+
+// stderrTail notes the agent's stderr lines and keeps the last ones,
+// redacted, for the error message.
+type stderrTail struct {
+	sess  *session
+	mu    sync.Mutex
+	lines []string
+}
+
+func (t *stderrTail) add(line string) {
+	line = strings.TrimSpace(line)
+	if line == "" {
+		return
+	}
+	t.sess.note("stderr: " + agentkit.Clip(line, 500))
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.lines = append(t.lines, t.sess.redact(agentkit.Clip(line, 500)))
+	if len(t.lines) > 40 {
+		t.lines = t.lines[len(t.lines)-20:]
+	}
 }
 
 // result turns a finished turn and the process's end into the result or

@@ -166,6 +166,7 @@ func TestParseRecord(t *testing.T) {
 		{`{"type":"tool","name":"Bash","args":{"cmd":"ls"}}`, true, muster.Record{Type: "tool", Tool: "Bash", Args: `{"cmd":"ls"}`}},
 		{`{"type":"notes","text":"n"}`, true, muster.Record{Type: "notes", Text: "n"}},
 		{`{"type":"satisfied"}`, true, muster.Record{Type: "satisfied"}},
+		{`{"type":"verdict","winner":" codex#1 ","reason":"smaller"}`, true, muster.Record{Type: "verdict", Winner: "codex#1", Text: "smaller"}},
 		{`{"type":"findings","findings":[{"severity":"Major","title":"t"},{"severity":" CRITICAL "}]}`, true,
 			muster.Record{Type: "findings", Findings: []muster.Finding{{Severity: "major", Title: "t"}, {Severity: "critical"}}}},
 		{`{"type":1}`, false, muster.Record{}},

@@ -81,33 +81,11 @@ func (s *Sim) Run() (time.Duration, error) {
 		}
 		finished := false
 		for _, a := range d.Actions {
-			switch a.Kind {
-			case engine.ActStart:
-				if err := s.Emit(muster.Event{Type: muster.EvExecutorLeased, Task: a.Task, Executor: a.Executor, Clone: a.Clone, Role: a.Role}); err != nil {
-					return 0, err
-				}
-				if err := s.Emit(muster.Event{Type: muster.EvTaskStarted, Task: a.Task, Attempt: a.Attempt, Executor: a.Executor, Clone: a.Clone, Role: a.Role}); err != nil {
-					return 0, err
-				}
-				o := Outcome{Duration: time.Second}
-				if s.Script != nil {
-					o = s.Script(a.Task, a.Attempt)
-				}
-				heap.Push(&s.running, &run{end: s.Now.Add(o.Duration), a: a, o: o})
-			case engine.ActSkip:
-				if err := s.Emit(muster.Event{Type: muster.EvTaskSkipped, Task: a.Task, Reason: a.Reason}); err != nil {
-					return 0, err
-				}
-			case engine.ActCancel:
-				if err := s.Emit(muster.Event{Type: muster.EvTaskCancelled, Task: a.Task, Reason: a.Reason, Cause: a.Cause}); err != nil {
-					return 0, err
-				}
-			case engine.ActFinish:
-				if err := s.Emit(muster.Event{Type: muster.EvRunFinished, State: a.State}); err != nil {
-					return 0, err
-				}
-				finished = true
+			done, err := s.act(a)
+			if err != nil {
+				return 0, err
 			}
+			finished = finished || done
 		}
 		if finished {
 			return s.Now.Sub(start), nil
@@ -125,38 +103,71 @@ func (s *Sim) Run() (time.Duration, error) {
 		// Advance to the next end; end every attempt due then.
 		s.Now = s.running[0].end
 		for s.running.Len() > 0 && !s.running[0].end.After(s.Now) {
-			r := heap.Pop(&s.running).(*run)
-			var err error
-			if r.o.CostMicros > 0 {
-				err = s.Emit(muster.Event{Type: muster.EvTokensUsed, Task: r.a.Task, Attempt: r.a.Attempt,
-					Usage: muster.Usage{InputTokens: 100, CostMicros: r.o.CostMicros}})
-			}
-			if err != nil {
-				return 0, err
-			}
-			switch {
-			case r.o.RateLimited:
-				ev := muster.Event{Type: muster.EvRateLimited, Task: r.a.Task, Attempt: r.a.Attempt, Executor: r.a.Executor, Clone: r.a.Clone}
-				if r.o.RetryAfter > 0 {
-					until := s.Now.Add(r.o.RetryAfter)
-					ev.Until = &until
-				}
-				if err = s.Emit(ev); err == nil {
-					err = s.Emit(muster.Event{Type: muster.EvTaskFailed, Task: r.a.Task, Attempt: r.a.Attempt, Reason: "rate limited (not charged)", Retry: true})
-				}
-			case r.o.Fail:
-				err = s.Emit(muster.Event{Type: muster.EvTaskFailed, Task: r.a.Task, Attempt: r.a.Attempt, Reason: "scripted failure", Retry: r.o.Retry})
-			default:
-				err = s.Emit(muster.Event{Type: muster.EvTaskSucceeded, Task: r.a.Task, Attempt: r.a.Attempt})
-			}
-			if err == nil {
-				err = s.Emit(muster.Event{Type: muster.EvExecutorRelease, Task: r.a.Task, Executor: r.a.Executor, Clone: r.a.Clone, Role: r.a.Role})
-			}
-			if err != nil {
+			if err := s.end(heap.Pop(&s.running).(*run)); err != nil {
 				return 0, err
 			}
 		}
 	}
+}
+
+// act carries out one decided action; true when it finishes the run.
+func (s *Sim) act(a engine.Action) (bool, error) {
+	switch a.Kind {
+	case engine.ActStart:
+		if err := s.Emit(muster.Event{Type: muster.EvExecutorLeased, Task: a.Task, Executor: a.Executor, Clone: a.Clone, Role: a.Role}); err != nil {
+			return false, err
+		}
+		if err := s.Emit(muster.Event{Type: muster.EvTaskStarted, Task: a.Task, Attempt: a.Attempt, Executor: a.Executor, Clone: a.Clone, Role: a.Role}); err != nil {
+			return false, err
+		}
+		o := Outcome{Duration: time.Second}
+		if s.Script != nil {
+			o = s.Script(a.Task, a.Attempt)
+		}
+		heap.Push(&s.running, &run{end: s.Now.Add(o.Duration), a: a, o: o})
+	case engine.ActSkip:
+		return false, s.Emit(muster.Event{Type: muster.EvTaskSkipped, Task: a.Task, Reason: a.Reason})
+	case engine.ActCancel:
+		return false, s.Emit(muster.Event{Type: muster.EvTaskCancelled, Task: a.Task, Reason: a.Reason, Cause: a.Cause})
+	case engine.ActFinish:
+		if err := s.Emit(muster.Event{Type: muster.EvRunFinished, State: a.State}); err != nil {
+			return false, err
+		}
+		return true, nil
+	}
+	return false, nil
+}
+
+// end ends one attempt as its script says: its cost, its outcome, the
+// clone's release.
+func (s *Sim) end(r *run) error {
+	var err error
+	if r.o.CostMicros > 0 {
+		err = s.Emit(muster.Event{Type: muster.EvTokensUsed, Task: r.a.Task, Attempt: r.a.Attempt,
+			Usage: muster.Usage{InputTokens: 100, CostMicros: r.o.CostMicros}})
+	}
+	if err != nil {
+		return err
+	}
+	switch {
+	case r.o.RateLimited:
+		ev := muster.Event{Type: muster.EvRateLimited, Task: r.a.Task, Attempt: r.a.Attempt, Executor: r.a.Executor, Clone: r.a.Clone}
+		if r.o.RetryAfter > 0 {
+			until := s.Now.Add(r.o.RetryAfter)
+			ev.Until = &until
+		}
+		if err = s.Emit(ev); err == nil {
+			err = s.Emit(muster.Event{Type: muster.EvTaskFailed, Task: r.a.Task, Attempt: r.a.Attempt, Reason: "rate limited (not charged)", Retry: true})
+		}
+	case r.o.Fail:
+		err = s.Emit(muster.Event{Type: muster.EvTaskFailed, Task: r.a.Task, Attempt: r.a.Attempt, Reason: "scripted failure", Retry: r.o.Retry})
+	default:
+		err = s.Emit(muster.Event{Type: muster.EvTaskSucceeded, Task: r.a.Task, Attempt: r.a.Attempt})
+	}
+	if err == nil {
+		err = s.Emit(muster.Event{Type: muster.EvExecutorRelease, Task: r.a.Task, Executor: r.a.Executor, Clone: r.a.Clone, Role: r.a.Role})
+	}
+	return err
 }
 
 type run struct {

@@ -78,3 +78,29 @@ func TestEveryKindIsComplete(t *testing.T) {
 		}
 	}
 }
+
+// TestKindListsInDocs: the kind lists of README.md and docs/planfile.md
+// (the comment on their `kind = "claude-code"` line) name every kind of
+// the registry, in its order.
+func TestKindListsInDocs(t *testing.T) {
+	want := strings.Join(muster.ExecutorKinds, " | ")
+	for _, f := range []string{"../../README.md", "../../docs/planfile.md"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, l := range strings.Split(string(b), "\n") {
+			if !strings.HasPrefix(l, `kind = "claude-code"`) {
+				continue
+			}
+			found = true
+			if _, list, _ := strings.Cut(l, "# "); strings.TrimSpace(list) != want {
+				t.Errorf("%s: the kind list %q is not the registry's %q", f, strings.TrimSpace(list), want)
+			}
+		}
+		if !found {
+			t.Errorf("%s: no `kind = \"claude-code\"  # kinds...` line", f)
+		}
+	}
+}

@@ -372,11 +372,9 @@ func (r *invocation) finish() (Result, error) {
 	return r.res, nil
 }
 
-// stopFamily ends what the exited leader left behind (a server, a
-// watcher, a daemon): SIGTERM, then SIGKILL after the grace period
-// unless the output closes first (a timeout or a cancellation cuts that
-// wait short); then it stops reading what still holds the pipes.
-func (r *invocation) stopFamily() {
+// signalFamily gives the family SIGTERM and, unless the output closes
+// first, the grace, then SIGKILL, and reaps what became muster's.
+func (r *invocation) signalFamily() {
 	select {
 	case <-r.readersDone:
 	default:
@@ -393,6 +391,22 @@ func (r *invocation) stopFamily() {
 	// No member of the family outlives the invocation.
 	r.fam.signal(syscall.SIGKILL)
 	r.fam.reap()
+}
+
+// stopFamily ends what the exited leader left behind (a server, a
+// watcher, a daemon): SIGTERM, then SIGKILL after the grace period
+// unless the output closes first (a timeout or a cancellation cuts that
+// wait short); then it stops reading what still holds the pipes.
+func (r *invocation) stopFamily() {
+	// In the sandbox the leader is PID 1 of its own PID namespace, which
+	// gave what was left the grace before it exited; its exit made the
+	// kernel kill every other process of the namespace, and waited for
+	// them, before the leader became the zombie finish saw. No process
+	// leaves a PID namespace, so nothing is left to find: the two scans
+	// of every process of the machine are saved.
+	if c := r.s.Confine; c == nil || !c.Namespaces {
+		r.signalFamily()
+	}
 	// Whatever still holds the pipes is not the family's: stop reading.
 	t := time.NewTimer(PipeGrace)
 	select {

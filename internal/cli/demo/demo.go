@@ -8,6 +8,7 @@ import (
 	"context"
 	"embed"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -61,16 +62,9 @@ func runDemo(ctx context.Context, io *cmdutil.IOStreams, dir string, speed float
 	if speed < 0 {
 		return cmdutil.FlagErrorf("--speed must not be negative")
 	}
-	var err error
-	if dir == "" {
-		if dir, err = os.MkdirTemp("", "muster-demo-"); err != nil {
-			return cmdutil.Env("make a temp dir: %w", err)
-		}
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
-		return cmdutil.Env("make %s: %w", dir, err)
-	}
-	if dir, err = filepath.Abs(dir); err != nil {
-		return cmdutil.Env("%w", err)
+	dir, err := demoDir(dir)
+	if err != nil {
+		return err
 	}
 	if err := scaffold(ctx, dir); err != nil {
 		return err
@@ -108,36 +102,57 @@ func runDemo(ctx context.Context, io *cmdutil.IOStreams, dir string, speed float
 	if s.State == nil || s.State.Run == "" {
 		return runErr
 	}
-	events, err := repo.ReadRun(s.RunID)
-	if err == nil {
-		w := io.ErrOut
-		fmt.Fprintf(w, "\nat most %d tasks worked at once; the demo took %s\n", maxRunning, time.Since(start).Round(100*time.Millisecond))
-		keys, by := rep.ByClone(events)
-		var total muster.Usage
-		for _, k := range keys {
-			total.Add(by[k])
-		}
-		fmt.Fprintf(w, "\n  %-10s %10s %10s %10s %6s\n", "CLONE", "INPUT", "OUTPUT", "COST", "SHARE")
-		for _, k := range keys {
-			u := by[k]
-			share := 0.0
-			if total.Tokens() > 0 {
-				share = 100 * float64(u.Tokens()) / float64(total.Tokens())
-			}
-			fmt.Fprintf(w, "  %-10s %10d %10d %10s %5.1f%%\n", k, u.InputTokens, u.OutputTokens, muster.FormatUSD(u.CostMicros), share)
-		}
-		fmt.Fprintf(w, "  %-10s %10d %10d %10s\n", "total", total.InputTokens, total.OutputTokens, muster.FormatUSD(total.CostMicros))
-		html := filepath.Join(repo.RunDir(s.RunID), "report.html")
-		if err := report.WriteHTML(html, events, report.Verification(context.WithoutCancel(ctx), repo, s.RunID)); err != nil {
-			fmt.Fprintf(w, "\nno HTML report: %v\n", err)
-		} else {
-			fmt.Fprintf(w, "\nreport: %s\n", html)
-		}
-		fmt.Fprintf(w, "the repository is %s; its run branch is %s\n", dir, s.State.Branch)
-		fmt.Fprintf(w, "look at it:  git -C %s log --oneline %s\n", shellQuote(dir), s.State.Branch)
-		fmt.Fprintf(w, "status:      muster status --repo %s\n", shellQuote(dir))
+	if events, err := repo.ReadRun(s.RunID); err == nil {
+		summary(ctx, io.ErrOut, repo, s, dir, events, maxRunning, time.Since(start))
 	}
 	return runErr
+}
+
+// demoDir makes the demo's directory (a new temp directory when dir is
+// empty) and returns its absolute path.
+func demoDir(dir string) (string, error) {
+	var err error
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "muster-demo-"); err != nil {
+			return "", cmdutil.Env("make a temp dir: %w", err)
+		}
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", cmdutil.Env("make %s: %w", dir, err)
+	}
+	if dir, err = filepath.Abs(dir); err != nil {
+		return "", cmdutil.Env("%w", err)
+	}
+	return dir, nil
+}
+
+// summary prints what the demo did: its parallelism and time, each
+// clone's usage and share, the HTML report and where to look next.
+func summary(ctx context.Context, w io.Writer, repo *cmdutil.Repo, s *runner.Session, dir string, events []muster.Event, maxRunning int, took time.Duration) {
+	fmt.Fprintf(w, "\nat most %d tasks worked at once; the demo took %s\n", maxRunning, took.Round(100*time.Millisecond))
+	keys, by := rep.ByClone(events)
+	var total muster.Usage
+	for _, k := range keys {
+		total.Add(by[k])
+	}
+	fmt.Fprintf(w, "\n  %-10s %10s %10s %10s %6s\n", "CLONE", "INPUT", "OUTPUT", "COST", "SHARE")
+	for _, k := range keys {
+		u := by[k]
+		share := 0.0
+		if total.Tokens() > 0 {
+			share = 100 * float64(u.Tokens()) / float64(total.Tokens())
+		}
+		fmt.Fprintf(w, "  %-10s %10d %10d %10s %5.1f%%\n", k, u.InputTokens, u.OutputTokens, muster.FormatUSD(u.CostMicros), share)
+	}
+	fmt.Fprintf(w, "  %-10s %10d %10d %10s\n", "total", total.InputTokens, total.OutputTokens, muster.FormatUSD(total.CostMicros))
+	html := filepath.Join(repo.RunDir(s.RunID), "report.html")
+	if err := report.WriteHTML(html, events, report.Verification(context.WithoutCancel(ctx), repo, s.RunID)); err != nil {
+		fmt.Fprintf(w, "\nno HTML report: %v\n", err)
+	} else {
+		fmt.Fprintf(w, "\nreport: %s\n", html)
+	}
+	fmt.Fprintf(w, "the repository is %s; its run branch is %s\n", dir, s.State.Branch)
+	fmt.Fprintf(w, "look at it:  git -C %s log --oneline %s\n", shellQuote(dir), s.State.Branch)
+	fmt.Fprintf(w, "status:      muster status --repo %s\n", shellQuote(dir))
 }
 
 // scaffold writes the project, its plan and config, and commits them.

@@ -34,9 +34,11 @@ func writer() *mock.Executor {
 // loopback with one clone, real git on both sides): the difference is
 // the fleet's dispatch overhead per task. "fleet" runs the gate again on
 // the orchestrator (the default); "fleet_trusted" takes the worker's gate
-// result ([fleet] trust_worker_gates, the previous behaviour). Each
-// task's base is a new run branch tip, so every remote task moves a
-// bundle out and one back.
+// result ([fleet] trust_worker_gates, the previous behaviour);
+// "fleet_spawn" is "fleet" with a git process for each bundle's commit
+// instead of the long-lived helpers (git.Batches, as before them; their
+// CPU is counted in the others). Each task's base is a new run branch
+// tip, so every remote task moves a bundle out and one back.
 //
 //	go test ./internal/cli/fleet/ -run '^$' -bench BenchmarkDispatch -benchtime 3x
 func BenchmarkDispatch(b *testing.B) {
@@ -44,7 +46,7 @@ func BenchmarkDispatch(b *testing.B) {
 	if _, err := exec.LookPath("git"); err != nil {
 		b.Skip("no git")
 	}
-	for _, mode := range []string{"local", "fleet", "fleet_trusted"} {
+	for _, mode := range []string{"local", "fleet", "fleet_trusted", "fleet_spawn"} {
 		remote, trusted := mode != "local", mode == "fleet_trusted"
 		b.Run(mode, func(b *testing.B) {
 			dir := b.TempDir()
@@ -72,8 +74,17 @@ func BenchmarkDispatch(b *testing.B) {
 				}
 				defer wc.Close()
 				spec := &muster.ExecutorSpec{Name: "x", Kind: "command", Clones: 1}
+				var hb, ob *git.Batches // the long-lived helpers: worker's, orchestrator's
+				if mode != "fleet_spawn" {
+					hb, ob = git.NewBatches(), git.NewBatches()
+				}
+				helpers := func() int64 {
+					_, c1 := hb.Close()
+					_, c2 := ob.Close()
+					return int64(c1 + c2)
+				}
 				w, err := fleet.NewWorker(fleet.WorkerOptions{Name: "bw", Conn: wc, Specs: []*muster.ExecutorSpec{spec},
-					Executors: map[string]muster.Executor{"x": writer()}, Host: &git.Host{Root: filepath.Join(dir, "host")}, Scratch: filepath.Join(dir, "wscratch"),
+					Executors: map[string]muster.Executor{"x": writer()}, Host: &git.Host{Root: filepath.Join(dir, "host"), Batches: hb}, Scratch: filepath.Join(dir, "wscratch"),
 					Gates: gate.Runner{}})
 				if err != nil {
 					b.Fatal(err)
@@ -87,12 +98,12 @@ func BenchmarkDispatch(b *testing.B) {
 					b.Fatal(err)
 				}
 				defer oc.Close()
-				benchRuns(b, repo, dir, n, &cpu, func(runID, base, runDir string) map[string]muster.Executor {
+				benchRuns(b, repo, dir, n, &cpu, helpers, func(runID, base, runDir string) map[string]muster.Executor {
 					root, err := git.RootCommit(ctx, repo, base)
 					if err != nil {
 						b.Fatal(err)
 					}
-					d, err := fleet.Open(git.WithCPUCounter(ctx, &cpu), oc, fleet.DispatchOptions{Run: runID, Repo: root, Local: git.Bundles{}, Scratch: filepath.Join(runDir, "fleet"), TrustGates: trusted})
+					d, err := fleet.Open(git.WithCPUCounter(ctx, &cpu), oc, fleet.DispatchOptions{Run: runID, Repo: root, Local: git.Bundles{Batches: ob}, Scratch: filepath.Join(runDir, "fleet"), TrustGates: trusted})
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -101,7 +112,7 @@ func BenchmarkDispatch(b *testing.B) {
 				})
 				return
 			}
-			benchRuns(b, repo, dir, n, &cpu, func(string, string, string) map[string]muster.Executor {
+			benchRuns(b, repo, dir, n, &cpu, nil, func(string, string, string) map[string]muster.Executor {
 				return map[string]muster.Executor{"x": writer()}
 			})
 		})
@@ -122,8 +133,9 @@ func issue(b *testing.B, srv *fleet.Server, dir, name string, o fleet.UserOption
 }
 
 // benchRuns runs b.N runs of n zero-work tasks on one clone and reports
-// the time per task.
-func benchRuns(b *testing.B, repo, dir string, n int, cpu *atomic.Int64, crew func(runID, base, runDir string) map[string]muster.Executor) {
+// the time per task; helpers (nil: none) stops the long-lived git
+// helpers and returns their CPU time, counted with the git processes'.
+func benchRuns(b *testing.B, repo, dir string, n int, cpu *atomic.Int64, helpers func() int64, crew func(runID, base, runDir string) map[string]muster.Executor) {
 	p := &muster.Plan{}
 	for i := range n {
 		p.Tasks = append(p.Tasks, &muster.Task{ID: muster.TaskID(fmt.Sprintf("t%03d", i)), Title: "x", Owns: []string{fmt.Sprintf("t%03d.txt", i)}})
@@ -159,6 +171,9 @@ func benchRuns(b *testing.B, repo, dir string, n int, cpu *atomic.Int64, crew fu
 		if err != nil || st.RunState != muster.RunSucceeded {
 			b.Fatalf("run: %v %s", err, st.RunState)
 		}
+	}
+	if helpers != nil {
+		cpu.Add(helpers())
 	}
 	b.ReportMetric(float64(total.Milliseconds())/float64(b.N*n), "ms/task")
 	b.ReportMetric(float64(cpu.Load())/1e6/float64(b.N*n), "git-cpu-ms/task")

@@ -86,58 +86,17 @@ func run(io *cmdutil.IOStreams, o *Options, id string) error {
 	if o.HTML != "" && o.All {
 		return cmdutil.FlagErrorf("--html reports one run: drop --all")
 	}
-	tz := time.Local
-	if o.TZ != "" {
-		loc, err := time.LoadLocation(o.TZ)
-		if err != nil {
-			return cmdutil.FlagErrorf("--tz %q: %v", o.TZ, err)
-		}
-		tz = loc
-	}
-	since, err := day(o.Since, tz, "--since")
+	tz, since, until, err := o.window()
 	if err != nil {
 		return err
-	}
-	until, err := day(o.Until, tz, "--until")
-	if err != nil {
-		return err
-	}
-	if !until.IsZero() {
-		until = until.AddDate(0, 0, 1)
 	}
 	repo, err := cmdutil.OpenRepo(context.Background(), o.Repo)
 	if err != nil {
 		return err
 	}
-	var ids []string
-	if o.All {
-		infos, err := repo.Runs()
-		if err != nil {
-			return err
-		}
-		for _, info := range infos {
-			ids = append(ids, info.ID)
-		}
-		if len(ids) == 0 {
-			return cmdutil.Invalid("no runs in %s yet", repo.Top)
-		}
-	} else {
-		one, err := repo.ResolveRun(id)
-		if err != nil {
-			return err
-		}
-		ids = []string{one}
-	}
-	var runs [][]muster.Event
-	for _, r := range ids {
-		evs, err := repo.ReadRun(r)
-		if err != nil {
-			return err
-		}
-		if !journal.Locked(repo.JournalPath(r)) {
-			evs = endDeadRun(evs)
-		}
-		runs = append(runs, evs)
+	ids, runs, err := readRuns(repo, o.All, id)
+	if err != nil {
+		return err
 	}
 	if o.HTML != "" {
 		return writeHTML(context.Background(), io, o.HTML, runs[0], repo, ids[0])
@@ -159,6 +118,65 @@ func run(io *cmdutil.IOStreams, o *Options, id string) error {
 		format = rep.FormatCSV
 	}
 	return rep.Write(io.Out, r, format)
+}
+
+// window reads --tz, --since and --until: the report's zone and the
+// days it covers, until exclusive (zero: no bound).
+func (o *Options) window() (tz *time.Location, since, until time.Time, err error) {
+	tz = time.Local
+	if o.TZ != "" {
+		loc, err := time.LoadLocation(o.TZ)
+		if err != nil {
+			return nil, since, until, cmdutil.FlagErrorf("--tz %q: %v", o.TZ, err)
+		}
+		tz = loc
+	}
+	if since, err = day(o.Since, tz, "--since"); err != nil {
+		return nil, since, until, err
+	}
+	if until, err = day(o.Until, tz, "--until"); err != nil {
+		return nil, since, until, err
+	}
+	if !until.IsZero() {
+		until = until.AddDate(0, 0, 1)
+	}
+	return tz, since, until, nil
+}
+
+// readRuns reads the journal of the run id names, or of every run with
+// all; a run no process drives is ended as muster status ends it.
+func readRuns(repo *cmdutil.Repo, all bool, id string) ([]string, [][]muster.Event, error) {
+	var ids []string
+	if all {
+		infos, err := repo.Runs()
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, info := range infos {
+			ids = append(ids, info.ID)
+		}
+		if len(ids) == 0 {
+			return nil, nil, cmdutil.Invalid("no runs in %s yet", repo.Top)
+		}
+	} else {
+		one, err := repo.ResolveRun(id)
+		if err != nil {
+			return nil, nil, err
+		}
+		ids = []string{one}
+	}
+	var runs [][]muster.Event
+	for _, r := range ids {
+		evs, err := repo.ReadRun(r)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !journal.Locked(repo.JournalPath(r)) {
+			evs = endDeadRun(evs)
+		}
+		runs = append(runs, evs)
+	}
+	return ids, runs, nil
 }
 
 // endDeadRun ends, in memory, a run that no process drives but whose

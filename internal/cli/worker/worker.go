@@ -106,7 +106,7 @@ the credential's name, and it serves only the executors the credential names.`,
 			defer conn.Close()
 			w, err := fleet.NewWorker(fleet.WorkerOptions{
 				Name: name, Version: version, Conn: conn, Specs: specs, Executors: execs,
-				Gates: runner, Host: &git.Host{Root: dir}, Scratch: filepath.Join(dir, "scratch", name),
+				Gates: runner, Host: &git.Host{Root: dir, Batches: git.NewBatches()}, Scratch: filepath.Join(dir, "scratch", name),
 				Lease: cfg.Fleet.Lease, Log: io.ErrOut, Confine: conf.c,
 			})
 			if err != nil {
