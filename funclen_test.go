@@ -131,7 +131,6 @@ var ceilings = map[string]int{
 	"fleet.Worker.run":            108,
 	"internal/cmd/usagebench.run": 105,
 	"driver.worker.check":         104,
-	"mcpserver.New":               104,
 	"driver.Driver.run":           103,
 	"internal/cli/worker.NewCmd":  102,
 	"driver.worker.gates":         88,
