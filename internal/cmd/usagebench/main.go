@@ -95,20 +95,13 @@ func run() error {
 			return err
 		}
 	}
-	var ms, cs []measure
-	for i := 0; i < *runs; i++ {
-		m, err := timeRun(bin, mArgs, nil)
-		if err != nil {
-			return err
-		}
-		ms = append(ms, m)
-		if haveCC {
-			c, err := timeRun(*ccusage, cArgs, cEnv)
-			if err != nil {
-				return err
-			}
-			cs = append(cs, c)
-		}
+	cc := ""
+	if haveCC {
+		cc = *ccusage
+	}
+	ms, cs, err := timedRuns(*runs, bin, mArgs, cc, cArgs, cEnv)
+	if err != nil {
+		return err
 	}
 	mMed, mRSS, mCPU := medians(ms)
 	fmt.Printf("date: %s\ncorpus: %s\n", time.Now().UTC().Format(time.RFC3339), abs)
@@ -167,6 +160,26 @@ func singleFile(bin string, mArgs []string, cc string, cArgs, cEnv []string) err
 	}
 	fmt.Printf("single file: ccusage wall %s, CPU %s, peak RSS %.1f MB\n", c.wall.Round(time.Millisecond), c.cpu.Round(time.Millisecond), float64(c.rssKB)/1024)
 	return compare(m.stdout, c.stdout)
+}
+
+// timedRuns times n runs of muster, and of ccusage when cc is not "",
+// alternating.
+func timedRuns(n int, bin string, mArgs []string, cc string, cArgs, cEnv []string) (ms, cs []measure, err error) {
+	for i := 0; i < n; i++ {
+		m, err := timeRun(bin, mArgs, nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		ms = append(ms, m)
+		if cc != "" {
+			c, err := timeRun(cc, cArgs, cEnv)
+			if err != nil {
+				return nil, nil, err
+			}
+			cs = append(cs, c)
+		}
+	}
+	return ms, cs, nil
 }
 
 func walls(ms []measure) string {
