@@ -145,6 +145,14 @@ const idPattern = `^[A-Za-z0-9][A-Za-z0-9._-]*$`
 // New returns the server with every tool.
 func New(b Backend, version string) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "muster", Title: "muster", Version: version}, nil)
+	addPlanTools(s, b)
+	addRunTools(s, b)
+	return s
+}
+
+// addPlanTools registers the tools that read or write a plan and start a
+// run: validate, plan, run.
+func addPlanTools(s *mcp.Server, b Backend) {
 	add(s, "validate", "Check a muster plan file (and muster.toml) as `muster validate` does: every problem as FILE:LINE: message. isError when there is an error.",
 		func(sc *jsonschema.Schema) { minLen(sc, "plan") },
 		func(ctx context.Context, _ *mcp.CallToolRequest, in ValidateInput) (*mcp.CallToolResult, *ValidateOutput, error) {
@@ -205,6 +213,10 @@ func New(b Backend, version string) *mcp.Server {
 			}
 			return text(fmt.Sprintf("run %s started (pid %d); its progress goes to %s", out.Run, out.PID, out.Output)), out, nil
 		})
+}
+
+// addRunTools registers the tools on a run: status, report, logs, cancel.
+func addRunTools(s *mcp.Server, b Backend) {
 	add(s, "status", "Where a run stands: the object of `muster status --json` (state, tasks with their state, attempts, executor, commit and reason, usage).",
 		func(sc *jsonschema.Schema) { sc.Properties["run"].Pattern = idPattern },
 		func(ctx context.Context, _ *mcp.CallToolRequest, in RunRef) (*mcp.CallToolResult, any, error) {
@@ -245,7 +257,6 @@ func New(b Backend, version string) *mcp.Server {
 			}
 			return text(out.Message), out, nil
 		})
-	return s
 }
 
 // add registers a tool with the input schema inferred from In, adjusted

@@ -247,7 +247,7 @@ func TestRunDetachAndInterrupt(t *testing.T) {
 		}
 		// q says, in one line, that the run goes on and how to watch
 		// or stop it (issue 25); ctrl+c says nothing of the kind.
-		if said := strings.Contains(out.String(), DetachedLine); said != (tc.want == ErrDetached) {
+		if said := strings.Contains(out.String(), DetachedLine); said != errors.Is(tc.want, ErrDetached) {
 			t.Errorf("keys %q: the detached line said %v:\n%s", tc.keys, said, out.String())
 		}
 	}

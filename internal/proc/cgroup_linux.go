@@ -277,6 +277,19 @@ func writeFile(dir, name, value string) error {
 }
 
 // fd is the group's directory for SysProcAttr.UseCgroupFD (v2), or -1.
+// startIn makes the process start inside the group (cgroup v2: the
+// clone lands there, SysProcAttr.UseCgroupFD); false where the group is
+// v1's, which the caller places by the hold instead.
+func (g *cgroup) startIn(attr *syscall.SysProcAttr) bool {
+	fd := g.fd()
+	if fd < 0 {
+		return false
+	}
+	attr.UseCgroupFD = true
+	attr.CgroupFD = fd
+	return true
+}
+
 func (g *cgroup) fd() int {
 	if g.dir == nil {
 		return -1

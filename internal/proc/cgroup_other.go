@@ -2,7 +2,10 @@
 
 package proc
 
-import "errors"
+import (
+	"errors"
+	"syscall"
+)
 
 // Cgroups says where muster can bound an invocation's processes and
 // memory: nowhere on this system.
@@ -31,8 +34,11 @@ type cgroup struct{}
 func newCgroup(string, int, int64) (*cgroup, error) {
 	return nil, errors.New("no cgroup can enforce max_pids or max_memory on this system")
 }
-func (g *cgroup) fd() int        { return -1 }
-func (g *cgroup) join(int) error { return nil }
-func (g *cgroup) hit() string    { return "" }
-func (g *cgroup) kill()          {}
-func (g *cgroup) remove()        {}
+func (g *cgroup) fd() int { return -1 }
+
+// startIn: no process starts in a cgroup here.
+func (g *cgroup) startIn(*syscall.SysProcAttr) bool { return false }
+func (g *cgroup) join(int) error                    { return nil }
+func (g *cgroup) hit() string                       { return "" }
+func (g *cgroup) kill()                             {}
+func (g *cgroup) remove()                           {}

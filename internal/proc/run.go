@@ -111,9 +111,7 @@ func (r *invocation) command() error {
 // (v1: the confinement step waits for a byte on a pipe, --hold, before
 // anything else, so no process of the invocation runs outside it).
 func (r *invocation) placeInCgroup(extra *[]*os.File) error {
-	if fd := r.cg.fd(); fd >= 0 {
-		r.cmd.SysProcAttr.UseCgroupFD = true
-		r.cmd.SysProcAttr.CgroupFD = fd
+	if r.cg.startIn(r.cmd.SysProcAttr) {
 		return nil
 	}
 	hr, hw, err := os.Pipe()

@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -246,10 +247,12 @@ func Script() *mockllm.Script {
 		write("write", map[string]any{"path": "hello.txt", "content": "hello\n"}),
 		{Steps: []mockllm.Step{{Tools: []mockllm.ToolCall{{Name: "Bash", Input: map[string]any{"command": leak, "description": "leak"}}}}, {Text: "Done."}}},
 		{Steps: []mockllm.Step{{Tools: []mockllm.ToolCall{{Name: "exec_command", Input: map[string]any{"cmd": leak}}}}, {Text: "Done."}}},
+		{Steps: []mockllm.Step{{Tools: []mockllm.ToolCall{{Name: "Bash", Input: map[string]any{"command": netProbe, "description": "net", "timeout": 120000}}}}, {Text: "Done."}}},
+		{Steps: []mockllm.Step{{Tools: []mockllm.ToolCall{{Name: "exec_command", Input: map[string]any{"cmd": netProbe}}}}, {Text: "Done."}}},
 	}
 	names := []string{"claude-write", "codex-write", "gemini-write", "opencode-write", "review", "auth", "ratelimit", "slow",
 		"claude-shell", "codex-shell", "opencode-shell", "gemini-shell", "copilot-write", "http-write", "pi-write",
-		"claude-leak", "codex-leak"}
+		"claude-leak", "codex-leak", "claude-net", "codex-net"}
 	for i := range sc {
 		sc[i].Name = names[i]
 	}
@@ -260,6 +263,25 @@ func Script() *mockllm.Script {
 // its key variables and its whole environment into its worktree, where
 // they would be committed with its change.
 const leak = `printf '%s|%s|%s' "$ANTHROPIC_API_KEY" "$OPENAI_API_KEY" "$MUSTER_IT_CODEX_KEY" > key.txt; env > env.txt`
+
+// Ports of netProbe: HostProbePort is a service of the host's loopback
+// the test starts (the agent must not reach it), OwnProbePort the
+// agent's own server in its network namespace (it must).
+const (
+	HostProbePort = 47821
+	OwnProbePort  = 47822
+)
+
+// netProbe is issue 22's network attack as a shell tool call: reach a
+// service on the host's loopback through muster's proxy (host.code; past
+// NO_PROXY, which sends loopback direct) and
+// directly (direct.code), and start a server of its own on its loopback
+// and reach it (own.code).
+var netProbe = fmt.Sprintf(`curl -s --noproxy '' --max-time 20 -o /dev/null -w '%%{http_code}' http://127.0.0.1:%[1]d/ > host.code; `+
+	`curl -s --noproxy '*' --max-time 5 -o /dev/null -w '%%{http_code}' http://127.0.0.1:%[1]d/ > direct.code; `+
+	`python3 -m http.server --bind 127.0.0.1 %[2]d >/dev/null 2>&1 & srv=$!; `+
+	`for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do curl -s --noproxy '*' -o /dev/null http://127.0.0.1:%[2]d/ && break; sleep 0.5; done; `+
+	`curl -s --noproxy '*' --max-time 5 -o /dev/null -w '%%{http_code}' http://127.0.0.1:%[2]d/ > own.code; kill $srv`, HostProbePort, OwnProbePort)
 
 // NoSecret fails the test when secret appears in any record, in the
 // result's tail, or in any file under dirs.

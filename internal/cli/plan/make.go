@@ -73,22 +73,9 @@ func Make(ctx context.Context, repo *cmdutil.Repo, cfg *muster.Config, req Reque
 	if err != nil {
 		return nil, err
 	}
-	out := ""
-	if req.Output != "" {
-		if planfile.IsYAML(req.Output) {
-			return nil, cmdutil.Invalid("%s: muster plan writes Markdown plans; name the file .md", req.Output)
-		}
-		if out, err = filepath.Abs(req.Output); err != nil {
-			return nil, cmdutil.Env("%w", err)
-		}
-		if st, err := os.Lstat(out); err == nil {
-			if st.IsDir() {
-				return nil, cmdutil.Invalid("%s is a directory: name a plan file with -o", req.Output)
-			}
-			if !req.Force {
-				return nil, cmdutil.Invalid("%s exists already: pass --force to replace it, or write another file with -o FILE", req.Output)
-			}
-		}
+	out, err := outputPath(req)
+	if err != nil {
+		return nil, err
 	}
 	exec, err := agents.New(spec)
 	if err != nil {
@@ -126,15 +113,7 @@ func Make(ctx context.Context, repo *cmdutil.Repo, cfg *muster.Config, req Reque
 		return nil, cmdutil.Env("%w", err)
 	}
 	defer j.Close()
-	// Problems name the plan as the user gave it, or relative to the
-	// repository when it was given absolute inside it (the MCP server).
-	name := "plan.md"
-	if req.Output != "" {
-		name = req.Output
-		if rel, err := filepath.Rel(repo.Top, out); err == nil && filepath.IsAbs(req.Output) && filepath.IsLocal(rel) {
-			name = filepath.ToSlash(rel)
-		}
-	}
+	name := planName(repo, req.Output, out)
 	o := &Outcome{Session: id, Dir: ws.RunDir(), Executor: spec.Name}
 	res, err := planner.Run(ctx, planner.Options{
 		Goal: req.Goal, RunID: id, Output: name, Tries: req.Tries, Spec: spec, Executor: exec,
@@ -155,21 +134,65 @@ func Make(ctx context.Context, repo *cmdutil.Repo, cfg *muster.Config, req Reque
 	o.Text, o.Plan = res.Text, res.Plan
 	s := planner.Summarize(res.Plan, cfg)
 	o.Summary = &s
+	return o, o.write(req, out)
+}
+
+// outputPath checks -o: a Markdown file that is no directory and does
+// not exist unless --force; its absolute path ("" without -o).
+func outputPath(req Request) (string, error) {
+	if req.Output == "" {
+		return "", nil
+	}
+	if planfile.IsYAML(req.Output) {
+		return "", cmdutil.Invalid("%s: muster plan writes Markdown plans; name the file .md", req.Output)
+	}
+	out, err := filepath.Abs(req.Output)
+	if err != nil {
+		return "", cmdutil.Env("%w", err)
+	}
+	if st, err := os.Lstat(out); err == nil {
+		if st.IsDir() {
+			return "", cmdutil.Invalid("%s is a directory: name a plan file with -o", req.Output)
+		}
+		if !req.Force {
+			return "", cmdutil.Invalid("%s exists already: pass --force to replace it, or write another file with -o FILE", req.Output)
+		}
+	}
+	return out, nil
+}
+
+// planName is how problems name the plan: as the user gave it, or
+// relative to the repository when it was given absolute inside it (the
+// MCP server).
+func planName(repo *cmdutil.Repo, output, out string) string {
+	if output == "" {
+		return "plan.md"
+	}
+	if rel, err := filepath.Rel(repo.Top, out); err == nil && filepath.IsAbs(output) && filepath.IsLocal(rel) {
+		return filepath.ToSlash(rel)
+	}
+	return output
+}
+
+// write keeps the plan in the session's directory and writes it to out
+// (-o) when given, never over a file that appeared meanwhile without
+// --force.
+func (o *Outcome) write(req Request, out string) error {
 	record := filepath.Join(o.Dir, "plan.md")
-	if err := writeFile(record, res.Text, true); err != nil {
-		return o, cmdutil.Env("write %s: %w", record, err)
+	if err := writeFile(record, o.Text, true); err != nil {
+		return cmdutil.Env("write %s: %w", record, err)
 	}
 	o.Path = record
 	if out != "" {
-		if err := writeFile(out, res.Text, req.Force); err != nil {
+		if err := writeFile(out, o.Text, req.Force); err != nil {
 			if errors.Is(err, os.ErrExist) {
-				return o, cmdutil.Invalid("%s appeared while the planner worked: the plan is in %s; pass --force to replace it", req.Output, record)
+				return cmdutil.Invalid("%s appeared while the planner worked: the plan is in %s; pass --force to replace it", req.Output, record)
 			}
-			return o, cmdutil.Env("write %s: %w", req.Output, err)
+			return cmdutil.Env("write %s: %w", req.Output, err)
 		}
 		o.Path = out
 	}
-	return o, nil
+	return nil
 }
 
 // Pick returns the planner executor: the one named, else the first with
