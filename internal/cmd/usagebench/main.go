@@ -51,30 +51,20 @@ func run() error {
 		*dir = ".cache/usagebench/single"
 	}
 	if _, err := os.Stat(filepath.Join(*dir, "projects")); err != nil || *regen {
-		os.RemoveAll(*dir)
-		start := time.Now()
 		o := genOptions{Dir: *dir, Size: *sizeMB << 20, Projects: 40, Days: 90, Big: 4, BigSize: 25 << 20, Seed: *seed, Single: *single}
 		if *sizeMB < 200 {
 			o.Big, o.BigSize = 1, *sizeMB<<20/10
 		}
-		st, err := generate(o)
-		if err != nil {
+		if err := regenerate(o); err != nil {
 			return err
 		}
-		fmt.Printf("generated %s: %d files, %.0f MB, %d lines (%d assistant, %d junk) in %s\n",
-			*dir, st.Files, float64(st.Bytes)/(1<<20), st.Lines, st.Assistant, st.Junk, time.Since(start).Round(time.Millisecond))
 	}
 	if *genOnly {
 		return nil
 	}
-	bin := *muster
-	if bin == "" {
-		bin = ".cache/usagebench/musterusage"
-		b := exec.Command("go", "build", "-o", bin, "./internal/cmd/usagebench/musterusage")
-		b.Stderr = os.Stderr
-		if err := b.Run(); err != nil {
-			return fmt.Errorf("build muster: %w", err)
-		}
+	bin, err := musterBinary(*muster)
+	if err != nil {
+		return err
 	}
 	abs, _ := filepath.Abs(*dir)
 	mArgs := []string{"claude", "daily", "--json", "--tz", "UTC", "--dir", abs}
@@ -88,20 +78,11 @@ func run() error {
 		haveCC = false
 	}
 	if *single {
-		m, err := timeRun(bin, mArgs, nil)
-		if err != nil {
-			return err
+		cc := ""
+		if haveCC {
+			cc = *ccusage
 		}
-		fmt.Printf("single file: muster wall %s, CPU %s, peak RSS %.1f MB\n", m.wall.Round(time.Millisecond), m.cpu.Round(time.Millisecond), float64(m.rssKB)/1024)
-		if !haveCC {
-			return nil
-		}
-		c, err := timeRun(*ccusage, cArgs, cEnv)
-		if err != nil {
-			return err
-		}
-		fmt.Printf("single file: ccusage wall %s, CPU %s, peak RSS %.1f MB\n", c.wall.Round(time.Millisecond), c.cpu.Round(time.Millisecond), float64(c.rssKB)/1024)
-		return compare(m.stdout, c.stdout)
+		return singleFile(bin, mArgs, cc, cArgs, cEnv)
 	}
 	// Warm the page cache once each.
 	mw, err := timeRun(bin, mArgs, nil)
@@ -139,6 +120,53 @@ func run() error {
 	fmt.Printf("ccusage 20.0.24 claude daily --json --offline: median wall %s, CPU %s, peak RSS %.1f MB (runs: %s)\n", cMed.Round(time.Millisecond), cCPU.Round(time.Millisecond), float64(cRSS)/1024, walls(cs))
 	fmt.Printf("ratio muster/ccusage: wall %.2fx, CPU %.2fx, peak RSS %.2fx\n", float64(mMed)/float64(cMed), float64(mCPU)/float64(cCPU), float64(mRSS)/float64(cRSS))
 	return compare(mw.stdout, cw.stdout)
+}
+
+// regenerate writes the corpus o describes afresh.
+func regenerate(o genOptions) error {
+	os.RemoveAll(o.Dir)
+	start := time.Now()
+	st, err := generate(o)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("generated %s: %d files, %.0f MB, %d lines (%d assistant, %d junk) in %s\n",
+		o.Dir, st.Files, float64(st.Bytes)/(1<<20), st.Lines, st.Assistant, st.Junk, time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// musterBinary is the muster usage binary to time: bin, else one built
+// into .cache/usagebench.
+func musterBinary(bin string) (string, error) {
+	if bin != "" {
+		return bin, nil
+	}
+	bin = ".cache/usagebench/musterusage"
+	b := exec.Command("go", "build", "-o", bin, "./internal/cmd/usagebench/musterusage")
+	b.Stderr = os.Stderr
+	if err := b.Run(); err != nil {
+		return "", fmt.Errorf("build muster: %w", err)
+	}
+	return bin, nil
+}
+
+// singleFile times one run of muster over the one-file corpus, and of
+// ccusage when it is installed (cc not ""), and compares their output.
+func singleFile(bin string, mArgs []string, cc string, cArgs, cEnv []string) error {
+	m, err := timeRun(bin, mArgs, nil)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("single file: muster wall %s, CPU %s, peak RSS %.1f MB\n", m.wall.Round(time.Millisecond), m.cpu.Round(time.Millisecond), float64(m.rssKB)/1024)
+	if cc == "" {
+		return nil
+	}
+	c, err := timeRun(cc, cArgs, cEnv)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("single file: ccusage wall %s, CPU %s, peak RSS %.1f MB\n", c.wall.Round(time.Millisecond), c.cpu.Round(time.Millisecond), float64(c.rssKB)/1024)
+	return compare(m.stdout, c.stdout)
 }
 
 func walls(ms []measure) string {
