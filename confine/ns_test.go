@@ -115,6 +115,38 @@ func TestSandboxPrivateTmpAndBindBack(t *testing.T) {
 	}
 }
 
+// TestSandboxReadOnlyInsideWritable: a path bound read-only inside a
+// writable bind-back (a clone's setup outputs, node_modules/, under a
+// clone that lies in /tmp and so is bound back over the private /tmp)
+// stays read-only: writing, removing or moving it aside fails, while the
+// rest of the clone is writable (ARCHITECTURE §8.5).
+func TestSandboxReadOnlyInsideWritable(t *testing.T) {
+	t.Parallel()
+	clone := filepath.Join(hostTmp(t), "clone")
+	nm := filepath.Join(clone, "node_modules", "x")
+	if err := os.MkdirAll(nm, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	index := filepath.Join(nm, "index.js")
+	if err := os.WriteFile(index, []byte("installed\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := sandboxed(t, &muster.Confinement{Writable: []string{clone}, ReadOnly: []string{filepath.Join(clone, "node_modules")}}, clone, `
+		echo work > made && echo ok-clone
+		echo evil > node_modules/x/index.js 2>/dev/null || echo ro-write
+		rm -rf node_modules 2>/dev/null || echo ro-remove
+		mv node_modules elsewhere 2>/dev/null || echo ro-move
+		cat node_modules/x/index.js
+	`)
+	wantLines(t, out, "ok-clone", "ro-write", "ro-remove", "ro-move", "installed")
+	if b, _ := os.ReadFile(index); string(b) != "installed\n" {
+		t.Errorf("setup output changed: %q", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(clone, "made")); string(b) != "work\n" {
+		t.Errorf("clone write: %q", b)
+	}
+}
+
 // TestSandboxRootPowersGone: even as root, the program holds no
 // capability: mknod fails in its writable places, and a fresh /proc
 // shows no process outside the namespace (muster's environ is not there
