@@ -26,10 +26,11 @@ import (
 // errorfFuncs are the functions whose format argument is fmt.Errorf's,
 // by their full name, with the index of the format argument.
 var errorfFuncs = map[string]int{
-	"fmt.Errorf":                             0,
-	module + ".Errorf":                       1,
-	module + "/internal/cli/cmdutil.Env":     0,
-	module + "/internal/cli/cmdutil.Invalid": 0,
+	"fmt.Errorf":                                0,
+	module + ".Errorf":                          1,
+	module + "/internal/cli/cmdutil.Env":        0,
+	module + "/internal/cli/cmdutil.Invalid":    0,
+	module + "/internal/cli/cmdutil.FlagErrorf": 0,
 }
 
 func TestErrorsWrapped(t *testing.T) {

@@ -127,7 +127,7 @@ func (o *Options) window() (tz *time.Location, since, until time.Time, err error
 	if o.TZ != "" {
 		loc, err := time.LoadLocation(o.TZ)
 		if err != nil {
-			return nil, since, until, cmdutil.FlagErrorf("--tz %q: %v", o.TZ, err)
+			return nil, since, until, cmdutil.FlagErrorf("--tz %q: %w", o.TZ, err)
 		}
 		tz = loc
 	}

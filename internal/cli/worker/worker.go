@@ -72,7 +72,7 @@ the credential's name, and it serves only the executors the credential names.`,
 				dir = filepath.Join(c, "muster", "fleet")
 			}
 			if dir, err = filepath.Abs(dir); err != nil {
-				return cmdutil.FlagErrorf("--dir: %v", err)
+				return cmdutil.FlagErrorf("--dir: %w", err)
 			}
 			conf, err := confinement(cfg, dir, auth.Creds)
 			if err != nil {
