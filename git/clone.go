@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -177,16 +179,20 @@ func (w *Workspace) ig(args ...string) cmd {
 // (its split parts copied too, never hard-linked: a write to a link
 // would be a write to muster's own index).
 func (w *Workspace) agentGit(s *slot, tip string) error {
-	ag := filepath.Join(s.dir, ".git")
-	if fi, err := os.Lstat(ag); err == nil && !fi.IsDir() {
-		if err := os.Remove(ag); err != nil {
-			return err
-		}
-	} else if err := removeAll(ag); err != nil {
+	// Every step goes through a root opened on the clone: a process the
+	// agent left behind (the Landlock-only fallback has no namespace to
+	// end it) may swap .git, or a directory in it, for a link while this
+	// runs, and muster must never write where such a link points.
+	root, err := os.OpenRoot(s.dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	if err := rootRemoveAll(root, ".git"); err != nil {
 		return err
 	}
 	for _, d := range []string{"objects/info", "objects/pack", "refs/heads", "refs/tags", "info"} {
-		if err := os.MkdirAll(filepath.Join(ag, filepath.FromSlash(d)), 0o755); err != nil {
+		if err := root.MkdirAll(filepath.Join(".git", filepath.FromSlash(d)), 0o755); err != nil {
 			return err
 		}
 	}
@@ -196,12 +202,12 @@ func (w *Workspace) agentGit(s *slot, tip string) error {
 		"objects/info/alternates": []byte(w.objects + "\n"),
 		"info/exclude":            w.excludes,
 	} {
-		if err := os.WriteFile(filepath.Join(ag, filepath.FromSlash(name)), data, 0o644); err != nil {
+		if err := root.WriteFile(filepath.Join(".git", filepath.FromSlash(name)), data, 0o644); err != nil {
 			return err
 		}
 	}
 	idx := filepath.Join(s.gitDir, indexName)
-	if err := copyIndex(idx, filepath.Join(ag, "index")); err != nil {
+	if err := copyIndexInto(root, idx, ".git/index"); err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil
 		}
@@ -211,9 +217,56 @@ func (w *Workspace) agentGit(s *slot, tip string) error {
 	// and a write through a link would be a write to muster's index.
 	shared, _ := filepath.Glob(filepath.Join(s.gitDir, "sharedindex.*"))
 	for _, f := range shared {
-		if err := copyIndex(f, filepath.Join(ag, filepath.Base(f))); err != nil {
+		if err := copyIndexInto(root, f, ".git/"+filepath.Base(f)); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// rootRemoveAll removes name inside root (a link itself, never what it
+// points to), making read-only directories an agent left writable first.
+func rootRemoveAll(root *os.Root, name string) error {
+	if err := root.RemoveAll(name); err == nil {
+		return nil
+	}
+	_ = fs.WalkDir(root.FS(), name, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			_ = root.Chmod(p, 0o700)
+		}
+		return nil
+	})
+	return root.RemoveAll(name)
+}
+
+// copyIndexInto copies muster's index file src to dst inside root, by a
+// temporary file renamed over it, keeping src's modification time (git
+// compares it with the files' to trust its stat data).
+func copyIndexInto(root *os.Root, src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	fi, err := in.Stat()
+	if err != nil {
+		return err
+	}
+	tmp := dst + ".tmp"
+	out, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(out, in)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = root.Chtimes(tmp, fi.ModTime(), fi.ModTime())
+	}
+	if err != nil {
+		_ = root.Remove(tmp)
+		return err
+	}
+	return root.Rename(tmp, dst)
 }
