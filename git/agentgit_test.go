@@ -4,7 +4,9 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // TestAgentGitWritesNoFileThroughALink: a process an agent left behind
@@ -85,5 +87,40 @@ func realDirs(root, dir string) bool {
 		if d == root || len(d) <= len(root) {
 			return true
 		}
+	}
+}
+
+// TestCopyIndexReadsOnlyARegularFile: an index muster copies out of a
+// clone's .git (the fleet's snapshot seeds from it) is read only when it
+// is a regular file: a FIFO planted there must not block muster, a link
+// must not be followed.
+func TestCopyIndexReadsOnlyARegularFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "secret")
+	if err := os.WriteFile(secret, []byte("not an index"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fifo, link := filepath.Join(dir, "fifo"), filepath.Join(dir, "link")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Skip("no FIFO here:", err)
+	}
+	if err := os.Symlink(secret, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, src := range []string{fifo, link} {
+		done := make(chan error, 1)
+		go func() { done <- copyIndex(src, filepath.Join(dir, "copy")) }()
+		select {
+		case err := <-done:
+			if err == nil {
+				t.Errorf("%s was copied", filepath.Base(src))
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("copyIndex(%s) blocked", filepath.Base(src))
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "copy")); err == nil {
+		t.Error("a copy was written")
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	muster "github.com/muster-run/muster"
 )
@@ -533,7 +534,8 @@ const indexName = "muster-index"
 // copyIndex copies an index file keeping its modification time, which
 // git compares with file times to detect racily clean entries.
 func copyIndex(src, dst string) error {
-	in, err := os.Open(src)
+	// No link followed, no FIFO waited on: src may lie in a clone's .git.
+	in, err := os.OpenFile(src, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return err
 	}
@@ -541,6 +543,9 @@ func copyIndex(src, dst string) error {
 	fi, err := in.Stat()
 	if err != nil {
 		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s: not a regular file", src)
 	}
 	tmp := dst + ".tmp"
 	out, err := os.Create(tmp)
