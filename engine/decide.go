@@ -412,6 +412,13 @@ func (s *State) leasedAbove(exec string, limit int) int {
 // FreeSlot returns a free clone for a role (reviewers, for instance),
 // preferring executors other than avoid; ok is false when none is free.
 func FreeSlot(s *State, role muster.Role, avoid string, now time.Time) (exec string, clone int, ok bool) {
+	return freeSlot(s, role, func(name string) bool { return name == avoid }, now)
+}
+
+// freeSlot is the first free clone of the role whose executor avoided
+// does not name, else the first free one of any; ok is false when no clone
+// of the role is free.
+func freeSlot(s *State, role muster.Role, avoided func(string) bool, now time.Time) (exec string, clone int, ok bool) {
 	var fallbackExec string
 	var fallbackClone int
 	for _, e := range s.Config.Executors {
@@ -428,7 +435,7 @@ func FreeSlot(s *State, role muster.Role, avoid string, now time.Time) (exec str
 			if _, leased := s.Leases[muster.Slot(e.Name, c)]; leased {
 				continue
 			}
-			if e.Name != avoid {
+			if !avoided(e.Name) {
 				return e.Name, c, true
 			}
 			if fallbackExec == "" {

@@ -368,39 +368,7 @@ func (t *TaskState) racing() int {
 // (a race's judge: none of the candidates'); ok is false when no clone of
 // the role is free.
 func FreeSlotAvoiding(s *State, role muster.Role, avoid []string, now time.Time) (exec string, clone int, ok bool) {
-	if len(avoid) <= 1 {
-		a := ""
-		if len(avoid) == 1 {
-			a = avoid[0]
-		}
-		return FreeSlot(s, role, a, now)
-	}
-	var fallbackExec string
-	var fallbackClone int
-	for _, e := range s.Config.Executors {
-		if !e.HasRole(role) {
-			continue
-		}
-		if until, blocked := s.BlockedUntil[e.Name]; blocked && now.Before(until) {
-			continue
-		}
-		if p, ok := s.Paces[e.Credential()]; ok && now.Before(p.Until) {
-			continue
-		}
-		for c := 1; c <= capacity(e); c++ {
-			if _, leased := s.Leases[muster.Slot(e.Name, c)]; leased {
-				continue
-			}
-			if !slices.Contains(avoid, e.Name) {
-				return e.Name, c, true
-			}
-			if fallbackExec == "" {
-				fallbackExec, fallbackClone = e.Name, c
-			}
-			break
-		}
-	}
-	return fallbackExec, fallbackClone, fallbackExec != ""
+	return freeSlot(s, role, func(name string) bool { return slices.Contains(avoid, name) }, now)
 }
 
 // raceUnderWay reports whether a raced task is running: its race decides
