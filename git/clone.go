@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // A clone is its own repository: a work tree with a real git directory
@@ -243,7 +244,8 @@ func rootRemoveAll(root *os.Root, name string) error {
 // temporary file renamed over it, keeping src's modification time (git
 // compares it with the files' to trust its stat data).
 func copyIndexInto(root *os.Root, src, dst string) error {
-	in, err := os.Open(src)
+	// No link followed, no FIFO waited on: src may lie in a clone's .git.
+	in, err := os.OpenFile(src, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return err
 	}
@@ -251,6 +253,9 @@ func copyIndexInto(root *os.Root, src, dst string) error {
 	fi, err := in.Stat()
 	if err != nil {
 		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s: not a regular file", src)
 	}
 	tmp := dst + ".tmp"
 	out, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)

@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 
 	muster "github.com/muster-run/muster"
 )
@@ -534,36 +532,10 @@ const indexName = "muster-index"
 // copyIndex copies an index file keeping its modification time, which
 // git compares with file times to detect racily clean entries.
 func copyIndex(src, dst string) error {
-	// No link followed, no FIFO waited on: src may lie in a clone's .git.
-	in, err := os.OpenFile(src, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	root, err := os.OpenRoot(filepath.Dir(dst))
 	if err != nil {
 		return err
 	}
-	defer in.Close()
-	fi, err := in.Stat()
-	if err != nil {
-		return err
-	}
-	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("%s: not a regular file", src)
-	}
-	tmp := dst + ".tmp"
-	out, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		os.Remove(tmp)
-		return err
-	}
-	if err := out.Close(); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	if err := os.Chtimes(tmp, fi.ModTime(), fi.ModTime()); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return os.Rename(tmp, dst)
+	defer root.Close()
+	return copyIndexInto(root, src, filepath.Base(dst))
 }
