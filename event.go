@@ -120,6 +120,19 @@ type DiffStat struct {
 // Lines is the added plus deleted lines.
 func (d DiffStat) Lines() int { return d.Added + d.Deleted }
 
+// SmallerChange is a race's tie-break, in one place for the engine and the
+// driver: the change with fewer added plus deleted lines, then fewer
+// files, then the one started first (its order).
+func SmallerChange(a DiffStat, aOrder int, b DiffStat, bOrder int) bool {
+	if a.Lines() != b.Lines() {
+		return a.Lines() < b.Lines()
+	}
+	if a.Files != b.Files {
+		return a.Files < b.Files
+	}
+	return aOrder < bOrder
+}
+
 // Event is one line of the journal. Fields not used by a type are empty.
 // Seq starts at 1 and increases by one per line; Time is when the event
 // was recorded (replay never reads the clock).

@@ -59,14 +59,7 @@ func (rc *racer) judged(ctx context.Context, st *raceState) (how, why, judge str
 func smallestEntry(es []*entry) *entry {
 	s := append([]*entry(nil), es...)
 	sort.SliceStable(s, func(i, j int) bool {
-		a, b := s[i], s[j]
-		if a.stat.Lines() != b.stat.Lines() {
-			return a.stat.Lines() < b.stat.Lines()
-		}
-		if a.stat.Files != b.stat.Files {
-			return a.stat.Files < b.stat.Files
-		}
-		return a.order < b.order
+		return muster.SmallerChange(s[i].stat, s[i].order, s[j].stat, s[j].order)
 	})
 	return s[0]
 }

@@ -196,14 +196,7 @@ func Smallest(cands []*Candidate) *Candidate {
 		return nil
 	}
 	sort.SliceStable(pass, func(i, j int) bool {
-		a, b := pass[i], pass[j]
-		if a.Stat.Lines() != b.Stat.Lines() {
-			return a.Stat.Lines() < b.Stat.Lines()
-		}
-		if a.Stat.Files != b.Stat.Files {
-			return a.Stat.Files < b.Stat.Files
-		}
-		return a.Order < b.Order
+		return muster.SmallerChange(pass[i].Stat, pass[i].Order, pass[j].Stat, pass[j].Order)
 	})
 	return pass[0]
 }
