@@ -33,6 +33,20 @@ const (
 	VerdictOut     = "out"
 )
 
+// RaceUnderWay is the race of task under way, nil when none is.
+func (r *Run) RaceUnderWay(task muster.TaskID) *Race { return r.raceOf(task) }
+
+// Place is which of the race's candidates runs on slot ("executor#clone"),
+// 1-based, and how many there are; 0 when none does.
+func (rc *Race) Place(slot string) (i, n int) {
+	for k, c := range rc.Candidates {
+		if c.Slot == slot {
+			return k + 1, len(rc.Candidates)
+		}
+	}
+	return 0, len(rc.Candidates)
+}
+
 func (r *Run) raceOf(task muster.TaskID) *Race {
 	if r.racing == nil {
 		return nil

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/muster-run/muster"
 )
@@ -42,5 +43,28 @@ func TestPlainRace(t *testing.T) {
 	}
 	if strings.Contains(out, "started on") || strings.Contains(out, "\x1b[31m") {
 		t.Errorf("a race's TaskStarted line, or a raw escape:\n%s", out)
+	}
+}
+
+// A raced task's lanes say so: each candidate's lane names the race and
+// which of its candidates it is (issue 27: live lanes show the race).
+func TestLanesShowTheRace(t *testing.T) {
+	cfg := &muster.Config{Executors: []*muster.ExecutorSpec{
+		{Name: "claude", Kind: muster.ExecCommand, Clones: 1}, {Name: "codex", Kind: muster.ExecCommand, Clones: 1}}}
+	evs := []muster.Event{
+		{Type: muster.EvRunStarted, Time: t0, Run: "run", Config: cfg},
+		{Type: muster.EvTasksPlanned, Time: t0, Tasks: []*muster.Task{{ID: "r"}}},
+		{Type: muster.EvRaceStarted, Time: t0, Task: "r", Race: []muster.RaceCandidate{{Executor: "claude", Clone: 1, Attempt: 1}, {Executor: "codex", Clone: 1, Attempt: 2}}},
+	}
+	for i, ex := range []string{"claude", "codex"} {
+		evs = append(evs, muster.Event{Type: muster.EvExecutorLeased, Time: t0, Task: "r", Executor: ex, Clone: 1, Role: "coder"},
+			muster.Event{Type: muster.EvTaskStarted, Time: t0, Task: "r", Attempt: i + 1, Executor: ex, Clone: 1})
+	}
+	m := feed(New(Options{Now: fixed(3 * time.Second), Width: 140, Height: 30}), evMsgs(evs)...)
+	f := frame(m)
+	for _, want := range []string{"race 1/2", "race 2/2"} {
+		if !strings.Contains(f, want) {
+			t.Errorf("no %q in the lanes:\n%s", want, f)
+		}
 	}
 }

@@ -165,6 +165,11 @@ func (m Model) laneLines(w int) []string {
 			}
 		} else if t != nil {
 			phase = phaseText(t)
+			if rc := m.st.RaceUnderWay(l.Task); rc != nil {
+				if i, n := rc.Place(l.Slot); i > 0 {
+					phase = fmt.Sprintf("race %d/%d %s", i, n, phase)
+				}
+			}
 		}
 		el := time.Duration(0)
 		if !l.Since.IsZero() && m.st.State == "" {
