@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -76,7 +77,7 @@ func TestEveryEventIsFoldedOrIgnored(t *testing.T) {
 		src := packageSource(t, dir)
 		for _, ev := range events {
 			named := regexp.MustCompile(`\bmuster\.` + ev + `\b`).MatchString(src)
-			switch ignores := contains(ignored, ev); {
+			switch ignores := slices.Contains(ignored, ev); {
 			case !named && !ignores:
 				t.Errorf("%s/ neither folds %s nor lists it as ignored in eventFolds (eventfolds_test.go): fold it (CONTRIBUTING.md, a new event type) or say it is ignored", dir, ev)
 			case named && ignores:
@@ -86,7 +87,7 @@ func TestEveryEventIsFoldedOrIgnored(t *testing.T) {
 			}
 		}
 		for _, ev := range ignored {
-			if !contains(events, ev) {
+			if !slices.Contains(events, ev) {
 				t.Errorf("eventFolds[%q] lists %s, which event.go does not define", dir, ev)
 			}
 		}
@@ -112,13 +113,4 @@ func packageSource(t *testing.T, dir string) string {
 		b.Write(src)
 	}
 	return b.String()
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -98,7 +99,7 @@ func TestRaceStartInvariants(t *testing.T) {
 			if c.Attempt != i+1 {
 				t.Fatalf("candidate %d has attempt %d", i, c.Attempt)
 			}
-			if len(race.Candidates) > 0 && !contains(race.Candidates, c.Executor) {
+			if len(race.Candidates) > 0 && !slices.Contains(race.Candidates, c.Executor) {
 				t.Fatalf("%s is no candidate of %v", c.Executor, race.Candidates)
 			}
 			kinds[cfg.Executor(c.Executor).Kind], execs[c.Executor] = true, true
@@ -106,7 +107,7 @@ func TestRaceStartInvariants(t *testing.T) {
 		// What was free: distinct kinds and executors first.
 		freeKinds, freeExecs := map[muster.ExecKind]bool{}, map[string]bool{}
 		for _, e := range cfg.Executors {
-			if len(race.Candidates) > 0 && !contains(race.Candidates, e.Name) {
+			if len(race.Candidates) > 0 && !slices.Contains(race.Candidates, e.Name) {
 				continue
 			}
 			for c := 1; c <= e.Clones; c++ {
@@ -126,15 +127,6 @@ func TestRaceStartInvariants(t *testing.T) {
 			t.Fatalf("after the start: %s, attempts %d", r.State, r.Attempts)
 		}
 	})
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // A race's candidates finish, one wins, the task succeeds: the race is
