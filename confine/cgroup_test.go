@@ -185,3 +185,34 @@ func assertNoSleepers(t *testing.T, secs string) {
 		}
 	}
 }
+
+// TestCgroupCannotBeLeftOrLifted: a confined program that finds its own
+// group in /proc/self/cgroup tries to move itself to the hierarchy's root
+// (out of max_pids) and to lift its group's limit; both are refused (the
+// mount namespace's /sys and Landlock allow no write there), in the
+// sandbox and without namespaces.
+func TestCgroupCannotBeLeftOrLifted(t *testing.T) {
+	t.Parallel()
+	needCgroups(t, 24, 0)
+	script := `
+		own=$(sed -n 's/^[0-9]*:pids:\(.*\)$/\1/p' /proc/self/cgroup)
+		echo $$ > /sys/fs/cgroup/pids/cgroup.procs 2>/dev/null && echo LEFT || echo stayed
+		echo max > "/sys/fs/cgroup/pids$own/pids.max" 2>/dev/null && echo LIFTED || echo kept
+		mkdir "/sys/fs/cgroup/pids/escape-$$" 2>/dev/null && echo MADE || echo no-group`
+	for name, c := range map[string]*muster.Confinement{
+		"sandbox":       {Namespaces: true, HostNetwork: true, MaxPids: 24},
+		"landlock-only": {Writable: []string{os.TempDir()}, MaxPids: 24},
+	} {
+		out, _ := limited(t, c, script)
+		for _, want := range []string{"stayed", "kept", "no-group"} {
+			if !strings.Contains(out, want+"\n") {
+				t.Errorf("%s: %q missing:\n%s", name, want, out)
+			}
+		}
+		for _, bad := range []string{"LEFT", "LIFTED", "MADE"} {
+			if strings.Contains(out, bad) {
+				t.Errorf("%s: the program %s its cgroup:\n%s", name, bad, out)
+			}
+		}
+	}
+}
