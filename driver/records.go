@@ -217,3 +217,106 @@ func (w *worker) gateBlocked(g muster.GateSpec, hosts []string) {
 		}
 	}
 }
+
+// record turns an executor's records into events: redacted, bounded
+// (the caps of records.go) and, for usage, checked (sane).
+func (w *worker) record(spec *muster.ExecutorSpec, role muster.Role, clone int) func(muster.Record) {
+	return func(r muster.Record) {
+		send := w.send
+		if seq := r.FleetSeq; seq > 0 {
+			// A fleet worker's report: its stream sequence goes into the
+			// journal with what is made of it (fleet.DispatchOptions.From).
+			send = func(evs ...muster.Event) {
+				for i := range evs {
+					evs[i].FleetSeq = seq
+				}
+				w.send(evs...)
+			}
+		}
+		w.recordOne(spec, role, clone, r, send)
+	}
+}
+
+// recordOne turns one record into events, sent with send.
+func (w *worker) recordOne(spec *muster.ExecutorSpec, role muster.Role, clone int, r muster.Record, send func(...muster.Event)) {
+	d, c := w.d, &w.counts
+	red := d.red()
+	r.Tool = bound(red.String(r.Tool), maxName)
+	r.Model = bound(red.String(r.Model), maxName)
+	switch r.Type {
+	case muster.RecUsage:
+		warn := w.sane(&r, muster.Slot(spec.Name, clone))
+		u := r.Usage
+		u.Estimated = false
+		if u.CostMicros == 0 && d.opts.Price != nil && u.Tokens() > 0 {
+			if cost, ok := d.opts.Price(r.Model, u); ok {
+				u.CostMicros, u.Estimated = cost, true
+			}
+		}
+		if c.usages++; c.usages > maxUsageRecords {
+			if c.extra == nil {
+				c.extra = map[string]muster.Usage{}
+			}
+			if _, ok := c.extra[r.Model]; !ok {
+				c.extraOrder = append(c.extraOrder, r.Model)
+			}
+			sum := c.extra[r.Model]
+			sum.Add(u)
+			c.extra[r.Model] = sum
+			if len(warn) > 0 {
+				send(warn...)
+			}
+			return
+		}
+		send(append(warn, muster.Event{Type: muster.EvTokensUsed, Executor: spec.Name, Clone: clone, Role: role, Model: r.Model, Usage: u, Source: source(r.Source), Reason: bound(red.String(r.Text), maxName)})...)
+	case muster.RecBlocked:
+		if e, ok := w.blocked(r); ok {
+			e.Executor, e.Clone, e.Role = spec.Name, clone, role
+			send(e)
+		}
+	case muster.RecTool:
+		if c.tools++; c.tools > maxToolRecords {
+			c.droppedTools++
+			return
+		}
+		send(muster.Event{Type: muster.EvToolUse, Executor: spec.Name, Clone: clone, Tool: r.Tool, Args: red.String(bound(r.Args, maxMessage))})
+	case muster.RecMessage:
+		r.Text = red.String(r.Text)
+		if role == w.a.Role {
+			w.lastMsg = bound(r.Text, maxTranscript)
+			w.transcript = tail(w.transcript+r.Text+"\n", maxTranscript)
+		}
+		if c.messages++; c.messages > maxMessageRecords {
+			c.droppedMessages++
+			return
+		}
+		send(muster.Event{Type: muster.EvMessage, Executor: spec.Name, Clone: clone, Message: bound(r.Text, maxMessage)})
+	case muster.RecNotes:
+		if c.notes++; c.notes > maxNoteRecords {
+			c.droppedNotes++
+			return
+		}
+		// Held until the round is accepted: a rejected round's notes
+		// (its gate failed, its review asked for changes) are not
+		// shared.
+		if len(w.pendingNotes) < maxPendingNotes {
+			w.pendingNotes = append(w.pendingNotes, pendingNote{text: red.String(bound(r.Text, maxNote)), executor: spec.Name, clone: clone})
+		}
+	case muster.RecViolation:
+		send(muster.Event{Type: muster.EvViolation, Executor: spec.Name, Clone: clone, Paths: []string{red.String(bound(r.Text, maxMessage))},
+			Reason: "the agent asked for a path outside its worktree (" + bound(r.Tool, 40) + "); refused"})
+	case muster.RecSession:
+		w.sessionID = r.SessionID
+	case muster.RecPID:
+		p := muster.Process{PID: r.PID}
+		if w.d.opts.Identify != nil && r.PID > 0 {
+			p = w.d.opts.Identify(r.PID) // now, while the process runs (or is a zombie)
+		}
+		send(muster.Event{Type: muster.EvAgentStarted, Executor: spec.Name, Clone: clone, Role: role, PID: r.PID, PIDStart: p.Start, BootID: p.Boot})
+	case muster.RecWorker:
+		send(muster.Event{Type: muster.EvWorkerAssigned, Executor: spec.Name, Clone: clone, Role: role, Worker: r.Worker, WorkerClone: r.WorkerClone})
+	case muster.RecRefused:
+		send(muster.Event{Type: muster.EvRefused, Executor: spec.Name, Clone: clone, Role: role, Worker: bound(r.Worker, 80),
+			Subject: bound(r.Text, 200), Reason: red.String(bound(r.Tool, maxMessage))})
+	}
+}
