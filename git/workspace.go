@@ -161,6 +161,9 @@ type slot struct {
 type snapshot struct {
 	base, tree string
 	change     *muster.Change
+	// patch is Diff's answer, computed with the change (hasPatch).
+	patch    string
+	hasPatch bool
 }
 
 var _ muster.Workspace = (*Workspace)(nil)
