@@ -30,8 +30,8 @@ type treeEntry struct {
 // a and b (tree or commit ids), as `diff-tree -r --no-renames --name-only`
 // lists them (sorted), reading the trees through the run's long-lived
 // object reader, one round trip per level of directories that differ:
-// no git process. More than max paths is errManyPaths.
-func (w *Workspace) diffNames(ctx context.Context, a, b string, max int) ([]string, error) {
+// no git process. More than most paths is errManyPaths.
+func (w *Workspace) diffNames(ctx context.Context, a, b string, most int) ([]string, error) {
 	if w.batch == nil {
 		return nil, errors.New("no object reader")
 	}
@@ -72,7 +72,7 @@ func (w *Workspace) diffNames(ctx context.Context, a, b string, max int) ([]stri
 			}
 			sub, leaves := diffEntries(p.dir, ea, eb)
 			paths, next = append(paths, leaves...), append(next, sub...)
-			if len(paths) > max {
+			if len(paths) > most {
 				return nil, errManyPaths
 			}
 		}

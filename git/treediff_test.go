@@ -1,6 +1,7 @@
 package git
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -46,7 +47,7 @@ func TestDiffNamesIsDiffTree(t *testing.T) {
 			t.Errorf("%s..%s: %q, diff-tree says %q", pair[0][:7], pair[1][:7], got, want)
 		}
 	}
-	if _, err := w.diffNames(ctx, a, b, 3); err != errManyPaths {
+	if _, err := w.diffNames(ctx, a, b, 3); !errors.Is(err, errManyPaths) {
 		t.Errorf("over the bound: %v", err)
 	}
 	if _, err := w.diffNames(ctx, a, strings.Repeat("0", len(a)), 1000); err == nil {
