@@ -153,7 +153,8 @@ type Options struct {
 const groupWindow = 300 * time.Microsecond
 
 // groupJournal is a journal that can write events now and make them
-// durable later with one sync (group commit).
+// durable later with one sync (group commit). Write may keep the events,
+// not the slice: the loop reuses it.
 type groupJournal interface {
 	Write(es []*muster.Event) error
 	Sync() error
@@ -212,7 +213,7 @@ type Driver struct {
 	// landing are the tasks whose change is committed and on its way to
 	// the run branch (budget.go: the run's budget does not stop them).
 	landing map[muster.TaskID]bool
-	pending []muster.Event // worker events waiting for the next batch
+	pending []*muster.Event // worker events waiting for the next batch (groupcommit.go)
 	// unsynced is set while events are written but not yet durable.
 	unsynced bool
 	// fatal, once set, stops the run (see message.fatal).
@@ -544,7 +545,9 @@ func (d *Driver) wait(ctx context.Context, wake time.Time) error {
 }
 
 func (d *Driver) handle(m message) error {
-	d.pending = append(d.pending, m.events...)
+	for i := range m.events {
+		d.pending = append(d.pending, &m.events[i])
+	}
 	if m.lease != nil {
 		// A lease must see the state as of the events before it.
 		if err := d.flush(); err != nil {
@@ -588,8 +591,8 @@ func (d *Driver) handle(m message) error {
 		d.fatal = m.fatal
 	}
 	if m.done {
-		for _, e := range m.events {
-			if e.Type == muster.EvTaskSucceeded || e.Type == muster.EvTaskFailed || e.Type == muster.EvTaskCancelled {
+		for i := range m.events {
+			if e := &m.events[i]; e.Type == muster.EvTaskSucceeded || e.Type == muster.EvTaskFailed || e.Type == muster.EvTaskCancelled {
 				delete(d.cancels, e.Task)
 			}
 		}
