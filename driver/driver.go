@@ -62,6 +62,10 @@ type Options struct {
 	Workspace muster.Workspace
 	// Executors maps an executor name (and engine.CodeExecutor) to its adapter.
 	Executors map[string]muster.Executor
+	// Joins, when set, brings executors that join the crew while the run
+	// goes on (a fleet worker with a new executor name): each is
+	// journaled as an ExecutorJoined and scheduled from then on.
+	Joins <-chan Joined
 	// Gates runs gate and check commands; nil runs none.
 	Gates muster.GateRunner
 	// Setup runs the [setup] commands (confined like a gate, with the
@@ -226,6 +230,8 @@ type Driver struct {
 	setups   setups
 	notes    *notes
 	handoffs map[muster.TaskID]handoff
+	// crew holds the executors that joined mid-run (crew.go).
+	crew crew
 }
 
 // Run drives the run to its end. It returns the final state; the error is
@@ -385,8 +391,7 @@ func (d *Driver) run(ctx context.Context) (*engine.State, error) {
 		}
 		var wake time.Time
 		if !interrupted {
-			dec := engine.Decide(d.state, engine.Input{Now: d.clock.Now()})
-			finished, err := d.act(ctx, dec.Actions)
+			dec, finished, err := d.decide(ctx)
 			if err != nil {
 				d.abort()
 				return d.state, err
@@ -404,6 +409,18 @@ func (d *Driver) run(ctx context.Context) (*engine.State, error) {
 			return d.state, err
 		}
 	}
+}
+
+// decide asks the engine what to do and does it; it reports whether the
+// run ended. With nothing to do, it says what the run waits for, if the
+// engine names it.
+func (d *Driver) decide(ctx context.Context) (engine.Decision, bool, error) {
+	dec := engine.Decide(d.state, engine.Input{Now: d.clock.Now()})
+	finished, err := d.act(ctx, dec.Actions)
+	if err == nil && !finished && len(dec.Actions) == 0 {
+		err = d.waiting(dec.Waiting)
+	}
+	return dec, finished, err
 }
 
 func causeText(ctx context.Context) string {
@@ -476,15 +493,20 @@ func (d *Driver) wait(ctx context.Context, wake time.Time) error {
 		defer t.Stop()
 		timer = t.C
 	}
-	done := ctx.Done()
-	if ctx.Err() != nil {
-		done = nil // already interrupting: wait for workers only
+	done, joins := ctx.Done(), d.opts.Joins
+	if ctx.Err() != nil || d.fatal != nil {
+		done, joins = nil, nil // already interrupting: wait for workers only
 	}
 	select {
 	case m := <-d.msgs:
 		if err := d.handle(m); err != nil {
 			return err
 		}
+	case j := <-joins:
+		if err := d.flush(); err != nil {
+			return err
+		}
+		return d.join(j)
 	case <-done:
 		return nil
 	case <-timer:

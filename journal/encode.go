@@ -16,8 +16,9 @@ import (
 // encoding/json's Encoder (SetEscapeHTML(false)) writes for a
 // muster.Event, newline included, byte for byte (a property test holds
 // it to that over random events, odd strings included). An event it does
-// not cover (Config or Tasks set: RunStarted, TasksPlanned, PlanAdopted;
-// a time encoding/json refuses) goes through encoding/json itself, and
+// not cover (Config, Tasks or Spec set: RunStarted, TasksPlanned,
+// PlanAdopted, ExecutorJoined; a time encoding/json refuses) goes
+// through encoding/json itself, and
 // so does every event when muster.Event's fields are no longer the ones
 // it knows (eventShape): a new field is never silently left out.
 
@@ -33,7 +34,7 @@ func appendLine(b []byte, e *muster.Event) ([]byte, error) {
 // appendEvent appends e's journal line to b. ok is false when e is not
 // covered; b is then returned unchanged.
 func appendEvent(b []byte, e *muster.Event) (out []byte, ok bool) {
-	if !fastEvents || e.Config != nil || len(e.Tasks) > 0 {
+	if !fastEvents || e.Config != nil || len(e.Tasks) > 0 || e.Spec != nil {
 		return b, false
 	}
 	n := len(b)
@@ -340,7 +341,7 @@ const eventShape = `seq int64|time time.Time|type muster.EventType|schema int,om
 	`commit string,omitempty|tip string,omitempty|chain []muster.ChainLink,omitempty{task muster.TaskID|` +
 	`commit string}|reason string,omitempty|cause muster.CancelCause,omitempty|retry bool,omitempty|` +
 	`message string,omitempty|state string,omitempty|until *time.Time,omitempty|session_id string,omitempty|` +
-	`pid int,omitempty|pid_start uint64,omitempty|boot_id string,omitempty|worker string,omitempty|` +
+	`pid int,omitempty|pid_start uint64,omitempty|boot_id string,omitempty|spec *muster.ExecutorSpec,omitempty|worker string,omitempty|` +
 	`worker_clone int,omitempty|followup int,omitempty|subject string,omitempty|fleet_seq uint64,omitempty|` +
 	`race []muster.RaceCandidate,omitempty{executor string|clone int|attempt int}|` +
 	`stat *muster.DiffStat,omitempty{added int|deleted int|files int}|judge string,omitempty`
@@ -382,7 +383,7 @@ func shapeOf(t reflect.Type) string {
 				inner = inner.Elem()
 			}
 			if inner.Kind() == reflect.Struct && inner.PkgPath() == reflect.TypeFor[muster.Event]().PkgPath() &&
-				inner.Name() != "Config" && inner.Name() != "Task" {
+				inner.Name() != "Config" && inner.Name() != "Task" && inner.Name() != "ExecutorSpec" {
 				b = append(b, '{')
 				walk(inner)
 				b = append(b, '}')

@@ -86,10 +86,13 @@ func fill(t *rapid.T, v reflect.Value, label string, depth int) {
 	case v.Type() == timeType:
 		v.Set(reflect.ValueOf(randTime(t, label)))
 		return
-	case v.Type() == reflect.TypeFor[muster.Config]() || v.Type() == reflect.TypeFor[muster.Task]():
+	case v.Type() == reflect.TypeFor[muster.Config]() || v.Type() == reflect.TypeFor[muster.Task]() || v.Type() == reflect.TypeFor[muster.ExecutorSpec]():
 		// Covered by encoding/json (the fallback); a few fields suffice.
 		if v.Type() == reflect.TypeFor[muster.Task]() {
 			v.FieldByName("ID").SetString(oddString(t, label+"-id"))
+		}
+		if v.Type() == reflect.TypeFor[muster.ExecutorSpec]() {
+			v.FieldByName("Name").SetString(oddString(t, label+"-name"))
 		}
 		return
 	}
