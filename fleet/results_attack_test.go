@@ -74,6 +74,8 @@ func TestWorkerCannotTouchOthersResults(t *testing.T) {
 	// overwrites, every result it sees; else it writes one of its own.
 	attacked := make(chan struct{})
 	attempts := make(chan error, 8)
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
 	go func() {
 		defer close(attacked)
 		tamper := func(name string) {
@@ -83,20 +85,24 @@ func TestWorkerCannotTouchOthersResults(t *testing.T) {
 			_, err := spy.Bundles.PutBytes(actx, name, []byte("# v2 git bundle\nforged\n"))
 			attempts <- err
 		}
-		wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
-		defer wcancel()
-		watch, err := spy.Bundles.Watch(wctx, jetstream.IgnoreDeletes())
+		watch, err := spy.Bundles.Watch(watchCtx, jetstream.IgnoreDeletes())
 		if err != nil {
 			attempts <- err
 			tamper("run1/r/guess")
 			return
 		}
 		defer watch.Stop()
-		for info := range watch.Updates() {
-			if info != nil && strings.Contains(info.Name, "/r/") {
-				tamper(info.Name)
-				return
+		for {
+			select {
+			case info := <-watch.Updates():
+				if info != nil && strings.Contains(info.Name, "/r/") {
+					tamper(info.Name)
+					return
+				}
+				continue
+			case <-watchCtx.Done():
 			}
+			break
 		}
 		tamper("run1/r/guess") // no result ever went through the store
 	}()
@@ -136,6 +142,7 @@ func TestWorkerCannotTouchOthersResults(t *testing.T) {
 	var recs []muster.Record
 	req := &muster.ExecRequest{Run: "run1", Task: &muster.Task{ID: "a", Owns: []string{"big.bin"}}, Role: muster.RoleCoder, Attempt: 1, Dir: repo, Base: base, Prompt: "write"}
 	_, err = d.Executor(spec).Execute(ctx, req, func(r muster.Record) { recs = append(recs, r) })
+	stopWatch() // the result came some other way: the attacker writes one of its own
 	<-attacked
 	close(attempts)
 	for aerr := range attempts {
