@@ -144,19 +144,29 @@ func stream(ctx context.Context, c cmd, stdin io.Reader, w io.Writer) error {
 // names, with that commit's parents. Objects are checked as they are
 // indexed.
 func ReadBundle(ctx context.Context, dir, bundle string) (tip string, parents []string, err error) {
-	tip, _, parents, err = readBundle(ctx, nil, dir, bundle)
+	tip, _, parents, err = readBundle(ctx, nil, dir, bundle, false)
 	return tip, parents, err
 }
 
 // readBundle is ReadBundle, reading the commit through b when it is not
-// nil (the long-lived helper of dir) instead of a git process.
-func readBundle(ctx context.Context, b *Batch, dir, bundle string) (tip, tree string, parents []string, err error) {
+// nil (the long-lived helper of dir) instead of a git process. With
+// fromOrchestrator (a worker's store taking its start), a pack of the
+// kind chainBundle writes is stored without a git process.
+func readBundle(ctx context.Context, b *Batch, dir, bundle string, fromOrchestrator bool) (tip, tree string, parents []string, err error) {
 	tip, offset, err := bundleTip(bundle)
 	if err != nil {
 		return "", "", nil, err
 	}
-	if err := storePack(ctx, dir, bundle, offset); err != nil {
-		return "", "", nil, fmt.Errorf("unbundle: %w", err)
+	stored := false
+	if fromOrchestrator && b != nil && len(tip) == 40 {
+		if stored, err = receiveLoose(ctx, b, dir, bundle, offset); err != nil {
+			return "", "", nil, fmt.Errorf("unbundle: %w", err)
+		}
+	}
+	if !stored {
+		if err := storePack(ctx, dir, bundle, offset); err != nil {
+			return "", "", nil, fmt.Errorf("unbundle: %w", err)
+		}
 	}
 	tree, parents, err = commitInfo(ctx, b, dir, tip)
 	if err != nil {
@@ -406,7 +416,7 @@ func (b Bundles) WriteBundle(ctx context.Context, dir, tip string, have []string
 
 // ReadBundle stores a bundle's objects and returns its commit and parents.
 func (b Bundles) ReadBundle(ctx context.Context, dir, bundle string) (string, []string, error) {
-	tip, _, parents, err := readBundle(ctx, b.Batches.get(dir), dir, bundle)
+	tip, _, parents, err := readBundle(ctx, b.Batches.get(dir), dir, bundle, false)
 	return tip, parents, err
 }
 

@@ -1,6 +1,7 @@
 package git
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -381,5 +382,29 @@ func TestChainBundle(t *testing.T) {
 	g(t, repo, "merge", "-q", "--no-edit", "side")
 	if ok, err := chainBundle(ctx, b, g(t, repo, "rev-parse", "HEAD"), []string{tip}, filepath.Join(tmp, "merge.bundle")); ok || err != nil {
 		t.Errorf("a merge made a chain bundle: %v %v", ok, err)
+	}
+}
+
+// TestDeltaRoundTrip: the deltas chainBundle and a result write are
+// read back to their target by the worker's in-process unpack, across
+// copies longer than one instruction; a delta that reads past its base
+// is refused.
+func TestDeltaRoundTrip(t *testing.T) {
+	big := []byte(strings.Repeat("0123456789abcdef", 1<<13)) // 128 KiB
+	for _, c := range []struct{ base, target []byte }{
+		{[]byte("hello world\n"), []byte("hello there world\n")},
+		{big, append(append(append([]byte(nil), big[:70000]...), "inserted"...), big[70000:]...)},
+		{big, big[:1000]},
+		{[]byte(""), []byte("new")},
+		{[]byte("same"), []byte("same")},
+	} {
+		d := headTailDelta(c.base, c.target)
+		got, err := applyDelta(c.base, d)
+		if err != nil || !bytes.Equal(got, c.target) {
+			t.Errorf("delta of %d bytes on %d: %v", len(c.target), len(c.base), err)
+		}
+	}
+	if _, err := applyDelta([]byte("abc"), []byte{3, 10, 0x91, 2, 10}); err == nil {
+		t.Error("a copy past the base's end was taken")
 	}
 }

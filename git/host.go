@@ -108,7 +108,7 @@ func (h *Host) Receive(ctx context.Context, repo, bundle string) (string, error)
 	if err != nil {
 		return "", err
 	}
-	tip, tree, _, err := readBundle(ctx, h.Batches.get(dir), dir, bundle)
+	tip, tree, _, err := readBundle(ctx, h.Batches.get(dir), dir, bundle, true)
 	if err != nil {
 		return "", err
 	}
