@@ -48,6 +48,20 @@ func (s *State) unserved() []muster.TaskID {
 	return out
 }
 
+// AwaitingJoin maps each ready task of a fleet run that no executor of
+// the crew can run to what it waits for ("executor gpu"): a worker
+// serving it to join (muster status says so). Nil without a fleet.
+func (s *State) AwaitingJoin() map[muster.TaskID]string {
+	if s.Config == nil || s.Config.Fleet.NATS == "" {
+		return nil
+	}
+	out := map[muster.TaskID]string{}
+	for _, id := range s.unserved() {
+		out[id] = s.needs(s.Tasks[id].Task)
+	}
+	return out
+}
+
 // awaitingJoin is a fleet run's wait for its crew to grow: when nothing
 // runs and nothing can start but ready tasks no executor of the crew can
 // run, the run waits [fleet] join_wait from its latest event (a Warning

@@ -91,6 +91,9 @@ func TestUnservedTaskWaitsForAJoin(t *testing.T) {
 	if len(d.Actions) != 0 || !d.WakeAt.Equal(t0.Add(time.Minute)) || !strings.Contains(d.Waiting, "executor y") || !strings.Contains(d.Waiting, "join_wait") {
 		t.Fatalf("waiting: %v %v %q", d.Actions, d.WakeAt, d.Waiting)
 	}
+	if w := sim.State.AwaitingJoin(); len(w) != 1 || w["b"] != "executor y" {
+		t.Fatalf("AwaitingJoin %v", w)
+	}
 	// A Warning (the driver saying what the run waits for) does not
 	// move the deadline.
 	sim.Now = t0.Add(30 * time.Second)
@@ -109,6 +112,9 @@ func TestUnservedTaskWaitsForAJoin(t *testing.T) {
 	local, err := enginetest.New(p, enginetest.Crew(1), t0)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if w := local.State.AwaitingJoin(); w != nil {
+		t.Fatalf("AwaitingJoin without a fleet: %v", w)
 	}
 	d = engine.Decide(local.State, engine.Input{Now: t0})
 	if len(d.Actions) != 1 || d.Actions[0].Kind != engine.ActSkip || strings.Contains(d.Actions[0].Reason, "join_wait") {

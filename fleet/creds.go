@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/nats-io/jwt/v2"
@@ -36,8 +37,9 @@ const (
 	tagExecutor     = "muster-exec:"
 )
 
-// NamePattern is what a worker's name may hold: one subject token.
-var NamePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
+// NamePattern is what a worker's name may hold: one subject token
+// (compiled on first use).
+var NamePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`) })
 
 // Keys are the operator's and the account's keys and JWTs.
 type Keys struct {
@@ -170,7 +172,7 @@ type UserOptions struct {
 func (k *Keys) Issue(name string, o UserOptions) ([]byte, error) { return k.issue(name, o, true) }
 
 func (k *Keys) issue(name string, o UserOptions, save bool) ([]byte, error) {
-	if !NamePattern.MatchString(name) {
+	if !NamePattern().MatchString(name) {
 		return nil, &muster.Error{Code: muster.CodeInvalid, Message: fmt.Sprintf("credential name %q: use letters, digits, '_' and '-' (up to 64)", name)}
 	}
 	if !o.Orchestrator && len(o.Executors) == 0 {

@@ -189,6 +189,19 @@ func (w *Workspace) agentGit(s *slot, tip string) error {
 		return err
 	}
 	defer root.Close()
+	if w.reuseAgentGit(root, s, tip) {
+		w.reusedAgentGits.Add(1)
+		return nil
+	}
+	if err := w.makeAgentGit(root, s, tip); err != nil {
+		return err
+	}
+	recordAgentGit(root, s) // reused by the next reset if untouched (agentgit.go)
+	return nil
+}
+
+// makeAgentGit makes the clone's .git afresh through root.
+func (w *Workspace) makeAgentGit(root *os.Root, s *slot, tip string) error {
 	if err := rootRemoveAll(root, ".git"); err != nil {
 		return err
 	}

@@ -52,6 +52,9 @@ func TestWorkerJoinsMidRun(t *testing.T) {
 	e.waitFor(60*time.Second, func() bool {
 		return strings.Contains(e.log("orch.log"), "waits for a fleet worker serving executor y to join")
 	}, "the run waits for y\n"+e.log("orch.log"))
+	if code, out, errs := e.run(e.repo, 30*time.Second, "status"); code != 0 || !strings.Contains(out, "waits for a fleet worker serving executor y to join") {
+		t.Errorf("status while the run waits: exit %d\n%s%s", code, out, errs)
+	}
 	e.worker("w2", joinToml)
 	e.waitFor(60*time.Second, func() bool {
 		return strings.Contains(e.log("orch.log"), "w taken by fleet worker w2/y#1")
