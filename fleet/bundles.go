@@ -41,7 +41,7 @@ func (d *Dispatcher) onBundleRequest(m *nats.Msg) {
 		}
 		// The code goes only to a worker that received the job (its
 		// nonce), in that worker's own inbox (no other may read it).
-		if !NamePattern.MatchString(req.Worker) || !strings.HasPrefix(m.Reply, InboxPrefix(req.Worker)+".") ||
+		if !NamePattern().MatchString(req.Worker) || !strings.HasPrefix(m.Reply, InboxPrefix(req.Worker)+".") ||
 			p.job.Nonce != "" && subtle.ConstantTimeCompare([]byte(req.Nonce), []byte(p.job.Nonce)) != 1 {
 			reply(BundleReply{Error: "no such job in flight"})
 			return

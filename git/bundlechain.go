@@ -72,7 +72,7 @@ func (s *objectSet) add(oid, base string) {
 }
 
 // entries reads a tree's entries by name ("" is an empty tree).
-func entries(ctx context.Context, b *Batch, tree string) ([]treeEntry, error) {
+func entries(ctx context.Context, b *Batch, tree string) ([]packEntry, error) {
 	if tree == "" {
 		return nil, nil
 	}
@@ -101,7 +101,7 @@ func (s *objectSet) newUnder(ctx context.Context, b *Batch, tree, old string) er
 	if err != nil {
 		return err
 	}
-	was := map[string]treeEntry{}
+	was := map[string]packEntry{}
 	for _, e := range oe {
 		was[e.name] = e
 	}

@@ -56,23 +56,23 @@ func storePack(ctx context.Context, dir, bundle string, offset int64) error {
 	return stream(ctx, c, bufio.NewReaderSize(f, 64<<10), io.Discard)
 }
 
-// treeEntry is one entry of a tree object.
-type treeEntry struct {
+// packEntry is one entry of a tree object.
+type packEntry struct {
 	mode, name, oid string
 }
 
-func (e treeEntry) isTree() bool { return e.mode == "40000" }
+func (e packEntry) isTree() bool { return e.mode == "40000" }
 
 // parseTree reads a tree object's entries ("<mode> <name>\0<binary oid>").
-func parseTree(data []byte, oidLen int) ([]treeEntry, error) {
-	var out []treeEntry
+func parseTree(data []byte, oidLen int) ([]packEntry, error) {
+	var out []packEntry
 	for len(data) > 0 {
 		sp := bytes.IndexByte(data, ' ')
 		nul := bytes.IndexByte(data, 0)
 		if sp < 0 || nul < sp || len(data) < nul+1+oidLen {
 			return nil, errors.New("malformed tree object")
 		}
-		out = append(out, treeEntry{mode: string(data[:sp]), name: string(data[sp+1 : nul]), oid: hex.EncodeToString(data[nul+1 : nul+1+oidLen])})
+		out = append(out, packEntry{mode: string(data[:sp]), name: string(data[sp+1 : nul]), oid: hex.EncodeToString(data[nul+1 : nul+1+oidLen])})
 		data = data[nul+1+oidLen:]
 	}
 	return out, nil
@@ -104,7 +104,7 @@ type differ struct {
 	changed, deleted []string
 }
 
-func (d *differ) tree(oid string) ([]treeEntry, error) {
+func (d *differ) tree(oid string) ([]packEntry, error) {
 	if oid == "" {
 		return nil, nil
 	}
@@ -131,7 +131,7 @@ func (d *differ) diff(prefix, from, to string) error {
 	if err != nil {
 		return err
 	}
-	byName := map[string]treeEntry{}
+	byName := map[string]packEntry{}
 	for _, e := range fe {
 		byName[e.name] = e
 	}
@@ -146,7 +146,7 @@ func (d *differ) diff(prefix, from, to string) error {
 		}
 	}
 	for _, f := range byName {
-		if err := d.entry(prefix+f.name, f, true, treeEntry{}, false); err != nil {
+		if err := d.entry(prefix+f.name, f, true, packEntry{}, false); err != nil {
 			return err
 		}
 	}
@@ -155,7 +155,7 @@ func (d *differ) diff(prefix, from, to string) error {
 
 // entry records one differing name: f (if inFrom) in from, t (if inTo)
 // in to.
-func (d *differ) entry(path string, f treeEntry, inFrom bool, t treeEntry, inTo bool) error {
+func (d *differ) entry(path string, f packEntry, inFrom bool, t packEntry, inTo bool) error {
 	fTree, tTree := inFrom && f.isTree(), inTo && t.isTree()
 	var ftOID, ttOID string
 	if fTree {
@@ -332,7 +332,7 @@ func deltaBases(ctx context.Context, b *Batch, fresh map[string]string, tree, st
 	if err != nil {
 		return err
 	}
-	was := map[string]treeEntry{}
+	was := map[string]packEntry{}
 	for _, e := range oe {
 		was[e.name] = e
 	}

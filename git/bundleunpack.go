@@ -2,7 +2,6 @@ package git
 
 import (
 	"bufio"
-	"bytes"
 	"compress/zlib"
 	"context"
 	"encoding/binary"
@@ -59,11 +58,11 @@ func receiveLoose(ctx context.Context, b *Batch, dir, bundle string, offset int6
 		if err != nil {
 			return false, err
 		}
-		oid := objectID(typ, body)
-		got[oid] = looseObj{typ, body}
-		if err := writeLoose(objects, oid, typ, body); err != nil {
+		oid, err := writeLoose(objects, "sha1", typ, body)
+		if err != nil {
 			return false, err
 		}
+		got[oid] = looseObj{typ, body}
 	}
 	return true, nil
 }
@@ -176,43 +175,4 @@ func applyDelta(base, delta []byte) ([]byte, error) {
 		return nil, bad
 	}
 	return out, nil
-}
-
-// writeLoose writes an object into objects, unless it is there.
-func writeLoose(objects, oid, typ string, body []byte) error {
-	d := filepath.Join(objects, oid[:2])
-	path := filepath.Join(d, oid[2:])
-	if _, err := os.Lstat(path); err == nil {
-		return nil
-	}
-	if err := os.MkdirAll(d, 0o755); err != nil {
-		return err
-	}
-	var z bytes.Buffer
-	zw, _ := zlib.NewWriterLevel(&z, zlib.BestSpeed)
-	fmt.Fprintf(zw, "%s %d\x00", typ, len(body))
-	if _, err := zw.Write(body); err != nil {
-		return err
-	}
-	if err := zw.Close(); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(d, "tmp_obj_")
-	if err != nil {
-		return err
-	}
-	if _, err := tmp.Write(z.Bytes()); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := os.Chmod(tmp.Name(), 0o444); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
