@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -174,7 +175,7 @@ func (c *Conn) WatchWorkers(ctx context.Context, fn func(Registration)) error {
 
 // executorName is what an executor's name may be (a config's table
 // name, bounded): a registration is a worker's word.
-var executorName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+var executorName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`) })
 
 // NewExecutors are the executors of a registration whose names known
 // does not hold (and that are names a config could give), as the crew
@@ -182,7 +183,7 @@ var executorName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 func NewExecutors(r Registration, known map[string]bool) []*muster.ExecutorSpec {
 	var out []*muster.ExecutorSpec
 	for _, e := range r.Executors {
-		if known[e.Name] || !executorName.MatchString(e.Name) {
+		if known[e.Name] || !executorName().MatchString(e.Name) {
 			continue
 		}
 		known[e.Name] = true

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 )
@@ -27,7 +28,7 @@ import (
 // rewrite) goes to commit-tree as before.
 
 // rawDate is a date as git stores it: seconds and zone.
-var rawDate = regexp.MustCompile(`^[0-9]{1,19} [+-][0-9]{4}$`)
+var rawDate = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9]{1,19} [+-][0-9]{4}$`) })
 
 // plainIdent reports whether git would keep name and email as they are
 // (ident.c strips "crud" at either end and drops <, > and newlines).
@@ -61,7 +62,7 @@ func commitBody(tree, parent, msg string, env []string, now time.Time) ([]byte, 
 			return nil, false
 		}
 	}
-	if !rawDate.MatchString(dates["GIT_AUTHOR_DATE"]) || !rawDate.MatchString(dates["GIT_COMMITTER_DATE"]) ||
+	if !rawDate().MatchString(dates["GIT_AUTHOR_DATE"]) || !rawDate().MatchString(dates["GIT_COMMITTER_DATE"]) ||
 		strings.IndexByte(msg, 0) >= 0 || !isObjectID(tree) || !isObjectID(parent) {
 		return nil, false
 	}

@@ -168,7 +168,7 @@ type snapshot struct {
 
 var _ muster.Workspace = (*Workspace)(nil)
 
-var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
+var runIDPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`) })
 
 // Fallback identity when git config has no user.name or user.email.
 const (
@@ -181,7 +181,7 @@ const (
 // descends from Base), and creates the run directory. Clones are leased
 // from the repository's pool on demand by Prepare.
 func Open(ctx context.Context, opts Options) (*Workspace, error) {
-	if !runIDPattern.MatchString(opts.RunID) || strings.Contains(opts.RunID, "..") || strings.HasSuffix(opts.RunID, ".lock") {
+	if !runIDPattern().MatchString(opts.RunID) || strings.Contains(opts.RunID, "..") || strings.HasSuffix(opts.RunID, ".lock") {
 		return nil, fmt.Errorf("run id %q: use letters, digits, '.', '_' and '-' (no \"..\", no \".lock\" suffix)", opts.RunID)
 	}
 	major, minor, err := version(ctx)

@@ -183,3 +183,33 @@ func TestEncoderOddStrings(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkEncodeEvent: one typical journal line (a Phase and an
+// Integrating of a batch of 8) by the fast encoder and by encoding/json.
+func BenchmarkEncodeEvent(b *testing.B) {
+	now := time.Date(2026, 12, 2, 9, 0, 0, 123456789, time.UTC)
+	chain := make([]muster.ChainLink, 8)
+	for i := range chain {
+		chain[i] = muster.ChainLink{Task: muster.TaskID("t0000" + string(rune('0'+i))), Commit: strings.Repeat("c", 40)}
+	}
+	evs := []*muster.Event{
+		{Seq: 12345, Time: now, Type: muster.EvPhase, Task: "t00001", Attempt: 1, Phase: "integrating"},
+		{Seq: 12346, Time: now, Type: muster.EvIntegrating, Task: "t00001", Attempt: 1, Commit: strings.Repeat("m", 40), Tip: strings.Repeat("a", 40), Chain: chain},
+	}
+	b.Run("fast", func(b *testing.B) {
+		var buf []byte
+		for i := 0; i < b.N; i++ {
+			for _, e := range evs {
+				buf, _ = appendLine(buf[:0], e)
+			}
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		var buf []byte
+		for i := 0; i < b.N; i++ {
+			for _, e := range evs {
+				buf, _ = appendEventStd(buf[:0], e)
+			}
+		}
+	})
+}
