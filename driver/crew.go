@@ -57,7 +57,7 @@ func (d *Driver) join(j Joined) error {
 	}
 	// What a worker registers, and nothing else: no secret reaches the
 	// journal through a spec.
-	spec := &muster.ExecutorSpec{Name: j.Spec.Name, Kind: j.Spec.Kind, Clones: max(j.Spec.Clones, 1),
+	spec := &muster.ExecutorSpec{Name: j.Spec.Name, Kind: j.Spec.Kind, Clones: min(max(j.Spec.Clones, 1), muster.MaxClones),
 		Roles: append([]muster.Role(nil), j.Spec.Roles...), Fleet: true}
 	d.crew.mu.Lock()
 	if d.crew.execs == nil {

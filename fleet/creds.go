@@ -322,17 +322,16 @@ func orchestratorPermissions() jwt.Permissions {
 	return p
 }
 
-// workerPermissions are a worker's subjects: its own reports and
-// registration, the task consumers of its executors, reads of the leases
-// and runs, the bundles, and nothing that creates, changes or deletes a
-// stream or a bucket.
+// workerPermissions are a worker's subjects: its own reports (its
+// results among them) and registration, the task consumers of its
+// executors, reads of the leases, runs and bundles, and nothing that
+// creates, changes or deletes a stream or a bucket, or writes an object.
 func workerPermissions(name string, executors []string) jwt.Permissions {
 	var p jwt.Permissions
 	p.Pub.Allow.Add(
 		"muster.ev.*."+name+".>",
 		"muster.bundle.*",
 		"$KV."+WorkersBucket+"."+name,
-		"$O."+BundlesBucket+".C.>", "$O."+BundlesBucket+".M.>",
 		"$JS.API.INFO",
 		"$JS.API.STREAM.INFO.*",
 		"$JS.API.DIRECT.GET.KV_"+LeasesBucket+".>", "$JS.API.STREAM.MSG.GET.KV_"+LeasesBucket,

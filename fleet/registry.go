@@ -122,13 +122,16 @@ func Crew(workers []WorkerInfo) []*muster.ExecutorSpec {
 			continue
 		}
 		for _, e := range w.Executors {
+			if !executorName().MatchString(e.Name) {
+				continue // no config could name it: a worker's word only
+			}
 			s := by[e.Name]
 			if s == nil {
 				s = &muster.ExecutorSpec{Name: e.Name, Kind: e.Kind, Roles: e.Roles}
 				by[e.Name] = s
 				order = append(order, e.Name)
 			}
-			s.Clones += e.Clones
+			s.Clones = boundClones(s.Clones + boundClones(e.Clones))
 		}
 	}
 	sort.Strings(order)
@@ -187,7 +190,14 @@ func NewExecutors(r Registration, known map[string]bool) []*muster.ExecutorSpec 
 			continue
 		}
 		known[e.Name] = true
-		out = append(out, &muster.ExecutorSpec{Name: e.Name, Kind: e.Kind, Roles: e.Roles, Clones: max(e.Clones, 1), Fleet: true})
+		out = append(out, &muster.ExecutorSpec{Name: e.Name, Kind: e.Kind, Roles: e.Roles, Clones: boundClones(e.Clones), Fleet: true})
 	}
 	return out
+}
+
+// boundClones is a registration's clones as a config could give them,
+// 1 to muster.MaxClones: the orchestrator's scheduler counts through an
+// executor's clones at each decision, and status makes a lane for each.
+func boundClones(n int) int {
+	return min(max(n, 1), muster.MaxClones)
 }

@@ -109,7 +109,7 @@ func (was gitDirSig) template() bool {
 		if e.mode.IsDir() {
 			continue
 		}
-		if !e.mode.IsRegular() || e.nlink != 1 || !slices.Contains(templateFiles, name) && !strings.HasPrefix(name, ".git/sharedindex.") {
+		if !e.mode.IsRegular() || e.nlink != 1 || !slices.Contains(templateFiles, name) && !sharedPart(name) {
 			return false
 		}
 		n++
@@ -135,10 +135,12 @@ func (was gitDirSig) sameBut(cur gitDirSig) (same bool, rewrite map[string]bool)
 	for k, v := range cur {
 		switch w, ok := was[k]; {
 		case k == ".git":
-			if !ok || w.ino != v.ino || !v.mode.IsDir() {
+			// Its ctime moves with the index, but not its mode: a
+			// .git made writable to others is not muster's.
+			if !ok || w.ino != v.ino || w.mode != v.mode {
 				return false, nil
 			}
-		case k == ".git/index" || strings.HasPrefix(k, ".git/sharedindex."):
+		case k == ".git/index" || sharedPart(k):
 			if !ok || w != v {
 				rewrite[k] = true
 			}
@@ -148,13 +150,24 @@ func (was gitDirSig) sameBut(cur gitDirSig) (same bool, rewrite map[string]bool)
 	}
 	for k := range was {
 		if _, ok := cur[k]; !ok {
-			if k != ".git/index" && !strings.HasPrefix(k, ".git/sharedindex.") {
+			if k != ".git/index" && !sharedPart(k) {
 				return false, nil
 			}
 			rewrite[k] = true
 		}
 	}
 	return true, rewrite
+}
+
+// sharedPart reports whether name is a shared index part's as git names
+// it (.git/sharedindex.<hex>): no other name is let through as one, such
+// as a link left under the temporary name muster copies a part through.
+func sharedPart(name string) bool {
+	h, ok := strings.CutPrefix(name, ".git/sharedindex.")
+	if !ok || len(h) != 40 && len(h) != 64 {
+		return false
+	}
+	return strings.Trim(h, "0123456789abcdef") == ""
 }
 
 // reuseAgentGit brings the clone's .git, when it is exactly as muster
@@ -243,7 +256,7 @@ func (w *Workspace) refreshShared(root *os.Root, s *slot, cur gitDirSig, rewrite
 		}
 	}
 	for name := range cur {
-		if strings.HasPrefix(name, ".git/sharedindex.") && !want[name] {
+		if sharedPart(name) && !want[name] {
 			if err := root.Remove(name); err != nil {
 				return err
 			}

@@ -270,8 +270,14 @@ func copyIndexInto(root *os.Root, src, dst string) error {
 	if !fi.Mode().IsRegular() {
 		return fmt.Errorf("%s: not a regular file", src)
 	}
+	// A new file, never one found under the temporary name: the agent
+	// may have left a link there (to a file of the worktree) or a hard
+	// link, and a write through it would land in that file.
 	tmp := dst + ".tmp"
-	out, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err := root.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	out, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return err
 	}
