@@ -106,7 +106,7 @@ the credential's name, and it serves only the executors the credential names.`,
 			defer conn.Close()
 			w, err := fleet.NewWorker(fleet.WorkerOptions{
 				Name: name, Version: version, Conn: conn, Specs: specs, Executors: execs,
-				Gates: runner, Host: &git.Host{Root: dir, Batches: git.NewBatches()}, Scratch: filepath.Join(dir, "scratch", name),
+				Gates: runner, Setup: setupRunner(runner, cfg), Host: &git.Host{Root: dir, Batches: git.NewBatches()}, Scratch: filepath.Join(dir, "scratch", name),
 				Lease: cfg.Fleet.Lease, Log: io.ErrOut, Confine: conf.c,
 			})
 			if err != nil {
@@ -159,4 +159,25 @@ func confinement(cfg *muster.Config, dir, creds string) (workerConfinement, erro
 		out.warning = strings.TrimPrefix(out.warning+"; the worker's credentials and clones are not hidden from its agents without namespaces", "; ")
 	}
 	return out, nil
+}
+
+// setupRunner is the gates' runner whose confinement may also write
+// the package caches: setup writes them, agents and gates only read them.
+func setupRunner(r gate.Runner, cfg *muster.Config) gate.Runner {
+	r.Confine = r.Confine.With(setupCaches(cfg)...)
+	return r
+}
+
+// setupCaches are the package caches of the worker's [setup] tables
+// (what its tools install from), made when missing: a confined step may
+// write only paths that exist. The run's steps travel with its jobs.
+func setupCaches(cfg *muster.Config) []string {
+	home, _ := os.UserHomeDir()
+	var out []string
+	for _, p := range cfg.SetupCaches(home) {
+		if os.MkdirAll(p, 0o755) == nil {
+			out = append(out, p)
+		}
+	}
+	return out
 }
