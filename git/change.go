@@ -24,6 +24,7 @@ type wtGit struct {
 	split       bool   // the index is muster's private one: split index
 	objects     string // GIT_OBJECT_DIRECTORY
 	carry       []string
+	strict      []string // after carry: what git trusts of the files (strictstat.go)
 }
 
 func (g wtGit) c(args ...string) cmd {
@@ -46,12 +47,14 @@ func (g wtGit) c(args ...string) cmd {
 		// the private git directory) was written.
 		a = append(a, "-c", "core.splitIndex=true")
 	}
+	a = append(a, g.strict...)
 	return cmd{dir: g.dir, env: env, own: true, pre: g.carry, args: append(a, args...)}
 }
 
 // private returns git in the clone of s with muster's private index.
 func (w *Workspace) private(s *slot) wtGit {
-	return wtGit{dir: s.dir, gitDir: s.gitDir, index: filepath.Join(s.gitDir, indexName), split: true, objects: w.objects, carry: w.carry}
+	return wtGit{dir: s.dir, gitDir: s.gitDir, index: filepath.Join(s.gitDir, indexName), split: true, objects: w.objects, carry: w.carry,
+		strict: strictStat(filepath.Dir(s.dir))}
 }
 
 // lookup returns the clone at dir, locked; only clones this workspace
