@@ -2,6 +2,7 @@ package fleet_test
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -87,5 +88,32 @@ func TestWorkerGatesOwnBuildCache(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(cache, "poison")); err == nil {
 		t.Errorf("the agent wrote the gates' build cache: %q", b)
+	}
+}
+
+// TestWorkerGatesNetwork: a worker's gates get the network policy a
+// local run's get ([gates] network, default none), not the host's
+// network: a gate on a worker cannot reach a port on the worker host's
+// loopback (where the fleet's server may listen).
+func TestWorkerGatesNetwork(t *testing.T) {
+	st := confine.Probe()
+	if !st.Available() {
+		t.Skipf("this system cannot confine agents: %s", st.Reason)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	port := l.Addr().(*net.TCPAddr).Port
+	e := newEnv(t)
+	gate := fmt.Sprintf(`test ! -f x.txt || { if bash -c "exec 3<>/dev/tcp/127.0.0.1/%d" 2>/dev/null; then echo net:reached; else echo net:refused; fi; exit 1; }`, port)
+	toml := "[gates]\nnet = '" + gate + "'\n\n[fleet]\ntrust_worker_gates = true\n"
+	e.initRepo(map[string]string{"agent.sh": "#!/bin/sh\necho x > x.txt\n", "muster.toml": toml})
+	plan := e.write("plan.md", "# Plan: net\n\n## [ ] x: Reach out\nOwns: x.txt\n")
+	e.worker("w1", fmt.Sprintf(workerToml, 1)+"\n[run]\nconfine = \"auto\"\n")
+	_, _, errs := e.run(e.repo, 120*time.Second, "run", plan, "--nats", e.url, "--plain", "--run-id", "net")
+	if strings.Contains(errs, "net:reached") || !strings.Contains(errs, "net:refused") {
+		t.Errorf("the worker's gate reached the host's loopback, or did not run\n%s", errs)
 	}
 }
