@@ -63,3 +63,29 @@ echo "$r" > x.txt
 	}
 	t.Logf("run:\n%s", errs)
 }
+
+// TestWorkerGatesOwnBuildCache: a worker's gates build with a Go build
+// cache of their own, inside the worker's directory, which its agents
+// cannot write (a local run's gates have theirs, git.GatesCache): an
+// agent that may write the Go build cache ([run] writable, as muster
+// init writes for a Go project) cannot poison what the gates build with.
+func TestWorkerGatesOwnBuildCache(t *testing.T) {
+	st := confine.Probe()
+	if !st.Available() {
+		t.Skipf("this system cannot confine agents: %s", st.Reason)
+	}
+	e := newEnv(t)
+	cache := filepath.Join(e.dir, "w-w1", "gates", "go-build")
+	agent := fmt.Sprintf("#!/bin/sh\nmkdir -p %[1]q 2>/dev/null; if echo poison > %[1]q/poison 2>/dev/null; then echo written > x.txt; else echo denied > x.txt; fi\n", cache)
+	toml := "[gates]\ncache = 'test ! -f x.txt || { echo \"GOCACHE=$GOCACHE\"; exit 1; }'\n\n[fleet]\ntrust_worker_gates = true\n"
+	e.initRepo(map[string]string{"agent.sh": agent, "muster.toml": toml})
+	plan := e.write("plan.md", "# Plan: cache\n\n## [ ] x: Poison\nOwns: x.txt\n")
+	e.worker("w1", fmt.Sprintf(workerToml, 1)+"\n[run]\nconfine = \"auto\"\n")
+	_, _, errs := e.run(e.repo, 120*time.Second, "run", plan, "--nats", e.url, "--plain", "--run-id", "cache")
+	if !strings.Contains(errs, "GOCACHE="+cache) {
+		t.Errorf("the worker's gate does not build with the worker's own cache %s\n%s", cache, errs)
+	}
+	if b, err := os.ReadFile(filepath.Join(cache, "poison")); err == nil {
+		t.Errorf("the agent wrote the gates' build cache: %q", b)
+	}
+}

@@ -81,7 +81,7 @@ the credential's name, and it serves only the executors the credential names.`,
 			if conf.warning != "" {
 				fmt.Fprintln(io.ErrOut, "warning: "+conf.warning)
 			}
-			runner := gate.Runner{Grace: cfg.Grace(), Allow: cfg.Run.EnvAllow, Confine: conf.c}
+			runner := gateRunner(cfg, conf.c, dir)
 			execs := map[string]muster.Executor{}
 			var specs []*muster.ExecutorSpec
 			for _, s := range cfg.Executors {
@@ -159,6 +159,22 @@ func confinement(cfg *muster.Config, dir, creds string) (workerConfinement, erro
 		out.warning = strings.TrimPrefix(out.warning+"; the worker's credentials and clones are not hidden from its agents without namespaces", "; ")
 	}
 	return out, nil
+}
+
+// gateRunner runs the jobs' gates as a local run's gates run: confined,
+// each with a TMPDIR of its own, and (confined) with a Go build cache of
+// the worker's own in its directory, which its agents, even those that
+// may write the user's Go build cache, cannot write (a local run's is
+// git.GatesCache).
+func gateRunner(cfg *muster.Config, c *muster.Confinement, dir string) gate.Runner {
+	r := gate.Runner{Grace: cfg.Grace(), Allow: cfg.Run.EnvAllow, Confine: c, TmpRoot: filepath.Join(dir, "scratch", "gates")}
+	if c != nil {
+		cache := filepath.Join(dir, "gates", "go-build")
+		if os.MkdirAll(cache, 0o700) == nil {
+			r.BuildCache = cache
+		}
+	}
+	return r
 }
 
 // setupRunner is the gates' runner whose confinement may also write
