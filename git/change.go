@@ -3,6 +3,7 @@ package git
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -142,7 +143,13 @@ func (w *Workspace) stageTouched(ctx context.Context, s *slot, g wtGit) (bool, e
 		return false, nil
 	}
 	var add, remove, gone []string
+	dirs := map[string]bool{}
 	for p := range s.touched {
+		if !linkFreeDirs(s.dir, path.Dir(p), dirs) {
+			// A directory became a link (or a file): a path below it
+			// is no path of the worktree, and git refuses it.
+			return false, nil
+		}
 		fi, err := os.Lstat(filepath.Join(s.dir, filepath.FromSlash(p)))
 		switch {
 		case err != nil:
@@ -606,4 +613,24 @@ func throughLink(dir, p string) bool {
 		}
 	}
 	return false
+}
+
+// realDirs reports whether dir (slash-separated, inside the worktree at
+// root) and each directory above it are directories, not links; known
+// caches the answers.
+func linkFreeDirs(root, dir string, known map[string]bool) bool {
+	if dir == "." || dir == "" {
+		return true
+	}
+	if ok, seen := known[dir]; seen {
+		return ok
+	}
+	ok := linkFreeDirs(root, path.Dir(dir), known)
+	if ok {
+		fi, err := os.Lstat(filepath.Join(root, filepath.FromSlash(dir)))
+		// A directory gone is fine: its paths are gone too.
+		ok = err != nil && errors.Is(err, os.ErrNotExist) || err == nil && fi.IsDir()
+	}
+	known[dir] = ok
+	return ok
 }

@@ -215,3 +215,44 @@ func TestCaseTwinIsSeen(t *testing.T) {
 		}
 	}
 }
+
+// TestDirBecomesLink (red team): the agent replaces a tracked directory
+// by a link (outside the clone, or to another directory of it). The
+// watcher saw the directory's files go and a path of that name come back;
+// a path below the link is no path of the worktree (git refuses it), so
+// Change must not fail on it (an agent could fail every check so) but
+// agree with a full scan, and Prepare must bring the directory back,
+// writing nothing through the link.
+func TestDirBecomesLink(t *testing.T) {
+	outside := t.TempDir()
+	write(t, outside, "guide.txt", "guide\n")
+	for _, target := range []string{outside, "src"} {
+		repo := newRepo(t, baseFiles())
+		w := open(t, repo, "r1")
+		dir, base, err := w.Prepare(ctx, "a#1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.RemoveAll(filepath.Join(dir, "docs"))
+		if err := os.Symlink(target, filepath.Join(dir, "docs")); err != nil {
+			t.Fatal(err)
+		}
+		ch, err := w.Change(ctx, dir, base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := render(ch), fullChange(t, dir, base); got != want {
+			t.Errorf("%s: %q vs full %q", target, got, want)
+		}
+		if _, _, err := w.Prepare(ctx, "a#1"); err != nil {
+			t.Fatal(err)
+		}
+		checkPrepared(t, dir, base, "")
+		if fi, err := os.Lstat(filepath.Join(dir, "docs")); err != nil || !fi.IsDir() {
+			t.Errorf("%s: docs after Prepare: %v %v", target, fi, err)
+		}
+		if _, err := os.Stat(filepath.Join(outside, "guide.txt")); err != nil {
+			t.Errorf("outside file gone: %v", err)
+		}
+	}
+}
