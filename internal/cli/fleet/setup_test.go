@@ -2,6 +2,7 @@ package fleet_test
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -62,4 +63,57 @@ echo "$r" > x.txt
 		t.Errorf("the gate's output does not show the agent's report\n%s", errs)
 	}
 	t.Logf("run:\n%s", errs)
+}
+
+// TestWorkerGatesOwnBuildCache: a worker's gates build with a Go build
+// cache of their own, inside the worker's directory, which its agents
+// cannot write (a local run's gates have theirs, git.GatesCache): an
+// agent that may write the Go build cache ([run] writable, as muster
+// init writes for a Go project) cannot poison what the gates build with.
+func TestWorkerGatesOwnBuildCache(t *testing.T) {
+	st := confine.Probe()
+	if !st.Available() {
+		t.Skipf("this system cannot confine agents: %s", st.Reason)
+	}
+	e := newEnv(t)
+	cache := filepath.Join(e.dir, "w-w1", "gates", "go-build")
+	agent := fmt.Sprintf("#!/bin/sh\nmkdir -p %[1]q 2>/dev/null; if echo poison > %[1]q/poison 2>/dev/null; then echo written > x.txt; else echo denied > x.txt; fi\n", cache)
+	toml := "[gates]\ncache = 'test ! -f x.txt || { echo \"GOCACHE=$GOCACHE\"; exit 1; }'\n\n[fleet]\ntrust_worker_gates = true\n"
+	e.initRepo(map[string]string{"agent.sh": agent, "muster.toml": toml})
+	plan := e.write("plan.md", "# Plan: cache\n\n## [ ] x: Poison\nOwns: x.txt\n")
+	e.worker("w1", fmt.Sprintf(workerToml, 1)+"\n[run]\nconfine = \"auto\"\n")
+	_, _, errs := e.run(e.repo, 120*time.Second, "run", plan, "--nats", e.url, "--plain", "--run-id", "cache")
+	if !strings.Contains(errs, "GOCACHE="+cache) {
+		t.Errorf("the worker's gate does not build with the worker's own cache %s\n%s", cache, errs)
+	}
+	if b, err := os.ReadFile(filepath.Join(cache, "poison")); err == nil {
+		t.Errorf("the agent wrote the gates' build cache: %q", b)
+	}
+}
+
+// TestWorkerGatesNetwork: a worker's gates get the network policy a
+// local run's get ([gates] network, default none), not the host's
+// network: a gate on a worker cannot reach a port on the worker host's
+// loopback (where the fleet's server may listen).
+func TestWorkerGatesNetwork(t *testing.T) {
+	st := confine.Probe()
+	if !st.Available() {
+		t.Skipf("this system cannot confine agents: %s", st.Reason)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	port := l.Addr().(*net.TCPAddr).Port
+	e := newEnv(t)
+	gate := fmt.Sprintf(`test ! -f x.txt || { if bash -c "exec 3<>/dev/tcp/127.0.0.1/%d" 2>/dev/null; then echo net:reached; else echo net:refused; fi; exit 1; }`, port)
+	toml := "[gates]\nnet = '" + gate + "'\n\n[fleet]\ntrust_worker_gates = true\n"
+	e.initRepo(map[string]string{"agent.sh": "#!/bin/sh\necho x > x.txt\n", "muster.toml": toml})
+	plan := e.write("plan.md", "# Plan: net\n\n## [ ] x: Reach out\nOwns: x.txt\n")
+	e.worker("w1", fmt.Sprintf(workerToml, 1)+"\n[run]\nconfine = \"auto\"\n")
+	_, _, errs := e.run(e.repo, 120*time.Second, "run", plan, "--nats", e.url, "--plain", "--run-id", "net")
+	if strings.Contains(errs, "net:reached") || !strings.Contains(errs, "net:refused") {
+		t.Errorf("the worker's gate reached the host's loopback, or did not run\n%s", errs)
+	}
 }

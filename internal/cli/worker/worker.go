@@ -81,7 +81,7 @@ the credential's name, and it serves only the executors the credential names.`,
 			if conf.warning != "" {
 				fmt.Fprintln(io.ErrOut, "warning: "+conf.warning)
 			}
-			runner := gate.Runner{Grace: cfg.Grace(), Allow: cfg.Run.EnvAllow, Confine: conf.c}
+			runner := gateRunner(cfg, conf.c, dir)
 			execs := map[string]muster.Executor{}
 			var specs []*muster.ExecutorSpec
 			for _, s := range cfg.Executors {
@@ -161,10 +161,30 @@ func confinement(cfg *muster.Config, dir, creds string) (workerConfinement, erro
 	return out, nil
 }
 
+// gateRunner runs the jobs' gates as a local run's gates run: confined,
+// on the network of the worker's [gates] network (default none), each
+// with a TMPDIR of its own, and (confined) with a Go build cache of
+// the worker's own in its directory, which its agents, even those that
+// may write the user's Go build cache, cannot write (a local run's is
+// git.GatesCache).
+func gateRunner(cfg *muster.Config, c *muster.Confinement, dir string) gate.Runner {
+	r := gate.Runner{Grace: cfg.Grace(), Allow: cfg.Run.EnvAllow, Confine: c, TmpRoot: filepath.Join(dir, "scratch", "gates"),
+		Net: egress.Open, Network: cfg.GateNetwork()}
+	if c != nil {
+		cache := filepath.Join(dir, "gates", "go-build")
+		if os.MkdirAll(cache, 0o700) == nil {
+			r.BuildCache = cache
+		}
+	}
+	return r
+}
+
 // setupRunner is the gates' runner whose confinement may also write
-// the package caches: setup writes them, agents and gates only read them.
+// the package caches (setup writes them, agents and gates only read
+// them), on the network of the worker's [setup] network.
 func setupRunner(r gate.Runner, cfg *muster.Config) gate.Runner {
 	r.Confine = r.Confine.With(setupCaches(cfg)...)
+	r.Network = cfg.SetupNetworkOf()
 	return r
 }
 
