@@ -326,10 +326,25 @@ type FleetConfig struct {
 	// once its presence lapses (a kill -9, a lost network): a resume
 	// within it adopts them. 0: DefaultRunTTL.
 	RunTTL time.Duration `json:"run_ttl,omitempty"`
+	// JoinWait is how long a fleet run that has nothing else to do waits
+	// for a worker serving an executor a ready task needs (one nobody
+	// serves yet) to join, before it skips the task. 0: DefaultJoinWait.
+	JoinWait time.Duration `json:"join_wait,omitempty"`
 }
 
 // DefaultRunTTL is [fleet] run_ttl's default.
 const DefaultRunTTL = 5 * time.Minute
+
+// DefaultJoinWait is [fleet] join_wait's default.
+const DefaultJoinWait = 5 * time.Minute
+
+// JoinWaitOrDefault is [fleet] join_wait, or its default.
+func (f FleetConfig) JoinWaitOrDefault() time.Duration {
+	if f.JoinWait > 0 {
+		return f.JoinWait
+	}
+	return DefaultJoinWait
+}
 
 // Executor returns the executor spec with the given name, or nil.
 func (c *Config) Executor(name string) *ExecutorSpec {

@@ -89,6 +89,13 @@ const (
 	// definition, new tasks join the run, succeeded ones keep theirs
 	// (engine/adopt.go). The receipt seals each version's hash.
 	EvPlanAdopted EventType = "PlanAdopted"
+	// EvExecutorJoined (Executor, Worker: the fleet worker that brought
+	// it, Spec: its name, kind, roles and clones) adds an executor to a
+	// running run's crew: a fleet worker registered mid-run with an
+	// executor name the run did not know. Journaled before any task
+	// leases it; folded on resume (engine/state.go), so the replayed run
+	// has the crew it had.
+	EvExecutorJoined EventType = "ExecutorJoined"
 )
 
 // How a race's winner was chosen (RaceWon's State).
@@ -223,7 +230,11 @@ type Event struct {
 	// after boot, and the boot it started in.
 	PIDStart uint64 `json:"pid_start,omitempty"`
 	BootID   string `json:"boot_id,omitempty"`
-	// Worker is the fleet worker (WorkerAssigned) and WorkerClone its clone.
+	// Spec (ExecutorJoined) is the executor that joined the crew: its
+	// name, kind, roles and clones (no secret: what a worker registers).
+	Spec *ExecutorSpec `json:"spec,omitempty"`
+	// Worker is the fleet worker (WorkerAssigned, ExecutorJoined) and
+	// WorkerClone its clone.
 	Worker      string `json:"worker,omitempty"`
 	WorkerClone int    `json:"worker_clone,omitempty"`
 	// Followup (TaskReopened) numbers a task's follow-ups from 1.

@@ -28,16 +28,16 @@ var eventFolds = map[string][]string{
 	// Usage and cost.
 	"report": {"EvTasksPlanned", "EvExecutorLeased", "EvExecutorRelease", "EvTaskStarted", "EvToolUse", "EvMessage",
 		"EvReviewed", "EvFixRound", "EvIntegrated", "EvNote", "EvLoopAttempt", "EvLoopEnded", "EvWarning",
-		"EvAgentStarted", "EvExecutorPaused", "EvWorkerAssigned", "EvRefused", "EvPlanAdopted"},
+		"EvAgentStarted", "EvExecutorPaused", "EvWorkerAssigned", "EvRefused", "EvPlanAdopted", "EvExecutorJoined"},
 	// What the receipt seals.
 	"receipt": {"EvExecutorLeased", "EvExecutorRelease", "EvPhase", "EvToolUse", "EvMessage", "EvReviewed", "EvFixRound",
 		"EvViolation", "EvCommitted", "EvIntegrating", "EvNote", "EvLoopAttempt", "EvLoopEnded", "EvWarning",
 		"EvAgentStarted", "EvExecutorPaused", "EvWorkerAssigned", "EvRateLimited", "EvRefused", "EvBlocked",
-		"EvRaceStarted", "EvCandidateFinished", "EvRaceWon"},
+		"EvRaceStarted", "EvCandidateFinished", "EvRaceWon", "EvExecutorJoined"},
 	// An attempt's record (muster logs).
 	"runlog": {"EvRunStarted", "EvRunResumed", "EvExecutorLeased", "EvExecutorRelease", "EvTokensUsed", "EvIntegrating",
 		"EvRunFinished", "EvRunInterrupted", "EvAgentStarted", "EvExecutorPaused", "EvWorkerAssigned", "EvRateLimited",
-		"EvRefused", "EvTaskReopened", "EvRaceStarted", "EvCandidateFinished", "EvRaceWon"},
+		"EvRefused", "EvTaskReopened", "EvRaceStarted", "EvCandidateFinished", "EvRaceWon", "EvExecutorJoined"},
 	// The plain printer and the live view.
 	"tui": {"EvExecutorLeased", "EvPhase", "EvTokensUsed", "EvCommitted", "EvIntegrated", "EvNote", "EvAgentStarted"},
 }

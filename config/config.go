@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/muster-run/muster"
@@ -23,7 +24,7 @@ const FileName = "muster.toml"
 // Known keys, in the order of the documentation.
 var (
 	topKeys      = []string{"run", "executors", "gates", "setup", "pool", "fleet"}
-	fleetKeys    = []string{"nats", "creds", "tls_ca", "tls_cert", "tls_key", "lease", "trust_worker_gates", "run_ttl"}
+	fleetKeys    = []string{"nats", "creds", "tls_ca", "tls_cert", "tls_key", "lease", "trust_worker_gates", "run_ttl", "join_wait"}
 	poolKeys     = []string{"max_clones"}
 	runKeys      = []string{"max_parallel", "on_failure", "budget_usd", "budget_tokens", "writers", "on_violation", "noop", "max_rounds", "max_batch", "verify_integration", "approve", "require_approval", "keep", "guard", "grace", "gate_timeout", "reviewers", "stall_timeout", "prices_file", "env_allow", "confine", "writable", "hide", "network", "allow_hosts", "max_file_bytes", "max_tasks", "review_partial", "review_wait", "race", "max_pids", "max_memory"}
 	executorKeys = []string{"kind", "clones", "roles", "model", "models", "base_url", "api_key_env", "env", "args", "command", "timeout", "max_concurrent", "env_allow", "writable", "network", "allow_hosts", "seed", "speed"}
@@ -31,10 +32,10 @@ var (
 
 // namePattern is the shape of an executor or gate name; "#" would break
 // slot names ("name#2").
-var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+var namePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`) })
 
 // envNamePattern is the shape of an environment variable name.
-var envNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var envNamePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 
 // Default returns the configuration muster uses when there is no
 // muster.toml: the policies' defaults (on_failure "continue",
@@ -321,6 +322,8 @@ func (r *reader) fleet(fc *muster.FleetConfig, t map[string]any) {
 			fc.Lease = r.duration(v, p)
 		case "run_ttl":
 			fc.RunTTL = r.duration(v, p)
+		case "join_wait":
+			fc.JoinWait = r.duration(v, p)
 		case "trust_worker_gates":
 			if b, ok := v.(bool); ok {
 				fc.TrustWorkerGates = b

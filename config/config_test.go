@@ -242,12 +242,12 @@ func TestResolve(t *testing.T) {
 }
 
 func TestParseFleet(t *testing.T) {
-	cfg, probs := Parse("m.toml", []byte("[fleet]\nnats = \"tls://fleet.example:4222\"\ncreds = \"w1.creds\"\ntls_ca = \"ca.pem\"\nlease = \"20s\"\ntrust_worker_gates = true\nrun_ttl = \"10m\"\n"))
+	cfg, probs := Parse("m.toml", []byte("[fleet]\nnats = \"tls://fleet.example:4222\"\ncreds = \"w1.creds\"\ntls_ca = \"ca.pem\"\nlease = \"20s\"\ntrust_worker_gates = true\nrun_ttl = \"10m\"\njoin_wait = \"2m\"\n"))
 	if len(probs) > 0 {
 		t.Fatal(probs)
 	}
 	f := cfg.Fleet
-	if f.NATS != "tls://fleet.example:4222" || f.Creds != "w1.creds" || !f.TrustWorkerGates || f.TLSCA != "ca.pem" || f.Lease != 20*time.Second || f.RunTTL != 10*time.Minute {
+	if f.NATS != "tls://fleet.example:4222" || f.Creds != "w1.creds" || !f.TrustWorkerGates || f.TLSCA != "ca.pem" || f.Lease != 20*time.Second || f.RunTTL != 10*time.Minute || f.JoinWait != 2*time.Minute || f.JoinWaitOrDefault() != 2*time.Minute {
 		t.Fatalf("fleet: %+v", f)
 	}
 }

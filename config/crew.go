@@ -29,7 +29,7 @@ func ParseCrew(flag string) (*muster.ExecutorSpec, error) {
 	if !ok || name == "" || rest == "" {
 		return nil, bad("want NAME=KIND[:CLONES], such as claude=claude-code:3")
 	}
-	if !namePattern.MatchString(name) {
+	if !namePattern().MatchString(name) {
 		return nil, bad(`bad executor name %q: use letters, digits, ".", "_" and "-"`, name)
 	}
 	kind, rest, hasRest := strings.Cut(rest, ":")

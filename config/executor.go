@@ -15,7 +15,7 @@ func (r *reader) executors(t map[string]any) []*muster.ExecutorSpec {
 		if !ok {
 			continue
 		}
-		if !namePattern.MatchString(name) {
+		if !namePattern().MatchString(name) {
 			r.at(p, `bad executor name %q: use letters, digits, ".", "_" and "-"`, name)
 		}
 		e := &muster.ExecutorSpec{Name: name, Clones: 1, Line: r.pos.line(p...)}
@@ -134,7 +134,7 @@ func (r *reader) clones(e *muster.ExecutorSpec, v any, p []string) {
 func (r *reader) roles(e *muster.ExecutorSpec, v any, p []string) {
 	for _, role := range r.strings(v, p) {
 		e.Roles = append(e.Roles, muster.Role(role))
-		if !namePattern.MatchString(role) {
+		if !namePattern().MatchString(role) {
 			r.at(p, "executor %s: bad role %q: use letters, digits, \".\", \"_\" and \"-\"", e.Name, role)
 		}
 	}
@@ -146,7 +146,7 @@ func (r *reader) roles(e *muster.ExecutorSpec, v any, p []string) {
 // apiKeyEnv reads the name of the variable holding an executor's key.
 func (r *reader) apiKeyEnv(e *muster.ExecutorSpec, v any, p []string) {
 	s := r.str(v, p)
-	if s != "" && !envNamePattern.MatchString(s) {
+	if s != "" && !envNamePattern().MatchString(s) {
 		// Never echo the value: it may be the key itself.
 		r.at(p, "executor %s: api_key_env: want the name of an environment variable that holds the key, not the key", e.Name)
 		return
@@ -163,7 +163,7 @@ func (r *reader) env(v any, p []string, exec string) map[string]string {
 	out := make(map[string]string, len(t))
 	for _, k := range r.sortedKeys(t, p...) {
 		kp := append(append([]string{}, p...), k)
-		if !envNamePattern.MatchString(k) {
+		if !envNamePattern().MatchString(k) {
 			r.at(kp, "executor %s: env: bad variable name %q", exec, k)
 			continue
 		}
@@ -182,7 +182,7 @@ func (r *reader) env(v any, p []string, exec string) map[string]string {
 func (r *reader) envNames(v any, p []string) []string {
 	names := r.strings(v, p)
 	for _, n := range names {
-		if !envNamePattern.MatchString(n) {
+		if !envNamePattern().MatchString(n) {
 			// Never echo the entry: it may be a secret put in the wrong place.
 			r.at(p, `%s: want names of environment variables, such as ["SSH_AUTH_SOCK"]`, p[len(p)-1])
 			return nil

@@ -62,6 +62,10 @@ type Options struct {
 	Workspace muster.Workspace
 	// Executors maps an executor name (and engine.CodeExecutor) to its adapter.
 	Executors map[string]muster.Executor
+	// Joins, when set, brings executors that join the crew while the run
+	// goes on (a fleet worker with a new executor name): each is
+	// journaled as an ExecutorJoined and scheduled from then on.
+	Joins <-chan Joined
 	// Gates runs gate and check commands; nil runs none.
 	Gates muster.GateRunner
 	// Setup runs the [setup] commands (confined like a gate, with the
@@ -149,7 +153,8 @@ type Options struct {
 const groupWindow = 300 * time.Microsecond
 
 // groupJournal is a journal that can write events now and make them
-// durable later with one sync (group commit).
+// durable later with one sync (group commit). Write may keep the events,
+// not the slice: the loop reuses it.
 type groupJournal interface {
 	Write(es []*muster.Event) error
 	Sync() error
@@ -208,7 +213,7 @@ type Driver struct {
 	// landing are the tasks whose change is committed and on its way to
 	// the run branch (budget.go: the run's budget does not stop them).
 	landing map[muster.TaskID]bool
-	pending []muster.Event // worker events waiting for the next batch
+	pending []*muster.Event // worker events waiting for the next batch (groupcommit.go)
 	// unsynced is set while events are written but not yet durable.
 	unsynced bool
 	// fatal, once set, stops the run (see message.fatal).
@@ -225,6 +230,8 @@ type Driver struct {
 	setups   setups
 	notes    *notes
 	handoffs map[muster.TaskID]handoff
+	// crew holds the executors that joined mid-run (crew.go).
+	crew crew
 }
 
 // Run drives the run to its end. It returns the final state; the error is
@@ -384,8 +391,7 @@ func (d *Driver) run(ctx context.Context) (*engine.State, error) {
 		}
 		var wake time.Time
 		if !interrupted {
-			dec := engine.Decide(d.state, engine.Input{Now: d.clock.Now()})
-			finished, err := d.act(ctx, dec.Actions)
+			dec, finished, err := d.decide(ctx)
 			if err != nil {
 				d.abort()
 				return d.state, err
@@ -403,6 +409,18 @@ func (d *Driver) run(ctx context.Context) (*engine.State, error) {
 			return d.state, err
 		}
 	}
+}
+
+// decide asks the engine what to do and does it; it reports whether the
+// run ended. With nothing to do, it says what the run waits for, if the
+// engine names it.
+func (d *Driver) decide(ctx context.Context) (engine.Decision, bool, error) {
+	dec := engine.Decide(d.state, engine.Input{Now: d.clock.Now()})
+	finished, err := d.act(ctx, dec.Actions)
+	if err == nil && !finished && len(dec.Actions) == 0 {
+		err = d.waiting(dec.Waiting)
+	}
+	return dec, finished, err
 }
 
 func causeText(ctx context.Context) string {
@@ -475,15 +493,20 @@ func (d *Driver) wait(ctx context.Context, wake time.Time) error {
 		defer t.Stop()
 		timer = t.C
 	}
-	done := ctx.Done()
-	if ctx.Err() != nil {
-		done = nil // already interrupting: wait for workers only
+	done, joins := ctx.Done(), d.opts.Joins
+	if ctx.Err() != nil || d.fatal != nil {
+		done, joins = nil, nil // already interrupting: wait for workers only
 	}
 	select {
 	case m := <-d.msgs:
 		if err := d.handle(m); err != nil {
 			return err
 		}
+	case j := <-joins:
+		if err := d.flush(); err != nil {
+			return err
+		}
+		return d.join(j)
 	case <-done:
 		return nil
 	case <-timer:
@@ -522,7 +545,9 @@ func (d *Driver) wait(ctx context.Context, wake time.Time) error {
 }
 
 func (d *Driver) handle(m message) error {
-	d.pending = append(d.pending, m.events...)
+	for i := range m.events {
+		d.pending = append(d.pending, &m.events[i])
+	}
 	if m.lease != nil {
 		// A lease must see the state as of the events before it.
 		if err := d.flush(); err != nil {
@@ -566,8 +591,8 @@ func (d *Driver) handle(m message) error {
 		d.fatal = m.fatal
 	}
 	if m.done {
-		for _, e := range m.events {
-			if e.Type == muster.EvTaskSucceeded || e.Type == muster.EvTaskFailed || e.Type == muster.EvTaskCancelled {
+		for i := range m.events {
+			if e := &m.events[i]; e.Type == muster.EvTaskSucceeded || e.Type == muster.EvTaskFailed || e.Type == muster.EvTaskCancelled {
 				delete(d.cancels, e.Task)
 			}
 		}
@@ -640,14 +665,21 @@ func (d *Driver) start(ctx context.Context, a engine.Action) {
 	go func() {
 		defer d.wg.Done()
 		defer cancel(nil)
-		final := w.runRecovered(actx)
-		if !w.released {
-			// The clone it holds (its first, or the one a fix round
-			// leased after its commit waited: clonelease.go).
-			final = append(final, muster.Event{Type: muster.EvExecutorRelease, Task: a.Task, Executor: w.a.Executor, Clone: w.a.Clone, Role: a.Role})
-		}
-		d.msgs <- message{events: final, done: true}
+		d.msgs <- message{events: w.finish(w.runRecovered(actx)), done: true}
 	}()
+}
+
+// finish adds the release of the clone the attempt holds (its first, or
+// the one a fix round leased after its commit waited: clonelease.go) to
+// its final events. (Apart from start's goroutine, whose stack frame
+// would hold the event, 848 bytes, for the whole attempt.)
+//
+//go:noinline
+func (w *worker) finish(final []muster.Event) []muster.Event {
+	if w.released {
+		return final
+	}
+	return append(final, muster.Event{Type: muster.EvExecutorRelease, Task: w.a.Task, Executor: w.a.Executor, Clone: w.a.Clone, Role: w.a.Role})
 }
 
 // runRecovered runs the attempt; a panic in it becomes a clean stop of the

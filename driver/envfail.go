@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/muster-run/muster"
@@ -85,7 +86,7 @@ func (w *worker) opFailed(what string, err error, retry bool) []muster.Event {
 // it for the message, and hint says how it gets installed.
 type gateEnvSign struct {
 	sign  string
-	piece *regexp.Regexp
+	piece func() *regexp.Regexp
 	what  string
 	hint  string
 	// local says whether a missing piece is the project's own (a
@@ -98,20 +99,27 @@ type gateEnvSign struct {
 // execute or find the program) are environment failures whatever the
 // output says.
 var gateEnvSigns = []gateEnvSign{
-	{"command not found", regexp.MustCompile(`([^\s:]+): command not found`), "a program",
+	{"command not found", lazyRegexp(`([^\s:]+): command not found`), "a program",
 		"install it (or add the [setup] command that does)", nil},
-	{"Cannot find module", regexp.MustCompile(`Cannot find module '([^']+)'`), "a Node module",
+	{"Cannot find module", lazyRegexp(`Cannot find module '([^']+)'`), "a Node module",
 		"install the project's dependencies in every clone: [setup] = [\"npm ci\"]", nodeLocal},
-	{"MODULE_NOT_FOUND", regexp.MustCompile(`Cannot find (?:module|package) '([^']+)'`), "a Node module",
+	{"MODULE_NOT_FOUND", lazyRegexp(`Cannot find (?:module|package) '([^']+)'`), "a Node module",
 		"install the project's dependencies in every clone: [setup] = [\"npm ci\"]", nodeLocal},
-	{"ModuleNotFoundError", regexp.MustCompile(`No module named '?([\w.]+)'?`), "a Python module",
+	{"ModuleNotFoundError", lazyRegexp(`No module named '?([\w.]+)'?`), "a Python module",
 		"install it for the gate's interpreter (or add the [setup] command that does)", pythonLocal},
-	{"No module named", regexp.MustCompile(`No module named '?([\w.]+)'?`), "a Python module",
+	{"No module named", lazyRegexp(`No module named '?([\w.]+)'?`), "a Python module",
 		"install it for the gate's interpreter (or add the [setup] command that does)", pythonLocal},
-	{"failed to initialize build cache", regexp.MustCompile(`failed to initialize build cache at (\S+):`), "a writable Go build cache",
+	{"failed to initialize build cache", lazyRegexp(`failed to initialize build cache at (\S+):`), "a writable Go build cache",
 		"let gates write it: [run] writable = [\"<that directory>\"] (muster init writes it)", nil},
-	{"no required module provides package", regexp.MustCompile(`no required module provides package ([^\s;]+)`), "a Go module",
+	{"no required module provides package", lazyRegexp(`no required module provides package ([^\s;]+)`), "a Go module",
 		"download the modules: [setup] = [\"go mod download\"]", nil},
+}
+
+// lazyRegexp compiles expr on first use, not when muster starts (every
+// confined start of an agent or a gate runs this package's
+// initialisation: see cmd/muster).
+func lazyRegexp(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
 }
 
 // nodeLocal says whether a missing Node module is a path of the
@@ -162,7 +170,7 @@ func gateEnv(g muster.GateSpec, r muster.GateResult, dir string) (why string, ha
 			continue
 		}
 		piece := ""
-		if m := s.piece.FindStringSubmatch(r.Output); m != nil {
+		if m := s.piece().FindStringSubmatch(r.Output); m != nil {
 			piece = m[1]
 		}
 		if piece != "" && s.local != nil && s.local(piece, dir) {

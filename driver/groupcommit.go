@@ -10,34 +10,47 @@ import (
 // durable by one sync before anything outside the process depends on
 // them (ARCHITECTURE §2.7, §4 "Loop").
 
-// flush makes pending worker events durable and applies them.
+// flush makes pending worker events durable and applies them. The
+// pending slice holds pointers into the workers' messages (an event is
+// about 600 bytes: copied once per group it was most of the loop's
+// allocation), and is reused from group to group.
 func (d *Driver) flush() error {
 	if len(d.pending) == 0 {
 		return nil
 	}
 	evs := d.pending
-	d.pending = nil
-	return d.emit(evs...)
+	err := d.emitPtrs(evs)
+	clear(evs) // the events are the state's and OnEvent's now
+	d.pending = evs[:0]
+	return err
 }
 
 // emit stamps events, writes them to the journal, then applies them in
-// order. With a group-commit journal the events are durable only after
-// the next sync, which the loop makes before anything outside the process
-// depends on them (a worker starts, a lease is granted, Run returns).
-// Applying first is safe: a crash before the sync loses the events and
-// the in-memory state together.
+// order (emitPtrs).
 func (d *Driver) emit(evs ...muster.Event) error {
 	if len(evs) == 0 {
 		return nil
 	}
-	now := d.clock.Now().UTC()
 	ptrs := make([]*muster.Event, len(evs))
 	for i := range evs {
-		if evs[i].Time.IsZero() {
-			evs[i].Time = now
-		}
-		d.redactEvent(&evs[i])
 		ptrs[i] = &evs[i]
+	}
+	return d.emitPtrs(ptrs)
+}
+
+// emitPtrs is emit of the events ptrs points to; it keeps the events,
+// not the slice. With a group-commit journal the events are durable only
+// after the next sync, which the loop makes before anything outside the
+// process depends on them (a worker starts, a lease is granted, Run
+// returns). Applying first is safe: a crash before the sync loses the
+// events and the in-memory state together.
+func (d *Driver) emitPtrs(ptrs []*muster.Event) error {
+	now := d.clock.Now().UTC()
+	for _, e := range ptrs {
+		if e.Time.IsZero() {
+			e.Time = now
+		}
+		d.redactEvent(e)
 	}
 	if g, ok := d.opts.Journal.(groupJournal); ok {
 		if err := g.Write(ptrs); err != nil {

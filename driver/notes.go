@@ -1,7 +1,8 @@
 package driver
 
 import (
-	"fmt"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,12 +18,31 @@ const (
 )
 
 // notes is the run's notes file: findings tasks share with later tasks.
-// Appends are serialised; each prompt reads the file fresh.
+// Appends are serialised. The file is read once, then kept in memory as
+// muster appends to it: muster is its only writer while it holds the
+// run's journal (a resume reads it again), so a prompt costs no read of
+// the disk (one per attempt and round showed in the scheduler's profile).
 type notes struct {
 	mu   sync.Mutex
 	path string
 	// red redacts every note before it is written.
 	red muster.Redactor
+	// text is the file's content once loaded (a missing file: empty).
+	text   string
+	loaded bool
+}
+
+// load reads the file unless it is loaded; a read that fails (other than
+// a missing file) leaves it unloaded, to be tried again. Under mu.
+func (n *notes) load() {
+	if n.loaded {
+		return
+	}
+	b, err := os.ReadFile(n.path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+	n.text, n.loaded = string(b), true
 }
 
 // add appends a task's note. Failures to write lose the note, nothing more.
@@ -40,32 +60,37 @@ func (n *notes) add(task muster.TaskID, text string) {
 	if n.red != nil {
 		text = n.red.String(text)
 	}
-	entry := fmt.Sprintf("## From task %s\n%s\n\n", task, text)
+	entry := "## From task " + string(task) + "\n" + text + "\n\n"
 	// A task that runs again (resumed, retried, a fix round) often says
 	// the same again: the notes keep one copy.
-	if b, err := os.ReadFile(n.path); err == nil && (strings.HasPrefix(string(b), entry) || strings.Contains(string(b), "\n\n"+entry)) {
+	n.load()
+	if n.loaded && (strings.HasPrefix(n.text, entry) || strings.Contains(n.text, "\n\n"+entry)) {
 		return
 	}
 	f, err := os.OpenFile(n.path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
 		return
 	}
-	defer f.Close()
-	fmt.Fprint(f, entry)
+	_, err = f.WriteString(entry)
+	if err = errors.Join(err, f.Close()); err != nil {
+		n.loaded = false // what the file holds now is read again
+		return
+	}
+	n.text += entry
 }
 
-// read returns the end of the notes file ("" when there is none).
+// read returns the end of the notes ("" when there are none).
 func (n *notes) read() string {
 	if n == nil || n.path == "" {
 		return ""
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	b, err := os.ReadFile(n.path)
-	if err != nil {
+	n.load()
+	if !n.loaded {
 		return ""
 	}
-	return tail(string(b), maxNotesRead)
+	return tail(n.text, maxNotesRead)
 }
 
 // findingsSection returns the text under a "## Findings" heading of an

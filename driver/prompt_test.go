@@ -1,6 +1,7 @@
 package driver
 
 import (
+	"os"
 	"strings"
 	"testing"
 )
@@ -43,5 +44,28 @@ func TestSameNoteFromATaskIsKeptOnce(t *testing.T) {
 	}
 	if !strings.Contains(got, "## From task b\nthe config is odd") || !strings.Contains(got, "something new") {
 		t.Errorf("a note is missing:\n%s", got)
+	}
+}
+
+// The notes are kept in memory once read: a resumed run starts from what
+// the file holds, and what muster appends is in the next read.
+func TestNotesKeptInMemoryStartFromTheFile(t *testing.T) {
+	path := t.TempDir() + "/notes.md"
+	if err := os.WriteFile(path, []byte("## From task a\nbefore the crash\n\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n := &notes{path: path}
+	if got := n.read(); !strings.Contains(got, "before the crash") {
+		t.Fatalf("the file's notes are not read: %q", got)
+	}
+	n.add("b", "after the resume")
+	n.add("a", "before the crash") // said again: kept once
+	got := n.read()
+	b, err := os.ReadFile(path)
+	if err != nil || string(b) != got {
+		t.Fatalf("memory and file differ (%v):\n%q\n%q", err, got, b)
+	}
+	if strings.Count(got, "before the crash") != 1 || !strings.Contains(got, "## From task b\nafter the resume\n") {
+		t.Fatalf("notes %q", got)
 	}
 }

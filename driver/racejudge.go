@@ -111,7 +111,7 @@ func (rc *racer) leaseJudge(ctx context.Context, st *raceState) (l engine.Lease,
 // never sees a candidate's clone. Its answer is a verdict record (the
 // command protocol), or the same JSON line in a CLI agent's final answer.
 func (rc *racer) judge(ctx context.Context, lease engine.Lease, cands []*entry) (*muster.Verdict, error) {
-	spec, exec := rc.cfg.Executor(lease.Executor), rc.d.opts.Executors[lease.Executor]
+	spec, exec := rc.d.spec(rc.cfg, lease.Executor), rc.d.executor(lease.Executor)
 	if spec == nil || exec == nil {
 		return nil, fmt.Errorf("executor %q is not available", lease.Executor)
 	}

@@ -94,8 +94,8 @@ func (w *worker) review(ctx context.Context, round int, diff string) (feedback, 
 
 // reviewBy runs one reviewer clone on the change.
 func (w *worker) reviewBy(ctx context.Context, round, i int, lease engine.Lease, diff, tree string) ([]muster.Finding, bool) {
-	spec := w.cfg.Executor(lease.Executor)
-	exec := w.d.opts.Executors[lease.Executor]
+	spec := w.d.spec(w.cfg, lease.Executor)
+	exec := w.d.executor(lease.Executor)
 	if spec == nil || exec == nil {
 		return nil, false
 	}

@@ -3,7 +3,6 @@ package driver
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
 
@@ -98,9 +97,9 @@ func triage(after, before muster.GateResult) (charged bool, newly []string) {
 }
 
 var (
-	failureWord = regexp.MustCompile(`(?i)error|fail|fatal|panic|exception|assert|traceback|problem|warning|invalid|undefined|cannot|denied|missing|not found|not ok|✖|✕|×`)
-	absPath     = regexp.MustCompile(`(?:/[^/\s:'"()\[\]]+)+/`)
-	digits      = regexp.MustCompile(`\d+`)
+	failureWord = lazyRegexp(`(?i)error|fail|fatal|panic|exception|assert|traceback|problem|warning|invalid|undefined|cannot|denied|missing|not found|not ok|✖|✕|×`)
+	absPath     = lazyRegexp(`(?:/[^/\s:'"()\[\]]+)+/`)
+	digits      = lazyRegexp(`\d+`)
 )
 
 // failureLines are the lines of a gate's output that report a failure,
@@ -110,7 +109,7 @@ var (
 func failureLines(out string) []string {
 	var got []string
 	for _, l := range strings.Split(out, "\n") {
-		if failureWord.MatchString(l) {
+		if failureWord().MatchString(l) {
 			got = append(got, normLine(l))
 		}
 	}
@@ -118,7 +117,7 @@ func failureLines(out string) []string {
 }
 
 func normLine(l string) string {
-	return strings.TrimSpace(digits.ReplaceAllString(absPath.ReplaceAllString(l, ""), "N"))
+	return strings.TrimSpace(digits().ReplaceAllString(absPath().ReplaceAllString(l, ""), "N"))
 }
 
 // undoGateOutput restores in dir the paths the gates changed and the

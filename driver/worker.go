@@ -156,7 +156,7 @@ func (w *worker) spec() *muster.ExecutorSpec {
 
 // run is the attempt. Each return path gives the attempt's final events.
 func (w *worker) run(ctx context.Context) []muster.Event {
-	exec := w.d.opts.Executors[w.a.Executor]
+	exec := w.d.executor(w.a.Executor)
 	if exec == nil {
 		return w.fail(fmt.Sprintf("executor %q is not available", w.a.Executor), false)
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/muster-run/muster"
 )
@@ -134,7 +135,9 @@ var inference = map[API][]string{
 }
 
 // geminiPath is a generateContent request: the model in group 1.
-var geminiPath = regexp.MustCompile(`^(?:/v1beta|/v1)?/models/([A-Za-z0-9._-]+):(generateContent|streamGenerateContent|countTokens)$`)
+var geminiPath = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(?:/v1beta|/v1)?/models/([A-Za-z0-9._-]+):(generateContent|streamGenerateContent|countTokens)$`)
+})
 
 // allowedPath reports whether path (the request's, under the route's
 // base) is one of the API's inference requests; for Gemini it returns
@@ -145,7 +148,7 @@ func (r *Route) allowedPath(path string) (ok bool, model string) {
 		return false, ""
 	}
 	if r.API == Gemini || r.API == "" {
-		if m := geminiPath.FindStringSubmatch(rel); m != nil {
+		if m := geminiPath().FindStringSubmatch(rel); m != nil {
 			return true, m[1]
 		}
 		if r.API == Gemini {

@@ -82,6 +82,10 @@ type Input struct {
 type Decision struct {
 	Actions []Action
 	WakeAt  time.Time
+	// Waiting, when set, says for people what the run waits for while
+	// nothing runs: a fleet run's ready tasks that no executor of the
+	// crew can run, until a worker serving one joins (crew.go).
+	Waiting string
 }
 
 // Decide returns what to do next. It never mutates s: the driver applies
@@ -144,6 +148,9 @@ func Decide(s *State, in Input) Decision {
 		if !d.WakeAt.IsZero() {
 			return d // an executor is paused; wait for it
 		}
+		if d.WakeAt, d.Waiting = s.awaitingJoin(in.Now); !d.WakeAt.IsZero() {
+			return d
+		}
 		if d.Actions = s.stuck(); len(d.Actions) > 0 {
 			return d
 		}
@@ -160,7 +167,7 @@ func (s *State) stuck() []Action {
 	var acts []Action
 	for _, id := range s.ready {
 		acts = append(acts, Action{Kind: ActSkip, Task: id,
-			Reason: "no executor in the crew can run it (" + s.needs(s.Tasks[id].Task) + ")"})
+			Reason: "no executor in the crew can run it (" + s.needs(s.Tasks[id].Task) + ")" + s.joinWaitPassed()})
 	}
 	for _, id := range s.Order {
 		t := s.Tasks[id]

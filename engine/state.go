@@ -145,6 +145,9 @@ type State struct {
 	doneUsage    muster.Usage
 	doneCount    int
 	budgetWarned bool
+	// progress is the time of the latest event but a Warning: a fleet run
+	// with nothing to do waits [fleet] join_wait from it (crew.go).
+	progress time.Time
 }
 
 // NewState returns an empty state.
@@ -193,12 +196,17 @@ func (s *State) Apply(e *muster.Event) error {
 	s.Gaps = s.gaps.Gaps
 	if !e.Time.IsZero() {
 		s.LastTime = e.Time
+		if e.Type != muster.EvWarning {
+			s.progress = e.Time
+		}
 	}
 	switch e.Type {
 	case muster.EvRunStarted, muster.EvRunResumed, muster.EvRunFinished, muster.EvRunInterrupted, muster.EvWarning:
 		return s.applyRun(e)
 	case muster.EvExecutorLeased, muster.EvExecutorRelease, muster.EvAgentStarted, muster.EvWorkerAssigned, muster.EvExecutorPaused, muster.EvRateLimited:
 		return s.applyCrew(e)
+	case muster.EvExecutorJoined:
+		s.applyJoined(e)
 	case muster.EvTaskStarted, muster.EvPhase, muster.EvFixRound, muster.EvTokensUsed:
 		return s.applyAttempt(e)
 	case muster.EvIntegrating, muster.EvIntegrated:

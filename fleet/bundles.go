@@ -3,8 +3,10 @@ package fleet
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -34,6 +36,13 @@ func (d *Dispatcher) onBundleRequest(m *nats.Msg) {
 		p := d.jobs[req.Job]
 		d.mu.Unlock()
 		if p == nil || req.Want != p.job.Start {
+			reply(BundleReply{Error: "no such job in flight"})
+			return
+		}
+		// The code goes only to a worker that received the job (its
+		// nonce), in that worker's own inbox (no other may read it).
+		if !NamePattern().MatchString(req.Worker) || !strings.HasPrefix(m.Reply, InboxPrefix(req.Worker)+".") ||
+			p.job.Nonce != "" && subtle.ConstantTimeCompare([]byte(req.Nonce), []byte(p.job.Nonce)) != 1 {
 			reply(BundleReply{Error: "no such job in flight"})
 			return
 		}
@@ -86,7 +95,7 @@ func (d *Dispatcher) accept(ctx context.Context, req *muster.ExecRequest, p *pen
 	res.Gates = nil
 	if req.Role == muster.RoleCoder && rep.Error == nil {
 		if rep.Commit != "" {
-			if err := d.take(ctx, req.Dir, p.job.Start, rep); err != nil {
+			if err := d.take(ctx, req.Dir, p, rep); err != nil {
 				return nil, &muster.AgentError{Class: muster.FailInvalid, Message: "fleet worker " + rep.Worker + ": result refused: " + err.Error()}
 			}
 		}
@@ -109,23 +118,27 @@ func (d *Dispatcher) accept(ctx context.Context, req *muster.ExecRequest, p *pen
 	return res, nil
 }
 
-// take fetches the result bundle, checks that it holds one commit on
-// start, and writes its change into dir.
-func (d *Dispatcher) take(ctx context.Context, dir, start string, rep *Report) error {
-	path := filepath.Join(d.scratch, "r-"+randomID()+".bundle")
-	defer os.Remove(path)
+// take stores the result's bundle (inside the report, or its chunks),
+// checks that it holds one commit on the job's start, and writes its
+// change into dir.
+func (d *Dispatcher) take(ctx context.Context, dir string, p *pending, rep *Report) error {
+	start := p.job.Start
+	var path string
 	switch {
+	case rep.Chunks > 0:
+		var err error
+		if path, err = p.chunked(rep); err != nil {
+			return err
+		}
+		defer p.dropChunks()
 	case len(rep.BundleData) > 0:
+		path = filepath.Join(d.scratch, "r-"+randomID()+".bundle")
+		defer os.Remove(path)
 		if err := os.WriteFile(path, rep.BundleData, 0o600); err != nil {
 			return err
 		}
-	case !strings.HasPrefix(rep.Bundle, d.run+"/r/"+rep.Job+"."):
-		return fmt.Errorf("bundle %q is not this job's", rep.Bundle)
 	default:
-		if err := d.conn.Bundles.GetFile(ctx, rep.Bundle, path); err != nil {
-			return fmt.Errorf("get bundle: %w", err)
-		}
-		_ = d.conn.Bundles.Delete(context.WithoutCancel(ctx), rep.Bundle)
+		return errors.New("a changed result without its bundle (a worker of an earlier version? results travel on the worker's own subject now)")
 	}
 	tip, parents, err := d.local.ReadBundle(ctx, dir, path)
 	if err != nil {

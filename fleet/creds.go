@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/nats-io/jwt/v2"
@@ -36,8 +37,9 @@ const (
 	tagExecutor     = "muster-exec:"
 )
 
-// NamePattern is what a worker's name may hold: one subject token.
-var NamePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
+// NamePattern is what a worker's name may hold: one subject token
+// (compiled on first use).
+var NamePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`) })
 
 // Keys are the operator's and the account's keys and JWTs.
 type Keys struct {
@@ -170,7 +172,7 @@ type UserOptions struct {
 func (k *Keys) Issue(name string, o UserOptions) ([]byte, error) { return k.issue(name, o, true) }
 
 func (k *Keys) issue(name string, o UserOptions, save bool) ([]byte, error) {
-	if !NamePattern.MatchString(name) {
+	if !NamePattern().MatchString(name) {
 		return nil, &muster.Error{Code: muster.CodeInvalid, Message: fmt.Sprintf("credential name %q: use letters, digits, '_' and '-' (up to 64)", name)}
 	}
 	if !o.Orchestrator && len(o.Executors) == 0 {
@@ -320,17 +322,16 @@ func orchestratorPermissions() jwt.Permissions {
 	return p
 }
 
-// workerPermissions are a worker's subjects: its own reports and
-// registration, the task consumers of its executors, reads of the leases
-// and runs, the bundles, and nothing that creates, changes or deletes a
-// stream or a bucket.
+// workerPermissions are a worker's subjects: its own reports (its
+// results among them) and registration, the task consumers of its
+// executors, reads of the leases, runs and bundles, and nothing that
+// creates, changes or deletes a stream or a bucket, or writes an object.
 func workerPermissions(name string, executors []string) jwt.Permissions {
 	var p jwt.Permissions
 	p.Pub.Allow.Add(
 		"muster.ev.*."+name+".>",
 		"muster.bundle.*",
 		"$KV."+WorkersBucket+"."+name,
-		"$O."+BundlesBucket+".C.>", "$O."+BundlesBucket+".M.>",
 		"$JS.API.INFO",
 		"$JS.API.STREAM.INFO.*",
 		"$JS.API.DIRECT.GET.KV_"+LeasesBucket+".>", "$JS.API.STREAM.MSG.GET.KV_"+LeasesBucket,

@@ -62,6 +62,7 @@ const (
 	RepResult   = "result"   // the invocation ended
 	RepHandback = "handback" // the worker stopped and gave the job back
 	RepAlive    = "alive"    // the lease holder still works on the job
+	RepChunk    = "chunk"    // a piece of the result's bundle (Seq: 1, 2, ...)
 )
 
 // Report is what a worker says about a job, on muster.ev.<run>.<job>.
@@ -86,11 +87,13 @@ type Report struct {
 	Record *muster.Record `json:"record,omitempty"`
 
 	// Result fields: Commit is the clone's tree on Start as a commit
-	// (empty: nothing changed), Bundle the object holding it.
-	Commit string `json:"commit,omitempty"`
-	Bundle string `json:"bundle,omitempty"`
-	// BundleData holds a small bundle itself (then Bundle is empty).
+	// (empty: nothing changed). BundleData holds its bundle, or (a
+	// chunk report) one piece of it; a result sent in Chunks chunks
+	// says how many, and the SHA-256 of the whole (BundleSum).
+	Commit     string              `json:"commit,omitempty"`
 	BundleData []byte              `json:"bundle_data,omitempty"`
+	Chunks     int                 `json:"chunks,omitempty"`
+	BundleSum  string              `json:"bundle_sum,omitempty"`
 	Exec       *muster.ExecResult  `json:"exec,omitempty"`
 	Error      *muster.AgentError  `json:"error,omitempty"`
 	Fail       string              `json:"fail,omitempty"` // the worker could not run the job (not the agent's fault)
@@ -110,9 +113,12 @@ func (r *Report) holder() string {
 }
 
 // BundleRequest asks the orchestrator for the objects a clone lacks.
+// Nonce is the job's: only a worker that received the job gets its
+// code, and only in its own inbox.
 type BundleRequest struct {
 	Job    string   `json:"job"`
 	Worker string   `json:"worker"`
+	Nonce  string   `json:"nonce,omitempty"`
 	Want   string   `json:"want"`
 	Have   []string `json:"have,omitempty"`
 }
@@ -141,9 +147,10 @@ func leaseKey(run, job string) string { return run + "." + job }
 func genKey(run string) string        { return run + ".gen" }
 func runKey(run string) string        { return "r." + run }
 
-// inlineMax is the largest bundle sent inside a message; larger ones go
-// through the object store (a message stays well under any server's
-// default 1 MB payload limit).
+// inlineMax is the largest bundle sent inside a message (a message stays
+// well under any server's default 1 MB payload limit): a larger start
+// bundle goes through the object store, which only orchestrators write,
+// and a larger result in chunks (results.go).
 const inlineMax = 256 << 10
 
 // Lease values besides a holder ("worker/delivery").

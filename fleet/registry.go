@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -120,13 +122,16 @@ func Crew(workers []WorkerInfo) []*muster.ExecutorSpec {
 			continue
 		}
 		for _, e := range w.Executors {
+			if !executorName().MatchString(e.Name) {
+				continue // no config could name it: a worker's word only
+			}
 			s := by[e.Name]
 			if s == nil {
 				s = &muster.ExecutorSpec{Name: e.Name, Kind: e.Kind, Roles: e.Roles}
 				by[e.Name] = s
 				order = append(order, e.Name)
 			}
-			s.Clones += e.Clones
+			s.Clones = boundClones(s.Clones + boundClones(e.Clones))
 		}
 	}
 	sort.Strings(order)
@@ -135,4 +140,64 @@ func Crew(workers []WorkerInfo) []*muster.ExecutorSpec {
 		out = append(out, by[n])
 	}
 	return out
+}
+
+// WatchWorkers calls fn with every registration the workers bucket holds
+// now and each one a worker stores from then on (its heartbeats
+// included), on the calling goroutine, until ctx ends; it returns why
+// the watch stopped early otherwise. A registration that does not
+// decode, or of a worker that is stopping, is skipped.
+func (c *Conn) WatchWorkers(ctx context.Context, fn func(Registration)) error {
+	w, err := c.Workers.WatchAll(ctx)
+	if err != nil {
+		return fmt.Errorf("fleet: watch the workers: %w", err)
+	}
+	defer func() { _ = w.Stop() }()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case e, ok := <-w.Updates():
+			if !ok {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return errors.New("fleet: the watch of the workers ended")
+			}
+			if e == nil || e.Operation() != jetstream.KeyValuePut {
+				continue // the end of what the bucket held, or a worker gone
+			}
+			var r Registration
+			if json.Unmarshal(e.Value(), &r) != nil || r.Name == "" || r.Stopping {
+				continue
+			}
+			fn(r)
+		}
+	}
+}
+
+// executorName is what an executor's name may be (a config's table
+// name, bounded): a registration is a worker's word.
+var executorName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`) })
+
+// NewExecutors are the executors of a registration whose names known
+// does not hold (and that are names a config could give), as the crew
+// takes them (Fleet set). It adds their names to known.
+func NewExecutors(r Registration, known map[string]bool) []*muster.ExecutorSpec {
+	var out []*muster.ExecutorSpec
+	for _, e := range r.Executors {
+		if known[e.Name] || !executorName().MatchString(e.Name) {
+			continue
+		}
+		known[e.Name] = true
+		out = append(out, &muster.ExecutorSpec{Name: e.Name, Kind: e.Kind, Roles: e.Roles, Clones: boundClones(e.Clones), Fleet: true})
+	}
+	return out
+}
+
+// boundClones is a registration's clones as a config could give them,
+// 1 to muster.MaxClones: the orchestrator's scheduler counts through an
+// executor's clones at each decision, and status makes a lane for each.
+func boundClones(n int) int {
+	return min(max(n, 1), muster.MaxClones)
 }

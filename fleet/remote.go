@@ -96,6 +96,8 @@ type pending struct {
 	// the job was sent); refused counts the Refused records.
 	lastSeen time.Time
 	refused  int
+	// chunks is the result bundle being received in pieces (results.go).
+	chunks *chunks
 }
 
 // DispatchOptions configure Open.
@@ -315,6 +317,7 @@ func (r *remote) Execute(ctx context.Context, req *muster.ExecRequest, emit func
 		delete(d.jobs, p.job.ID)
 		d.mu.Unlock()
 		close(p.done)
+		p.dropChunks()
 		_ = os.Remove(d.jobFile(p.job.ID)) // ended: nothing to adopt
 	}()
 	if p.msgSeq == 0 {
@@ -466,6 +469,11 @@ func (d *Dispatcher) report(ctx context.Context, req *muster.ExecRequest, p *pen
 		rc := *rep.Record
 		rc.FleetSeq = rep.streamSeq
 		emit(rc)
+	case RepChunk:
+		if who == p.holder {
+			p.lastSeen = time.Now()
+			d.chunk(p, who, rep)
+		}
 	case RepHandback:
 		if who == p.holder {
 			p.holder = ""

@@ -443,14 +443,8 @@ func (w *Worker) run(ctx context.Context, spec *muster.ExecutorSpec, n int, job 
 	}
 	if changed {
 		out.Commit = commit
-		if b, err := os.ReadFile(bundle); err == nil && len(b) <= inlineMax {
-			out.BundleData = b
-		} else {
-			name := fmt.Sprintf("%s/r/%s.%d.%d", job.Run, job.ID, seq, delivery)
-			if err := putFile(ctx, w.o.Conn.Bundles, name, bundle); err != nil {
-				return fail("send the result: %v", err)
-			}
-			out.Bundle = name
+		if err := w.sendBundle(bundle, &out, rep); err != nil {
+			return fail("send the result: %v", err)
 		}
 	}
 	// The gates run on the change just recorded; what they write (build
@@ -508,7 +502,7 @@ func (w *Worker) fetchStart(ctx context.Context, job *Job, scratch string) error
 	if w.o.Host.Has(ctx, job.Repo, job.Start) {
 		return nil
 	}
-	req, _ := json.Marshal(BundleRequest{Job: job.ID, Worker: w.o.Name, Want: job.Start, Have: w.o.Host.Tips(ctx, job.Repo)})
+	req, _ := json.Marshal(BundleRequest{Job: job.ID, Worker: w.o.Name, Nonce: job.Nonce, Want: job.Start, Have: w.o.Host.Tips(ctx, job.Repo)})
 	rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	m, err := w.o.Conn.NC.RequestWithContext(rctx, bundleSubject(token(job.Run)), req)

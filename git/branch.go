@@ -10,7 +10,7 @@ import (
 // plan session, which only reads a clone). A branch that moved is left
 // alone, and so is one that is already gone.
 func DropRunBranch(ctx context.Context, repo, runID, commit string) error {
-	if !runIDPattern.MatchString(runID) || commit == "" {
+	if !runIDPattern().MatchString(runID) || commit == "" {
 		return fmt.Errorf("drop run branch: bad run id %q or commit %q", runID, commit)
 	}
 	ref := "refs/heads/muster/" + runID

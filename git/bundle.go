@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -124,7 +125,11 @@ func stream(ctx context.Context, c cmd, stdin io.Reader, w io.Writer) error {
 	x.Stdin, x.Stdout = stdin, w
 	var stderr bytes.Buffer
 	x.Stderr = &stderr
-	if err := x.Run(); err != nil {
+	err := x.Run()
+	if n, ok := ctx.Value(cpuKey{}).(*atomic.Int64); ok && x.ProcessState != nil {
+		n.Add(int64(x.ProcessState.UserTime() + x.ProcessState.SystemTime()))
+	}
+	if err != nil {
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
 			return &GitError{Args: c.args, ExitCode: ee.ExitCode(), Stderr: stderr.String()}
@@ -139,19 +144,29 @@ func stream(ctx context.Context, c cmd, stdin io.Reader, w io.Writer) error {
 // names, with that commit's parents. Objects are checked as they are
 // indexed.
 func ReadBundle(ctx context.Context, dir, bundle string) (tip string, parents []string, err error) {
-	tip, _, parents, err = readBundle(ctx, nil, dir, bundle)
+	tip, _, parents, err = readBundle(ctx, nil, dir, bundle, false)
 	return tip, parents, err
 }
 
 // readBundle is ReadBundle, reading the commit through b when it is not
-// nil (the long-lived helper of dir) instead of a git process.
-func readBundle(ctx context.Context, b *Batch, dir, bundle string) (tip, tree string, parents []string, err error) {
-	tip, err = bundleTip(bundle)
+// nil (the long-lived helper of dir) instead of a git process. With
+// fromOrchestrator (a worker's store taking its start), a pack of the
+// kind chainBundle writes is stored without a git process.
+func readBundle(ctx context.Context, b *Batch, dir, bundle string, fromOrchestrator bool) (tip, tree string, parents []string, err error) {
+	tip, offset, err := bundleTip(bundle)
 	if err != nil {
 		return "", "", nil, err
 	}
-	if _, err := run(ctx, safeCmd(dir, "bundle", "unbundle", bundle)); err != nil {
-		return "", "", nil, fmt.Errorf("unbundle: %w", err)
+	stored := false
+	if fromOrchestrator && b != nil && len(tip) == 40 {
+		if stored, err = receiveLoose(ctx, b, dir, bundle, offset); err != nil {
+			return "", "", nil, fmt.Errorf("unbundle: %w", err)
+		}
+	}
+	if !stored {
+		if err := storePack(ctx, dir, bundle, offset); err != nil {
+			return "", "", nil, fmt.Errorf("unbundle: %w", err)
+		}
 	}
 	tree, parents, err = commitInfo(ctx, b, dir, tip)
 	if err != nil {
@@ -191,24 +206,26 @@ func commitInfo(ctx context.Context, b *Batch, dir, commit string) (tree string,
 	return tree, parents, nil
 }
 
-// bundleTip reads the one ref of a fleet bundle's header.
-func bundleTip(path string) (string, error) {
+// bundleTip reads the one ref of a fleet bundle's header, and where the
+// pack after the header starts.
+func bundleTip(path string) (string, int64, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
 	defer f.Close()
 	r := bufio.NewReader(io.LimitReader(f, 1<<20))
 	first, err := r.ReadString('\n')
 	if err != nil || first != "# v2 git bundle\n" {
-		return "", fmt.Errorf("bundle %s: not a v2 git bundle", filepath.Base(path))
+		return "", 0, fmt.Errorf("bundle %s: not a v2 git bundle", filepath.Base(path))
 	}
-	tip := ""
+	tip, offset := "", int64(len(first))
 	for {
 		l, err := r.ReadString('\n')
 		if err != nil {
-			return "", fmt.Errorf("bundle %s: truncated header", filepath.Base(path))
+			return "", 0, fmt.Errorf("bundle %s: truncated header", filepath.Base(path))
 		}
+		offset += int64(len(l))
 		l = strings.TrimSuffix(l, "\n")
 		if l == "" {
 			break
@@ -218,14 +235,14 @@ func bundleTip(path string) (string, error) {
 		}
 		sha, ref, ok := strings.Cut(l, " ")
 		if !ok || ref != bundleRef || !isObjectID(sha) || tip != "" {
-			return "", fmt.Errorf("bundle %s: want exactly one ref %s", filepath.Base(path), bundleRef)
+			return "", 0, fmt.Errorf("bundle %s: want exactly one ref %s", filepath.Base(path), bundleRef)
 		}
 		tip = sha
 	}
 	if tip == "" {
-		return "", fmt.Errorf("bundle %s: no ref", filepath.Base(path))
+		return "", 0, fmt.Errorf("bundle %s: no ref", filepath.Base(path))
 	}
-	return tip, nil
+	return tip, offset, nil
 }
 
 // Snapshot records the whole state of the work tree dir (tracked,
@@ -319,6 +336,12 @@ func Apply(ctx context.Context, dir, from, to string) error {
 	if err != nil {
 		return err
 	}
+	return applyPaths(ctx, dir, to, changed, deleted)
+}
+
+// applyPaths removes deleted from the work tree dir and writes changed
+// as they are in commit to.
+func applyPaths(ctx context.Context, dir, to string, changed, deleted []string) error {
 	if len(deleted) > 0 {
 		c := safeCmd(dir, "rm", "-r", "-q", "-f", "--ignore-unmatch", "--pathspec-from-file=-", "--pathspec-file-nul")
 		c.stdin, c.paths = []byte(strings.Join(deleted, "\x00")), true
@@ -379,18 +402,33 @@ func (Bundles) Snapshot(ctx context.Context, dir, parent string) (string, error)
 	return Snapshot(ctx, dir, parent)
 }
 
-// WriteBundle writes a bundle of tip less what have reaches.
-func (Bundles) WriteBundle(ctx context.Context, dir, tip string, have []string, out string) error {
+// WriteBundle writes a bundle of tip less what have reaches: with
+// Batches, in process when tip is a short chain of commits on a have
+// (chainBundle), else with pack-objects.
+func (b Bundles) WriteBundle(ctx context.Context, dir, tip string, have []string, out string) error {
+	if bt := b.Batches.get(dir); bt != nil {
+		if ok, err := chainBundle(ctx, bt, tip, have, out); ok && err == nil {
+			return nil
+		}
+	}
 	return WriteBundle(ctx, dir, tip, have, out)
 }
 
 // ReadBundle stores a bundle's objects and returns its commit and parents.
 func (b Bundles) ReadBundle(ctx context.Context, dir, bundle string) (string, []string, error) {
-	tip, _, parents, err := readBundle(ctx, b.Batches.get(dir), dir, bundle)
+	tip, _, parents, err := readBundle(ctx, b.Batches.get(dir), dir, bundle, false)
 	return tip, parents, err
 }
 
-// Apply writes the change from one commit to another into dir.
-func (Bundles) Apply(ctx context.Context, dir, from, to string) error {
+// Apply writes the change from one commit to another into dir; with
+// Batches, the change is read through dir's long-lived helper.
+func (b Bundles) Apply(ctx context.Context, dir, from, to string) error {
+	if bt := b.Batches.get(dir); bt != nil {
+		changed, deleted, err := treeDiff(ctx, bt, from, to)
+		if err != nil {
+			return err
+		}
+		return applyPaths(ctx, dir, to, changed, deleted)
+	}
 	return Apply(ctx, dir, from, to)
 }

@@ -1,10 +1,12 @@
 package git
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 )
@@ -268,5 +270,141 @@ func TestSnapshot(t *testing.T) {
 	}
 	if after := g(t, repo, "status", "--porcelain"); after != before {
 		t.Errorf("the worktree's index changed:\n%s\nwas\n%s", after, before)
+	}
+}
+
+// TestTreeDiffIsDiffTree: the change a returned commit makes, read
+// through the long-lived helper, is the one `git diff-tree -r` lists
+// (edits, additions, deletions, a file that becomes a directory and a
+// directory that becomes a file, a mode change), and Bundles.Apply
+// writes it as Apply does.
+func TestTreeDiffIsDiffTree(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t, map[string]string{"a.txt": "a\n", "b/c.txt": "c\n", "b/d/e.txt": "e\n", "f": "f\n", "run.sh": "echo\n", "gone/x.txt": "x\n"})
+	base := g(t, repo, "rev-parse", "HEAD")
+	write(t, repo, "a.txt", "a2\n")
+	g(t, repo, "rm", "-rq", "f", "b/d", "gone")
+	write(t, repo, "f/inside.txt", "now a directory\n")
+	write(t, repo, "b/d", "now a file\n")
+	write(t, repo, "new/deep/n.txt", "n\n")
+	g(t, repo, "update-index", "--chmod=+x", "run.sh")
+	g(t, repo, "add", "-A")
+	g(t, repo, "commit", "-qm", "change")
+	tip := g(t, repo, "rev-parse", "HEAD")
+	wc, wd, err := ChangedPaths(ctx, repo, base, tip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := NewBatch(repo)
+	defer b.Close()
+	gc, gd, err := treeDiff(ctx, b, base, tip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(gc)
+	sort.Strings(gd)
+	sort.Strings(wc)
+	sort.Strings(wd)
+	if fmt.Sprint(gc) != fmt.Sprint(wc) || fmt.Sprint(gd) != fmt.Sprint(wd) {
+		t.Fatalf("treeDiff changed %v deleted %v; diff-tree changed %v deleted %v", gc, gd, wc, wd)
+	}
+	orch := filepath.Join(t.TempDir(), "orch")
+	g(t, repo, "worktree", "add", "-q", "--detach", orch, base)
+	bs := Bundles{Batches: NewBatches()}
+	defer bs.Close()
+	if err := bs.Apply(ctx, orch, base, tip); err != nil {
+		t.Fatal(err)
+	}
+	g(t, orch, "add", "-A")
+	if got := g(t, orch, "write-tree"); got != g(t, repo, "rev-parse", tip+"^{tree}") {
+		t.Errorf("the applied worktree's tree %s is not the commit's", got)
+	}
+}
+
+// TestChainBundle: a start that is a few single-parent commits on what
+// the host has travels as a bundle made in process (each commit's new
+// trees and blobs, deltas against its parent's where smaller), which the
+// host's checked unpack takes; a history that is not such a chain is
+// left to pack-objects.
+func TestChainBundle(t *testing.T) {
+	ctx := context.Background()
+	files := map[string]string{}
+	for i := range 200 {
+		files[fmt.Sprintf("src/f%03d.txt", i)] = strings.Repeat(fmt.Sprintf("line %d\n", i), 50)
+	}
+	repo := newRepo(t, files)
+	base := g(t, repo, "rev-parse", "HEAD")
+	tmp := t.TempDir()
+	h := &Host{Root: filepath.Join(tmp, "host"), Batches: NewBatches()}
+	defer h.Close()
+	first := filepath.Join(tmp, "first.bundle")
+	if err := WriteBundle(ctx, repo, base, nil, first); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Receive(ctx, base, first); err != nil {
+		t.Fatal(err)
+	}
+	write(t, repo, "src/f001.txt", strings.Repeat("line 1\n", 49)+"edited\n")
+	g(t, repo, "commit", "-qam", "one")
+	write(t, repo, "new/dir/n.txt", "n\n")
+	g(t, repo, "rm", "-q", "src/f002.txt")
+	g(t, repo, "add", "-A")
+	g(t, repo, "commit", "-qm", "two")
+	g(t, repo, "mv", "new", "moved")
+	g(t, repo, "commit", "-qm", "three")
+	tip := g(t, repo, "rev-parse", "HEAD")
+	b := NewBatch(repo)
+	defer b.Close()
+	out := filepath.Join(tmp, "chain.bundle")
+	ok, err := chainBundle(ctx, b, tip, h.Tips(ctx, base), out)
+	if err != nil || !ok {
+		t.Fatalf("chainBundle: %v %v", ok, err)
+	}
+	if n := size(t, out); n > 2048 {
+		t.Errorf("the bundle of three small commits is %d bytes", n)
+	}
+	if got, err := h.Receive(ctx, base, out); err != nil || got != tip {
+		t.Fatalf("receive: %s %v", got, err)
+	}
+	dir, err := h.Checkout(ctx, base, "sh", 1, tip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if read(t, dir, "moved/dir/n.txt") != "n\n" || !strings.HasSuffix(read(t, dir, "src/f001.txt"), "edited\n") {
+		t.Error("the checkout of the chain's tip is not the tip")
+	}
+	// A merge on the way: not a chain.
+	g(t, repo, "checkout", "-qb", "side", base)
+	write(t, repo, "side.txt", "s\n")
+	g(t, repo, "add", "-A")
+	g(t, repo, "commit", "-qm", "side")
+	g(t, repo, "checkout", "-q", "-")
+	g(t, repo, "merge", "-q", "--no-edit", "side")
+	if ok, err := chainBundle(ctx, b, g(t, repo, "rev-parse", "HEAD"), []string{tip}, filepath.Join(tmp, "merge.bundle")); ok || err != nil {
+		t.Errorf("a merge made a chain bundle: %v %v", ok, err)
+	}
+}
+
+// TestDeltaRoundTrip: the deltas chainBundle and a result write are
+// read back to their target by the worker's in-process unpack, across
+// copies longer than one instruction; a delta that reads past its base
+// is refused.
+func TestDeltaRoundTrip(t *testing.T) {
+	big := []byte(strings.Repeat("0123456789abcdef", 1<<13)) // 128 KiB
+	for _, c := range []struct{ base, target []byte }{
+		{[]byte("hello world\n"), []byte("hello there world\n")},
+		{big, append(append(append([]byte(nil), big[:70000]...), "inserted"...), big[70000:]...)},
+		{big, big[:1000]},
+		{[]byte(""), []byte("new")},
+		{[]byte("same"), []byte("same")},
+	} {
+		d := headTailDelta(c.base, c.target)
+		got, err := applyDelta(c.base, d)
+		if err != nil || !bytes.Equal(got, c.target) {
+			t.Errorf("delta of %d bytes on %d: %v", len(c.target), len(c.base), err)
+		}
+	}
+	if _, err := applyDelta([]byte("abc"), []byte{3, 10, 0x91, 2, 10}); err == nil {
+		t.Error("a copy past the base's end was taken")
 	}
 }

@@ -1,6 +1,7 @@
 package git
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -281,13 +282,16 @@ func (w *Workspace) change(ctx context.Context, s *slot, base string) (*snapshot
 	if err != nil {
 		return nil, err
 	}
-	c := w.ig("diff-tree", "-r", "-M", "--raw", "-z", "--no-ext-diff", "--no-textconv", base, tree)
+	// The raw records and the patch Diff shows, in one process: the
+	// worker asks for both of every change it checks.
+	c := w.ig("diff-tree", "-r", "-M", "-z", "--no-ext-diff", "--no-textconv", "--patch-with-raw", base, tree)
 	c.readOnly = true
 	out, err := run(ctx, c)
 	if err != nil {
 		return nil, fmt.Errorf("compute the change in %s: %w", s.dir, err)
 	}
-	ch, links, err := rawChange(out)
+	raw, patch := splitRawPatch(out)
+	ch, links, err := rawChange(raw)
 	if err != nil {
 		return nil, err
 	}
@@ -297,7 +301,41 @@ func (w *Workspace) change(ctx context.Context, s *slot, base string) (*snapshot
 	slices.Sort(s.oversize)
 	addOversize(ch, s.oversize)
 	s.snap = &snapshot{base: base, tree: tree, change: ch}
+	if len(links) == 0 { // else the tree changed: Diff computes its patch
+		s.snap.patch, s.snap.hasPatch = string(patch), true
+	}
 	return s.snap, nil
+}
+
+// splitRawPatch splits `diff-tree -z --patch-with-raw` output into its
+// raw records and the patch after them (which -z leaves as `git diff`
+// prints it; a NUL ends the raw part).
+func splitRawPatch(out []byte) (raw, patch []byte) {
+	pos := 0
+	for pos < len(out) && out[pos] == ':' {
+		end := bytes.IndexByte(out[pos:], 0)
+		if end < 0 {
+			return out, nil // malformed: rawChange says so
+		}
+		meta := out[pos : pos+end]
+		paths := 1
+		if f := bytes.Fields(meta); len(f) == 5 && len(f[4]) > 0 && (f[4][0] == 'R' || f[4][0] == 'C') {
+			paths = 2
+		}
+		pos += end + 1
+		for range paths {
+			end := bytes.IndexByte(out[pos:], 0)
+			if end < 0 {
+				return out, nil
+			}
+			pos += end + 1
+		}
+	}
+	raw = out[:pos]
+	if pos < len(out) && out[pos] == 0 {
+		pos++
+	}
+	return raw, out[pos:]
 }
 
 // snapshotFor returns the change last computed for base, or computes it.
@@ -352,6 +390,9 @@ func (w *Workspace) Diff(ctx context.Context, dir, base string) (string, error) 
 	snap, err := w.snapshotFor(ctx, s, base)
 	if err != nil {
 		return "", err
+	}
+	if snap.hasPatch {
+		return snap.patch, nil
 	}
 	c := w.ig("diff", "-M", "--no-color", "--no-ext-diff", "--no-textconv", base, snap.tree, "--")
 	c.readOnly = true

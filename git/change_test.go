@@ -274,3 +274,52 @@ func TestBackslashInName(t *testing.T) {
 		t.Errorf("after revert: %s", render(ch))
 	}
 }
+
+// TestDiffComputedWithTheChange: the patch Change computes along with the
+// raw records (one diff-tree) is what `git diff -M` of base and the
+// change's tree prints, for every kind of change.
+func TestDiffComputedWithTheChange(t *testing.T) {
+	files := map[string]string{"a.txt": "hello\nworld\n", "sp ace.txt": "b\n", "gone.txt": "bye\n", "bin.dat": "\x00\x01bin"}
+	var big strings.Builder
+	for i := 0; i < 50; i++ {
+		big.WriteString("line\n")
+	}
+	files["big.txt"] = big.String()
+	repo := newRepo(t, files)
+	w := open(t, repo, "r1")
+	dir, base, err := w.Prepare(ctx, "a#1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, dir, "a.txt", "changed\n")
+	write(t, dir, "bin.dat", "\x00\x02bin")
+	write(t, dir, "tab\tname.txt", "new\n")
+	os.Remove(filepath.Join(dir, "gone.txt"))
+	if err := os.Rename(filepath.Join(dir, "big.txt"), filepath.Join(dir, "moved.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("a.txt", filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Join(dir, "sp ace.txt"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ch, err := w.Change(ctx, dir, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := render(ch); !strings.Contains(got, "R big.txt->moved.txt") {
+		t.Errorf("change %q", got)
+	}
+	diff, err := w.Diff(ctx, dir, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := g(t, repo, "diff", "-M", "--no-color", "--no-ext-diff", "--no-textconv", base, w.slots["a#1"].snap.tree, "--")
+	if !w.slots["a#1"].snap.hasPatch || !strings.Contains(diff, "Binary files") {
+		t.Errorf("Diff was not computed with the change:\n%s", diff)
+	}
+	if strings.TrimRight(diff, "\n") != want {
+		t.Errorf("Diff:\n%s\nwant:\n%s", diff, want)
+	}
+}

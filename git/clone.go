@@ -189,6 +189,19 @@ func (w *Workspace) agentGit(s *slot, tip string) error {
 		return err
 	}
 	defer root.Close()
+	if w.reuseAgentGit(root, s, tip) {
+		w.reusedAgentGits.Add(1)
+		return nil
+	}
+	if err := w.makeAgentGit(root, s, tip); err != nil {
+		return err
+	}
+	recordAgentGit(root, s) // reused by the next reset if untouched (agentgit.go)
+	return nil
+}
+
+// makeAgentGit makes the clone's .git afresh through root.
+func (w *Workspace) makeAgentGit(root *os.Root, s *slot, tip string) error {
 	if err := rootRemoveAll(root, ".git"); err != nil {
 		return err
 	}
@@ -257,8 +270,14 @@ func copyIndexInto(root *os.Root, src, dst string) error {
 	if !fi.Mode().IsRegular() {
 		return fmt.Errorf("%s: not a regular file", src)
 	}
+	// A new file, never one found under the temporary name: the agent
+	// may have left a link there (to a file of the worktree) or a hard
+	// link, and a write through it would land in that file.
 	tmp := dst + ".tmp"
-	out, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err := root.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	out, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return err
 	}

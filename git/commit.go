@@ -85,6 +85,10 @@ func (w *Workspace) Commit(ctx context.Context, dir, base string, info muster.Co
 // commitTree makes a commit of tree with one parent, without signing it
 // (a run is unattended).
 func (w *Workspace) commitTree(ctx context.Context, tree, parent, msg string, env []string) (string, error) {
+	// Written here when it is the plain kind (object.go); else by git.
+	if id, err := w.writeCommitObject(tree, parent, msg, env); err != nil || id != "" {
+		return id, err
+	}
 	c := w.ig("commit-tree", "--no-gpg-sign", "-p", parent, "-F", "-", tree)
 	c.env, c.stdin = append(c.env, env...), []byte(msg)
 	id, err := line(ctx, c)

@@ -108,7 +108,7 @@ func (h *Host) Receive(ctx context.Context, repo, bundle string) (string, error)
 	if err != nil {
 		return "", err
 	}
-	tip, tree, _, err := readBundle(ctx, h.Batches.get(dir), dir, bundle)
+	tip, tree, _, err := readBundle(ctx, h.Batches.get(dir), dir, bundle, true)
 	if err != nil {
 		return "", err
 	}
@@ -251,16 +251,27 @@ func (h *Host) Result(ctx context.Context, repo, executor string, n int, start, 
 	if err := scrubGitDir(filepath.Join(dir, ".git"), filepath.Join(h.store(repo), "objects")); err != nil {
 		return "", false, err
 	}
-	tmp, err := os.CreateTemp("", "muster-result-*.index")
+	tmp, err := os.MkdirTemp("", "muster-result-*")
 	if err != nil {
 		return "", false, err
 	}
-	idx := tmp.Name()
-	tmp.Close()
-	defer os.Remove(idx)
+	defer os.RemoveAll(tmp)
+	idx, objects := filepath.Join(tmp, "index"), filepath.Join(tmp, "objects")
+	if err := os.Mkdir(objects, 0o700); err != nil {
+		return "", false, err
+	}
+	// With the store's long-lived helper, the objects `add` and
+	// `write-tree` make go to a directory of muster's own (the store's
+	// are read as alternates): they are then exactly what the result
+	// adds, packed here without a git process (bundlepack.go).
+	batch := h.Batches.get(h.store(repo))
+	inProcess := batch != nil && len(start) == 40
 	gitIdx := func(args ...string) (string, error) {
 		c := cloneGit(dir, args...)
 		c.env = append(c.env, "GIT_INDEX_FILE="+idx)
+		if inProcess {
+			c.env = append(c.env, "GIT_OBJECT_DIRECTORY="+objects, "GIT_ALTERNATE_OBJECT_DIRECTORIES="+filepath.Join(h.store(repo), "objects"))
+		}
 		return line(ctx, c)
 	}
 	if err := copyIndex(h.savedIndex(repo, executor, n), idx); err != nil {
@@ -283,6 +294,11 @@ func (h *Host) Result(ctx context.Context, repo, executor string, n int, start, 
 	}
 	if tree == base {
 		return start, false, nil
+	}
+	if inProcess {
+		body := resultCommit(tree, start)
+		commit = objectID("commit", body)
+		return commit, true, writeObjectsBundle(ctx, batch, out, commit, start, tree, base, body, objects)
 	}
 	commit, err = commitOf(ctx, dir, tree, start, "muster fleet result")
 	if err != nil {

@@ -8,11 +8,12 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/muster-run/muster"
 )
 
-var commitPattern = regexp.MustCompile(`^[0-9a-f]{40}([0-9a-f]{24})?$`)
+var commitPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{40}([0-9a-f]{24})?$`) })
 
 // raceRefPrefix is where a run keeps its race candidates' commits:
 // refs/muster/<run>/race/<task>/<attempt>, until muster clean.
@@ -28,7 +29,7 @@ func RaceRef(runID string, task muster.TaskID, attempt int) string {
 // its objects), so that the losers outlive the run until muster clean,
 // and never touch the run branch (muster.RaceKeeper).
 func (w *Workspace) KeepRace(ctx context.Context, task muster.TaskID, attempt int, commit string) error {
-	if !commitPattern.MatchString(commit) {
+	if !commitPattern().MatchString(commit) {
 		return fmt.Errorf("keep race candidate: bad commit %q", commit)
 	}
 	ref := RaceRef(w.run, task, attempt)
@@ -63,7 +64,7 @@ func DropRaceRefs(ctx context.Context, repo string) (int, error) {
 // commit, both in the user's object store (no external diff, no
 // textconv: the user's config runs nothing here).
 func (w *Workspace) RaceDiff(ctx context.Context, base, commit string) (string, error) {
-	if !commitPattern.MatchString(base) || !commitPattern.MatchString(commit) {
+	if !commitPattern().MatchString(base) || !commitPattern().MatchString(commit) {
 		return "", fmt.Errorf("race diff: bad commits %q %q", base, commit)
 	}
 	out, err := run(ctx, cmd{dir: w.top, args: []string{"diff", "--no-ext-diff", "--no-textconv", "--no-color", "--no-renames", base, commit, "--"}})
@@ -77,7 +78,7 @@ func (w *Workspace) RaceDiff(ctx context.Context, base, commit string) (string, 
 // muster's that must not exist yet: a race's judge works there (the
 // repository at the candidates' base), never in a candidate's clone.
 func (w *Workspace) ExportTree(ctx context.Context, commit, dest string) error {
-	if !commitPattern.MatchString(commit) {
+	if !commitPattern().MatchString(commit) {
 		return fmt.Errorf("export tree: bad commit %q", commit)
 	}
 	if err := os.Mkdir(dest, 0o755); err != nil {

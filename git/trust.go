@@ -137,7 +137,7 @@ func (w *Workspace) Commits(ctx context.Context) ([]Commit, error) {
 // tip ("" when it is gone) and its commits since base, as Commits lists
 // them. Nothing is created or changed.
 func ReadBranch(ctx context.Context, repo, runID, base string) (tip string, commits []Commit, err error) {
-	if !runIDPattern.MatchString(runID) || strings.Contains(runID, "..") {
+	if !runIDPattern().MatchString(runID) || strings.Contains(runID, "..") {
 		return "", nil, fmt.Errorf("run id %q is not a run id", runID)
 	}
 	top, common, err := Root(ctx, repo)

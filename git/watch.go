@@ -2,6 +2,7 @@ package git
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -69,6 +70,9 @@ func (w *Workspace) fastReset(ctx context.Context, s *slot, tip string) bool {
 	return w.agentGit(s, tip) == nil
 }
 
+// maxCheckoutPaths is the most paths switchTo checks out one by one.
+const maxCheckoutPaths = 200
+
 // switchTo moves the worktree and the private index, which describes it
 // exactly as the tree cur, to tip, rewriting only the files that differ.
 // A few paths go through `checkout --no-overlay <tip> -- <paths>` (it
@@ -77,17 +81,25 @@ func (w *Workspace) switchTo(ctx context.Context, g wtGit, cur, tip string) erro
 	if cur == tip {
 		return nil
 	}
-	c := w.ig("diff-tree", "-r", "-z", "--no-renames", "--name-only", cur, tip)
-	c.readOnly = true
-	out, err := run(ctx, c)
-	if err != nil {
-		return err
+	// The paths that differ, from the object reader (no git process);
+	// from diff-tree when it cannot answer.
+	paths, err := w.diffNames(ctx, cur, tip, maxCheckoutPaths)
+	many := errors.Is(err, errManyPaths)
+	if err != nil && !many {
+		c := w.ig("diff-tree", "-r", "-z", "--no-renames", "--name-only", cur, tip)
+		c.readOnly = true
+		out, err := run(ctx, c)
+		if err != nil {
+			return err
+		}
+		paths = splitZ(out)
+		many = len(paths) > maxCheckoutPaths
 	}
-	paths := splitZ(out)
 	switch {
+	case many:
 	case len(paths) == 0:
 		return nil
-	case len(paths) <= 200:
+	default:
 		c := g.c(append([]string{"checkout", "--no-overlay", "--force", "--quiet", tip, "--"}, paths...)...)
 		c.paths = true
 		if _, err := run(ctx, c); err == nil {

@@ -100,6 +100,9 @@ type Workspace struct {
 	// (fast) or with a pass over every file (full), for tests and
 	// benchmarks.
 	fastResets, fullResets, fastStages, fullStages atomic.Int64
+	// reusedAgentGits counts the resets that kept a clone's own .git
+	// (agentgit.go).
+	reusedAgentGits atomic.Int64
 
 	integrateMu sync.Mutex            // serialises moves of the run branch; guards:
 	tip         string                // the run branch as muster last left it (never read back from the ref)
@@ -145,6 +148,9 @@ type slot struct {
 	// linked are the clone's files seen with more than one name: never
 	// trusted by their stat data (hardlink.go).
 	linked map[string]bool
+	// agentSig is the clone's own .git as muster last left it (nil:
+	// unknown; the next reset makes it afresh).
+	agentSig gitDirSig
 	// idle: no attempt is using the clone (between EndAttempt and the
 	// next BeginAttempt); guarded by Workspace.mu.
 	idle bool
@@ -155,11 +161,14 @@ type slot struct {
 type snapshot struct {
 	base, tree string
 	change     *muster.Change
+	// patch is Diff's answer, computed with the change (hasPatch).
+	patch    string
+	hasPatch bool
 }
 
 var _ muster.Workspace = (*Workspace)(nil)
 
-var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
+var runIDPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`) })
 
 // Fallback identity when git config has no user.name or user.email.
 const (
@@ -172,7 +181,7 @@ const (
 // descends from Base), and creates the run directory. Clones are leased
 // from the repository's pool on demand by Prepare.
 func Open(ctx context.Context, opts Options) (*Workspace, error) {
-	if !runIDPattern.MatchString(opts.RunID) || strings.Contains(opts.RunID, "..") || strings.HasSuffix(opts.RunID, ".lock") {
+	if !runIDPattern().MatchString(opts.RunID) || strings.Contains(opts.RunID, "..") || strings.HasSuffix(opts.RunID, ".lock") {
 		return nil, fmt.Errorf("run id %q: use letters, digits, '.', '_' and '-' (no \"..\", no \".lock\" suffix)", opts.RunID)
 	}
 	major, minor, err := version(ctx)

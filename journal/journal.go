@@ -6,7 +6,6 @@ package journal
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -31,7 +30,7 @@ type Journal struct {
 	path string
 	f    *os.File
 	seq  int64
-	buf  bytes.Buffer
+	buf  []byte // the lines of the append under way
 	sync bool
 }
 
@@ -172,18 +171,20 @@ func (j *Journal) append(es []*muster.Event, sync bool) error {
 	if j.f == nil {
 		return errors.New("journal is closed")
 	}
-	j.buf.Reset()
-	enc := json.NewEncoder(&j.buf)
-	enc.SetEscapeHTML(false)
+	b := j.buf[:0]
 	seq := j.seq
 	for _, e := range es {
 		seq++
 		e.Seq = seq
-		if err := enc.Encode(e); err != nil {
+		var err error
+		if b, err = appendLine(b, e); err != nil {
 			return fmt.Errorf("encode event: %w", err)
 		}
 	}
-	if _, err := j.f.Write(j.buf.Bytes()); err != nil {
+	if cap(b) <= maxKeptBuf {
+		j.buf = b
+	}
+	if _, err := j.f.Write(b); err != nil {
 		return fmt.Errorf("append to journal: %w", err)
 	}
 	j.seq = seq
@@ -195,6 +196,10 @@ func (j *Journal) append(es []*muster.Event, sync bool) error {
 	}
 	return nil
 }
+
+// maxKeptBuf bounds the line buffer a journal keeps between appends (a
+// larger one, of a batch of large events, is left to the collector).
+const maxKeptBuf = 1 << 20
 
 // Seq returns the sequence number of the last event.
 func (j *Journal) Seq() int64 {

@@ -3,13 +3,16 @@ package mcpserver
 import (
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/google/jsonschema-go/jsonschema"
 )
 
 // flagToken is a command-line flag in an error's text: "--budget-usd",
 // "-o".
-var flagToken = regexp.MustCompile(`(^|[\s(\x60"'])(--[a-z][a-z-]*|-o)\b( [A-Z][A-Z=\[\]:_]*)?`)
+var flagToken = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(^|[\s(\x60"'])(--[a-z][a-z-]*|-o)\b( [A-Z][A-Z=\[\]:_]*)?`)
+})
 
 // paramError is an error whose text names the tool's parameters where
 // the command line's would name its flags.
@@ -31,8 +34,8 @@ func asParams(sc *jsonschema.Schema, err error) error {
 		return err
 	}
 	msg := err.Error()
-	out := flagToken.ReplaceAllStringFunc(msg, func(m string) string {
-		sub := flagToken.FindStringSubmatch(m)
+	out := flagToken().ReplaceAllStringFunc(msg, func(m string) string {
+		sub := flagToken().FindStringSubmatch(m)
 		lead, flag, metavar := sub[1], sub[2], sub[3]
 		name := strings.ReplaceAll(strings.TrimLeft(flag, "-"), "-", "_")
 		if flag == "-o" {

@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/goccy/go-yaml"
 )
@@ -161,7 +162,7 @@ func (s *Script) Validate() error {
 	return nil
 }
 
-var markerRE = regexp.MustCompile(`\[scenario:\s*([^\]\s]+)\s*\]`)
+var markerRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\[scenario:\s*([^\]\s]+)\s*\]`) })
 
 // find returns the scenario for a prompt: by marker first, then by Match,
 // then "default", else nil.
@@ -169,7 +170,7 @@ func (s *Script) find(prompt string) *Scenario {
 	if s == nil {
 		return nil
 	}
-	if m := markerRE.FindStringSubmatch(prompt); m != nil {
+	if m := markerRE().FindStringSubmatch(prompt); m != nil {
 		for i := range s.Scenarios {
 			if s.Scenarios[i].Name == m[1] {
 				return &s.Scenarios[i]
@@ -190,19 +191,21 @@ func (s *Script) find(prompt string) *Scenario {
 }
 
 // cwdPatterns find the client's working directory in what it sends.
-var cwdPatterns = []*regexp.Regexp{
-	regexp.MustCompile(`Primary working directory: ([^\s<"\\]+)`),
-	regexp.MustCompile(`<cwd>([^<]+)</cwd>`),
-	regexp.MustCompile(`Working directory: ([^\s<"\\]+)`),
-	regexp.MustCompile(`Workspace Directories:\*{0,2}\s*(?:\\n)?\s*-\s*([^\s<"\\]+)`),
-	regexp.MustCompile(`MUSTER_WORKTREE=([^\s<"\\]+)`),
-	// Copilot CLI's and Qwen Code's environment contexts.
-	regexp.MustCompile(`Current working directory: ([^\s<"\\]+)`),
-	regexp.MustCompile(`currently working in the directory: ([^\s<"\\]+)`),
-}
+var cwdPatterns = sync.OnceValue(func() []*regexp.Regexp {
+	return []*regexp.Regexp{
+		regexp.MustCompile(`Primary working directory: ([^\s<"\\]+)`),
+		regexp.MustCompile(`<cwd>([^<]+)</cwd>`),
+		regexp.MustCompile(`Working directory: ([^\s<"\\]+)`),
+		regexp.MustCompile(`Workspace Directories:\*{0,2}\s*(?:\\n)?\s*-\s*([^\s<"\\]+)`),
+		regexp.MustCompile(`MUSTER_WORKTREE=([^\s<"\\]+)`),
+		// Copilot CLI's and Qwen Code's environment contexts.
+		regexp.MustCompile(`Current working directory: ([^\s<"\\]+)`),
+		regexp.MustCompile(`currently working in the directory: ([^\s<"\\]+)`),
+	}
+})
 
 func findCwd(body string) string {
-	for _, re := range cwdPatterns {
+	for _, re := range cwdPatterns() {
 		if m := re.FindStringSubmatch(body); m != nil {
 			return m[1]
 		}

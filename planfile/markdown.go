@@ -3,12 +3,13 @@ package planfile
 import (
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/muster-run/muster"
 )
 
 // fieldLine matches a "Key: value" line of a task's field block.
-var fieldLine = regexp.MustCompile(`^\s*([A-Za-z][A-Za-z0-9_-]*)\s*:(.*)$`)
+var fieldLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*([A-Za-z][A-Za-z0-9_-]*)\s*:(.*)$`) })
 
 // parseMarkdown reads the Markdown plan format.
 func parseMarkdown(name string, data []byte) (*muster.Plan, muster.Problems) {
@@ -56,7 +57,7 @@ func parseMarkdown(name string, data []byte) (*muster.Plan, muster.Problems) {
 				inFields = false
 				continue
 			}
-			if m := fieldLine.FindStringSubmatch(line); m != nil {
+			if m := fieldLine().FindStringSubmatch(line); m != nil {
 				if c := canonicalKey(m[1]); c != "" {
 					ps.setField(cur, c, m[2], ln)
 				} else {

@@ -1,6 +1,7 @@
 package planfile
 
 import (
+	"fmt"
 	"slices"
 	"sort"
 	"strings"
@@ -418,6 +419,8 @@ func (ps *problems) checkTasks(tasks []*muster.Task, cfg *muster.Config) [][]str
 		if t.Executor != "" {
 			ex := cfg.Executor(t.Executor)
 			switch {
+			case ex == nil && cfg.Fleet.NATS != "":
+				ps.awaitsFleet(t, execNames, cfg)
 			case ex == nil:
 				if s := suggest.Nearest(t.Executor, execNames); s != "" {
 					ps.addf(t.LineOf("executor"), "task %s: unknown executor %q; did you mean %q?", t.ID, t.Executor, s)
@@ -447,6 +450,20 @@ func (ps *problems) checkTasks(tasks []*muster.Task, cfg *muster.Config) [][]str
 }
 
 // checkTitle reports a title too long or with control characters.
+// awaitsFleet is a warning, in a run on a fleet, for a task that names an
+// executor neither the config nor the fleet's workers have: the run
+// waits for a worker serving it to join (up to [fleet] join_wait once it
+// has nothing else to do), then skips the task.
+func (ps *problems) awaitsFleet(t *muster.Task, execNames []string, cfg *muster.Config) {
+	hint := ""
+	if s := suggest.Nearest(t.Executor, execNames); s != "" {
+		hint = fmt.Sprintf(" (did you mean %q?)", s)
+	}
+	ps.list = append(ps.list, muster.Problem{File: ps.file, Line: t.LineOf("executor"), Warning: true,
+		Message: fmt.Sprintf("task %s: executor %q is not in the crew%s: no worker of the fleet serves it yet; the run waits for one to join, up to [fleet] join_wait (%s) once nothing else runs, then skips the task",
+			t.ID, t.Executor, hint, cfg.Fleet.JoinWaitOrDefault())})
+}
+
 func (ps *problems) checkTitle(t *muster.Task) {
 	switch {
 	case len(t.Title) > muster.MaxTitleLength:

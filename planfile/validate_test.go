@@ -285,3 +285,23 @@ func TestCovered(t *testing.T) {
 		}
 	}
 }
+
+// In a run on a fleet, a task that names an executor nobody serves yet
+// is a warning (the run waits for a worker serving it to join), with the
+// nearest name as a hint; without a fleet it stays an error.
+func TestUnknownExecutorOnAFleetWarns(t *testing.T) {
+	t.Parallel()
+	cfg := crew()
+	cfg.Fleet.NATS = "nats://127.0.0.1:4222"
+	p := mustParse(t, "p.md", "## [ ] a: A\nExecutor: codx\n\n## [ ] b: B\nExecutor: gpu\n")
+	probs := Validate(p, cfg, Options{})
+	if len(probs) != 2 || len(probs.Errors()) != 0 {
+		t.Fatalf("problems %v", probs)
+	}
+	if got := probs[0].String(); !strings.Contains(got, `p.md:2: warning: task a: executor "codx" is not in the crew (did you mean "codex"?)`) || !strings.Contains(got, "join_wait (5m0s)") {
+		t.Errorf("warning %q", got)
+	}
+	if len(Validate(p, crew(), Options{}).Errors()) != 2 {
+		t.Error("without a fleet an unknown executor is not an error")
+	}
+}

@@ -3,12 +3,13 @@ package planner
 import (
 	"regexp"
 	"strings"
+	"sync"
 )
 
 var (
-	titleLine = regexp.MustCompile(`^#\s+Plan\b`)
-	taskLine  = regexp.MustCompile(`^##\s+\[[ xX]\]\s+[A-Za-z0-9][A-Za-z0-9._-]*\s*:`)
-	fenceLine = regexp.MustCompile("^(```+|~~~+)")
+	titleLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^#\s+Plan\b`) })
+	taskLine  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^##\s+\[[ xX]\]\s+[A-Za-z0-9][A-Za-z0-9._-]*\s*:`) })
+	fenceLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("^(```+|~~~+)") })
 )
 
 // Extract returns the first Markdown plan in an agent's final message, or
@@ -26,14 +27,14 @@ func Extract(msg string) []byte {
 	}
 	start := -1
 	for i, l := range lines {
-		if titleLine.MatchString(l) {
+		if titleLine().MatchString(l) {
 			start = i
 			break
 		}
 	}
 	if start < 0 {
 		for i, l := range lines {
-			if taskLine.MatchString(l) {
+			if taskLine().MatchString(l) {
 				start = i
 				break
 			}
@@ -46,7 +47,7 @@ func Extract(msg string) []byte {
 	// A plan inside a fence opened before it ends where the fence closes.
 	if fenceOpensBefore(lines[:start]) {
 		for i, l := range body {
-			if fenceLine.MatchString(strings.TrimSpace(l)) {
+			if fenceLine().MatchString(strings.TrimSpace(l)) {
 				body = body[:i]
 				break
 			}
@@ -59,7 +60,7 @@ func Extract(msg string) []byte {
 // task heading.
 func fencedPlan(lines []string) string {
 	for i := 0; i < len(lines); i++ {
-		m := fenceLine.FindString(strings.TrimSpace(lines[i]))
+		m := fenceLine().FindString(strings.TrimSpace(lines[i]))
 		if m == "" {
 			continue
 		}
@@ -72,7 +73,7 @@ func fencedPlan(lines []string) string {
 			body = append(body, lines[j])
 		}
 		for _, l := range body {
-			if taskLine.MatchString(l) {
+			if taskLine().MatchString(l) {
 				return strings.TrimSpace(strings.Join(body, "\n")) + "\n"
 			}
 		}
@@ -86,7 +87,7 @@ func fencedPlan(lines []string) string {
 func fenceOpensBefore(lines []string) bool {
 	n := 0
 	for _, l := range lines {
-		if fenceLine.MatchString(strings.TrimSpace(l)) {
+		if fenceLine().MatchString(strings.TrimSpace(l)) {
 			n++
 		}
 	}

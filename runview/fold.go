@@ -52,6 +52,8 @@ func (r *Run) applyRun(e *muster.Event) bool {
 		if e.Config != nil && e.Config.Run.BudgetUSDMicros > 0 {
 			r.Budget = e.Config.Run.BudgetUSDMicros
 		}
+	case muster.EvExecutorJoined:
+		r.joined(e)
 	case muster.EvWarning:
 		r.warn(e.Message)
 	case muster.EvRateLimited:
@@ -213,6 +215,23 @@ func (r *Run) end(e *muster.Event, state muster.TaskState) {
 func (r *Run) idleAll() {
 	for _, c := range r.Clones {
 		c.Task, c.Work = "", muster.Usage{}
+	}
+}
+
+// joined folds an ExecutorJoined: the executor's clones get lanes, and
+// the run's config (a copy: the RunStarted's may be shared) has it, as
+// the engine's does.
+func (r *Run) joined(e *muster.Event) {
+	if e.Spec == nil || r.Config == nil || r.Config.Executor(e.Spec.Name) != nil {
+		return
+	}
+	cfg := *r.Config
+	spec := *e.Spec
+	spec.Fleet = true
+	cfg.Executors = append(slices.Clip(cfg.Executors), &spec)
+	r.Config = &cfg
+	for c := 1; c <= spec.Clones; c++ {
+		r.Clone(muster.Slot(spec.Name, c))
 	}
 }
 

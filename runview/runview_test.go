@@ -1,6 +1,7 @@
 package runview
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -107,5 +108,25 @@ func TestWarningsOnce(t *testing.T) {
 	}
 	if len(r.Warnings) != 2 || r.Warnings[0] != "namespaces: unavailable" || r.Warnings[1] != "key K only to x" {
 		t.Errorf("warnings %q", r.Warnings)
+	}
+}
+
+// An executor that joins mid-run gets lanes for its clones, and the
+// run's config (a copy) has it; a known name changes nothing.
+func TestExecutorJoined(t *testing.T) {
+	r := New()
+	cfg := &muster.Config{Executors: []*muster.ExecutorSpec{{Name: "sh", Clones: 1}}}
+	r.Apply(&muster.Event{Type: muster.EvRunStarted, Run: "r", Config: cfg})
+	r.Apply(&muster.Event{Type: muster.EvExecutorJoined, Executor: "y", Worker: "w2", Spec: &muster.ExecutorSpec{Name: "y", Clones: 2}})
+	r.Apply(&muster.Event{Type: muster.EvExecutorJoined, Executor: "sh", Worker: "w3", Spec: &muster.ExecutorSpec{Name: "sh", Clones: 9}})
+	if len(cfg.Executors) != 1 || r.Config.Executor("y") == nil || r.Config.Executor("sh").Clones != 1 {
+		t.Fatalf("config %+v", r.Config.Executors)
+	}
+	var slots []string
+	for _, c := range r.Clones {
+		slots = append(slots, c.Slot)
+	}
+	if got := strings.Join(slots, " "); got != "sh#1 y#1 y#2" {
+		t.Errorf("lanes %q", got)
 	}
 }

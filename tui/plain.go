@@ -304,6 +304,8 @@ func (f *plainFold) qualityLine(e *muster.Event, color, verbose bool) string {
 		return fmt.Sprintf("%s %s follow-up %d: feedback from the pull request", c(bold, "↺"), task, e.Followup)
 	case muster.EvPlanAdopted:
 		return fmt.Sprintf("%s plan %s adopted: %s", c(bold, "↺"), textsafe.Sanitize(e.Plan), textsafe.Sanitize(e.Message))
+	case muster.EvExecutorJoined:
+		return joinedLine(e, c)
 	case muster.EvBlocked:
 		return fmt.Sprintf("%s %s network blocked on %s: %s", c(yellow, "!"), task, textsafe.Sanitize(e.Slot()), textsafe.Sanitize(e.BlockedText()))
 	case muster.EvRefused:
@@ -320,6 +322,19 @@ func (f *plainFold) qualityLine(e *muster.Event, color, verbose bool) string {
 		return c(yellow, "interrupted: ") + "resume with muster resume " + f.run
 	}
 	return ""
+}
+
+// joinedLine is an ExecutorJoined's line: the executor, the worker that
+// brought it and its clones.
+func joinedLine(e *muster.Event, c func(code, s string) string) string {
+	if e.Spec == nil {
+		return ""
+	}
+	clones := "1 clone"
+	if e.Spec.Clones != 1 {
+		clones = fmt.Sprintf("%d clones", e.Spec.Clones)
+	}
+	return fmt.Sprintf("%s executor %s joined the crew from fleet worker %s (%s)", c(bold, "+"), textsafe.Sanitize(e.Executor), textsafe.Sanitize(e.Worker), clones)
 }
 
 // plainDur is a duration in the clock's format: 4.2s, 3m07s, 1h02m.

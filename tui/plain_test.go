@@ -180,3 +180,16 @@ func TestPlainFleetReviewerNamesWorker(t *testing.T) {
 		t.Errorf("reviewers:\n%s", out)
 	}
 }
+
+// An executor that joins the crew mid-run gets a line naming it, its
+// worker and its clones (the worker's words, sanitized).
+func TestPlainExecutorJoined(t *testing.T) {
+	var b bytes.Buffer
+	p := NewPrinter(&b)
+	if err := p.Print(muster.Event{Type: muster.EvExecutorJoined, Executor: "y", Worker: "w\x1b[2J2", Spec: &muster.ExecutorSpec{Name: "y", Clones: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if out := b.String(); !strings.Contains(out, "executor y joined the crew from fleet worker w") || !strings.Contains(out, "(1 clone)") || strings.Contains(out, "\x1b") {
+		t.Errorf("line %q", out)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/internal/agentkit"
@@ -167,10 +168,10 @@ func resumable(home, dir, id string) bool {
 // projectDir is Claude Code's name for a working directory's project:
 // every character other than a letter or digit becomes "-".
 func projectDir(dir string) string {
-	return nonAlnum.ReplaceAllString(filepath.Clean(dir), "-")
+	return nonAlnum().ReplaceAllString(filepath.Clean(dir), "-")
 }
 
-var nonAlnum = regexp.MustCompile(`[^A-Za-z0-9]`)
+var nonAlnum = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^A-Za-z0-9]`) })
 
 type event struct {
 	Type      string          `json:"type"`

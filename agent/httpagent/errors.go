@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	muster "github.com/muster-run/muster"
@@ -105,11 +106,15 @@ func errorMessage(body []byte) (msg, typ string) {
 	return strings.TrimSpace(truncate(string(body), 500)), ""
 }
 
-var usageLimitRE = regexp.MustCompile(`(?i)usage limit|insufficient_quota|exceeded your current quota|quota exceeded|limit will reset|credit balance is too low|billing_hard_limit`)
+var usageLimitRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)usage limit|insufficient_quota|exceeded your current quota|quota exceeded|limit will reset|credit balance is too low|billing_hard_limit`)
+})
 
-func isUsageLimit(s string) bool { return usageLimitRE.MatchString(s) }
+func isUsageLimit(s string) bool { return usageLimitRE().MatchString(s) }
 
-var rfc3339RE = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)`)
+var rfc3339RE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)`)
+})
 
 // resetAt finds when a usage limit resets: a reset header (unix seconds
 // or RFC 3339), a time in the message, or Retry-After from now.
@@ -126,7 +131,7 @@ func resetAt(h http.Header, msg string, now time.Time) time.Time {
 			return t
 		}
 	}
-	if m := rfc3339RE.FindString(msg); m != "" {
+	if m := rfc3339RE().FindString(msg); m != "" {
 		if t, err := time.Parse(time.RFC3339, m); err == nil {
 			return t
 		}

@@ -27,6 +27,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -67,9 +68,11 @@ type directives struct {
 }
 
 var (
-	reTokens = regexp.MustCompile(`^tokens\s+(\d+)\s+in,\s*(\d+)\s+out$`)
-	reSkip   = regexp.MustCompile(`^skip\s+(\S+)\s+on round\s+(\d+)$`)
-	reReview = regexp.MustCompile(`^review\s+(critical|major|minor)\s+"([^"]*)"\s+on round\s+(\d+)$`)
+	reTokens = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^tokens\s+(\d+)\s+in,\s*(\d+)\s+out$`) })
+	reSkip   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^skip\s+(\S+)\s+on round\s+(\d+)$`) })
+	reReview = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^review\s+(critical|major|minor)\s+"([^"]*)"\s+on round\s+(\d+)$`)
+	})
 )
 
 func parse(prompt string) directives {
@@ -108,17 +111,17 @@ func parse(prompt string) directives {
 			if v, err := time.ParseDuration(strings.TrimSpace(rest[6:])); err == nil {
 				d.sleep, d.hasSleep = v, true
 			}
-		case reTokens.MatchString(rest):
-			m := reTokens.FindStringSubmatch(rest)
+		case reTokens().MatchString(rest):
+			m := reTokens().FindStringSubmatch(rest)
 			d.in, _ = strconv.ParseInt(m[1], 10, 64)
 			d.out, _ = strconv.ParseInt(m[2], 10, 64)
 			d.hasTokens = true
-		case reSkip.MatchString(rest):
-			m := reSkip.FindStringSubmatch(rest)
+		case reSkip().MatchString(rest):
+			m := reSkip().FindStringSubmatch(rest)
 			r, _ := strconv.Atoi(m[2])
 			d.skip[r] = append(d.skip[r], m[1])
-		case reReview.MatchString(rest):
-			m := reReview.FindStringSubmatch(rest)
+		case reReview().MatchString(rest):
+			m := reReview().FindStringSubmatch(rest)
 			r, _ := strconv.Atoi(m[3])
 			d.review[r] = append(d.review[r], muster.Finding{Severity: m[1], Title: m[2], Detail: "found by the simulated reviewer"})
 		case rest == "fail":

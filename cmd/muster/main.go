@@ -7,6 +7,9 @@ import (
 	"os"
 	"runtime/pprof"
 
+	// muster __confine runs (and exits) in this package's initialiser,
+	// before the command tree's packages are initialised.
+	_ "github.com/muster-run/muster/cmd/muster/internal/confinestart"
 	"github.com/muster-run/muster/internal/cli"
 )
 

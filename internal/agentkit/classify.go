@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/muster-run/muster"
@@ -17,7 +18,7 @@ func Classify(status, exitCode int, text string, now time.Time) *muster.AgentErr
 	e := &muster.AgentError{Class: muster.FailExit, ExitCode: exitCode, Message: Clip(strings.TrimSpace(text), 1000)}
 	low := strings.ToLower(text)
 	if status == 0 {
-		if m := statusRE.FindStringSubmatch(text); m != nil {
+		if m := statusRE().FindStringSubmatch(text); m != nil {
 			status, _ = strconv.Atoi(m[1] + m[2])
 		}
 	}
@@ -45,7 +46,7 @@ func Classify(status, exitCode int, text string, now time.Time) *muster.AgentErr
 
 func usageLimit(low string) bool {
 	low = strings.ReplaceAll(low, "request a quota increase", "")
-	if limitResetRE.MatchString(low) {
+	if limitResetRE().MatchString(low) {
 		return true
 	}
 	return containsAny(low, "usage limit", "usage_limit", "limit reached", "quota exceeded", "exceeded your current quota",
@@ -63,27 +64,37 @@ func containsAny(s string, subs ...string) bool {
 }
 
 var (
-	limitResetRE = regexp.MustCompile(`limit[^.\n]{0,40}\breset`)
-	statusRE     = regexp.MustCompile(`(?i)(?:status(?: ?code)?|error|http|code)["':= ]*\b([45]\d\d)\b|\b([45]\d\d) (?:Too Many|Unauthorized|Forbidden|Internal|Bad|Service|Not Found|Overloaded)`)
-	retryAfterRE = regexp.MustCompile(`(?i)retry[-_ ]?after["':= ]*\s*(\d+(?:\.\d+)?)\s*(ms|milliseconds?|s|secs?|seconds?|m|mins?|minutes?)?`)
-	tryInRE      = regexp.MustCompile(`(?i)(?:try again|retry|retrying|resets?) in\s+((?:\d+(?:\.\d+)?\s*[a-z]+[\s,and]*)+)`)
-	retryMSRE    = regexp.MustCompile(`(?i)retry_delay_ms["':= ]*\s*(\d+)`)
-	durPartRE    = regexp.MustCompile(`(?i)(\d+(?:\.\d+)?)\s*(milliseconds?|ms|seconds?|secs?|s|minutes?|mins?|m|hours?|hrs?|h|days?|d)`)
-	epochRE      = regexp.MustCompile(`\|(\d{10})\b`)
-	clockRE      = regexp.MustCompile(`(?i)(?:resets?|try again|available again|reset)(?: at)?\s+(\d{1,2})(?::(\d{2}))?\s*(am|pm)?(?:\s*\(([A-Za-z_]+/[A-Za-z_]+|UTC)\))?`)
+	limitResetRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`limit[^.\n]{0,40}\breset`) })
+	statusRE     = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)(?:status(?: ?code)?|error|http|code)["':= ]*\b([45]\d\d)\b|\b([45]\d\d) (?:Too Many|Unauthorized|Forbidden|Internal|Bad|Service|Not Found|Overloaded)`)
+	})
+	retryAfterRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)retry[-_ ]?after["':= ]*\s*(\d+(?:\.\d+)?)\s*(ms|milliseconds?|s|secs?|seconds?|m|mins?|minutes?)?`)
+	})
+	tryInRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)(?:try again|retry|retrying|resets?) in\s+((?:\d+(?:\.\d+)?\s*[a-z]+[\s,and]*)+)`)
+	})
+	retryMSRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)retry_delay_ms["':= ]*\s*(\d+)`) })
+	durPartRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)(\d+(?:\.\d+)?)\s*(milliseconds?|ms|seconds?|secs?|s|minutes?|mins?|m|hours?|hrs?|h|days?|d)`)
+	})
+	epochRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\|(\d{10})\b`) })
+	clockRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)(?:resets?|try again|available again|reset)(?: at)?\s+(\d{1,2})(?::(\d{2}))?\s*(am|pm)?(?:\s*\(([A-Za-z_]+/[A-Za-z_]+|UTC)\))?`)
+	})
 )
 
 // RetryAfter reads a retry delay from an error text ("retry after 20",
 // "try again in 1m30s", "retry_delay_ms: 500"); 0 when none is stated.
 func RetryAfter(text string) time.Duration {
-	if m := retryMSRE.FindStringSubmatch(text); m != nil {
+	if m := retryMSRE().FindStringSubmatch(text); m != nil {
 		n, _ := strconv.ParseInt(m[1], 10, 64)
 		return time.Duration(n) * time.Millisecond
 	}
-	if m := retryAfterRE.FindStringSubmatch(text); m != nil {
+	if m := retryAfterRE().FindStringSubmatch(text); m != nil {
 		return unitDur(m[1], m[2])
 	}
-	if m := tryInRE.FindStringSubmatch(text); m != nil {
+	if m := tryInRE().FindStringSubmatch(text); m != nil {
 		return sumDur(m[1])
 	}
 	return 0
@@ -91,7 +102,7 @@ func RetryAfter(text string) time.Duration {
 
 func sumDur(s string) time.Duration {
 	var d time.Duration
-	for _, p := range durPartRE.FindAllStringSubmatch(s, -1) {
+	for _, p := range durPartRE().FindAllStringSubmatch(s, -1) {
 		d += unitDur(p[1], p[2])
 	}
 	return d
@@ -124,16 +135,16 @@ func unitDur(num, unit string) time.Duration {
 // days 3 hours"), or a clock time ("resets 8:20am (Europe/Rome)", rolled to
 // the next day when already past, in the stated zone or UTC). Zero when none.
 func ResetTime(text string, now time.Time) time.Time {
-	if m := epochRE.FindStringSubmatch(text); m != nil {
+	if m := epochRE().FindStringSubmatch(text); m != nil {
 		n, _ := strconv.ParseInt(m[1], 10, 64)
 		return time.Unix(n, 0).UTC()
 	}
-	if m := tryInRE.FindStringSubmatch(text); m != nil {
+	if m := tryInRE().FindStringSubmatch(text); m != nil {
 		if d := sumDur(m[1]); d > 0 {
 			return now.Add(d).UTC()
 		}
 	}
-	if m := clockRE.FindStringSubmatch(text); m != nil {
+	if m := clockRE().FindStringSubmatch(text); m != nil {
 		h, _ := strconv.Atoi(m[1])
 		mi, _ := strconv.Atoi(m[2])
 		switch strings.ToLower(m[3]) {

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/internal/exchange"
@@ -74,7 +75,7 @@ func installHint(name string) string {
 	return ""
 }
 
-var unsafeSlot = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+var unsafeSlot = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^A-Za-z0-9._-]+`) })
 
 // Home returns the invocation's home: req.Home, which the driver made
 // (internal/exchange: a coder's is its attempt's, reused by its later
@@ -91,7 +92,7 @@ func Home(req *muster.ExecRequest) (string, error) {
 	if req.Spec != nil {
 		name = req.Spec.Name
 	}
-	slot := unsafeSlot.ReplaceAllString(fmt.Sprintf("%s-%d", name, req.Clone), "_")
+	slot := unsafeSlot().ReplaceAllString(fmt.Sprintf("%s-%d", name, req.Clone), "_")
 	var base string
 	if req.Scratch != "" {
 		base = filepath.Join(filepath.Dir(filepath.Clean(req.Scratch)), "agent-homes")

@@ -208,7 +208,9 @@ func repoConfig(dir, config string) (*muster.Config, error) {
 // then SIGKILL after the grace period); a second one exits at once.
 func Main() int {
 	// muster's own re-exec that confines an agent or a gate and becomes
-	// it: before anything else, so it costs next to nothing.
+	// it: before anything else. cmd/muster runs it earlier still, from
+	// a package initialiser (cmd/muster/internal/confinestart); this is
+	// for the binaries that link the command tree without it (tests).
 	if len(os.Args) > 1 && os.Args[1] == muster.ConfineCommand {
 		return confine.Main(os.Args[2:], os.Stderr)
 	}

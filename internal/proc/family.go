@@ -16,16 +16,17 @@ import (
 // session, and a later muster can tell the leftovers of one that died.
 const MarkEnv = "MUSTER_PROC"
 
-// ownMark names this muster process in marks.
-var ownMark = fmt.Sprintf("%d.%d", os.Getpid(), startOf(os.Getpid()))
+// ownMark names this muster process in marks; read on first use, not
+// at start (a confined start of an agent reads no /proc).
+var ownMark = sync.OnceValue(func() string { return fmt.Sprintf("%d.%d", os.Getpid(), startOf(os.Getpid())) })
 
 var markSeq atomic.Int64
 
 // Owner names this muster process as marks do: "PID.STARTTIME".
-func Owner() string { return ownMark }
+func Owner() string { return ownMark() }
 
 // newMark returns a mark for a new invocation.
-func newMark() string { return fmt.Sprintf("%s.%d", ownMark, markSeq.Add(1)) }
+func newMark() string { return fmt.Sprintf("%s.%d", ownMark(), markSeq.Add(1)) }
 
 // markOwner returns the muster part ("PID.START") of a mark.
 func markOwner(m string) (string, bool) {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -79,10 +80,11 @@ func markOf(pid int) string {
 	return ""
 }
 
-var self = func() info {
+// self is this process, read on first use.
+var self = sync.OnceValue(func() info {
 	p, _ := readStat(os.Getpid())
 	return p
-}()
+})
 
 // members lists the live processes of the family: the leader, every
 // process of its process group or session, every process whose
@@ -99,7 +101,7 @@ func (f *family) members() []info {
 	var out []info
 	var add func(p info)
 	add = func(p info) {
-		if in[p.pid] || p.pid == self.pid || p.zombie {
+		if in[p.pid] || p.pid == self().pid || p.zombie {
 			return
 		}
 		in[p.pid] = true
@@ -109,7 +111,7 @@ func (f *family) members() []info {
 		}
 	}
 	for _, p := range all {
-		if p.start < f.start || p.pid == self.pid {
+		if p.start < f.start || p.pid == self().pid {
 			continue
 		}
 		if p.pid == f.leader || p.pgid == f.leader || p.sid == f.leader || markOf(p.pid) == f.mark {
@@ -172,7 +174,7 @@ func (f *family) reap() {
 				continue
 			}
 			p, ok := readStat(m.pid)
-			if !ok || p.start != m.start || p.ppid != self.pid {
+			if !ok || p.start != m.start || p.ppid != self().pid {
 				continue // gone, or not ours to reap
 			}
 			if !p.zombie {
@@ -214,7 +216,7 @@ func KillStale(owners map[string]bool, groups map[int]bool) int {
 	n := 0
 	alive := map[string]bool{}
 	for _, p := range scan() {
-		if p.pid == self.pid || p.zombie || groups[p.pgid] {
+		if p.pid == self().pid || p.zombie || groups[p.pgid] {
 			continue
 		}
 		m := markOf(p.pid)
@@ -222,7 +224,7 @@ func KillStale(owners map[string]bool, groups map[int]bool) int {
 			continue
 		}
 		owner, ok := markOwner(m)
-		if !ok || owner == ownMark || !owners[owner] {
+		if !ok || owner == ownMark() || !owners[owner] {
 			continue
 		}
 		live, seen := alive[owner]

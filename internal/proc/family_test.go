@@ -184,7 +184,7 @@ func TestKillStale(t *testing.T) {
 	}
 	waitMark(stale.Process.Pid)
 	waitMark(live.Process.Pid)
-	if n := KillStale(map[string]bool{"1.999999999": true, ownMark: true}, nil); n != 1 {
+	if n := KillStale(map[string]bool{"1.999999999": true, ownMark(): true}, nil); n != 1 {
 		t.Errorf("killed %d", n)
 	}
 	if err := stale.Wait(); err == nil {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -39,8 +40,13 @@ func SandboxAttr(hostNet bool) *syscall.SysProcAttr {
 	}
 }
 
-// LastCap is the highest capability number the kernel knows.
-func LastCap() int {
+// LastCap is the highest capability number the kernel knows, read once
+// (a confined start asks for it at every capability it drops).
+func LastCap() int { return lastCap() }
+
+var lastCap = sync.OnceValue(readLastCap)
+
+func readLastCap() int {
 	b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap")
 	if err != nil {
 		return unix.CAP_LAST_CAP

@@ -20,6 +20,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // Mark replaces each secret.
@@ -31,20 +32,22 @@ const MinSecret = 6
 
 // keyShaped matches strings that look like API keys or tokens of common
 // providers, JWTs and bearer credentials.
-var keyShaped = regexp.MustCompile(`\b(?:` +
-	`sk-[A-Za-z0-9_-]{16,}` + // OpenAI, Anthropic (sk-ant-…), sk-proj-…
-	`|[sr]k_(?:live|test)_[A-Za-z0-9]{10,}` + // Stripe
-	`|AIza[0-9A-Za-z_-]{30,}` + // Google
-	`|gh[pousr]_[A-Za-z0-9]{20,}` + // GitHub tokens
-	`|github_pat_[A-Za-z0-9_]{20,}` + // GitHub fine-grained tokens
-	`|glpat-[A-Za-z0-9_-]{20,}` + // GitLab
-	`|xox[abprse]-[A-Za-z0-9-]{10,}` + // Slack
-	`|(?:AKIA|ASIA)[0-9A-Z]{16}` + // AWS access key IDs
-	`|eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*` + // JWT
-	`)|(?i:bearer\s+)[A-Za-z0-9._~+/=-]{16,}`)
+var keyShaped = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`\b(?:` +
+		`sk-[A-Za-z0-9_-]{16,}` + // OpenAI, Anthropic (sk-ant-…), sk-proj-…
+		`|[sr]k_(?:live|test)_[A-Za-z0-9]{10,}` + // Stripe
+		`|AIza[0-9A-Za-z_-]{30,}` + // Google
+		`|gh[pousr]_[A-Za-z0-9]{20,}` + // GitHub tokens
+		`|github_pat_[A-Za-z0-9_]{20,}` + // GitHub fine-grained tokens
+		`|glpat-[A-Za-z0-9_-]{20,}` + // GitLab
+		`|xox[abprse]-[A-Za-z0-9-]{10,}` + // Slack
+		`|(?:AKIA|ASIA)[0-9A-Z]{16}` + // AWS access key IDs
+		`|eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*` + // JWT
+		`)|(?i:bearer\s+)[A-Za-z0-9._~+/=-]{16,}`)
+})
 
 // userInfo matches the user-info of a URL: scheme://USER[:PASSWORD]@.
-var userInfo = regexp.MustCompile(`\b([A-Za-z][A-Za-z0-9+.-]*://)[^\s/@?#"'<>]+@`)
+var userInfo = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\b([A-Za-z][A-Za-z0-9+.-]*://)[^\s/@?#"'<>]+@`) })
 
 // Keys redacts key-shaped strings and URL user-info in s.
 func Keys(s string) string {
@@ -52,15 +55,15 @@ func Keys(s string) string {
 		return s
 	}
 	if strings.Contains(s, "://") {
-		s = userInfo.ReplaceAllString(s, "${1}"+Mark+"@")
+		s = userInfo().ReplaceAllString(s, "${1}"+Mark+"@")
 	}
-	return keyShaped.ReplaceAllString(s, Mark)
+	return keyShaped().ReplaceAllString(s, Mark)
 }
 
 // HasUserInfo reports whether v holds a URL with user-info (a user name or
 // a password before the host).
 func HasUserInfo(v string) bool {
-	return strings.Contains(v, "://") && userInfo.MatchString(v)
+	return strings.Contains(v, "://") && userInfo().MatchString(v)
 }
 
 // IsSecretName reports whether an environment variable name looks like it
@@ -101,7 +104,7 @@ func Values(name, value string) []string {
 		out = append(out, value)
 	}
 	if strings.Contains(value, "://") {
-		for _, m := range userInfo.FindAllStringSubmatchIndex(value, -1) {
+		for _, m := range userInfo().FindAllStringSubmatchIndex(value, -1) {
 			info := value[m[3] : m[1]-1]
 			out = append(out, info)
 			if u, err := url.Parse("x://" + info + "@h"); err == nil && u.User != nil {

@@ -5,14 +5,13 @@ import (
 	"encoding/xml"
 	"errors"
 	"io"
-	"regexp"
 	"strings"
 )
 
 var (
-	tapSubtest = regexp.MustCompile(`^(\s*)# Subtest: (.+)$`)
-	tapNotOk   = regexp.MustCompile(`^(\s*)not ok \d+ - (.+?)(\s+#\s*(TODO|SKIP)\b.*)?$`)
-	tapField   = regexp.MustCompile(`^\s+(failureType|error): ?(.*)$`)
+	tapSubtest = lazyRegexp(`^(\s*)# Subtest: (.+)$`)
+	tapNotOk   = lazyRegexp(`^(\s*)not ok \d+ - (.+?)(\s+#\s*(TODO|SKIP)\b.*)?$`)
+	tapField   = lazyRegexp(`^\s+(failureType|error): ?(.*)$`)
 )
 
 // tapParse: `not ok N - name` (TODO and SKIP left out), named under its
@@ -26,7 +25,7 @@ func tapParse(lines []string) []Failure {
 	var stack []open
 	var out []Failure
 	for i, l := range lines {
-		if m := tapSubtest.FindStringSubmatch(l); m != nil {
+		if m := tapSubtest().FindStringSubmatch(l); m != nil {
 			d := len(m[1])
 			for len(stack) > 0 && stack[len(stack)-1].depth >= d {
 				stack = stack[:len(stack)-1]
@@ -34,7 +33,7 @@ func tapParse(lines []string) []Failure {
 			stack = append(stack, open{d, m[2]})
 			continue
 		}
-		m := tapNotOk.FindStringSubmatch(l)
+		m := tapNotOk().FindStringSubmatch(l)
 		if m == nil || m[3] != "" {
 			continue
 		}
@@ -64,7 +63,7 @@ func tapYAML(lines []string, d int) (kind, msg string) {
 		if strings.TrimSpace(l) == "..." || indent(l) <= d && strings.TrimSpace(l) != "" {
 			break
 		}
-		m := tapField.FindStringSubmatch(l)
+		m := tapField().FindStringSubmatch(l)
 		if m == nil {
 			continue
 		}
@@ -101,8 +100,8 @@ func joinColon(lines []string, depth int) string {
 }
 
 var (
-	nodeFail    = regexp.MustCompile(`^(\s*)✖ (.+?) \([\d.]+m?s\)$`)
-	nodeFailing = regexp.MustCompile(`^✖ failing tests:$`)
+	nodeFail    = lazyRegexp(`^(\s*)✖ (.+?) \([\d.]+m?s\)$`)
+	nodeFailing = lazyRegexp(`^✖ failing tests:$`)
 )
 
 // nodeSpecParse: node --test's spec reporter. Its "✖ failing tests:"
@@ -111,13 +110,13 @@ var (
 func nodeSpecParse(lines []string) []Failure {
 	from := 0
 	for i, l := range lines {
-		if nodeFailing.MatchString(l) {
+		if nodeFailing().MatchString(l) {
 			from = i + 1
 		}
 	}
 	var out []Failure
 	for i := from; i < len(lines); i++ {
-		m := nodeFail.FindStringSubmatch(lines[i])
+		m := nodeFail().FindStringSubmatch(lines[i])
 		if m == nil {
 			continue
 		}

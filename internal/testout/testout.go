@@ -7,6 +7,7 @@ package testout
 import (
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // Failure is one failing test: its name as the runner prints it and the
@@ -37,26 +38,33 @@ func (r Report) Names() []string {
 type parser struct {
 	name string
 	// sign matches output of this runner, failing or not.
-	sign  *regexp.Regexp
+	sign  func() *regexp.Regexp
 	parse func(lines []string) []Failure
 }
 
 var parsers = []parser{
-	{"go", regexp.MustCompile(`(?m)^(\s*--- FAIL: |(ok|FAIL)\s+\S+\s+(\d+\.\d+s|\(cached\)|\[)|=== RUN\s)`), goParse},
-	{"cargo", regexp.MustCompile(`(?m)^test result: (ok|FAILED)\.|^running \d+ tests?$`), cargoParse},
-	{"pytest", regexp.MustCompile(`(?m)^=+ (short test summary info|.*\b(passed|failed|error|errors)\b.* in [\d.]+s.*) =+$|^(FAILED|ERROR) \S+::`), pytestParse},
-	{"vitest", regexp.MustCompile(`(?m)^\s*Test Files\s+\d+`), vitestParse},
-	{"jest", regexp.MustCompile(`(?m)^Tests:\s+.*\d+ total`), jestParse},
-	{"mocha", regexp.MustCompile(`(?m)^\s+\d+ (passing|failing)( \(\d+m?s\))?$`), mochaParse},
-	{"tap", regexp.MustCompile(`(?m)^TAP version \d+$|^\s*(not )?ok \d+ - `), tapParse},
-	{"node", regexp.MustCompile(`(?m)^ℹ (tests|fail) \d+$`), nodeSpecParse},
+	{"go", lazyRegexp(`(?m)^(\s*--- FAIL: |(ok|FAIL)\s+\S+\s+(\d+\.\d+s|\(cached\)|\[)|=== RUN\s)`), goParse},
+	{"cargo", lazyRegexp(`(?m)^test result: (ok|FAILED)\.|^running \d+ tests?$`), cargoParse},
+	{"pytest", lazyRegexp(`(?m)^=+ (short test summary info|.*\b(passed|failed|error|errors)\b.* in [\d.]+s.*) =+$|^(FAILED|ERROR) \S+::`), pytestParse},
+	{"vitest", lazyRegexp(`(?m)^\s*Test Files\s+\d+`), vitestParse},
+	{"jest", lazyRegexp(`(?m)^Tests:\s+.*\d+ total`), jestParse},
+	{"mocha", lazyRegexp(`(?m)^\s+\d+ (passing|failing)( \(\d+m?s\))?$`), mochaParse},
+	{"tap", lazyRegexp(`(?m)^TAP version \d+$|^\s*(not )?ok \d+ - `), tapParse},
+	{"node", lazyRegexp(`(?m)^ℹ (tests|fail) \d+$`), nodeSpecParse},
+}
+
+// lazyRegexp compiles expr on first use, not when muster starts (every
+// confined start of an agent or a gate runs this package's
+// initialisation: see cmd/muster).
+func lazyRegexp(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
 }
 
 // Parse reads a gate's output.
 func Parse(out string) Report {
 	lines := strings.Split(strings.ReplaceAll(out, "\r\n", "\n"), "\n")
 	for _, p := range parsers {
-		if p.sign.MatchString(out) {
+		if p.sign().MatchString(out) {
 			return Report{Runner: p.name, Failures: dedupe(p.parse(lines))}
 		}
 	}
@@ -102,8 +110,8 @@ func next(lines []string, i, depth int) string {
 func indent(l string) int { return len(l) - len(strings.TrimLeft(l, " \t")) }
 
 var (
-	goFail    = regexp.MustCompile(`^\s*--- FAIL: (\S+)`)
-	goMessage = regexp.MustCompile(`^\s+(?:\S+\.go:\d+: )?(.*\S)`)
+	goFail    = lazyRegexp(`^\s*--- FAIL: (\S+)`)
+	goMessage = lazyRegexp(`^\s+(?:\S+\.go:\d+: )?(.*\S)`)
 )
 
 // goParse: `--- FAIL: TestX (0.00s)` and the message under it; subtests
@@ -112,7 +120,7 @@ func goParse(lines []string) []Failure {
 	var out []Failure
 	named := map[string]bool{}
 	for i, l := range lines {
-		m := goFail.FindStringSubmatch(l)
+		m := goFail().FindStringSubmatch(l)
 		if m == nil {
 			continue
 		}
@@ -122,8 +130,8 @@ func goParse(lines []string) []Failure {
 		}
 		named[m[1]] = true
 		f := Failure{Name: m[1]}
-		if i+1 < len(lines) && !goFail.MatchString(lines[i+1]) {
-			if mm := goMessage.FindStringSubmatch(lines[i+1]); mm != nil {
+		if i+1 < len(lines) && !goFail().MatchString(lines[i+1]) {
+			if mm := goMessage().FindStringSubmatch(lines[i+1]); mm != nil {
 				f.Message = mm[1]
 			}
 		}
@@ -133,9 +141,9 @@ func goParse(lines []string) []Failure {
 }
 
 var (
-	cargoFail  = regexp.MustCompile(`^test (\S+) \.\.\. FAILED$`)
-	cargoBlock = regexp.MustCompile(`^---- (\S+) stdout ----$`)
-	cargoPanic = regexp.MustCompile(`panicked at (?:'(.*)', \S+|\S+:)$`)
+	cargoFail  = lazyRegexp(`^test (\S+) \.\.\. FAILED$`)
+	cargoBlock = lazyRegexp(`^---- (\S+) stdout ----$`)
+	cargoPanic = lazyRegexp(`panicked at (?:'(.*)', \S+|\S+:)$`)
 )
 
 // cargoParse: `test x ... FAILED`, the message from its `---- x stdout
@@ -143,12 +151,12 @@ var (
 func cargoParse(lines []string) []Failure {
 	msgs := map[string]string{}
 	for i, l := range lines {
-		m := cargoBlock.FindStringSubmatch(l)
+		m := cargoBlock().FindStringSubmatch(l)
 		if m == nil {
 			continue
 		}
-		for j := i + 1; j < len(lines) && j < i+20 && !cargoBlock.MatchString(lines[j]); j++ {
-			if p := cargoPanic.FindStringSubmatch(lines[j]); p != nil {
+		for j := i + 1; j < len(lines) && j < i+20 && !cargoBlock().MatchString(lines[j]); j++ {
+			if p := cargoPanic().FindStringSubmatch(lines[j]); p != nil {
 				msgs[m[1]] = p[1]
 				if p[1] == "" {
 					msgs[m[1]] = next(lines, j, -1)
@@ -159,7 +167,7 @@ func cargoParse(lines []string) []Failure {
 	}
 	var out []Failure
 	for _, l := range lines {
-		if m := cargoFail.FindStringSubmatch(l); m != nil {
+		if m := cargoFail().FindStringSubmatch(l); m != nil {
 			out = append(out, Failure{Name: m[1], Message: msgs[m[1]]})
 		}
 	}
@@ -167,10 +175,10 @@ func cargoParse(lines []string) []Failure {
 }
 
 var (
-	pytestSummary = regexp.MustCompile(`^(?:FAILED|ERROR) (\S+?)(?: - (.*))?$`)
-	pytestVerbose = regexp.MustCompile(`^(\S+::\S+) (?:FAILED|ERROR)`)
-	pytestHeader  = regexp.MustCompile(`^_{3,} (.+?) _{3,}$`)
-	pytestE       = regexp.MustCompile(`^E\s+(.*\S)`)
+	pytestSummary = lazyRegexp(`^(?:FAILED|ERROR) (\S+?)(?: - (.*))?$`)
+	pytestVerbose = lazyRegexp(`^(\S+::\S+) (?:FAILED|ERROR)`)
+	pytestHeader  = lazyRegexp(`^_{3,} (.+?) _{3,}$`)
+	pytestE       = lazyRegexp(`^E\s+(.*\S)`)
 )
 
 // pytestParse: the short test summary (`FAILED path::test - message`),
@@ -179,12 +187,12 @@ func pytestParse(lines []string) []Failure {
 	var out []Failure
 	eLine := map[string]string{}
 	for i, l := range lines {
-		if m := pytestHeader.FindStringSubmatch(l); m != nil {
+		if m := pytestHeader().FindStringSubmatch(l); m != nil {
 			for _, ll := range lines[i+1:] {
-				if pytestHeader.MatchString(ll) {
+				if pytestHeader().MatchString(ll) {
 					break
 				}
-				if e := pytestE.FindStringSubmatch(ll); e != nil {
+				if e := pytestE().FindStringSubmatch(ll); e != nil {
 					eLine[m[1]] = e[1]
 					break
 				}
@@ -192,7 +200,7 @@ func pytestParse(lines []string) []Failure {
 		}
 	}
 	for _, l := range lines {
-		if m := pytestSummary.FindStringSubmatch(l); m != nil {
+		if m := pytestSummary().FindStringSubmatch(l); m != nil {
 			out = append(out, Failure{Name: m[1], Message: firstOf(m[2], eLine[shortPy(m[1])])})
 		}
 	}
@@ -200,7 +208,7 @@ func pytestParse(lines []string) []Failure {
 		return out
 	}
 	for _, l := range lines {
-		if m := pytestVerbose.FindStringSubmatch(l); m != nil {
+		if m := pytestVerbose().FindStringSubmatch(l); m != nil {
 			out = append(out, Failure{Name: m[1], Message: eLine[shortPy(m[1])]})
 		}
 	}
@@ -223,13 +231,13 @@ func firstOf(s ...string) string {
 	return ""
 }
 
-var jestBullet = regexp.MustCompile(`^\s*● (.+\S)\s*$`)
+var jestBullet = lazyRegexp(`^\s*● (.+\S)\s*$`)
 
 // jestParse: `● suite › test` and the first line of its message.
 func jestParse(lines []string) []Failure {
 	var out []Failure
 	for i, l := range lines {
-		m := jestBullet.FindStringSubmatch(l)
+		m := jestBullet().FindStringSubmatch(l)
 		if m == nil || strings.HasPrefix(m[1], "Console") {
 			continue
 		}
@@ -238,13 +246,13 @@ func jestParse(lines []string) []Failure {
 	return out
 }
 
-var vitestFail = regexp.MustCompile(`^\s*FAIL\s+(\S.* > .+?)\s*$`)
+var vitestFail = lazyRegexp(`^\s*FAIL\s+(\S.* > .+?)\s*$`)
 
 // vitestParse: ` FAIL  file > suite > test` and the error line under it.
 func vitestParse(lines []string) []Failure {
 	var out []Failure
 	for i, l := range lines {
-		if m := vitestFail.FindStringSubmatch(l); m != nil {
+		if m := vitestFail().FindStringSubmatch(l); m != nil {
 			out = append(out, Failure{Name: m[1], Message: next(lines, i, -1)})
 		}
 	}
@@ -252,8 +260,8 @@ func vitestParse(lines []string) []Failure {
 }
 
 var (
-	mochaFailing = regexp.MustCompile(`^\s+\d+ failing$`)
-	mochaItem    = regexp.MustCompile(`^\s+\d+\) (.*\S)$`)
+	mochaFailing = lazyRegexp(`^\s+\d+ failing$`)
+	mochaItem    = lazyRegexp(`^\s+\d+\) (.*\S)$`)
 )
 
 // mochaParse: after "N failing", each `N) suite` / `   test:` title and
@@ -262,7 +270,7 @@ func mochaParse(lines []string) []Failure {
 	var out []Failure
 	start := -1
 	for i, l := range lines {
-		if mochaFailing.MatchString(l) {
+		if mochaFailing().MatchString(l) {
 			start = i
 			break
 		}
@@ -271,7 +279,7 @@ func mochaParse(lines []string) []Failure {
 		return nil
 	}
 	for i := start + 1; i < len(lines); i++ {
-		m := mochaItem.FindStringSubmatch(lines[i])
+		m := mochaItem().FindStringSubmatch(lines[i])
 		if m == nil {
 			continue
 		}

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/muster-run/muster"
 
@@ -40,7 +41,7 @@ func PlanHash(dir string, canon int) string {
 }
 
 // versionName is the shape of an adopted plan version's file name.
-var versionName = regexp.MustCompile(`^plan-[0-9]+\.(md|yaml|yml)$`)
+var versionName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^plan-[0-9]+\.(md|yaml|yml)$`) })
 
 // PlanVersionName is the file name of the n-th version (n >= 2) of a
 // run's plan, beside the first copy (whose extension it keeps):
@@ -57,7 +58,7 @@ func PlanVersionName(first string, n int) string {
 // directory; false when the name (from the journal or the receipt) is not
 // one muster writes.
 func PlanVersionPath(dir, name string) (string, bool) {
-	if !versionName.MatchString(name) {
+	if !versionName().MatchString(name) {
 		return "", false
 	}
 	return filepath.Join(dir, name), true

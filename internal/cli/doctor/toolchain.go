@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Versioner returns a program's version output ("v20.11.0", "go1.22.1",
@@ -50,13 +51,13 @@ func ToolchainWarnings(top string, version Versioner) []string {
 			}
 		}
 	}
-	if m := goLine.FindStringSubmatch(read("go.mod")); m != nil {
+	if m := goLine().FindStringSubmatch(read("go.mod")); m != nil {
 		if v := have("go", "env", "GOVERSION"); v != nil && less(v, parseVersion(m[1])) {
 			out = append(out, fmt.Sprintf("go %s is installed; go.mod asks for go %s (go may download that toolchain, which a confined setup or gate cannot)", join(v), m[1]))
 		}
 	}
 	rust := read("rust-toolchain")
-	if m := rustChannel.FindStringSubmatch(read("rust-toolchain.toml")); m != nil {
+	if m := rustChannel().FindStringSubmatch(read("rust-toolchain.toml")); m != nil {
 		rust = m[1]
 	}
 	if w := parseVersion(strings.TrimSpace(rust)); w != nil {
@@ -68,14 +69,14 @@ func ToolchainWarnings(top string, version Versioner) []string {
 }
 
 var (
-	goLine      = regexp.MustCompile(`(?m)^go\s+(\d+\.\d+(?:\.\d+)?)\s*$`)
-	rustChannel = regexp.MustCompile(`(?m)^\s*channel\s*=\s*"([^"]+)"`)
-	versionNums = regexp.MustCompile(`(\d+)(?:\.(\d+))?(?:\.(\d+))?`)
+	goLine      = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?m)^go\s+(\d+\.\d+(?:\.\d+)?)\s*$`) })
+	rustChannel = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?m)^\s*channel\s*=\s*"([^"]+)"`) })
+	versionNums = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(\d+)(?:\.(\d+))?(?:\.(\d+))?`) })
 )
 
 // parseVersion reads the first dotted number in s, or nil.
 func parseVersion(s string) []int {
-	m := versionNums.FindStringSubmatch(s)
+	m := versionNums().FindStringSubmatch(s)
 	if m == nil {
 		return nil
 	}
@@ -120,7 +121,7 @@ func less(a, b []int) bool { return b != nil && cmp(a, b) < 0 }
 // prefix says whether v starts with w (.nvmrc "20" matches 20.11.0).
 func prefix(v, w []int) bool { return cmp(v, w) == 0 }
 
-var comparator = regexp.MustCompile(`^(>=|<=|>|<|=|\^|~)?v?(\d[\d.x*]*)$`)
+var comparator = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(>=|<=|>|<|=|\^|~)?v?(\d[\d.x*]*)$`) })
 
 // satisfies reads an npm semver range far enough for engines: "||"
 // alternatives of space-separated comparators (>=, >, <, <=, =, ^, ~, a
@@ -129,7 +130,7 @@ func satisfies(v []int, rng string) bool {
 	for _, alt := range strings.Split(rng, "||") {
 		ok, known := true, true
 		for _, c := range strings.Fields(alt) {
-			m := comparator.FindStringSubmatch(c)
+			m := comparator().FindStringSubmatch(c)
 			if m == nil {
 				known = false
 				break

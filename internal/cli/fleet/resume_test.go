@@ -125,7 +125,7 @@ func TestFleetRefusesForeignResults(t *testing.T) {
 		claim := r
 		claim.Worker, claim.Delivery = "rogue", r.Delivery+8
 		result := r
-		result.Kind, result.Worker, result.Delivery, result.Commit, result.Bundle = fleet.RepResult, "rogue", r.Delivery+8, strings.Repeat("a", 40), "refuse/r/"+r.Job+".1.1"
+		result.Kind, result.Worker, result.Delivery, result.Commit, result.BundleData = fleet.RepResult, "rogue", r.Delivery+8, strings.Repeat("a", 40), []byte("# v2 git bundle\n")
 		posing := result
 		posing.Worker, posing.Delivery = "w1", r.Delivery
 		for i, f := range []fleet.Report{claim, result, posing} {

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 
@@ -192,7 +193,7 @@ type gateSpec struct {
 	name, command, off string
 }
 
-var makeTest = regexp.MustCompile(`(?m)^test\s*:`)
+var makeTest = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?m)^test\s*:`) })
 
 // detectGates finds the repository's likely test commands from the files
 // at its top. A gate whose program is not installed is written commented
@@ -227,7 +228,7 @@ func detectGates(top string, look func(string) (string, error)) []gateSpec {
 		add("cargo", "cargo test", "cargo")
 	}
 	for _, mk := range []string{"Makefile", "makefile", "GNUmakefile"} {
-		if makeTest.MatchString(read(mk)) {
+		if makeTest().MatchString(read(mk)) {
 			add("make", "make test", "make")
 			break
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/internal/textsafe"
@@ -154,7 +155,7 @@ var mdSpecial = strings.NewReplacer(
 
 // mentionLike finds what GitHub would turn into a notification or a
 // link to another issue: @login, @org/team, #123, GH-123.
-var mentionLike = regexp.MustCompile(`(?i)(@)([a-z0-9])|(#)([0-9])|\b(gh)(-[0-9])`)
+var mentionLike = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)(@)([a-z0-9])|(#)([0-9])|\b(gh)(-[0-9])`) })
 
 // zwsp is a zero-width space: put between '@' or '#' and what follows,
 // the text reads the same and mentions nobody.
@@ -169,7 +170,7 @@ func escapeMD(s string) string {
 // unmention breaks every mention and reference in s with a zero-width
 // space before its last character.
 func unmention(s string) string {
-	return mentionLike.ReplaceAllStringFunc(s, func(m string) string {
+	return mentionLike().ReplaceAllStringFunc(s, func(m string) string {
 		return m[:len(m)-1] + zwsp + m[len(m)-1:]
 	})
 }

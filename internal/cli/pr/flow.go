@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/muster-run/muster"
@@ -204,10 +205,12 @@ func (p *publisher) pull(ctx context.Context, u unit, spec muster.PullSpec) (*mu
 
 // slugPattern takes OWNER/NAME from a remote's URL: https://HOST/O/N(.git),
 // ssh://git@HOST(:PORT)/O/N(.git), git@HOST:O/N(.git).
-var slugPattern = regexp.MustCompile(`^(?:[a-z+]+://(?:[^@/]+@)?[^/]+/|[^@/:]+@[^:/]+:)([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+?)(?:\.git)?/?$`)
+var slugPattern = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(?:[a-z+]+://(?:[^@/]+@)?[^/]+/|[^@/:]+@[^:/]+:)([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+?)(?:\.git)?/?$`)
+})
 
 func slugOf(url string) string {
-	m := slugPattern.FindStringSubmatch(url)
+	m := slugPattern().FindStringSubmatch(url)
 	if m == nil {
 		return ""
 	}

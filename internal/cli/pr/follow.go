@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/muster-run/muster"
@@ -149,10 +150,10 @@ func (p *publisher) items(fb *muster.Feedback, sha string, fo *FollowOptions) []
 
 // filePattern finds what looks like a repository path in a check's
 // output ("pkg/x.go:12", "src/a.test.js").
-var filePattern = regexp.MustCompile(`[A-Za-z0-9_.-]+(?:/[A-Za-z0-9_.-]+)*\.[A-Za-z0-9]+`)
+var filePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[A-Za-z0-9_.-]+(?:/[A-Za-z0-9_.-]+)*\.[A-Za-z0-9]+`) })
 
 func fileNames(s string) []string {
-	return filePattern.FindAllString(s, 50)
+	return filePattern().FindAllString(s, 50)
 }
 
 // owner is the task whose Owns covers the item's file (the comment's

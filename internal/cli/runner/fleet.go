@@ -2,9 +2,13 @@ package runner
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"path/filepath"
 
 	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/driver"
+	"github.com/muster-run/muster/engine"
 	"github.com/muster-run/muster/fleet"
 	"github.com/muster-run/muster/git"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
@@ -47,4 +51,35 @@ func dispatch(ctx context.Context, fc *preflight.FleetCrew, runID, top, base, ru
 		out[s.Name] = d.Executor(s)
 	}
 	return d, out, nil
+}
+
+// watchJoins follows the fleet's registrations while the run goes on and
+// hands the driver each executor a worker brings that the crew does not
+// have (driver.Options.Joins): a worker that joins mid-run with a new
+// executor name is used. Names the crew has (local, the fleet's at the
+// start, engine.CodeExecutor) are not brought again. The returned stop
+// ends the watch and waits for it.
+func watchJoins(ctx context.Context, errOut io.Writer, fc *preflight.FleetCrew, d *fleet.Dispatcher, cfg *muster.Config) (<-chan driver.Joined, func()) {
+	known := map[string]bool{engine.CodeExecutor: true}
+	for _, e := range cfg.Executors {
+		known[e.Name] = true
+	}
+	ch := make(chan driver.Joined)
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { // lives until stop
+		defer close(done)
+		err := fc.Conn.WatchWorkers(ctx, func(r fleet.Registration) {
+			for _, s := range fleet.NewExecutors(r, known) {
+				select {
+				case ch <- driver.Joined{Spec: s, Worker: r.Name, Exec: d.Executor(s)}:
+				case <-ctx.Done():
+				}
+			}
+		})
+		if err != nil {
+			fmt.Fprintf(errOut, "warning: %v: executors that join the fleet from now on are not added to this run (resume it to add them)\n", err)
+		}
+	}()
+	return ch, func() { cancel(); <-done }
 }

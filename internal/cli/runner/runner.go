@@ -237,6 +237,7 @@ func (o *outputs) send(e *muster.Event) {
 // ledger, and what wiring them warned of.
 type crewed struct {
 	crew         map[string]muster.Executor
+	joins        <-chan driver.Joined // executors that join the fleet mid-run
 	gates, setup gate.Runner
 	ledger       *egress.Ledger
 	warnings     []string
@@ -280,6 +281,9 @@ func (s *Session) crew(ctx context.Context, confinement *muster.Confinement, und
 	for n, e := range remote {
 		c.crew[n] = e
 	}
+	joins, stop := watchJoins(ctx, s.IO.ErrOut, s.fleet, d, s.Config)
+	undo.add(stop)
+	c.joins = joins
 	return c, nil
 }
 
@@ -307,7 +311,7 @@ func killStale(replayed []muster.Event) []string {
 func (s *Session) options(o *opened, c *crewed, out *outputs, price func(string, muster.Usage) (int64, bool), confinement *muster.Confinement, warnings []string) driver.Options {
 	opts := driver.Options{
 		RunID: s.RunID, PlanPath: s.Plan.Source, Plan: s.Plan, PlanCanon: planfile.CanonicalVersion, Config: preflight.Journaled(s.Config), Base: s.Base, Branch: o.ws.Branch(), Ref: s.Ref,
-		Replayed: o.replayed, Journal: o.j, Workspace: o.ws, Executors: c.crew, Gates: c.gates, Setup: c.setup, Price: price,
+		Replayed: o.replayed, Journal: o.j, Workspace: o.ws, Executors: c.crew, Joins: c.joins, Gates: c.gates, Setup: c.setup, Price: price,
 		ScratchDir: filepath.Join(s.Dir, "scratch"), Confine: confinement, Warnings: warnings, Owner: proc.Owner(),
 		LogDir: filepath.Join(s.Dir, muster.LogDir), Redactor: preflight.Redactor(s.Config),
 		KillOrphan: killOrphan, Identify: procid.Of, CrashAt: os.Getenv(CrashEnv),

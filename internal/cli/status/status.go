@@ -170,6 +170,7 @@ func printText(io *cmdutil.IOStreams, s *Status, st *engine.State) {
 	elapsed := st.Elapsed().Round(time.Second) // active time: gaps before resumes left out
 	fmt.Fprintf(w, "run %s  %s  [%d/%d]  %s  %s\n", s.Run, s.State, done, len(s.Tasks), elapsed, muster.FormatUSD(muster.MicrosOfUSD(s.Usage.CostUSD)))
 	fmt.Fprintf(w, "branch %s  base %s\n\n", s.Branch, textsafe.Short(s.Base))
+	waits := st.AwaitingJoin()
 	for _, t := range s.Tasks {
 		ex, extra := "", ""
 		if t.Executor != nil {
@@ -189,6 +190,9 @@ func printText(io *cmdutil.IOStreams, s *Status, st *engine.State) {
 		}
 		if t.Reason != nil {
 			extra = strings.TrimSpace(extra + " " + textsafe.Sanitize(*t.Reason))
+		}
+		if need, ok := waits[muster.TaskID(t.ID)]; ok && t.State == muster.StatePending {
+			extra = "waits for a fleet worker serving " + textsafe.Sanitize(need) + " to join ([fleet] join_wait)"
 		}
 		fmt.Fprintf(w, "  %-10s %-16s %-12s %s\n", t.State, t.ID, ex, extra)
 	}

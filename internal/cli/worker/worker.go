@@ -57,7 +57,7 @@ the credential's name, and it serves only the executors the credential names.`,
 			if err != nil {
 				return err
 			}
-			if id.Orchestrator || !fleet.NamePattern.MatchString(id.Name) {
+			if id.Orchestrator || !fleet.NamePattern().MatchString(id.Name) {
 				return cmdutil.FlagErrorf("%s: not a worker's credentials (issue them with muster fleet credentials NAME --executor E)", auth.Creds)
 			}
 			if name != "" && name != id.Name {

@@ -1,0 +1,141 @@
+package git
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+)
+
+// errManyPaths: more paths differ than the caller asked for.
+var errManyPaths = errors.New("too many paths differ")
+
+// treePair is a directory of the two trees compared: its path and its
+// tree on each side ("" where that side has none).
+type treePair struct {
+	dir  string
+	a, b string
+}
+
+// treeEntry is one entry of a tree object.
+type treeEntry struct {
+	mode string
+	oid  string
+}
+
+// diffNames returns the paths whose entries differ between the trees of
+// a and b (tree or commit ids), as `diff-tree -r --no-renames --name-only`
+// lists them (sorted), reading the trees through the run's long-lived
+// object reader, one round trip per level of directories that differ:
+// no git process. More than most paths is errManyPaths.
+func (w *Workspace) diffNames(ctx context.Context, a, b string, most int) ([]string, error) {
+	if w.batch == nil {
+		return nil, errors.New("no object reader")
+	}
+	var paths []string
+	level := []treePair{{a: a + "^{tree}", b: b + "^{tree}"}}
+	for len(level) > 0 {
+		var names []string
+		for _, p := range level {
+			for _, t := range []string{p.a, p.b} {
+				if t != "" {
+					names = append(names, t)
+				}
+			}
+		}
+		infos, data, err := w.batch.doMany(ctx, "contents", names)
+		if err != nil {
+			return nil, err
+		}
+		trees, oids := map[string][]byte{}, map[string]string{}
+		for i, in := range infos {
+			if in.Type != "tree" {
+				return nil, fmt.Errorf("%s is a %s, not a tree", names[i], in.Type)
+			}
+			trees[names[i]], oids[names[i]] = data[i], in.OID
+		}
+		var next []treePair
+		for _, p := range level {
+			if p.a != "" && p.b != "" && oids[p.a] == oids[p.b] {
+				continue
+			}
+			ea, err := w.parseTree(trees[p.a])
+			if err != nil {
+				return nil, err
+			}
+			eb, err := w.parseTree(trees[p.b])
+			if err != nil {
+				return nil, err
+			}
+			sub, leaves := diffEntries(p.dir, ea, eb)
+			paths, next = append(paths, leaves...), append(next, sub...)
+			if len(paths) > most {
+				return nil, errManyPaths
+			}
+		}
+		level = next
+	}
+	slices.Sort(paths)
+	return paths, nil
+}
+
+// diffEntries compares one directory's entries on both sides: the paths
+// of leaves (files, symlinks, gitlinks) that differ, and the
+// subdirectories to compare next.
+func diffEntries(dir string, a, b map[string]treeEntry) (sub []treePair, leaves []string) {
+	isTree := func(e treeEntry) bool { return e.mode == "40000" }
+	for name, ea := range a {
+		eb, ok := b[name]
+		full := path.Join(dir, name)
+		switch {
+		case ok && ea == eb:
+		case ok && isTree(ea) && isTree(eb):
+			sub = append(sub, treePair{dir: full, a: ea.oid, b: eb.oid})
+		default:
+			if isTree(ea) {
+				sub = append(sub, treePair{dir: full, a: ea.oid})
+			} else {
+				leaves = append(leaves, full)
+			}
+			if ok && isTree(eb) {
+				sub = append(sub, treePair{dir: full, b: eb.oid})
+			} else if ok && isTree(ea) {
+				leaves = append(leaves, full)
+			}
+		}
+	}
+	for name, eb := range b {
+		if _, ok := a[name]; ok {
+			continue
+		}
+		full := path.Join(dir, name)
+		if isTree(eb) {
+			sub = append(sub, treePair{dir: full, b: eb.oid})
+		} else {
+			leaves = append(leaves, full)
+		}
+	}
+	return sub, leaves
+}
+
+// parseTree reads a tree object's entries by name (nil data: none).
+func (w *Workspace) parseTree(data []byte) (map[string]treeEntry, error) {
+	n := 20
+	if w.format == "sha256" {
+		n = 32
+	}
+	out := map[string]treeEntry{}
+	for len(data) > 0 {
+		sp := bytes.IndexByte(data, ' ')
+		nul := bytes.IndexByte(data, 0)
+		if sp < 0 || nul < sp || nul+1+n > len(data) {
+			return nil, errors.New("malformed tree object")
+		}
+		out[string(data[sp+1:nul])] = treeEntry{mode: string(data[:sp]), oid: hex.EncodeToString(data[nul+1 : nul+1+n])}
+		data = data[nul+1+n:]
+	}
+	return out, nil
+}
