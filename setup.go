@@ -113,3 +113,35 @@ func (c *Config) SetupCaches(home string) []string {
 	}
 	return out
 }
+
+// SetupOutputs are the outputs of the setup steps (node_modules/, .venv/)
+// present in the clone dir, which an agent sees read-only where the
+// sandbox's namespaces exist (ARCHITECTURE §8.5), on a fleet worker as
+// in a local run: no agent makes a later gate pass by editing the test
+// runner setup installed. Only real
+// directories or files reached without a symbolic link count: a link an
+// agent planted there must not make muster bind its target back into
+// the sandbox (a hidden path, read-only, is still a hidden path shown).
+func SetupOutputs(steps []SetupStep, dir string) []string {
+	root, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, st := range steps {
+		for _, o := range st.Outputs {
+			if strings.TrimSuffix(o, "/") == "target" {
+				continue // cargo's build directory: the agent's own builds write it
+			}
+			p := filepath.Join(root, filepath.FromSlash(o))
+			if !strings.HasPrefix(p, root+string(filepath.Separator)) {
+				continue
+			}
+			if r, err := filepath.EvalSymlinks(p); err != nil || r != p {
+				continue
+			}
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -41,6 +41,10 @@ type Job struct {
 	// Gates run in the clone after the agent (coders).
 	Gates       []muster.GateSpec `json:"gates,omitempty"`
 	GateTimeout time.Duration     `json:"gate_timeout,omitempty"`
+	// Setup are the run's [setup] steps (coders): the worker runs them
+	// in the clone before the agent and again before the gates, and the
+	// agent sees their outputs read-only.
+	Setup []muster.SetupStep `json:"setup,omitempty"`
 	// NotOn names workers that may not take the job (a reviewer's job
 	// never runs where its change was made).
 	NotOn []string `json:"not_on,omitempty"`

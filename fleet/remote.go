@@ -52,6 +52,7 @@ type Dispatcher struct {
 	lease   time.Duration
 	// trustGates: see DispatchOptions.TrustGates.
 	trustGates bool
+	setup      []muster.SetupStep
 
 	mu   sync.Mutex // guards jobs and stored
 	jobs map[string]*pending
@@ -113,6 +114,8 @@ type DispatchOptions struct {
 	// trust_worker_gates); else the driver runs the task's gates again on
 	// the returned change.
 	TrustGates bool
+	// Setup are the run's [setup] steps, sent with every coder's job.
+	Setup []muster.SetupStep
 	// Resume opens a resumed run: the jobs its earlier orchestrator left
 	// running under a lease it recorded are adopted by the invocations
 	// that ask for the same work, or cancelled. Seen is the highest
@@ -137,7 +140,7 @@ func Open(ctx context.Context, c *Conn, o DispatchOptions) (*Dispatcher, error) 
 	if o.RunTTL <= 0 {
 		o.RunTTL = muster.DefaultRunTTL
 	}
-	d := &Dispatcher{conn: c, run: o.Run, runTok: token(o.Run), repo: o.Repo, local: o.Local, scratch: o.Scratch, lease: o.Lease, trustGates: o.TrustGates,
+	d := &Dispatcher{conn: c, run: o.Run, runTok: token(o.Run), repo: o.Repo, local: o.Local, scratch: o.Scratch, lease: o.Lease, trustGates: o.TrustGates, setup: o.Setup,
 		jobs: map[string]*pending{}, stored: map[string]bool{}, producer: map[muster.TaskID]string{}, base: context.WithoutCancel(ctx),
 		orphans: map[string]*orphan{}, runTTL: o.RunTTL}
 	if err := os.MkdirAll(filepath.Join(o.Scratch, "jobs"), 0o700); err != nil {
@@ -361,6 +364,9 @@ func (r *remote) job(ctx context.Context, req *muster.ExecRequest, dir string) (
 	}
 	if req.Role == muster.RoleCoder && d.trustGates {
 		job.Gates, job.GateTimeout = req.Gates, req.GateTimeout
+	}
+	if req.Role == muster.RoleCoder && len(d.setup) > 0 {
+		job.Setup, job.GateTimeout = d.setup, req.GateTimeout
 	}
 	if req.Role == muster.RoleReviewer {
 		d.mu.Lock()

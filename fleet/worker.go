@@ -44,7 +44,9 @@ type WorkerOptions struct {
 	Specs     []*muster.ExecutorSpec
 	Executors map[string]muster.Executor
 	// Gates runs the jobs' gates in the clones (nil: none run).
-	Gates   muster.GateRunner
+	Gates muster.GateRunner
+	// Setup runs the jobs' [setup] steps in the clones (nil: Gates).
+	Setup   muster.GateRunner
 	Host    Host
 	Scratch string
 	Lease   time.Duration
@@ -377,6 +379,9 @@ func (w *Worker) run(ctx context.Context, spec *muster.ExecutorSpec, n int, job 
 	if err != nil {
 		return fail("check out %s: %v", job.Start, err)
 	}
+	if st, r := w.setupClone(ctx, dir, job); st != nil {
+		return fail("setup %s (%s) failed on the job's start commit (exit %d): %s", st.Name, st.Command, r.ExitCode, r.Output)
+	}
 	req := &muster.ExecRequest{
 		Run: job.Run, Task: job.Task, Role: job.Role, Spec: spec, Clone: n, Attempt: job.Attempt, Round: job.Round,
 		Dir: dir, Prompt: job.Prompt, Authority: job.Authority, Model: job.Model,
@@ -405,7 +410,7 @@ func (w *Worker) run(ctx context.Context, spec *muster.ExecutorSpec, n int, job 
 	if job.PlanOut {
 		req.PlanOut = inv.OutFile("plan-out.md")
 	}
-	req.Confine = w.confinement(spec, job.Authority, dir, inv)
+	req.Confine = setupReadOnly(w.confinement(spec, job.Authority, dir, inv), job, dir)
 	nrec := 0
 	res, execErr := exec.Execute(ctx, req, func(r muster.Record) {
 		if r.Type == muster.RecPID || r.Type == muster.RecWorker {
@@ -451,14 +456,7 @@ func (w *Worker) run(ctx context.Context, spec *muster.ExecutorSpec, n int, job 
 	// output, say) is not part of it, as a local task's commit is the
 	// change its gates saw.
 	if w.o.Gates != nil {
-		out.Gates = []muster.GateResult{}
-		for _, g := range job.Gates {
-			r := w.o.Gates.Run(ctx, dir, g, job.GateTimeout)
-			if len(r.Output) > 64<<10 {
-				r.Output = "…" + r.Output[len(r.Output)-64<<10:]
-			}
-			out.Gates = append(out.Gates, r)
-		}
+		out.Gates = w.gates(ctx, dir, job)
 		if ctx.Err() != nil {
 			return fail("cancelled: %v", context.Cause(ctx))
 		}

@@ -3,6 +3,7 @@ package git
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -24,6 +25,7 @@ type wtGit struct {
 	split       bool   // the index is muster's private one: split index
 	objects     string // GIT_OBJECT_DIRECTORY
 	carry       []string
+	strict      []string // after carry: what git trusts of the files (strictstat.go)
 }
 
 func (g wtGit) c(args ...string) cmd {
@@ -46,12 +48,14 @@ func (g wtGit) c(args ...string) cmd {
 		// the private git directory) was written.
 		a = append(a, "-c", "core.splitIndex=true")
 	}
+	a = append(a, g.strict...)
 	return cmd{dir: g.dir, env: env, own: true, pre: g.carry, args: append(a, args...)}
 }
 
 // private returns git in the clone of s with muster's private index.
 func (w *Workspace) private(s *slot) wtGit {
-	return wtGit{dir: s.dir, gitDir: s.gitDir, index: filepath.Join(s.gitDir, indexName), split: true, objects: w.objects, carry: w.carry}
+	return wtGit{dir: s.dir, gitDir: s.gitDir, index: filepath.Join(s.gitDir, indexName), split: true, objects: w.objects, carry: w.carry,
+		strict: strictStat(filepath.Dir(s.dir))}
 }
 
 // lookup returns the clone at dir, locked; only clones this workspace
@@ -139,7 +143,13 @@ func (w *Workspace) stageTouched(ctx context.Context, s *slot, g wtGit) (bool, e
 		return false, nil
 	}
 	var add, remove, gone []string
+	dirs := map[string]bool{}
 	for p := range s.touched {
+		if !linkFreeDirs(s.dir, path.Dir(p), dirs) {
+			// A directory became a link (or a file): a path below it
+			// is no path of the worktree, and git refuses it.
+			return false, nil
+		}
 		fi, err := os.Lstat(filepath.Join(s.dir, filepath.FromSlash(p)))
 		switch {
 		case err != nil:
@@ -603,4 +613,24 @@ func throughLink(dir, p string) bool {
 		}
 	}
 	return false
+}
+
+// realDirs reports whether dir (slash-separated, inside the worktree at
+// root) and each directory above it are directories, not links; known
+// caches the answers.
+func linkFreeDirs(root, dir string, known map[string]bool) bool {
+	if dir == "." || dir == "" {
+		return true
+	}
+	if ok, seen := known[dir]; seen {
+		return ok
+	}
+	ok := linkFreeDirs(root, path.Dir(dir), known)
+	if ok {
+		fi, err := os.Lstat(filepath.Join(root, filepath.FromSlash(dir)))
+		// A directory gone is fine: its paths are gone too.
+		ok = err != nil && errors.Is(err, os.ErrNotExist) || err == nil && fi.IsDir()
+	}
+	known[dir] = ok
+	return ok
 }

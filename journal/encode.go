@@ -2,6 +2,7 @@ package journal
 
 import (
 	"bytes"
+	"encoding"
 	"encoding/json"
 	"reflect"
 	"strconv"
@@ -382,6 +383,10 @@ func shapeOf(t reflect.Type) string {
 			for inner.Kind() == reflect.Pointer || inner.Kind() == reflect.Slice {
 				inner = inner.Elem()
 			}
+			if marshals(inner) {
+				// encoding/json writes what its method says.
+				b = append(b, " marshals"...)
+			}
 			if inner.Kind() == reflect.Struct && inner.PkgPath() == reflect.TypeFor[muster.Event]().PkgPath() &&
 				inner.Name() != "Config" && inner.Name() != "Task" && inner.Name() != "ExecutorSpec" {
 				b = append(b, '{')
@@ -392,4 +397,18 @@ func shapeOf(t reflect.Type) string {
 	}
 	walk(t)
 	return string(b)
+}
+
+// marshals reports whether encoding/json writes t (or *t) through its
+// own MarshalJSON or MarshalText; time.Time's is appendTime's.
+func marshals(t reflect.Type) bool {
+	if t == reflect.TypeFor[time.Time]() {
+		return false
+	}
+	for _, m := range []reflect.Type{reflect.TypeFor[json.Marshaler](), reflect.TypeFor[encoding.TextMarshaler]()} {
+		if t.Implements(m) || reflect.PointerTo(t).Implements(m) {
+			return true
+		}
+	}
+	return false
 }

@@ -18,6 +18,8 @@ type FleetCrew struct {
 	Lease time.Duration
 	// TrustGates: [fleet] trust_worker_gates.
 	TrustGates bool
+	// Setup: the run's [setup] steps, which workers run in their clones.
+	Setup []muster.SetupStep
 	// RunTTL: [fleet] run_ttl.
 	RunTTL time.Duration
 }
@@ -54,7 +56,7 @@ func JoinFleetCrew(ctx context.Context, io *cmdutil.IOStreams, cfg *muster.Confi
 		conn.Close()
 		return nil, cmdutil.Env("fleet at %s: %w", url, err)
 	}
-	fc := &FleetCrew{Conn: conn, Lease: fleet.Lease(workers), TrustGates: cfg.Fleet.TrustWorkerGates, RunTTL: cfg.Fleet.RunTTL}
+	fc := &FleetCrew{Conn: conn, Lease: fleet.Lease(workers), TrustGates: cfg.Fleet.TrustWorkerGates, Setup: cfg.Setup, RunTTL: cfg.Fleet.RunTTL}
 	for _, s := range fleet.Crew(workers) {
 		if local := cfg.Executor(s.Name); local != nil {
 			fmt.Fprintf(io.ErrOut, "warning: executor %s is local and the fleet's: the local one runs it\n", s.Name)

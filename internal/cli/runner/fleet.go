@@ -41,7 +41,7 @@ func dispatch(ctx context.Context, fc *preflight.FleetCrew, runID, top, base, ru
 	if err != nil {
 		return nil, nil, cmdutil.Env("fleet: %w", err)
 	}
-	d, err := fleet.Open(ctx, fc.Conn, fleet.DispatchOptions{Run: runID, Repo: root, Local: git.Bundles{Batches: git.NewBatches()}, Scratch: filepath.Join(runDir, "fleet"), Lease: fc.Lease, TrustGates: fc.TrustGates,
+	d, err := fleet.Open(ctx, fc.Conn, fleet.DispatchOptions{Run: runID, Repo: root, Local: git.Bundles{Batches: git.NewBatches()}, Scratch: filepath.Join(runDir, "fleet"), Lease: fc.Lease, TrustGates: fc.TrustGates, Setup: fc.Setup,
 		Resume: seen != nil, Seen: seen, RunTTL: fc.RunTTL})
 	if err != nil {
 		return nil, nil, cmdutil.Env("%w", err)

@@ -81,7 +81,7 @@ the credential's name, and it serves only the executors the credential names.`,
 			if conf.warning != "" {
 				fmt.Fprintln(io.ErrOut, "warning: "+conf.warning)
 			}
-			runner := gate.Runner{Grace: cfg.Grace(), Allow: cfg.Run.EnvAllow, Confine: conf.c}
+			runner := gateRunner(cfg, conf.c, dir)
 			execs := map[string]muster.Executor{}
 			var specs []*muster.ExecutorSpec
 			for _, s := range cfg.Executors {
@@ -106,7 +106,7 @@ the credential's name, and it serves only the executors the credential names.`,
 			defer conn.Close()
 			w, err := fleet.NewWorker(fleet.WorkerOptions{
 				Name: name, Version: version, Conn: conn, Specs: specs, Executors: execs,
-				Gates: runner, Host: &git.Host{Root: dir, Batches: git.NewBatches()}, Scratch: filepath.Join(dir, "scratch", name),
+				Gates: runner, Setup: setupRunner(runner, cfg), Host: &git.Host{Root: dir, Batches: git.NewBatches()}, Scratch: filepath.Join(dir, "scratch", name),
 				Lease: cfg.Fleet.Lease, Log: io.ErrOut, Confine: conf.c,
 			})
 			if err != nil {
@@ -159,4 +159,45 @@ func confinement(cfg *muster.Config, dir, creds string) (workerConfinement, erro
 		out.warning = strings.TrimPrefix(out.warning+"; the worker's credentials and clones are not hidden from its agents without namespaces", "; ")
 	}
 	return out, nil
+}
+
+// gateRunner runs the jobs' gates as a local run's gates run: confined,
+// on the network of the worker's [gates] network (default none), each
+// with a TMPDIR of its own, and (confined) with a Go build cache of
+// the worker's own in its directory, which its agents, even those that
+// may write the user's Go build cache, cannot write (a local run's is
+// git.GatesCache).
+func gateRunner(cfg *muster.Config, c *muster.Confinement, dir string) gate.Runner {
+	r := gate.Runner{Grace: cfg.Grace(), Allow: cfg.Run.EnvAllow, Confine: c, TmpRoot: filepath.Join(dir, "scratch", "gates"),
+		Net: egress.Open, Network: cfg.GateNetwork()}
+	if c != nil {
+		cache := filepath.Join(dir, "gates", "go-build")
+		if os.MkdirAll(cache, 0o700) == nil {
+			r.BuildCache = cache
+		}
+	}
+	return r
+}
+
+// setupRunner is the gates' runner whose confinement may also write
+// the package caches (setup writes them, agents and gates only read
+// them), on the network of the worker's [setup] network.
+func setupRunner(r gate.Runner, cfg *muster.Config) gate.Runner {
+	r.Confine = r.Confine.With(setupCaches(cfg)...)
+	r.Network = cfg.SetupNetworkOf()
+	return r
+}
+
+// setupCaches are the package caches of the worker's [setup] tables
+// (what its tools install from), made when missing: a confined step may
+// write only paths that exist. The run's steps travel with its jobs.
+func setupCaches(cfg *muster.Config) []string {
+	home, _ := os.UserHomeDir()
+	var out []string
+	for _, p := range cfg.SetupCaches(home) {
+		if os.MkdirAll(p, 0o755) == nil {
+			out = append(out, p)
+		}
+	}
+	return out
 }
