@@ -41,6 +41,14 @@ import (
 //     next commit enters the queue at the back, and the commits after it
 //     go back, unchanged and in order, to the front of the queue.
 //
+// Pipelined: while a batch's top is gated, the commits that enter the
+// queue are merged at once onto a chain that starts at that top, the
+// next batch's (nextChain, queuenext.go); nothing of it is gated or
+// journaled before the verdict. Green: the next batch is that chain, and
+// its gate run starts once the branch has moved, with no merge in
+// between. Red, a conflict, or a tip or queue head that is not what the
+// chain was built for: it is dropped, and the next batch merges afresh.
+//
 // The window grows by one after a green batch and halves after a red
 // one (engine.NextWindow; [run] max_batch, default 8). A fast-forward
 // (the tip is still the commit's base) needs no gate run: the task's own
@@ -84,7 +92,8 @@ type queue struct {
 	busy    bool
 	seq     int
 	window  int
-	steps   int // gate runs of the queue (tests)
+	steps   int        // gate runs of the queue (tests)
+	next    *nextChain // the next batch's chain, built while a batch is gated (queuenext.go)
 }
 
 // verifyIntegration reports whether merged trees are gated.
@@ -106,9 +115,12 @@ func (w *worker) integrate(ctx context.Context, commit string) landing {
 		q.busy = true
 		it.lead <- struct{}{}
 	}
+	next := q.next
 	q.mu.Unlock()
 	// In the queue now (the phase says so only once it is true).
 	w.send(muster.Event{Type: muster.EvPhase, Phase: "integrating", Round: w.round})
+	// A batch is being gated: the commit joins the next one's chain now.
+	w.d.extendNext(context.WithoutCancel(ctx), next)
 	for {
 		select {
 		case l := <-it.done:
@@ -123,6 +135,7 @@ func (w *worker) integrate(ctx context.Context, commit string) landing {
 // lead on (or leaves the queue idle).
 func (d *Driver) driveBatch(ctx context.Context, self *integration) {
 	q := &d.q
+	n := d.takeNext()
 	q.mu.Lock()
 	limit := max(1, self.w.cfg.MaxBatch())
 	if _, ok := d.opts.Workspace.(muster.ChainMerger); !ok {
@@ -131,15 +144,15 @@ func (d *Driver) driveBatch(ctx context.Context, self *integration) {
 	if q.window == 0 || q.window > limit {
 		q.window = limit
 	}
-	cands := make([]engine.BatchCandidate, len(q.waiting))
-	for i, it := range q.waiting {
-		cands[i] = engine.BatchCandidate{Task: it.w.task.ID, Owns: it.w.task.Owns}
+	take := d.selectBatch(q.window)
+	var prepared []link
+	if n != nil && len(n.links) > 0 && n.heads(q.waiting, take) {
+		// The chain built while the last batch was gated: the batch is
+		// its commits (those that arrived since wait for the next one;
+		// when the tip is not the chain's base after all, decideBatch
+		// merges these commits afresh).
+		prepared, take = n.links, take[:len(n.links)]
 	}
-	overlap := d.opts.Overlap
-	if overlap == nil {
-		overlap = func(a, b []string) bool { return true }
-	}
-	take := engine.SelectBatch(cands, q.window, overlap)
 	batch := make([]*integration, 0, len(take))
 	var rest []*integration
 	for i, it := range q.waiting {
@@ -152,7 +165,11 @@ func (d *Driver) driveBatch(ctx context.Context, self *integration) {
 	q.waiting = rest
 	q.mu.Unlock()
 
-	back := d.decideBatch(ctx, self, batch)
+	onto := ""
+	if prepared != nil {
+		onto = n.onto
+	}
+	back := d.decideBatch(ctx, self, batch, onto, prepared)
 
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -167,6 +184,21 @@ func (d *Driver) driveBatch(ctx context.Context, self *integration) {
 	q.waiting[0].lead <- struct{}{}
 }
 
+// selectBatch returns the indices in the queue of the commits a batch
+// takes with window (engine.SelectBatch). The caller holds q.mu.
+func (d *Driver) selectBatch(window int) []int {
+	q := &d.q
+	cands := make([]engine.BatchCandidate, len(q.waiting))
+	for i, it := range q.waiting {
+		cands[i] = engine.BatchCandidate{Task: it.w.task.ID, Owns: it.w.task.Owns}
+	}
+	overlap := d.opts.Overlap
+	if overlap == nil {
+		overlap = func(a, b []string) bool { return true }
+	}
+	return engine.SelectBatch(cands, window, overlap)
+}
+
 // link is one commit of a batch's chain: the integration and its commit
 // merged onto the link before it (the first onto the tip).
 type link struct {
@@ -177,7 +209,11 @@ type link struct {
 // decideBatch builds the batch's chain, gates it and lands what passed;
 // it gives every integration of the batch its verdict, or returns it to
 // go back to the front of the queue.
-func (d *Driver) decideBatch(ctx context.Context, self *integration, batch []*integration) (back []*integration) {
+//
+// prepared, when not nil, is the batch's chain as it was built onto
+// onto while the batch before was gated: it is the chain when onto is
+// still the tip, else the batch is merged afresh.
+func (d *Driver) decideBatch(ctx context.Context, self *integration, batch []*integration, onto string, prepared []link) (back []*integration) {
 	gctx := ctx
 	ctx = context.WithoutCancel(ctx)
 	ws := d.opts.Workspace
@@ -188,7 +224,12 @@ func (d *Driver) decideBatch(ctx context.Context, self *integration, batch []*in
 		}
 		return nil
 	}
-	chain, back := d.buildChain(ctx, tip, batch)
+	var chain []link
+	if prepared != nil && onto == tip {
+		chain = prepared
+	} else {
+		chain, back = d.buildChain(ctx, tip, batch)
+	}
 	if len(chain) == 0 {
 		return back
 	}
@@ -204,6 +245,8 @@ func (d *Driver) decideBatch(ctx context.Context, self *integration, batch []*in
 	for _, l := range chain[lo:] {
 		l.it.w.send(muster.Event{Type: muster.EvPhase, Phase: "verifying", Round: l.it.w.round})
 	}
+	// The next batch's chain is built onto this top while it is gated.
+	d.openNext(ctx, cfg, chain[len(chain)-1].merged)
 	v := d.gateTree(gctx, chain, len(chain), tip, false)
 	if v.err == nil && v.failed != "" {
 		second := d.gateTree(gctx, chain, len(chain), tip, true)
@@ -213,12 +256,16 @@ func (d *Driver) decideBatch(ctx context.Context, self *integration, batch []*in
 		}
 		v = second
 	}
+	green := v.err == nil && v.failed == ""
+	if green {
+		d.setWindow(cfg, true)
+	}
+	d.closeNext(ctx, green && len(back) == 0)
 	if v.err != nil {
 		return d.abandonBatch(gctx, self, chain, back, v.err)
 	}
-	if v.failed == "" {
+	if green {
 		d.landChain(ctx, self, tip, chain)
-		d.setWindow(cfg, true)
 		return back
 	}
 	d.setWindow(cfg, false)

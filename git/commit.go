@@ -165,12 +165,12 @@ func (w *Workspace) MergeOnto(ctx context.Context, onto, commit, base string) (m
 	if err != nil {
 		return "", nil, err
 	}
-	if onto != old && !w.chained[onto] {
+	if _, ok := w.chained[onto]; onto != old && !ok {
 		return "", nil, fmt.Errorf("merge %s onto %s: not the tip (%s) nor a commit of the batch muster built on it", commit, onto, old)
 	}
 	merged, conflicts, err = w.merge(ctx, onto, commit, base)
-	if err == nil && merged != "" {
-		w.chained[merged] = true
+	if err == nil && merged != "" && merged != onto {
+		w.chained[merged] = onto
 	}
 	return merged, conflicts, err
 }
@@ -214,8 +214,33 @@ func (w *Workspace) advance(ctx context.Context, merged, old string) error {
 		}
 	}
 	w.setTip(merged)
-	clear(w.chained) // a batch ends with the move: the next one builds on the new tip
+	w.keepChainedOn(merged)
 	return nil
+}
+
+// keepChainedOn keeps of the commits MergeOnto made those built on tip,
+// the new tip (the next batch's chain, merged while the batch that just
+// landed was gated), and forgets the rest: commits of a batch that did
+// not land are never built on again.
+func (w *Workspace) keepChainedOn(tip string) {
+	on := func(c string) bool {
+		for range len(w.chained) + 1 {
+			p, ok := w.chained[c]
+			if !ok {
+				return false
+			}
+			if p == tip {
+				return true
+			}
+			c = p
+		}
+		return false
+	}
+	for c := range w.chained {
+		if !on(c) {
+			delete(w.chained, c)
+		}
+	}
 }
 
 // merge returns commit when old is base, else the merge of commit (made

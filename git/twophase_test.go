@@ -60,3 +60,46 @@ func TestMergeAdvanceCheckout(t *testing.T) {
 		t.Fatal("branch not advanced")
 	}
 }
+
+// A chain MergeOnto built on a batch's top while the batch was gated
+// (the next batch's, pipelined) can be built on further once that top
+// lands; a chain built on a top that did not land cannot.
+func TestMergeOntoKeepsTheChainBuiltOnTheNewTip(t *testing.T) {
+	repo := newRepo(t, baseFiles())
+	w := open(t, repo, "r1")
+	var commits []string
+	for _, name := range []string{"one", "two", "three", "four"} {
+		d, base, _ := w.Prepare(ctx, name+"#1")
+		write(t, d, name+".txt", name)
+		c, err := w.Commit(ctx, d, base, muster.CommitInfo{Run: "r1", Task: muster.TaskID(name)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		commits = append(commits, c)
+	}
+	base := w.Base()
+	onto := func(on, c string) string {
+		t.Helper()
+		m, conf, err := w.MergeOnto(ctx, on, c, base)
+		if err != nil || conf != nil {
+			t.Fatalf("merge %s onto %s: %v %v", c, on, conf, err)
+		}
+		return m
+	}
+	top := onto(base, commits[0])  // the gated batch
+	next := onto(top, commits[1])  // the next batch's chain, built meanwhile
+	stale := onto(top, commits[2]) // a chain the next batch will not take
+	if err := w.Advance(ctx, top, base); err != nil {
+		t.Fatal(err)
+	}
+	last := onto(next, commits[3]) // the batch after builds on the next one's top
+	if err := w.Advance(ctx, last, top); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := w.MergeOnto(ctx, stale, commits[3], base); err == nil {
+		t.Fatal("MergeOnto built on a chain that never landed")
+	}
+	if got := g(t, repo, "rev-parse", last+"^"); got != next {
+		t.Fatalf("the last link's parent %s, want %s", got, next)
+	}
+}

@@ -108,7 +108,7 @@ type Workspace struct {
 	tip         string                // the run branch as muster last left it (never read back from the ref)
 	onBranch    map[string]bool       // commits known to be on the run branch
 	meta        map[string]commitMeta // task commits made here
-	chained     map[string]bool       // commits MergeOnto made above the tip, not yet on the branch
+	chained     map[string]string     // commits MergeOnto made above the tip, not yet on the branch, to the commit each was made on
 
 	mu    sync.Mutex
 	slots map[string]*slot // by slot name
@@ -203,7 +203,7 @@ func Open(ctx context.Context, opts Options) (*Workspace, error) {
 		watch:     !opts.NoWatch,
 		mergeBase: major > 2 || minor >= 40,
 		slots:     map[string]*slot{}, byDir: map[string]*slot{},
-		onBranch: map[string]bool{}, meta: map[string]commitMeta{}, chained: map[string]bool{},
+		onBranch: map[string]bool{}, meta: map[string]commitMeta{}, chained: map[string]string{},
 	}
 	if w.maxFile <= 0 {
 		w.maxFile = muster.DefaultMaxFileBytes
