@@ -153,15 +153,7 @@ func (d *Driver) driveBatch(ctx context.Context, self *integration) {
 		// merges these commits afresh).
 		prepared, take = n.links, take[:len(n.links)]
 	}
-	batch := make([]*integration, 0, len(take))
-	var rest []*integration
-	for i, it := range q.waiting {
-		if len(batch) < len(take) && take[len(batch)] == i {
-			batch = append(batch, it)
-		} else {
-			rest = append(rest, it)
-		}
-	}
+	batch, rest := splitTaken(q.waiting, take)
 	q.waiting = rest
 	q.mu.Unlock()
 
@@ -186,17 +178,47 @@ func (d *Driver) driveBatch(ctx context.Context, self *integration) {
 
 // selectBatch returns the indices in the queue of the commits a batch
 // takes with window (engine.SelectBatch). The caller holds q.mu.
+//
+// SelectBatch is greedy in queue order, so on a prefix of the queue that
+// fills the window it answers as on the whole queue: candidates are made
+// for a prefix, doubled until the window fills or the queue ends (with
+// hundreds waiting, one candidate per waiting commit at every batch and
+// every arrival was a fifth of the scheduler's CPU).
 func (d *Driver) selectBatch(window int) []int {
 	q := &d.q
-	cands := make([]engine.BatchCandidate, len(q.waiting))
-	for i, it := range q.waiting {
-		cands[i] = engine.BatchCandidate{Task: it.w.task.ID, Owns: it.w.task.Owns}
-	}
 	overlap := d.opts.Overlap
 	if overlap == nil {
 		overlap = func(a, b []string) bool { return true }
 	}
-	return engine.SelectBatch(cands, window, overlap)
+	var take []int
+	var cands []engine.BatchCandidate
+	for n := min(len(q.waiting), 4*max(1, window)); ; n = min(len(q.waiting), 2*n) {
+		for _, it := range q.waiting[len(cands):n] {
+			cands = append(cands, engine.BatchCandidate{Task: it.w.task.ID, Owns: it.w.task.Owns})
+		}
+		take = engine.SelectBatch(cands, window, overlap)
+		if len(take) >= window || n == len(q.waiting) {
+			return take
+		}
+	}
+}
+
+// splitTaken splits waiting into the integrations at the indices take
+// (ascending) and the rest, both in queue order.
+func splitTaken(waiting []*integration, take []int) (batch, rest []*integration) {
+	if len(take) > 0 && take[len(take)-1] == len(take)-1 {
+		// The common case, a prefix: the rest stays as it is.
+		return append([]*integration(nil), waiting[:len(take)]...), waiting[len(take):]
+	}
+	batch = make([]*integration, 0, len(take))
+	for i, it := range waiting {
+		if len(batch) < len(take) && take[len(batch)] == i {
+			batch = append(batch, it)
+		} else {
+			rest = append(rest, it)
+		}
+	}
+	return batch, rest
 }
 
 // link is one commit of a batch's chain: the integration and its commit
