@@ -119,6 +119,9 @@ type Conn struct {
 	Bundles jetstream.ObjectStore
 	// Runs holds one key per run whose orchestrator is alive.
 	Runs jetstream.KeyValue
+	// self is what the credentials this connection holds say (nil on
+	// fleet serve's own connection).
+	self *Identity
 }
 
 // WorkerTTL is how long a registration lives without a heartbeat;
@@ -165,7 +168,7 @@ func Connect(ctx context.Context, rawURL, name string, a Auth, create bool) (*Co
 		}
 		return nil, &muster.Error{Code: muster.CodeInternal, Message: fmt.Sprintf("connect to the fleet at %s: %v", rawURL, err)}
 	}
-	c := &Conn{NC: nc}
+	c := &Conn{NC: nc, self: id}
 	if err := c.bind(ctx, create); err != nil {
 		nc.Close()
 		return nil, &muster.Error{Code: muster.CodeInternal, Message: fmt.Sprintf("fleet at %s: %v (is JetStream enabled on the server? an orchestrator or muster fleet serve makes the fleet's streams)", rawURL, err)}

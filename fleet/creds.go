@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nkeys"
@@ -284,6 +285,14 @@ type Identity struct {
 	// Executors are the executors a worker may serve (their subject tokens
 	// decoded back).
 	Executors []string
+	// Worker is set when the credentials are a worker's.
+	Worker bool
+	// Issuer is the key that signed the user JWT (the fleet's account).
+	Issuer string
+	// JWT is the user JWT itself: public (a signed claim, not a secret;
+	// the seed stays in the file), it goes into a worker's registration
+	// so the orchestrator takes only the executors it names.
+	JWT string
 }
 
 // ReadIdentity decodes the user JWT of a .creds file (it does not check
@@ -301,18 +310,56 @@ func ReadIdentity(path string) (*Identity, error) {
 	if err != nil {
 		return nil, &muster.Error{Code: muster.CodeInvalid, Message: fmt.Sprintf("credentials %s: not a NATS user credentials file: %v", path, err)}
 	}
-	id := &Identity{Name: uc.Name}
+	id := identityOf(uc)
+	id.JWT = tok
+	return id, nil
+}
+
+// identityOf is what a user's claims say of its holder.
+func identityOf(uc *jwt.UserClaims) *Identity {
+	id := &Identity{Name: uc.Name, Issuer: uc.Issuer}
+	if uc.IssuerAccount != "" {
+		id.Issuer = uc.IssuerAccount
+	}
 	for _, t := range uc.Tags {
 		switch {
 		case t == tagOrchestrator:
 			id.Orchestrator = true
+		case t == tagWorker:
+			id.Worker = true
 		case strings.HasPrefix(t, tagExecutor):
 			if n, err := tokenEnc.DecodeString(strings.ToUpper(strings.TrimPrefix(t, tagExecutor))); err == nil {
 				id.Executors = append(id.Executors, string(n))
 			}
 		}
 	}
-	return id, nil
+	return id
+}
+
+// vouchedExecutors are the executors the user JWT tok lets the worker
+// whose registration key is name serve, when tok is a worker's, signed
+// by account (its signature is checked here), issued to name and not
+// expired; ok is false otherwise. A registration is a worker's word: only
+// what its credentials say counts (a worker holding credentials for one
+// executor that registered another would draw tasks it can never take).
+func vouchedExecutors(tok, name, account string) (executors map[string]bool, ok bool) {
+	if tok == "" {
+		return nil, false
+	}
+	uc, err := jwt.DecodeUserClaims(tok)
+	if err != nil {
+		return nil, false
+	}
+	id := identityOf(uc)
+	if id.Issuer != account || id.Name != name || !id.Worker || id.Orchestrator ||
+		uc.Expires != 0 && time.Now().Unix() > uc.Expires {
+		return nil, false
+	}
+	executors = map[string]bool{}
+	for _, e := range id.Executors {
+		executors[e] = true
+	}
+	return executors, true
 }
 
 func orchestratorPermissions() jwt.Permissions {

@@ -73,10 +73,13 @@ func TestServeAuth(t *testing.T) {
 	if si, ok := c.Info(ctx); !ok || !si.SyncAlways {
 		t.Errorf("fleet serve's info: %+v %v", si, ok)
 	}
-	if err := c.Register(ctx, &Registration{Name: "w1", Version: "v", Executors: []ExecutorState{{Name: "claude", Kind: "claude-code", Clones: 3}}}); err != nil {
+	// The orchestrator writes the workers' registrations here, each with
+	// its worker's user JWT (which a worker's own Register adds).
+	w1, w2 := workerJWT(t, srv, "w1", "claude"), workerJWT(t, srv, "w2", "claude", "codex")
+	if err := c.Register(ctx, &Registration{Name: "w1", Version: "v", JWT: w1, Executors: []ExecutorState{{Name: "claude", Kind: "claude-code", Clones: 3}}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Register(ctx, &Registration{Name: "w2", Version: "v", LeaseS: 5, Executors: []ExecutorState{{Name: "claude", Kind: "claude-code", Clones: 2}, {Name: "codex", Kind: "codex", Clones: 1}}}); err != nil {
+	if err := c.Register(ctx, &Registration{Name: "w2", Version: "v", LeaseS: 5, JWT: w2, Executors: []ExecutorState{{Name: "claude", Kind: "claude-code", Clones: 2}, {Name: "codex", Kind: "codex", Clones: 1}}}); err != nil {
 		t.Fatal(err)
 	}
 	ws, err := c.ListWorkers(ctx)

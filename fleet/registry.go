@@ -28,6 +28,9 @@ type Registration struct {
 	Stopping bool `json:"stopping,omitempty"`
 	// LeaseS is the worker's lease in seconds.
 	LeaseS float64 `json:"lease_s,omitempty"`
+	// JWT is the worker's user JWT (public; Register fills it in): the
+	// orchestrator takes only the executors it names (vouch).
+	JWT string `json:"jwt,omitempty"`
 }
 
 // ExecutorState is one executor a worker serves.
@@ -58,8 +61,12 @@ type WorkerInfo struct {
 	Heartbeat time.Time
 }
 
-// Register stores (or refreshes) a worker's registration.
+// Register stores (or refreshes) a worker's registration, with the user
+// JWT of the connection's credentials when it carries none.
 func (c *Conn) Register(ctx context.Context, r *Registration) error {
+	if r.JWT == "" && c.self != nil {
+		r.JWT = c.self.JWT
+	}
 	data, err := json.Marshal(r)
 	if err != nil {
 		return err
@@ -93,6 +100,7 @@ func (c *Conn) ListWorkers(ctx context.Context) ([]WorkerInfo, error) {
 		if json.Unmarshal(e.Value(), &r) != nil || r.Name == "" {
 			continue
 		}
+		c.vouch(k, &r)
 		out = append(out, WorkerInfo{Registration: r, Heartbeat: e.Created()})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
@@ -171,9 +179,32 @@ func (c *Conn) WatchWorkers(ctx context.Context, fn func(Registration)) error {
 			if json.Unmarshal(e.Value(), &r) != nil || r.Name == "" || r.Stopping {
 				continue
 			}
+			c.vouch(e.Key(), &r)
 			fn(r)
 		}
 	}
+}
+
+// vouch keeps of r, the registration stored under key, the executors its
+// user JWT names, and names it key: the server lets a worker write only
+// the key of its credential's name, but the rest is the worker's word.
+// Without a JWT signed by this fleet's account for key, r serves nothing.
+// A connection that holds no credentials (fleet serve's own) has no
+// account to check against and takes r as it is.
+func (c *Conn) vouch(key string, r *Registration) {
+	if c.self == nil || c.self.Issuer == "" {
+		return
+	}
+	r.Name = key
+	allowed, _ := vouchedExecutors(r.JWT, key, c.self.Issuer)
+	kept := r.Executors[:0]
+	for _, e := range r.Executors {
+		if allowed[e.Name] {
+			kept = append(kept, e)
+		}
+	}
+	r.Executors = kept
+	r.JWT = "" // checked: it goes no further (fleet status, the journal)
 }
 
 // executorName is what an executor's name may be (a config's table
