@@ -82,6 +82,10 @@ the credential's name, and it serves only the executors the credential names.`,
 				fmt.Fprintln(io.ErrOut, "warning: "+conf.warning)
 			}
 			runner := gateRunner(cfg, conf.c, dir)
+			prices, err := preflight.Prices(cfg)
+			if err != nil {
+				return err
+			}
 			execs := map[string]muster.Executor{}
 			var specs []*muster.ExecutorSpec
 			for _, s := range cfg.Executors {
@@ -96,8 +100,14 @@ the credential's name, and it serves only the executors the credential names.`,
 					return &muster.Error{Code: muster.CodeInvalid, Message: err.Error()}
 				}
 				// Behind the worker's own model endpoint, as in a local run:
-				// the key stays in the worker's environment.
-				execs[s.Name], specs = egress.Wrap(e, s, cfg, nil), append(specs, s)
+				// the key stays in the worker's environment. A job's budget
+				// left (the run's, sent with it) is counted there, priced
+				// with the worker's prices.
+				wrapped := egress.Wrap(e, s, cfg, nil)
+				if x, ok := wrapped.(*egress.Executor); ok {
+					x.Price = prices.Cost
+				}
+				execs[s.Name], specs = wrapped, append(specs, s)
 			}
 			conn, err := fleet.Connect(cmd.Context(), url, "muster worker "+name, auth, false)
 			if err != nil {
