@@ -22,6 +22,10 @@ type Executor struct {
 	Config *muster.Config
 	// Ledger is the run's budget (nil: none).
 	Ledger *Ledger
+	// Price prices the provider's usage for a job's own ledger (a
+	// request with BudgetLeft); nil: a USD budget left counts only what
+	// the provider priced itself.
+	Price func(model string, u muster.Usage) (int64, bool)
 	// Listen opens the listener the server is reached on (nil: a port on
 	// 127.0.0.1, the fallback where there is no network namespace).
 	Listen func() (net.Listener, error)
@@ -75,7 +79,11 @@ func (x *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit fu
 			emit(r)
 		}
 	}
-	srv := New(Options{Route: route, Network: netw, Report: out, Ledger: x.Ledger})
+	ledger := x.Ledger
+	if req.BudgetLeft != nil {
+		ledger = JobLedger(req.BudgetLeft, x.Price)
+	}
+	srv := New(Options{Route: route, Network: netw, Report: out, Ledger: ledger})
 	defer srv.Close()
 	r := *req
 	base, err := x.listen(srv, &r, netw)

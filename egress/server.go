@@ -371,6 +371,7 @@ func (s *Server) metered(m *meter) {
 	rec := muster.Record{Type: muster.RecUsage, Model: bound(m.model, 100), Usage: u, Source: muster.UsageProvider}
 	s.usage = append(s.usage, rec)
 	s.mu.Unlock()
+	s.opts.Ledger.count(m.model, u)
 	if s.opts.Report != nil {
 		s.opts.Report(rec)
 	}

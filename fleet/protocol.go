@@ -57,6 +57,21 @@ type Job struct {
 	// inboxes): every report carries it back, so a worker that never
 	// received the job cannot claim it or send its result.
 	Nonce string `json:"nonce,omitempty"`
+	// BudgetLeftUSDMicros and BudgetLeftTokens are what was left of the
+	// run's budget when the job was sent (0, or absent from an earlier
+	// orchestrator's job: no limit): the worker's model endpoint answers
+	// 429 once the job's own responses spend it.
+	BudgetLeftUSDMicros int64 `json:"budget_left_usd_micros,omitempty"`
+	BudgetLeftTokens    int64 `json:"budget_left_tokens,omitempty"`
+}
+
+// budgetLeft is the job's budget left as a request's (nil: none).
+func (j *Job) budgetLeft() *muster.Budget {
+	b := muster.Budget{USDMicros: max(j.BudgetLeftUSDMicros, 0), Tokens: max(j.BudgetLeftTokens, 0)}
+	if b.IsZero() {
+		return nil
+	}
+	return &b
 }
 
 // Kinds of Report.

@@ -73,6 +73,8 @@ type Dispatcher struct {
 	orphans  map[string]*orphan
 	adoptEnd *time.Timer
 	runTTL   time.Duration
+	// budgetLeft: see DispatchOptions.BudgetLeft.
+	budgetLeft func() *muster.Budget
 	// stopBeat ends the presence heartbeat; beatDone is closed after.
 	stopBeat context.CancelFunc
 	beatDone chan struct{}
@@ -128,6 +130,9 @@ type DispatchOptions struct {
 	// lapses, and how long a resume keeps them for adoption ([fleet]
 	// run_ttl; default muster.DefaultRunTTL).
 	RunTTL time.Duration
+	// BudgetLeft is what is left of the run's budget (nil: none), sent
+	// with each job; nil func: none.
+	BudgetLeft func() *muster.Budget
 }
 
 // Open starts a new generation of run on the fleet: work of earlier
@@ -142,7 +147,7 @@ func Open(ctx context.Context, c *Conn, o DispatchOptions) (*Dispatcher, error) 
 	}
 	d := &Dispatcher{conn: c, run: o.Run, runTok: token(o.Run), repo: o.Repo, local: o.Local, scratch: o.Scratch, lease: o.Lease, trustGates: o.TrustGates, setup: o.Setup,
 		jobs: map[string]*pending{}, stored: map[string]bool{}, producer: map[muster.TaskID]string{}, base: context.WithoutCancel(ctx),
-		orphans: map[string]*orphan{}, runTTL: o.RunTTL}
+		orphans: map[string]*orphan{}, runTTL: o.RunTTL, budgetLeft: o.BudgetLeft}
 	if err := os.MkdirAll(filepath.Join(o.Scratch, "jobs"), 0o700); err != nil {
 		return nil, err
 	}
@@ -361,6 +366,11 @@ func (r *remote) job(ctx context.Context, req *muster.ExecRequest, dir string) (
 		Authority: req.Authority, Model: req.Model, Prompt: req.Prompt, SessionID: req.SessionID,
 		Timeout: req.Timeout, Grace: req.Grace, Stall: req.Stall, PlanOut: req.PlanOut != "", RunTTL: d.runTTL,
 		Nonce: randomID() + randomID(),
+	}
+	if d.budgetLeft != nil {
+		if b := d.budgetLeft(); b != nil {
+			job.BudgetLeftUSDMicros, job.BudgetLeftTokens = b.USDMicros, b.Tokens
+		}
 	}
 	if req.Role == muster.RoleCoder && d.trustGates {
 		job.Gates, job.GateTimeout = req.Gates, req.GateTimeout

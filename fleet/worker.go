@@ -385,7 +385,7 @@ func (w *Worker) run(ctx context.Context, spec *muster.ExecutorSpec, n int, job 
 	req := &muster.ExecRequest{
 		Run: job.Run, Task: job.Task, Role: job.Role, Spec: spec, Clone: n, Attempt: job.Attempt, Round: job.Round,
 		Dir: dir, Prompt: job.Prompt, Authority: job.Authority, Model: job.Model,
-		SessionID: job.SessionID, Timeout: job.Timeout, Grace: job.Grace, Stall: job.Stall,
+		SessionID: job.SessionID, Timeout: job.Timeout, Grace: job.Grace, Stall: job.Stall, BudgetLeft: job.budgetLeft(),
 		Env: map[string]string{"MUSTER_FLEET_WORKER": w.o.Name},
 	}
 	if req.Timeout == 0 {

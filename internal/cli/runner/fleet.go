@@ -8,6 +8,7 @@ import (
 
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/driver"
+	"github.com/muster-run/muster/egress"
 	"github.com/muster-run/muster/engine"
 	"github.com/muster-run/muster/fleet"
 	"github.com/muster-run/muster/git"
@@ -36,13 +37,13 @@ func (s *Session) fleetResume() map[muster.TaskID]uint64 {
 
 // dispatch opens the run on the fleet and returns the adapters of its
 // executors; seen (a resume's) is fleetResume's.
-func dispatch(ctx context.Context, fc *preflight.FleetCrew, runID, top, base, runDir string, seen map[muster.TaskID]uint64) (*fleet.Dispatcher, map[string]muster.Executor, error) {
+func dispatch(ctx context.Context, fc *preflight.FleetCrew, runID, top, base, runDir string, seen map[muster.TaskID]uint64, ledger *egress.Ledger) (*fleet.Dispatcher, map[string]muster.Executor, error) {
 	root, err := git.RootCommit(ctx, top, base)
 	if err != nil {
 		return nil, nil, cmdutil.Env("fleet: %w", err)
 	}
 	d, err := fleet.Open(ctx, fc.Conn, fleet.DispatchOptions{Run: runID, Repo: root, Local: git.Bundles{Batches: git.NewBatches()}, Scratch: filepath.Join(runDir, "fleet"), Lease: fc.Lease, TrustGates: fc.TrustGates, Setup: fc.Setup,
-		Resume: seen != nil, Seen: seen, RunTTL: fc.RunTTL})
+		Resume: seen != nil, Seen: seen, RunTTL: fc.RunTTL, BudgetLeft: ledger.Left})
 	if err != nil {
 		return nil, nil, cmdutil.Env("%w", err)
 	}

@@ -273,7 +273,7 @@ func (s *Session) crew(ctx context.Context, confinement *muster.Confinement, und
 		return c, nil
 	}
 	undo.add(func() { s.fleet.Conn.Close() })
-	d, remote, err := dispatch(ctx, s.fleet, s.RunID, s.Repo.Top, s.Base, s.Dir, s.fleetResume())
+	d, remote, err := dispatch(ctx, s.fleet, s.RunID, s.Repo.Top, s.Base, s.Dir, s.fleetResume(), c.ledger)
 	if err != nil {
 		return nil, err
 	}

@@ -82,22 +82,9 @@ the credential's name, and it serves only the executors the credential names.`,
 				fmt.Fprintln(io.ErrOut, "warning: "+conf.warning)
 			}
 			runner := gateRunner(cfg, conf.c, dir)
-			execs := map[string]muster.Executor{}
-			var specs []*muster.ExecutorSpec
-			for _, s := range cfg.Executors {
-				if s.Fleet {
-					continue
-				}
-				if !slices.Contains(id.Executors, s.Name) {
-					return cmdutil.FlagErrorf("executor %s: the credentials of %s do not name it (they name: %s); issue them again with --executor %s", s.Name, name, strings.Join(id.Executors, ", "), s.Name)
-				}
-				e, err := agents.New(s)
-				if err != nil {
-					return &muster.Error{Code: muster.CodeInvalid, Message: err.Error()}
-				}
-				// Behind the worker's own model endpoint, as in a local run:
-				// the key stays in the worker's environment.
-				execs[s.Name], specs = egress.Wrap(e, s, cfg, nil), append(specs, s)
+			execs, specs, err := crew(cfg, id, name)
+			if err != nil {
+				return err
 			}
 			conn, err := fleet.Connect(cmd.Context(), url, "muster worker "+name, auth, false)
 			if err != nil {
@@ -200,4 +187,35 @@ func setupCaches(cfg *muster.Config) []string {
 		}
 	}
 	return out
+}
+
+// crew is the worker's executors (those of its config its credentials
+// name), each behind the worker's own model endpoint, as in a local run:
+// the key stays in the worker's environment. A job's budget left (the
+// run's, sent with it) is counted there, priced with the worker's prices.
+func crew(cfg *muster.Config, id *fleet.Identity, name string) (map[string]muster.Executor, []*muster.ExecutorSpec, error) {
+	prices, err := preflight.Prices(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	execs := map[string]muster.Executor{}
+	var specs []*muster.ExecutorSpec
+	for _, s := range cfg.Executors {
+		if s.Fleet {
+			continue
+		}
+		if !slices.Contains(id.Executors, s.Name) {
+			return nil, nil, cmdutil.FlagErrorf("executor %s: the credentials of %s do not name it (they name: %s); issue them again with --executor %s", s.Name, name, strings.Join(id.Executors, ", "), s.Name)
+		}
+		e, err := agents.New(s)
+		if err != nil {
+			return nil, nil, &muster.Error{Code: muster.CodeInvalid, Message: err.Error()}
+		}
+		wrapped := egress.Wrap(e, s, cfg, nil)
+		if x, ok := wrapped.(*egress.Executor); ok {
+			x.Price = prices.Cost
+		}
+		execs[s.Name], specs = wrapped, append(specs, s)
+	}
+	return execs, specs, nil
 }
