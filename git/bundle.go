@@ -57,7 +57,22 @@ func WriteBundle(ctx context.Context, dir, tip string, have []string, out string
 	return writeBundle(ctx, dir, tip, prereq, out)
 }
 
-func writeBundle(ctx context.Context, dir, tip string, prereq []string, out string) (err error) {
+func writeBundle(ctx context.Context, dir, tip string, prereq []string, out string) error {
+	return createBundle(out, tip, prereq, func(w io.Writer) error {
+		var revs strings.Builder
+		revs.WriteString(tip + "\n")
+		for _, p := range prereq {
+			revs.WriteString("^" + p + "\n")
+		}
+		c := safeCmd(dir, "pack-objects", "--revs", "--stdout", "--thin", "--delta-base-offset", "-q")
+		return stream(ctx, c, strings.NewReader(revs.String()), w)
+	})
+}
+
+// createBundle writes to out a bundle's header (tip, with prereq as its
+// prerequisites) and then what pack writes; out is removed when a step
+// fails.
+func createBundle(out, tip string, prereq []string, pack func(w io.Writer) error) (err error) {
 	f, err := os.Create(out)
 	if err != nil {
 		return err
@@ -79,13 +94,7 @@ func writeBundle(ctx context.Context, dir, tip string, prereq []string, out stri
 	if _, err := f.WriteString(hdr.String()); err != nil {
 		return err
 	}
-	var revs strings.Builder
-	revs.WriteString(tip + "\n")
-	for _, p := range prereq {
-		revs.WriteString("^" + p + "\n")
-	}
-	c := safeCmd(dir, "pack-objects", "--revs", "--stdout", "--thin", "--delta-base-offset", "-q")
-	return stream(ctx, c, strings.NewReader(revs.String()), f)
+	return pack(f)
 }
 
 // known returns the commits of have that dir holds (one git call).

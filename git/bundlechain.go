@@ -1,11 +1,8 @@
 package git
 
 import (
-	"bufio"
 	"context"
-	"crypto/sha1" //nolint:gosec // the pack's trailer is SHA-1
 	"fmt"
-	"os"
 	"slices"
 )
 
@@ -131,44 +128,17 @@ func (s *objectSet) newUnder(ctx context.Context, b *Batch, tree, old string) er
 
 // writeSetBundle writes the bundle of tip (prerequisite prereq) whose
 // pack holds the objects of s, read through b.
-func writeSetBundle(ctx context.Context, b *Batch, out, tip, prereq string, s *objectSet) (err error) {
-	f, err := os.Create(out)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			os.Remove(out)
-		}
-	}()
-	bw := bufio.NewWriterSize(f, 64<<10)
-	fmt.Fprintf(bw, "# v2 git bundle\n-%s\n%s %s\n\n", prereq, tip, bundleRef)
-	pw := &packWriter{w: bw, h: sha1.New()} //nolint:gosec // the pack's trailer is SHA-1
-	pw.header(uint32(len(s.order)))
-	for _, oid := range s.order {
-		info, body, err := b.Contents(ctx, oid)
-		if err != nil {
-			return err
-		}
-		if base := s.bases[oid]; base != "" {
-			if _, old, err := b.Contents(ctx, base); err == nil {
-				if delta := headTailDelta(old, body); len(delta) < len(body)/2 {
-					if err := pw.refDelta(base, delta); err != nil {
-						return err
-					}
-					continue
-				}
+func writeSetBundle(ctx context.Context, b *Batch, out, tip, prereq string, s *objectSet) error {
+	return writePackBundle(out, tip, prereq, len(s.order), func(pw *packWriter) error {
+		for _, oid := range s.order {
+			info, body, err := b.Contents(ctx, oid)
+			if err != nil {
+				return err
+			}
+			if err := pw.objectOrDelta(ctx, b, info.Type, body, s.bases[oid]); err != nil {
+				return err
 			}
 		}
-		if err := pw.object(info.Type, body); err != nil {
-			return err
-		}
-	}
-	if _, err := bw.Write(pw.h.Sum(nil)); err != nil {
-		return err
-	}
-	return bw.Flush()
+		return nil
+	})
 }

@@ -228,7 +228,7 @@ func looseObject(path string) (string, []byte, error) {
 // start's tree (read through b) has one of the same kind is a delta
 // against it (its common head and tail copied): a tree of a large
 // directory with one entry changed travels as that entry.
-func writeObjectsBundle(ctx context.Context, b *Batch, out, tip, prereq, tree, startTree string, commitBody []byte, objects string) (err error) {
+func writeObjectsBundle(ctx context.Context, b *Batch, out, tip, prereq, tree, startTree string, commitBody []byte, objects string) error {
 	paths, err := looseObjects(objects)
 	if err != nil {
 		return err
@@ -239,53 +239,43 @@ func writeObjectsBundle(ctx context.Context, b *Batch, out, tip, prereq, tree, s
 			return err
 		}
 	}
-	f, err := os.Create(out)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			os.Remove(out)
-		}
-	}()
-	bw := bufio.NewWriterSize(f, 64<<10)
-	fmt.Fprintf(bw, "# v2 git bundle\n-%s\n%s %s\n\n", prereq, tip, bundleRef)
-	pw := &packWriter{w: bw, h: sha1.New()} //nolint:gosec // the pack's trailer is SHA-1
-	pw.header(uint32(len(paths) + 1))
-	if err := pw.object("commit", commitBody); err != nil {
-		return err
-	}
 	oids := make([]string, 0, len(paths))
 	for oid := range paths {
 		oids = append(oids, oid)
 	}
 	sort.Strings(oids)
-	for _, oid := range oids {
-		typ, body, err := looseObject(paths[oid])
-		if err != nil {
+	return writePackBundle(out, tip, prereq, len(paths)+1, func(pw *packWriter) error {
+		if err := pw.object("commit", commitBody); err != nil {
 			return err
 		}
-		if base := bases[oid]; base != "" {
-			if _, old, err := b.Contents(ctx, base); err == nil {
-				if delta := headTailDelta(old, body); len(delta) < len(body)/2 {
-					if err := pw.refDelta(base, delta); err != nil {
-						return err
-					}
-					continue
-				}
+		for _, oid := range oids {
+			typ, body, err := looseObject(paths[oid])
+			if err != nil {
+				return err
+			}
+			if err := pw.objectOrDelta(ctx, b, typ, body, bases[oid]); err != nil {
+				return err
 			}
 		}
-		if err := pw.object(typ, body); err != nil {
+		return nil
+	})
+}
+
+// writePackBundle writes to out the bundle of tip (prerequisite prereq)
+// whose pack holds the n objects fill writes.
+func writePackBundle(out, tip, prereq string, n int, fill func(*packWriter) error) error {
+	return createBundle(out, tip, []string{prereq}, func(w io.Writer) error {
+		bw := bufio.NewWriterSize(w, 64<<10)
+		pw := &packWriter{w: bw, h: sha1.New()} //nolint:gosec // the pack's trailer is SHA-1
+		pw.header(uint32(n))
+		if err := fill(pw); err != nil {
 			return err
 		}
-	}
-	if _, err := bw.Write(pw.h.Sum(nil)); err != nil {
-		return err
-	}
-	return bw.Flush()
+		if _, err := bw.Write(pw.h.Sum(nil)); err != nil {
+			return err
+		}
+		return bw.Flush()
+	})
 }
 
 // looseObjects maps the name of every loose object in objects to its file.
@@ -425,6 +415,20 @@ func (p *packWriter) header(n uint32) {
 // stream of the contents.
 func (p *packWriter) object(typ string, body []byte) error {
 	return p.entry(packTypes[typ], nil, body)
+}
+
+// objectOrDelta writes body as a delta against base (an object of the
+// receiver's, read through b) when that is under half its size, else
+// whole.
+func (p *packWriter) objectOrDelta(ctx context.Context, b *Batch, typ string, body []byte, base string) error {
+	if base != "" {
+		if _, old, err := b.Contents(ctx, base); err == nil {
+			if delta := headTailDelta(old, body); len(delta) < len(body)/2 {
+				return p.refDelta(base, delta)
+			}
+		}
+	}
+	return p.object(typ, body)
 }
 
 // refDelta writes a delta against base (an object the receiver has).
