@@ -285,3 +285,18 @@ func DefaultGuard(c *muster.Confinement) muster.GuardPolicy {
 	}
 	return muster.GuardRestore
 }
+
+// SetupCaches are the package caches of the [setup] tables (what their
+// tools install from), made when missing, for the setup steps' writable
+// paths: a confined step may write only paths that exist. A run and a
+// fleet worker confine their setup steps with them alike.
+func SetupCaches(cfg *muster.Config) []string {
+	home, _ := os.UserHomeDir()
+	var out []string
+	for _, p := range cfg.SetupCaches(home) {
+		if os.MkdirAll(p, 0o755) == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}

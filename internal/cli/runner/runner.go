@@ -262,7 +262,7 @@ func (s *Session) crew(ctx context.Context, confinement *muster.Confinement, und
 	}
 	// Setup may write the package caches; agents and gates only read them.
 	c.setup = c.gates
-	c.setup.Confine = setupCredentials(confinement.With(setupCaches(s.Config)...))
+	c.setup.Confine = setupCredentials(confinement.With(preflight.SetupCaches(s.Config)...))
 	c.setup.Network = s.Config.SetupNetworkOf()
 	c.ledger = egress.NewLedger(s.Config.Run)
 	var err error
@@ -408,17 +408,4 @@ func setupCredentials(c *muster.Confinement) *muster.Confinement {
 	}
 	c.Hide = hide
 	return c.WithReadOnly(show...)
-}
-
-// setupCaches are the [setup] package caches, made when missing (a
-// confined step may write only paths that exist).
-func setupCaches(cfg *muster.Config) []string {
-	home, _ := os.UserHomeDir()
-	var out []string
-	for _, p := range cfg.SetupCaches(home) {
-		if os.MkdirAll(p, 0o755) == nil {
-			out = append(out, p)
-		}
-	}
-	return out
 }

@@ -170,23 +170,9 @@ func gateRunner(cfg *muster.Config, c *muster.Confinement, dir string) gate.Runn
 // the package caches (setup writes them, agents and gates only read
 // them), on the network of the worker's [setup] network.
 func setupRunner(r gate.Runner, cfg *muster.Config) gate.Runner {
-	r.Confine = r.Confine.With(setupCaches(cfg)...)
+	r.Confine = r.Confine.With(preflight.SetupCaches(cfg)...)
 	r.Network = cfg.SetupNetworkOf()
 	return r
-}
-
-// setupCaches are the package caches of the worker's [setup] tables
-// (what its tools install from), made when missing: a confined step may
-// write only paths that exist. The run's steps travel with its jobs.
-func setupCaches(cfg *muster.Config) []string {
-	home, _ := os.UserHomeDir()
-	var out []string
-	for _, p := range cfg.SetupCaches(home) {
-		if os.MkdirAll(p, 0o755) == nil {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 // crew is the worker's executors (those of its config its credentials
