@@ -98,10 +98,7 @@ func (s *objectSet) newUnder(ctx context.Context, b *Batch, tree, old string) er
 	if err != nil {
 		return err
 	}
-	was := map[string]packEntry{}
-	for _, e := range oe {
-		was[e.name] = e
-	}
+	was := byName(oe)
 	for _, e := range te {
 		o, had := was[e.name]
 		switch {

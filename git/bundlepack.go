@@ -63,6 +63,15 @@ type packEntry struct {
 
 func (e packEntry) isTree() bool { return e.mode == "40000" }
 
+// byName maps a tree's entries by name.
+func byName(es []packEntry) map[string]packEntry {
+	m := make(map[string]packEntry, len(es))
+	for _, e := range es {
+		m[e.name] = e
+	}
+	return m
+}
+
 // parseTree reads a tree object's entries ("<mode> <name>\0<binary oid>").
 func parseTree(data []byte, oidLen int) ([]packEntry, error) {
 	var out []packEntry
@@ -131,13 +140,10 @@ func (d *differ) diff(prefix, from, to string) error {
 	if err != nil {
 		return err
 	}
-	byName := map[string]packEntry{}
-	for _, e := range fe {
-		byName[e.name] = e
-	}
+	left := byName(fe)
 	for _, t := range te {
-		f, ok := byName[t.name]
-		delete(byName, t.name)
+		f, ok := left[t.name]
+		delete(left, t.name)
 		if ok && f.mode == t.mode && f.oid == t.oid {
 			continue
 		}
@@ -145,7 +151,7 @@ func (d *differ) diff(prefix, from, to string) error {
 			return err
 		}
 	}
-	for _, f := range byName {
+	for _, f := range left {
 		if err := d.entry(prefix+f.name, f, true, packEntry{}, false); err != nil {
 			return err
 		}
@@ -322,10 +328,7 @@ func deltaBases(ctx context.Context, b *Batch, fresh map[string]string, tree, st
 	if err != nil {
 		return err
 	}
-	was := map[string]packEntry{}
-	for _, e := range oe {
-		was[e.name] = e
-	}
+	was := byName(oe)
 	for _, e := range te {
 		o, ok := was[e.name]
 		if _, isNew := fresh[e.oid]; !isNew || !ok || o.isTree() != e.isTree() || e.mode == "160000" || o.mode == "160000" {
