@@ -3,6 +3,7 @@ package egress_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -30,6 +31,10 @@ func callModel(t *testing.T, req *muster.ExecRequest, prompt string) int {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Read the answer to its end, as an agent does: the endpoint counts a
+	// response's usage when it has passed all of it on, so a caller that
+	// hangs up after the headers races its next request against the count.
+	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	return resp.StatusCode
 }
