@@ -94,6 +94,10 @@ type queue struct {
 	window  int
 	steps   int        // gate runs of the queue (tests)
 	next    *nextChain // the next batch's chain, built while a batch is gated (queuenext.go)
+	// arriving counts the commits on their way to the queue, and moved
+	// is closed when they or the waiting change (queuegather.go).
+	arriving int
+	moved    chan struct{}
 }
 
 // verifyIntegration reports whether merged trees are gated.
@@ -111,6 +115,7 @@ func (w *worker) integrate(ctx context.Context, commit string) landing {
 	q.seq++
 	it.seq = q.seq
 	q.waiting = append(q.waiting, it)
+	q.settle(w)
 	if !q.busy {
 		q.busy = true
 		it.lead <- struct{}{}
@@ -135,15 +140,12 @@ func (w *worker) integrate(ctx context.Context, commit string) landing {
 // lead on (or leaves the queue idle).
 func (d *Driver) driveBatch(ctx context.Context, self *integration) {
 	q := &d.q
+	window := d.batchWindow(self.w.cfg)
+	if d.verifyIntegration(self.w.cfg) {
+		q.gather(window, gatherLimit)
+	}
 	n := d.takeNext()
 	q.mu.Lock()
-	limit := max(1, self.w.cfg.MaxBatch())
-	if _, ok := d.opts.Workspace.(muster.ChainMerger); !ok {
-		limit = 1
-	}
-	if q.window == 0 || q.window > limit {
-		q.window = limit
-	}
 	take := d.selectBatch(q.window)
 	var prepared []link
 	if n != nil && len(n.links) > 0 && n.heads(q.waiting, take) {
@@ -174,6 +176,22 @@ func (d *Driver) driveBatch(ctx context.Context, self *integration) {
 		return
 	}
 	q.waiting[0].lead <- struct{}{}
+}
+
+// batchWindow returns the batch window, set within [1, max_batch] (1
+// where the workspace cannot merge chains).
+func (d *Driver) batchWindow(cfg *muster.Config) int {
+	q := &d.q
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	limit := max(1, cfg.MaxBatch())
+	if _, ok := d.opts.Workspace.(muster.ChainMerger); !ok {
+		limit = 1
+	}
+	if q.window == 0 || q.window > limit {
+		q.window = limit
+	}
+	return q.window
 }
 
 // selectBatch returns the indices in the queue of the commits a batch

@@ -82,6 +82,9 @@ type worker struct {
 	// (nil: none), guarding whether its attempt on the clone is open.
 	released bool
 	guard    muster.Guard
+	// arriving is set while the attempt's commit is on its way to the
+	// integration queue (queuegather.go).
+	arriving bool
 	guarding bool
 }
 
@@ -156,6 +159,7 @@ func (w *worker) spec() *muster.ExecutorSpec {
 
 // run is the attempt. Each return path gives the attempt's final events.
 func (w *worker) run(ctx context.Context) []muster.Event {
+	defer w.d.q.settleLocked(w) // whatever ended the attempt, its commit is not coming
 	exec := w.d.executor(w.a.Executor)
 	if exec == nil {
 		return w.fail(fmt.Sprintf("executor %q is not available", w.a.Executor), false)
@@ -452,6 +456,7 @@ func (w *worker) check(ctx context.Context, m *engine.Attempt, res *muster.ExecR
 	if st := m.Review(failed, stop); st.Kind != engine.StepGo {
 		return fb, w.stepUnlessFix(st), ""
 	}
+	w.d.q.arrive(w)
 	commit, err = w.commit(ctx, change)
 	if err != nil {
 		if ctx.Err() != nil {
