@@ -261,6 +261,26 @@ func (w *Workspace) merge(ctx context.Context, old, commit, base string) (merged
 			return "", nil, fmt.Errorf("integrate %s: base %s is not on the run branch", commit, base)
 		}
 	}
+	// The trivial kind of merge without a process (treemerge.go).
+	tree := w.treeMerge(ctx, base, old, commit)
+	if tree == "" {
+		if tree, conflicts, err = w.mergeTree(ctx, old, commit, base); tree == "" {
+			return "", conflicts, err
+		}
+	}
+	m, ok := w.meta[commit] // made here: message, author and date known
+	if !ok {
+		if m, err = w.readMeta(ctx, commit); err != nil {
+			return "", nil, err
+		}
+	}
+	c, err := w.commitTree(ctx, tree, old, m.msg, m.env)
+	return c, nil, err
+}
+
+// mergeTree runs `git merge-tree` for the merge of commit (made on base)
+// onto old: the merged tree, or the paths in conflict.
+func (w *Workspace) mergeTree(ctx context.Context, old, commit, base string) (tree string, conflicts []string, err error) {
 	out, err := run(ctx, w.ig(mergeTreeArgs(w.mergeBase, base, old, commit)...))
 	f := splitZ(out)
 	if err != nil {
@@ -279,15 +299,7 @@ func (w *Workspace) merge(ctx context.Context, old, commit, base string) (merged
 	if len(f) == 0 {
 		return "", nil, fmt.Errorf("integrate %s: merge-tree printed no tree", commit)
 	}
-	tree := f[0]
-	m, ok := w.meta[commit] // made here: message, author and date known
-	if !ok {
-		if m, err = w.readMeta(ctx, commit); err != nil {
-			return "", nil, err
-		}
-	}
-	c, err := w.commitTree(ctx, tree, old, m.msg, m.env)
-	return c, nil, err
+	return f[0], nil, nil
 }
 
 // commitMeta is a task commit's message and the environment that keeps
