@@ -172,7 +172,7 @@ func (w *Workspace) stageTouched(ctx context.Context, s *slot, g wtGit) (bool, e
 			return false, err
 		}
 	}
-	if len(add) > 0 {
+	if len(add) > 0 && !w.nothingIgnored(s.dir, add) {
 		c := g.c("check-ignore", "-z", "--stdin")
 		c.readOnly, c.stdin = true, zList(add)
 		out, err := run(ctx, c)
