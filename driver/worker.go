@@ -505,6 +505,7 @@ func (w *worker) commit(ctx context.Context, change *muster.Change) (string, err
 // execute runs the coder once, retrying rate limits and transient errors
 // with backoff inside the attempt.
 func (w *worker) execute(ctx context.Context, exec muster.Executor, round int, feedback string) (*muster.ExecResult, error) {
+	w.d.q.settleLocked(w) // the coder's turn (a fix round): no commit soon
 	spec := w.spec()
 	req := &muster.ExecRequest{
 		Run: w.runID, Task: w.task, Role: w.a.Role, Spec: spec, Clone: w.a.Clone, Attempt: w.a.Attempt, Round: round,
