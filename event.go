@@ -166,6 +166,11 @@ type Event struct {
 	// Config is the effective configuration of a RunStarted.
 	Config *Config `json:"config,omitempty"`
 	Tasks  []*Task `json:"tasks,omitempty"`
+	// Expected (TasksPlanned of the plan) holds, in seconds, how long
+	// tasks of the plan took in an earlier run in this repository (the
+	// same ID, title and prompt): hints that order ready tasks, longest
+	// first, and nothing else (engine, "priority").
+	Expected map[TaskID]float64 `json:"expected,omitempty"`
 	// Canon (TasksPlanned of the plan) is the version of the plan's
 	// canonical form (planfile.CanonicalVersion) the run's receipt hashes
 	// the plan with; 0 in journals older than the field: version 1.

@@ -34,6 +34,10 @@ type Options struct {
 	// TasksPlanned so that the receipt hashes the plan the same way
 	// whichever muster seals it.
 	PlanCanon int
+	// Expected holds, in seconds, how long tasks of a new run's plan
+	// took in an earlier run (journal.Durations), journaled in its
+	// TasksPlanned: the ready tasks start longest first.
+	Expected map[muster.TaskID]float64
 	// Config is the journaled configuration of a new run.
 	Config *muster.Config
 	Base   string
@@ -312,7 +316,7 @@ func (d *Driver) run(ctx context.Context) (*engine.State, error) {
 		if err := d.emit(
 			muster.Event{Type: muster.EvRunStarted, Schema: muster.SchemaVersion, Run: d.opts.RunID, Plan: d.opts.PlanPath,
 				Base: d.opts.Base, Branch: d.opts.Branch, Ref: d.opts.Ref, Config: d.opts.Config, Owner: d.opts.Owner},
-			muster.Event{Type: muster.EvTasksPlanned, Tasks: d.opts.Plan.Tasks, Canon: d.opts.PlanCanon},
+			muster.Event{Type: muster.EvTasksPlanned, Tasks: d.opts.Plan.Tasks, Canon: d.opts.PlanCanon, Expected: d.opts.Expected},
 		); err != nil {
 			return d.state, err
 		}

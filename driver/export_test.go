@@ -5,10 +5,10 @@ import (
 	"time"
 )
 
-// SetGatherLimit sets how long a batch waits for arriving commits, for
-// the test t.
+// SetGatherLimit bounds how long a batch waits for commits on their way
+// to d, for the test t.
 func SetGatherLimit(t testing.TB, d time.Duration) {
-	old := gatherLimit
-	gatherLimit = d
-	t.Cleanup(func() { gatherLimit = old })
+	lo, hi := gatherMin, gatherMax
+	gatherMin, gatherMax = d, d
+	t.Cleanup(func() { gatherMin, gatherMax = lo, hi })
 }

@@ -25,9 +25,19 @@ type commitBarrier struct {
 	all     chan struct{}
 	late    muster.TaskID // held this much longer after the others
 	delay   time.Duration
+	// after, when set, is closed once the commits of the wave may be
+	// written (else when all of the wave are writing theirs).
+	after chan struct{}
 }
 
 func (c *commitBarrier) Commit(ctx context.Context, dir, base string, info muster.CommitInfo) (string, error) {
+	if c.after != nil && c.wave[info.Task] {
+		select {
+		case <-c.after:
+		case <-time.After(30 * time.Second):
+		}
+		return c.Workspace.Commit(ctx, dir, base, info)
+	}
 	if c.wave[info.Task] {
 		c.mu.Lock()
 		c.arrived++
@@ -48,7 +58,7 @@ func (c *commitBarrier) Commit(ctx context.Context, dir, base string, info muste
 
 // waveRun is task z, landed alone first, then a wave of tasks made on
 // the base before z that reach the queue together.
-func waveRun(t *testing.T, wave []string) (*e2e, *commitBarrier) {
+func waveRun(t *testing.T, wave []string, gate ...string) (*e2e, *commitBarrier) {
 	p := &muster.Plan{Tasks: []*muster.Task{task("z", "z.txt")}}
 	for _, id := range wave {
 		p.Tasks = append(p.Tasks, task(id, id+".txt"))
@@ -59,7 +69,11 @@ if [ "$MUSTER_TASK_ID" != z ]; then
 fi
 echo "$MUSTER_TASK_ID" > "$MUSTER_TASK_ID.txt"
 `
-	e := newE2E(t, p, map[string]string{}, coder, "", muster.GateSpec{Name: "slow", Command: "sleep 0.2; test -f README.md"})
+	g := "sleep 0.2; test -f README.md"
+	if len(gate) > 0 {
+		g = gate[0]
+	}
+	e := newE2E(t, p, map[string]string{}, coder, "", muster.GateSpec{Name: "slow", Command: g})
 	e.opts.Config.Executors[0].Clones = len(wave) + 1
 	e.opts.Overlap = func(a, b []string) bool { return a[0] == b[0] }
 	scripts := e.opts.Config.Executors[0].Env["SCRIPTS"]
@@ -127,6 +141,34 @@ func TestE2EBatchGatherIsBounded(t *testing.T) {
 	}
 	if !moves[1].Time.Before(committed) {
 		t.Fatalf("the batch of a, b and c moved the branch at %v, after d's commit at %v: it waited past the limit", moves[1].Time, committed)
+	}
+	e.checkBranch(t, "test -f README.md")
+}
+
+// An attempt still in its own gates, due by now (its gates started as
+// long ago as gates have taken on average), is waited for too: the
+// commits of a, b and c are written once d is in its gates, which take
+// it longer, and the four still share one gate run.
+func TestE2EBatchGathersAttemptsInTheirGates(t *testing.T) {
+	driver.SetGatherLimit(t, 20*time.Second) // the bound is not what is tested
+	wave := []string{"a", "b", "c", "d"}
+	e, c := waveRun(t, wave, "if [ -f d.txt ] && [ ! -f a.txt ]; then sleep 1; fi; test -f README.md")
+	c.after = make(chan struct{})
+	var once sync.Once
+	on := e.opts.OnEvent
+	e.opts.OnEvent = func(ev *muster.Event, st *engine.State) {
+		on(ev, st)
+		if ev.Type == muster.EvPhase && ev.Phase == "gates" && ev.Task == "d" {
+			once.Do(func() { close(c.after) })
+		}
+	}
+	st := e.run(t)
+	if st.RunState != muster.RunSucceeded {
+		t.Fatalf("run %s", st.RunState)
+	}
+	moves := e.events(muster.EvIntegrating)
+	if len(moves) != 2 || len(moves[1].Chain) != len(wave) {
+		t.Fatalf("moves %+v: want z alone, then one batch of the %d of the wave", moves, len(wave))
 	}
 	e.checkBranch(t, "test -f README.md")
 }

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/engine"
@@ -98,6 +99,13 @@ type queue struct {
 	// is closed when they or the waiting change (queuegather.go).
 	arriving int
 	moved    chan struct{}
+	// inGates holds when each attempt in its own gates started them;
+	// gatesTook and gatesRuns sum how long the attempts' gates took;
+	// lastGate is how long the queue's last gate run took.
+	inGates   map[*worker]time.Time
+	gatesTook time.Duration
+	gatesRuns int
+	lastGate  time.Duration
 }
 
 // verifyIntegration reports whether merged trees are gated.
@@ -142,7 +150,7 @@ func (d *Driver) driveBatch(ctx context.Context, self *integration) {
 	q := &d.q
 	window := d.batchWindow(self.w.cfg)
 	if d.verifyIntegration(self.w.cfg) {
-		q.gather(window, gatherLimit)
+		q.gather(window)
 	}
 	n := d.takeNext()
 	q.mu.Lock()
@@ -469,6 +477,12 @@ func (d *Driver) gateTree(gctx context.Context, chain []link, k int, tip string,
 	ctx := context.WithoutCancel(gctx)
 	var dir string
 	var fb []string
+	var began time.Time // of the gate run, when one ran
+	defer func() {
+		if !began.IsZero() {
+			d.q.gatedFor(time.Since(began))
+		}
+	}()
 	failed := ""
 	for _, g := range cfg.Gates {
 		r, cached := d.gc.get(g, l.merged)
@@ -490,6 +504,9 @@ func (d *Driver) gateTree(gctx context.Context, chain []link, k int, tip string,
 				d.q.mu.Lock()
 				d.q.steps++
 				d.q.mu.Unlock()
+			}
+			if began.IsZero() {
+				began = time.Now()
 			}
 			r = d.opts.Gates.Run(gctx, dir, g, cfg.Run.GateTimeout)
 			if gctx.Err() != nil {

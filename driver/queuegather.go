@@ -8,19 +8,29 @@ import (
 //
 // Tasks that start together tend to finish together: a wave of clones
 // whose agents and gates took about as long reaches the queue within a
-// few tens of milliseconds. Taken as it stands, the queue would gate the
-// first commit of the wave alone and make the others wait out that whole
-// gate run (a test suite: minutes) before their own. So a batch that
-// will be gated, and whose window is not full, waits while commits are
-// on their way: an attempt counts as arriving from the moment its review
-// passed (its commit is being written, its clone checked) until it is in
-// the queue or has ended otherwise. The wait is bounded (gatherLimit):
-// an arriving commit that takes longer goes to the next batch, as
-// before. Nothing waits when no plan-wide gate runs on integration, or
-// when nothing is on its way.
+// short while. Taken as it stands, the queue would gate the first commit
+// of the wave alone and make the others wait out that whole gate run (a
+// test suite: minutes) before their own. So a batch that will be gated,
+// and whose window is not full, waits for commits on their way:
+//
+//   - an attempt past its gates, or whose commit is being written (its
+//     review passed), until it is in the queue, goes to a review or a fix
+//     round, or has ended;
+//   - an attempt in its own gates that is due within the wait: its gates
+//     started at least as long ago as the attempts' gates have taken so
+//     far in the run, on average, less the wait left.
+//
+// The wait is bounded by a quarter of the queue's last gate run, and at
+// least gatherMin (gatherMax at most): waiting that long is worth it only
+// when it saves a commit a whole gate run. A commit that comes later goes
+// to the next batch, as before. Nothing waits when nothing is on its way
+// or no plan-wide gate runs on integration.
 
-// gatherLimit bounds how long a batch waits for arriving commits.
-var gatherLimit = 250 * time.Millisecond
+// Bounds of the wait for commits on their way (gatherLimit).
+var (
+	gatherMin = 250 * time.Millisecond
+	gatherMax = 30 * time.Second
+)
 
 // arrive marks w's commit as on its way to the queue.
 func (q *queue) arrive(w *worker) {
@@ -50,6 +60,63 @@ func (q *queue) settleLocked(w *worker) {
 	q.settle(w)
 }
 
+// gating marks w as in its gates from now; the function it returns ends
+// that, counts how long they took, and marks w's commit as on its way:
+// what follows the gates is the commit, or a review or fix round, which
+// settle it (worker.review, worker.execute), or the attempt's end.
+func (q *queue) gating(w *worker) func() {
+	start := time.Now()
+	q.mu.Lock()
+	if q.inGates == nil {
+		q.inGates = map[*worker]time.Time{}
+	}
+	q.inGates[w] = start
+	q.mu.Unlock()
+	return func() {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		delete(q.inGates, w)
+		q.gatesTook += time.Since(start)
+		q.gatesRuns++
+		if !w.arriving {
+			w.arriving = true
+			q.arriving++
+		}
+	}
+}
+
+// gatedFor records how long one gate run of the queue took.
+func (q *queue) gatedFor(d time.Duration) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.lastGate = d
+}
+
+// gatherLimit is how long a batch may wait for commits on their way: a
+// quarter of the queue's last gate run, within [gatherMin, gatherMax].
+// The caller holds q.mu.
+func (q *queue) gatherLimit() time.Duration {
+	return min(max(q.lastGate/4, gatherMin), gatherMax)
+}
+
+// onTheirWay reports whether a commit is being written, or an attempt in
+// its gates is due by the deadline. The caller holds q.mu.
+func (q *queue) onTheirWay(now, deadline time.Time) bool {
+	if q.arriving > 0 {
+		return true
+	}
+	if q.gatesRuns == 0 {
+		return false // no measure yet of how long gates take
+	}
+	typical := q.gatesTook / time.Duration(q.gatesRuns)
+	for _, start := range q.inGates {
+		if due := start.Add(typical); due.Before(deadline) {
+			return true
+		}
+	}
+	return false
+}
+
 // changed wakes a batch gathering (the caller holds q.mu).
 func (q *queue) changed() {
 	if q.moved != nil {
@@ -58,32 +125,29 @@ func (q *queue) changed() {
 	}
 }
 
-// gather waits, up to limit, while commits are on their way to the queue
-// and fewer than window wait in it.
-func (q *queue) gather(window int, limit time.Duration) {
-	var timer *time.Timer
+// gather waits, up to gatherLimit, while commits are on their way to the
+// queue and fewer than window wait in it.
+func (q *queue) gather(window int) {
+	q.mu.Lock()
+	deadline := time.Now().Add(q.gatherLimit())
+	q.mu.Unlock()
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
 	for {
 		q.mu.Lock()
-		if q.arriving == 0 || len(q.waiting) >= window {
+		if len(q.waiting) >= window || !q.onTheirWay(time.Now(), deadline) {
 			q.mu.Unlock()
-			break
+			return
 		}
 		if q.moved == nil {
 			q.moved = make(chan struct{})
 		}
 		ch := q.moved
 		q.mu.Unlock()
-		if timer == nil {
-			timer = time.NewTimer(limit)
-		}
 		select {
 		case <-ch:
-			continue
 		case <-timer.C:
+			return
 		}
-		break
-	}
-	if timer != nil {
-		timer.Stop()
 	}
 }

@@ -456,7 +456,6 @@ func (w *worker) check(ctx context.Context, m *engine.Attempt, res *muster.ExecR
 	if st := m.Review(failed, stop); st.Kind != engine.StepGo {
 		return fb, w.stepUnlessFix(st), ""
 	}
-	w.d.q.arrive(w)
 	commit, err = w.commit(ctx, change)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -492,6 +491,7 @@ const emptyChangeQuestion = "You changed nothing. If the task already holds as i
 // commit records the change and tells the loop, with the coder's last
 // message for the tasks that depend on this one.
 func (w *worker) commit(ctx context.Context, change *muster.Change) (string, error) {
+	w.d.q.arrive(w) // on its way to the integration queue (queuegather.go)
 	commit, err := w.d.opts.Workspace.Commit(ctx, w.dir, w.base, muster.CommitInfo{
 		Run: w.runID, Task: w.task.ID, Title: w.task.Title, Executor: w.slot(), Followup: w.followup})
 	if err != nil {
@@ -505,6 +505,7 @@ func (w *worker) commit(ctx context.Context, change *muster.Change) (string, err
 // execute runs the coder once, retrying rate limits and transient errors
 // with backoff inside the attempt.
 func (w *worker) execute(ctx context.Context, exec muster.Executor, round int, feedback string) (*muster.ExecResult, error) {
+	w.d.q.settleLocked(w) // the coder's turn (a fix round): no commit soon
 	spec := w.spec()
 	req := &muster.ExecRequest{
 		Run: w.runID, Task: w.task, Role: w.a.Role, Spec: spec, Clone: w.a.Clone, Attempt: w.a.Attempt, Round: round,

@@ -10,8 +10,11 @@ import (
 // plan order (ARCHITECTURE §4, "Loop").
 
 // computePriorities sets each task's priority to the longest path of
-// weights from it to the end of the graph (itself included).
+// weights from it to the end of the graph (itself included). A task
+// without a weight weighs the median of the known ones (1 when none is
+// known): as likely to be long as to be short.
 func (s *State) computePriorities() {
+	dflt := s.medianWeight()
 	// Reverse topological order by DFS; the plan is validated acyclic, and
 	// a cycle here only stops the recursion.
 	const visiting = -1
@@ -32,7 +35,7 @@ func (s *State) computePriorities() {
 				best = p
 			}
 		}
-		w := 1.0
+		w := dflt
 		if v, ok := s.weights[id]; ok && v > 0 {
 			w = v
 		}
@@ -43,6 +46,28 @@ func (s *State) computePriorities() {
 	for _, id := range s.Order {
 		visit(id)
 	}
+}
+
+// medianWeight is the median of the planned tasks' positive weights, 1
+// when there are none.
+func (s *State) medianWeight() float64 {
+	if len(s.weights) == 0 {
+		return 1
+	}
+	vs := make([]float64, 0, len(s.weights))
+	for id, v := range s.weights {
+		if v > 0 && s.Tasks[id] != nil {
+			vs = append(vs, v)
+		}
+	}
+	if len(vs) == 0 {
+		return 1
+	}
+	sort.Float64s(vs)
+	if n := len(vs); n%2 == 0 {
+		return (vs[n/2-1] + vs[n/2]) / 2
+	}
+	return vs[len(vs)/2]
 }
 
 func (s *State) less(a, b muster.TaskID) bool {

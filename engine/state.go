@@ -174,13 +174,29 @@ func Replay(events []muster.Event) (*State, error) {
 	return s, nil
 }
 
-// SetWeights sets expected durations (any unit) used for priorities;
-// unknown tasks weigh 1. Weights only order ready tasks: they are hints,
-// not journal facts.
+// SetWeights sets expected durations (any unit) used for priorities, in
+// place of those the journal gave (TasksPlanned's Expected); a task with
+// none weighs the median of the others (1 when no task has one). Weights
+// only order ready tasks.
 func (s *State) SetWeights(w map[muster.TaskID]float64) {
 	s.weights = w
 	s.computePriorities()
 	s.sortReady()
+}
+
+// expect adds a TasksPlanned's expected durations (seconds) to the
+// weights; a value that is not a positive, finite number of seconds
+// under a year is no hint and is left out.
+func (s *State) expect(exp map[muster.TaskID]float64) {
+	for id, v := range exp {
+		if !(v > 0 && v < 365*24*3600) { // NaN fails both
+			continue
+		}
+		if s.weights == nil {
+			s.weights = map[muster.TaskID]float64{}
+		}
+		s.weights[id] = v
+	}
 }
 
 // Apply folds one event into the state. It rejects events that break the
@@ -216,6 +232,7 @@ func (s *State) Apply(e *muster.Event) error {
 	case muster.EvTaskReopened:
 		return s.applyReopened(e)
 	case muster.EvTasksPlanned:
+		s.expect(e.Expected)
 		return s.addTasks(e.Tasks, e.Task)
 	case muster.EvRaceStarted, muster.EvCandidateFinished, muster.EvRaceWon:
 		return s.applyRace(e)

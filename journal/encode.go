@@ -17,7 +17,7 @@ import (
 // encoding/json's Encoder (SetEscapeHTML(false)) writes for a
 // muster.Event, newline included, byte for byte (a property test holds
 // it to that over random events, odd strings included). An event it does
-// not cover (Config, Tasks or Spec set: RunStarted, TasksPlanned,
+// not cover (Config, Tasks, Expected or Spec set: RunStarted, TasksPlanned,
 // PlanAdopted, ExecutorJoined; a time encoding/json refuses) goes
 // through encoding/json itself, and
 // so does every event when muster.Event's fields are no longer the ones
@@ -35,7 +35,7 @@ func appendLine(b []byte, e *muster.Event) ([]byte, error) {
 // appendEvent appends e's journal line to b. ok is false when e is not
 // covered; b is then returned unchanged.
 func appendEvent(b []byte, e *muster.Event) (out []byte, ok bool) {
-	if !fastEvents || e.Config != nil || len(e.Tasks) > 0 || e.Spec != nil {
+	if !fastEvents || e.Config != nil || len(e.Tasks) > 0 || len(e.Expected) > 0 || e.Spec != nil {
 		return b, false
 	}
 	n := len(b)
@@ -330,7 +330,8 @@ func appendEventStd(b []byte, e *muster.Event) ([]byte, error) {
 // brought up to date.
 const eventShape = `seq int64|time time.Time|type muster.EventType|schema int,omitempty|run string,omitempty|` +
 	`kind string,omitempty|plan string,omitempty|base string,omitempty|branch string,omitempty|ref string,omitempty|` +
-	`owner string,omitempty|config *muster.Config,omitempty|tasks []*muster.Task,omitempty|canon int,omitempty|` +
+	`owner string,omitempty|config *muster.Config,omitempty|tasks []*muster.Task,omitempty|` +
+	`expected map[muster.TaskID]float64,omitempty|canon int,omitempty|` +
 	`plan_hash string,omitempty|task muster.TaskID,omitempty|attempt int,omitempty|round int,omitempty|` +
 	`executor string,omitempty|clone int,omitempty|role muster.Role,omitempty|phase string,omitempty|` +
 	`tool string,omitempty|args string,omitempty|model string,omitempty|input_tokens int64,omitempty|` +

@@ -126,6 +126,18 @@ func fill(t *rapid.T, v reflect.Value, label string, depth int) {
 			fill(t, s.Index(i), label, depth+1)
 		}
 		v.Set(s)
+	case reflect.Map:
+		// Covered by encoding/json (the fallback), as Tasks is.
+		if rapid.Bool().Draw(t, label+"-nil") {
+			return
+		}
+		m := reflect.MakeMap(v.Type())
+		for i := range rapid.IntRange(0, 3).Draw(t, label+"-len") {
+			k := reflect.New(v.Type().Key()).Elem()
+			fill(t, k, label+"-key", depth+1)
+			m.SetMapIndex(k, reflect.ValueOf(float64(i)+0.5).Convert(v.Type().Elem()))
+		}
+		v.Set(m)
 	case reflect.Struct:
 		for i := 0; i < v.NumField(); i++ {
 			if f := v.Type().Field(i); f.IsExported() {
