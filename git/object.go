@@ -118,11 +118,21 @@ func (w *Workspace) writeCommitObject(tree, parent, msg string, env []string) (s
 // looseWriters keeps deflaters for writeLoose: a new one clears about
 // a megabyte of state (flate's window and hash tables), which was a
 // quarter of muster's own CPU per task; Reset makes a used one write
-// exactly the stream a new one would.
-var looseWriters = sync.Pool{New: func() any {
-	z, _ := zlib.NewWriterLevel(nil, zlib.BestSpeed) // core.looseCompression's default
-	return z
-}}
+// exactly the stream a new one would. A few are kept (a sync.Pool would
+// drop them at every collection).
+var looseWriters = make(chan *zlib.Writer, 4)
+
+// looseWriter returns a deflater writing to f, a kept one if any.
+func looseWriter(f *os.File) *zlib.Writer {
+	select {
+	case z := <-looseWriters:
+		z.Reset(f)
+		return z
+	default:
+		z, _ := zlib.NewWriterLevel(f, zlib.BestSpeed) // core.looseCompression's default
+		return z
+	}
+}
 
 // writeLoose writes an object into the loose object store at objects, as
 // git does: deflated into a temporary file in its fan-out directory,
@@ -151,8 +161,7 @@ func writeLoose(objects, format, kind string, body []byte) (string, error) {
 	}
 	tmp := f.Name()
 	defer os.Remove(tmp)
-	z := looseWriters.Get().(*zlib.Writer)
-	z.Reset(f)
+	z := looseWriter(f)
 	_, err = z.Write([]byte(hdr))
 	if err == nil {
 		_, err = z.Write(body)
@@ -161,7 +170,10 @@ func writeLoose(objects, format, kind string, body []byte) (string, error) {
 		err = cerr
 	}
 	z.Reset(nil)
-	looseWriters.Put(z)
+	select {
+	case looseWriters <- z:
+	default:
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
