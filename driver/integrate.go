@@ -150,7 +150,7 @@ func (d *Driver) driveBatch(ctx context.Context, self *integration) {
 	q := &d.q
 	window := d.batchWindow(self.w.cfg)
 	if d.verifyIntegration(self.w.cfg) {
-		q.gather(window)
+		q.gather(ctx, window)
 	}
 	n := d.takeNext()
 	q.mu.Lock()

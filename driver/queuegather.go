@@ -1,6 +1,7 @@
 package driver
 
 import (
+	"context"
 	"time"
 )
 
@@ -101,7 +102,7 @@ func (q *queue) gatherLimit() time.Duration {
 
 // onTheirWay reports whether a commit is being written, or an attempt in
 // its gates is due by the deadline. The caller holds q.mu.
-func (q *queue) onTheirWay(now, deadline time.Time) bool {
+func (q *queue) onTheirWay(deadline time.Time) bool {
 	if q.arriving > 0 {
 		return true
 	}
@@ -126,8 +127,8 @@ func (q *queue) changed() {
 }
 
 // gather waits, up to gatherLimit, while commits are on their way to the
-// queue and fewer than window wait in it.
-func (q *queue) gather(window int) {
+// queue and fewer than window wait in it, and ctx is not done.
+func (q *queue) gather(ctx context.Context, window int) {
 	q.mu.Lock()
 	deadline := time.Now().Add(q.gatherLimit())
 	q.mu.Unlock()
@@ -135,7 +136,7 @@ func (q *queue) gather(window int) {
 	defer timer.Stop()
 	for {
 		q.mu.Lock()
-		if len(q.waiting) >= window || !q.onTheirWay(time.Now(), deadline) {
+		if len(q.waiting) >= window || !q.onTheirWay(deadline) {
 			q.mu.Unlock()
 			return
 		}
@@ -147,6 +148,8 @@ func (q *queue) gather(window int) {
 		select {
 		case <-ch:
 		case <-timer.C:
+			return
+		case <-ctx.Done():
 			return
 		}
 	}
