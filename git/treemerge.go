@@ -24,8 +24,9 @@ import (
 // detection can change the result (a rename that matters deletes a path
 // the other side changed, or empties a directory the other side added
 // to: either way in a directory both sides changed, where it is seen).
-// Leaves both sides changed (even alike), entries both sides added, a
-// non-canonical mode or a malformed tree: merge-tree.
+// A directory both sides added is merged as one with an empty base.
+// Leaves both sides changed or added (even alike), a non-canonical mode
+// or a malformed tree: merge-tree.
 
 // errNotTrivial: the merge is not one treeMerge computes.
 var errNotTrivial = errors.New("not a trivial merge")
@@ -48,13 +49,17 @@ func (w *Workspace) treeMerge(ctx context.Context, base, ours, theirs string) st
 	return tree
 }
 
-// mergeDir merges one directory's three trees (object names), writing
-// the merged tree when it is new.
+// mergeDir merges one directory's three trees (object names; b "": a
+// directory both sides added), writing the merged tree when it is new.
 func (w *Workspace) mergeDir(ctx context.Context, b, o, t string, depth int) (string, error) {
 	if depth > maxTreeMergeDepth {
 		return "", errNotTrivial
 	}
-	infos, data, err := w.batch.doMany(ctx, "contents", []string{b, o, t})
+	names := []string{b, o, t}
+	if b == "" {
+		names = names[1:]
+	}
+	infos, data, err := w.batch.doMany(ctx, "contents", names)
 	if err != nil {
 		return "", err
 	}
@@ -62,6 +67,9 @@ func (w *Workspace) mergeDir(ctx context.Context, b, o, t string, depth int) (st
 		if in.Type != "tree" {
 			return "", errNotTrivial
 		}
+	}
+	if b == "" {
+		infos, data = append([]ObjectInfo{{}}, infos...), append([][]byte{nil}, data...)
 	}
 	ob, oo, ot := infos[0].OID, infos[1].OID, infos[2].OID
 	switch {
@@ -115,16 +123,26 @@ func (w *Workspace) mergeEntries(ctx context.Context, eb, eo, et map[string]tree
 			return nil, errNotTrivial // a leaf both sides changed
 		}
 	}
-	for _, side := range []map[string]treeEntry{eo, et} {
+	for i, side := range []map[string]treeEntry{eo, et} {
 		for name, e := range side {
 			if _, ok := eb[name]; ok {
 				continue
 			}
-			_, inO := eo[name]
-			if _, inT := et[name]; inO && inT {
-				return nil, errNotTrivial // added on both sides
+			o, inO := eo[name]
+			t, inT := et[name]
+			switch {
+			case i == 1 && inO: // both sides': merged with ours'
+			case !inO || !inT:
+				merged[name] = e
+			case isTree(o) && isTree(t): // a directory both sides added
+				tree, err := w.mergeDir(ctx, "", o.oid, t.oid, depth+1)
+				if err != nil {
+					return nil, err
+				}
+				merged[name] = treeEntry{mode: "40000", oid: tree}
+			default:
+				return nil, errNotTrivial // a leaf added on both sides
 			}
-			merged[name] = e
 		}
 	}
 	return merged, nil

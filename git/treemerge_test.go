@@ -147,4 +147,11 @@ func TestTreeMergeIsMergeTree(t *testing.T) {
 	if got := w.treeMerge(ctx, bc, oc, tc); got != want {
 		t.Errorf("treeMerge = %q, merge-tree %s", got, want)
 	}
+	// A directory both sides add, each with files of its own.
+	oc = mergeCommitOf(t, t, repo, mergeFiles{"f1": "x\n", "out/a": "a\n", "new/o": "o\n", "new/d/o": "o\n"}, bc)
+	tc = mergeCommitOf(t, t, repo, mergeFiles{"f1": "x\n", "out/a": "a\n", "new/t": "t\n", "new/d/t": "t\n"}, bc)
+	want = g(t, repo, "merge-tree", "--write-tree", oc, tc)
+	if got := w.treeMerge(ctx, bc, oc, tc); got != want {
+		t.Errorf("a directory both add: treeMerge = %q, merge-tree %s", got, want)
+	}
 }
