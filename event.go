@@ -167,9 +167,9 @@ type Event struct {
 	Config *Config `json:"config,omitempty"`
 	Tasks  []*Task `json:"tasks,omitempty"`
 	// Expected (TasksPlanned of the plan) holds, in seconds, how long
-	// tasks of the plan took in an earlier run in this repository (the
-	// same ID, title and prompt): hints that order ready tasks, longest
-	// first, and nothing else (engine, "priority").
+	// tasks of the plan took in an earlier run of the same plan in this
+	// repository (journal.Durations): hints that order ready tasks,
+	// longest first, and nothing else.
 	Expected map[TaskID]float64 `json:"expected,omitempty"`
 	// Canon (TasksPlanned of the plan) is the version of the plan's
 	// canonical form (planfile.CanonicalVersion) the run's receipt hashes

@@ -12,8 +12,9 @@ import (
 
 // How long tasks took before: scheduling hints from earlier runs.
 //
-// A plan run again (a nightly job, a run started afresh after a failed
-// one) has its tasks' durations in the journals of the runs before it.
+// A plan run again unchanged (a nightly job, a run started afresh after
+// a failed one) has its tasks' durations in the journals of the runs
+// before it.
 // Started longest first, a crew of independent tasks packs: ordered by
 // the plan alone, the long ones that come last leave clones idle at the
 // end. The hints are read once, at a run's start, and journaled with the
@@ -27,10 +28,12 @@ const (
 )
 
 // Durations returns, in seconds, how long each task of tasks held its
-// clone in the newest earlier run in runsDir (the directory of run
-// directories, each with its journal) that has the same task (ID, title
-// and prompt) succeed with a change: from its attempt's TaskStarted to
-// its last Committed. The run self is not read. A journal that is not a
+// clone in the newest earlier run of the same plan in runsDir (the
+// directory of run directories, each with its journal) that had it
+// succeed with a change: from its attempt's TaskStarted to its last
+// Committed. The same plan is the same tasks, each with the same ID,
+// title and prompt, wherever its file is: another plan, or this one
+// edited, gives no hints, and its tasks start in plan order as before. The run self is not read. A journal that is not a
 // regular file, too large, or unreadable is passed over: these are
 // hints, never an error.
 func Durations(runsDir, self string, tasks []*muster.Task) map[muster.TaskID]float64 {
@@ -102,7 +105,8 @@ func durationsIn(events []muster.Event, want map[muster.TaskID][32]byte) map[mus
 		task muster.TaskID
 		n    int
 	}
-	same := map[muster.TaskID]bool{}
+	planned := map[muster.TaskID][32]byte{}
+	same := false // the run's plan is want's
 	started := map[attempt]time.Time{}
 	committed := map[attempt]time.Time{}
 	out := map[muster.TaskID]float64{}
@@ -111,10 +115,14 @@ func durationsIn(events []muster.Event, want map[muster.TaskID][32]byte) map[mus
 		a := attempt{e.Task, e.Attempt}
 		switch e.Type {
 		case muster.EvTasksPlanned:
+			if e.Task != "" {
+				continue // a delegator's fragment, not the plan
+			}
 			for _, t := range e.Tasks {
-				if k, ok := want[t.ID]; ok && k == taskKey(t) {
-					same[t.ID] = true
-				}
+				planned[t.ID] = taskKey(t)
+			}
+			if same = samePlan(planned, want); !same {
+				return nil
 			}
 		case muster.EvTaskStarted:
 			started[a] = e.Time
@@ -122,11 +130,24 @@ func durationsIn(events []muster.Event, want map[muster.TaskID][32]byte) map[mus
 			committed[a] = e.Time
 		case muster.EvTaskSucceeded:
 			s, c := started[a], committed[a]
-			if !same[e.Task] || s.IsZero() || c.IsZero() || !c.After(s) {
+			if _, ok := want[e.Task]; !ok || !same || s.IsZero() || c.IsZero() || !c.After(s) {
 				continue
 			}
 			out[e.Task] = c.Sub(s).Seconds()
 		}
 	}
 	return out
+}
+
+// samePlan reports whether a run's plan has exactly the tasks of want.
+func samePlan(planned, want map[muster.TaskID][32]byte) bool {
+	if len(planned) != len(want) {
+		return false
+	}
+	for id, k := range want {
+		if planned[id] != k {
+			return false
+		}
+	}
+	return true
 }

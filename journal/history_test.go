@@ -51,23 +51,26 @@ func writeRun(t *testing.T, runs, id string, tasks []*muster.Task, secs map[must
 }
 
 // Durations takes each task's time from its start to its commit (not its
-// integration) in the newest earlier run that ran the same task (ID,
-// title and prompt) to success; the run itself, other tasks, runs past
-// the newest eight and journals that are not regular files or not
-// journals give nothing, and never an error.
+// integration) in the newest earlier run of the same plan (the same
+// tasks, IDs, titles and prompts) that ran it to success; the run
+// itself, runs of other plans (an edited one included), runs past the
+// newest eight and journals that are not regular files or not journals
+// give nothing, and never an error.
 func TestDurationsFromEarlierRuns(t *testing.T) {
 	runs := t.TempDir()
 	a := &muster.Task{ID: "a", Title: "A", Prompt: "do a"}
 	b := &muster.Task{ID: "b", Title: "B", Prompt: "do b"}
 	c := &muster.Task{ID: "c", Title: "C", Prompt: "do c"}
 	now := time.Now()
-	writeRun(t, runs, "old", []*muster.Task{a, b}, map[muster.TaskID]float64{"a": 50, "b": 7}, now.Add(-2*time.Hour))
-	writeRun(t, runs, "new", []*muster.Task{a, {ID: "b", Title: "B", Prompt: "do b, differently"}}, map[muster.TaskID]float64{"a": 3, "b": 99}, now.Add(-time.Hour))
-	writeRun(t, runs, "self", []*muster.Task{a, b, c}, map[muster.TaskID]float64{"a": 1000, "b": 1000, "c": 1000}, now)
-	got := journal.Durations(runs, "self", []*muster.Task{a, b, c})
-	want := map[muster.TaskID]float64{"a": 3, "b": 7}
+	writeRun(t, runs, "older", []*muster.Task{a, b}, map[muster.TaskID]float64{"a": 9, "b": 9}, now.Add(-3*time.Hour))
+	writeRun(t, runs, "old", []*muster.Task{a, b}, map[muster.TaskID]float64{"a": 50}, now.Add(-2*time.Hour))
+	writeRun(t, runs, "edited", []*muster.Task{a, {ID: "b", Title: "B", Prompt: "do b, differently"}}, map[muster.TaskID]float64{"a": 3, "b": 99}, now.Add(-time.Hour))
+	writeRun(t, runs, "more", []*muster.Task{a, b, c}, map[muster.TaskID]float64{"a": 4, "b": 4, "c": 4}, now.Add(-time.Hour))
+	writeRun(t, runs, "self", []*muster.Task{a, b}, map[muster.TaskID]float64{"a": 1000, "b": 1000}, now)
+	got := journal.Durations(runs, "self", []*muster.Task{a, b})
+	want := map[muster.TaskID]float64{"a": 50, "b": 9}
 	if len(got) != len(want) || got["a"] != want["a"] || got["b"] != want["b"] {
-		t.Fatalf("durations %v, want %v (a from the newest run, b from the old one: its prompt changed since; c never ran elsewhere)", got, want)
+		t.Fatalf("durations %v, want %v (a from the newest run of the plan, b from the one before, where it last succeeded; the edited plan and the longer one are other plans)", got, want)
 	}
 
 	// Hostile or broken entries are passed over: a FIFO (never opened:
@@ -93,7 +96,7 @@ func TestDurationsFromEarlierRuns(t *testing.T) {
 	for i := range 8 {
 		writeRun(t, runs, "recent"+string(rune('0'+i)), []*muster.Task{c}, nil, now.Add(-time.Duration(i)*time.Minute))
 	}
-	if got := journal.Durations(runs, "self", []*muster.Task{a, b, c}); got != nil {
+	if got := journal.Durations(runs, "self", []*muster.Task{a, b}); got != nil {
 		t.Fatalf("durations %v past the newest eight runs, want none", got)
 	}
 	if got := journal.Durations(filepath.Join(runs, "missing"), "", []*muster.Task{a}); got != nil {
