@@ -11,7 +11,8 @@ import (
 )
 
 // mergeFiles is a tree to build: path -> content; a content starting
-// "->" is a symlink to the rest, one starting "!" an executable file.
+// "->" is a symlink to the rest, one starting "!" an executable file of
+// the rest.
 type mergeFiles map[string]string
 
 // mergeCommitOf commits files (a whole tree) on parent in repo without
@@ -28,7 +29,7 @@ func mergeCommitOf(t interface{ Fatalf(string, ...any) }, tb testing.TB, repo st
 		case strings.HasPrefix(c, "->"):
 			err = os.Symlink(c[2:], full)
 		case strings.HasPrefix(c, "!"):
-			err = os.WriteFile(full, []byte(c), 0o755)
+			err = os.WriteFile(full, []byte(c[1:]), 0o755)
 		default:
 			err = os.WriteFile(full, []byte(c), 0o644)
 		}
@@ -55,7 +56,7 @@ func mergeCommitOf(t interface{ Fatalf(string, ...any) }, tb testing.TB, repo st
 
 // mergeUniverse is the paths the generator draws from: nested, with
 // directories that can become files ("a/b", "c").
-var mergeUniverse = []string{"f1", "f2", "a/f1", "a/f2", "a/b/f1", "a/b/f2", "a/b/c/f1", "c/f1", "c/d/f1", "e/f1"}
+var mergeUniverse = []string{"f1", "f2", "a/f1", "a/f2", "a/b/f1", "a/b/f2", "a/b/c/f1", "a/b/c/d/e/f1", "a/b/c/d/f2", "c/f1", "c/d/f1", "e/f1", "a.c", "a/b.c"}
 
 // mutate applies random edits to a copy of files: modify, add, delete,
 // rename, chmod, symlink, a directory replaced by a file.
@@ -66,7 +67,7 @@ func mutate(t *rapid.T, files mergeFiles, side string) mergeFiles {
 	}
 	for i := range rapid.IntRange(0, 4).Draw(t, side+"ops") {
 		p := rapid.SampledFrom(mergeUniverse).Draw(t, side+"path")
-		switch rapid.IntRange(0, 9).Draw(t, side+"op") {
+		switch rapid.IntRange(0, 12).Draw(t, side+"op") {
 		case 0, 1, 2:
 			out[p] = side + "-" + p + string(rune('0'+i)) + "\n"
 		case 3:
@@ -76,8 +77,12 @@ func mutate(t *rapid.T, files mergeFiles, side string) mergeFiles {
 				delete(out, p)
 				out[rapid.SampledFrom(mergeUniverse).Draw(t, side+"to")] = c
 			}
-		case 5:
-			out[p] = "!" + out[p]
+		case 5: // the executable bit only (or back)
+			if c, ok := strings.CutPrefix(out[p], "!"); ok {
+				out[p] = c
+			} else {
+				out[p] = "!" + out[p]
+			}
 		case 6:
 			out[p] = "->" + side
 		case 7: // a directory becomes a file
@@ -89,6 +94,19 @@ func mutate(t *rapid.T, files mergeFiles, side string) mergeFiles {
 			}
 			if dir != "." {
 				out[dir] = side + " file\n"
+			}
+		case 10: // a file becomes a directory
+			delete(out, p)
+			out[p+"/in"] = side + " in\n"
+		case 11: // a directory becomes a symlink
+			dir := filepath.Dir(p)
+			for q := range out {
+				if strings.HasPrefix(q, dir+"/") {
+					delete(out, q)
+				}
+			}
+			if dir != "." {
+				out[dir] = "->" + side + "-link"
 			}
 		default:
 			out[p] = "same edit of " + p + "\n" // both sides may make it
