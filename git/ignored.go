@@ -18,7 +18,7 @@ import (
 // above a path (the caller has checked those directories are no links).
 // Any doubt is false: the caller asks git.
 func (w *Workspace) nothingIgnored(dir string, paths []string) bool {
-	if w.carriesExcludesFile() || !noPatterns(w.excludes) || !absent(defaultExcludesFile(baseEnv())) {
+	if w.carriesExcludesFile() || !noPatterns(w.excludes) || !noExcludesFile(baseEnv()) {
 		return false
 	}
 	seen := map[string]bool{}
@@ -66,6 +66,15 @@ func noPatterns(b []byte) bool {
 		}
 	}
 	return true
+}
+
+// noExcludesFile reports whether git, in the environment env of its
+// calls, has no default excludes file to read. A relative one (a
+// relative XDG_CONFIG_HOME or HOME) git resolves against its working
+// directory, the clone, which the agent writes: git is asked.
+func noExcludesFile(env []string) bool {
+	p := defaultExcludesFile(env)
+	return p == "" || filepath.IsAbs(p) && absent(p)
 }
 
 // defaultExcludesFile is the excludes file git reads when

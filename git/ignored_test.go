@@ -2,7 +2,9 @@ package git
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -80,6 +82,122 @@ func TestDefaultExcludesFile(t *testing.T) {
 	} {
 		if got := defaultExcludesFile(c.env); got != c.want {
 			t.Errorf("%q: %q, want %q", c.env, got, c.want)
+		}
+	}
+}
+
+// TestRelativeExcludesFileAsksGit: a relative XDG_CONFIG_HOME or HOME
+// names an excludes file git resolves against its working directory,
+// the clone, where the agent can write it: the skip must not judge it
+// from muster's own directory.
+func TestRelativeExcludesFileAsksGit(t *testing.T) {
+	for _, c := range []struct {
+		env  []string
+		file string
+	}{
+		{[]string{"HOME=/nonexistent", "XDG_CONFIG_HOME=rel"}, "rel/git/ignore"},
+		{[]string{"HOME=h"}, "h/.config/git/ignore"},
+	} {
+		repo := newRepo(t, nil)
+		write(t, repo, c.file, "*.secret\n") // the agent's, in its clone
+		var env []string
+		for _, kv := range os.Environ() {
+			if k, _, _ := strings.Cut(kv, "="); k != "HOME" && k != "XDG_CONFIG_HOME" {
+				env = append(env, kv)
+			}
+		}
+		cmd := exec.Command("git", "check-ignore", "-q", "a.secret")
+		cmd.Dir, cmd.Env = repo, append(env, append([]string{"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=" + os.DevNull}, c.env...)...)
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("%q: git does not ignore a.secret: %v", c.env, err)
+		}
+		if noExcludesFile(c.env) {
+			t.Errorf("%q: the skip says no excludes file applies; git ignores a.secret by %s", c.env, c.file)
+		}
+	}
+	if !noExcludesFile([]string{"HOME=/nonexistent"}) {
+		t.Error("an absent absolute excludes file: git is asked all the same")
+	}
+}
+
+// TestAgentGitignoreAsGit: .gitignore files the agent writes during its
+// task (deep below the root, at the root with a negation, a symlink to
+// patterns elsewhere, one that ignores itself) leave out of its change
+// what git's full scan leaves out, through the watcher's stage too.
+func TestAgentGitignoreAsGit(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		files map[string]string // "->" content: a symlink
+	}{
+		{"deep", map[string]string{"deep/er/.gitignore": "*.tmp\n", "deep/er/x.tmp": "a", "deep/er/in/y.tmp": "a", "deep/z.tmp": "a"}},
+		{"negation at the root", map[string]string{".gitignore": "*.log\n!keep.log\n", "a.log": "a", "keep.log": "a", "sub/b.log": "a"}},
+		{"a symlink", map[string]string{"patterns": "*.tmp\n", "sub/.gitignore": "->../patterns", "sub/x.tmp": "a", "sub/y": "a"}},
+		{"itself", map[string]string{"sub/.gitignore": "*\n", "sub/x": "a", "y": "a"}},
+		{"a directory pattern", map[string]string{"a/.gitignore": "b/\n", "a/b/c/d": "a", "a/bb": "a"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			repo := newRepo(t, nil)
+			w := open(t, repo, "r1")
+			for round := range 2 {
+				dir, base, err := w.Prepare(ctx, "a#1")
+				if err != nil {
+					t.Fatal(err)
+				}
+				for f, content := range c.files {
+					if target, ok := strings.CutPrefix(content, "->"); ok {
+						if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, f)), 0o755); err != nil {
+							t.Fatal(err)
+						}
+						if err := os.Symlink(target, filepath.Join(dir, f)); err != nil {
+							t.Fatal(err)
+						}
+						continue
+					}
+					write(t, dir, f, content)
+				}
+				ch, err := w.Change(ctx, dir, base)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got, full := render(ch), fullChange(t, dir, base); got != full {
+					t.Errorf("round %d: change %s, git's full scan %s", round, got, full)
+				}
+			}
+		})
+	}
+}
+
+// TestMovedInGitignoreAsGit: a directory holding a .gitignore, made
+// outside the clone (or in it) and moved into place in one rename, so
+// that no event names the .gitignore itself, leaves out what git's full
+// scan leaves out.
+func TestMovedInGitignoreAsGit(t *testing.T) {
+	for _, outside := range []bool{true, false} {
+		repo := newRepo(t, map[string]string{"README.md": "r\n", "keep/.gitignore": "*.log\n"})
+		w := open(t, repo, "r1")
+		for round := range 2 {
+			dir, base, err := w.Prepare(ctx, "a#1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			src := filepath.Join(t.TempDir(), "stage")
+			if !outside {
+				src = filepath.Join(dir, "keep", "stage.log") // in an ignored place
+			}
+			write(t, src, ".gitignore", "*.tmp\n")
+			write(t, src, "x.tmp", "a")
+			write(t, src, "in/y.tmp", "a")
+			write(t, src, "z", "a")
+			if err := os.Rename(src, filepath.Join(dir, "moved")); err != nil {
+				t.Fatal(err)
+			}
+			ch, err := w.Change(ctx, dir, base)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, full := render(ch), fullChange(t, dir, base); got != full {
+				t.Errorf("outside %v, round %d: change %s, git's full scan %s", outside, round, got, full)
+			}
 		}
 	}
 }
