@@ -25,8 +25,8 @@ import (
 // the other side changed, or empties a directory the other side added
 // to: either way in a directory both sides changed, where it is seen).
 // A directory both sides added is merged as one with an empty base.
-// Leaves both sides changed or added (even alike), a non-canonical mode
-// or a malformed tree: merge-tree.
+// Leaves both sides changed or added (even alike), a non-canonical mode,
+// entries out of git's order or a malformed tree: merge-tree.
 
 // errNotTrivial: the merge is not one treeMerge computes.
 var errNotTrivial = errors.New("not a trivial merge")
@@ -153,14 +153,15 @@ func (w *Workspace) mergeEntries(ctx context.Context, eb, eo, et map[string]tree
 var canonicalModes = []string{"40000", "100644", "100755", "120000", "160000"}
 
 // strictTree reads a tree object's entries by name, as parseTree does,
-// refusing (errNotTrivial) a duplicate name, a name git would not write
-// or a non-canonical mode.
+// refusing (errNotTrivial) a duplicate name, a name git would not write,
+// a non-canonical mode or entries out of git's order.
 func (w *Workspace) strictTree(data []byte) (map[string]treeEntry, error) {
 	n := 20
 	if w.format == "sha256" {
 		n = 32
 	}
 	out := map[string]treeEntry{}
+	prev := ""
 	for len(data) > 0 {
 		sp := bytes.IndexByte(data, ' ')
 		nul := bytes.IndexByte(data, 0)
@@ -172,6 +173,16 @@ func (w *Workspace) strictTree(data []byte) (map[string]treeEntry, error) {
 			name == "" || name == "." || name == ".." || strings.Contains(name, "/") {
 			return nil, errNotTrivial
 		}
+		// Out of git's order, merge-tree's walk of the tree goes
+		// astray (it can lose an entry): its result is its own.
+		key := name
+		if mode == "40000" {
+			key += "/"
+		}
+		if len(out) > 0 && key <= prev {
+			return nil, errNotTrivial
+		}
+		prev = key
 		out[name] = treeEntry{mode: mode, oid: hex.EncodeToString(data[nul+1 : nul+1+n])}
 		data = data[nul+1+n:]
 	}
