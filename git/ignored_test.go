@@ -35,6 +35,20 @@ func TestFastStageIgnoresAsGit(t *testing.T) {
 		}, []string{"sub/x.tmp", "sub/in/y.tmp", "sub/y.txt", "z.tmp"}, "A sub/y.txt; A z.tmp"},
 		{"core.excludesFile", func(repo string) { g(t, repo, "config", "core.excludesFile", excludes) },
 			[]string{"z.bak", "out/q.bak", "q.txt"}, "A q.txt"},
+		{"core.excludesFile through include.path", func(repo string) {
+			inc := filepath.Join(t.TempDir(), "inc")
+			if err := os.WriteFile(inc, []byte("[core]\n\texcludesFile = "+excludes+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			g(t, repo, "config", "include.path", inc)
+		}, []string{"z.bak", "out/q.bak", "q.txt"}, "A q.txt"},
+		{"core.excludesFile through includeIf gitdir", func(repo string) {
+			inc := filepath.Join(t.TempDir(), "inc")
+			if err := os.WriteFile(inc, []byte("[core]\n\texcludesFile = "+excludes+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			g(t, repo, "config", "includeIf.gitdir:"+repo+"/.git.path", inc)
+		}, []string{"z.bak", "out/q.bak", "q.txt"}, "A q.txt"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			repo := newRepo(t, nil)
@@ -56,7 +70,7 @@ func TestFastStageIgnoresAsGit(t *testing.T) {
 					t.Errorf("round %d: change %s, want %s", round, got, c.want)
 				}
 				// (git's full scan in the clone, without the user's config)
-				if got, full := render(ch), fullChange(t, dir, base); got != full && c.name != "core.excludesFile" {
+				if got, full := render(ch), fullChange(t, dir, base); got != full && !strings.HasPrefix(c.name, "core.excludesFile") {
 					t.Errorf("round %d: change %s, git's full scan %s", round, got, full)
 				}
 			}
@@ -198,6 +212,34 @@ func TestMovedInGitignoreAsGit(t *testing.T) {
 			if got, full := render(ch), fullChange(t, dir, base); got != full {
 				t.Errorf("outside %v, round %d: change %s, git's full scan %s", outside, round, got, full)
 			}
+		}
+	}
+}
+
+// TestLinkedWorktreeExcludesAsGit: run from a linked worktree of the
+// user's repository, the info/exclude that counts is the common
+// directory's (git has no per-worktree one): staging leaves out what it
+// names, through the watcher's stage too.
+func TestLinkedWorktreeExcludesAsGit(t *testing.T) {
+	main := newRepo(t, nil)
+	write(t, main, ".git/info/exclude", "*.secret\n")
+	linked := filepath.Join(t.TempDir(), "linked")
+	g(t, main, "worktree", "add", "-q", "--detach", linked)
+	w := open(t, linked, "r1")
+	for round := range 2 {
+		dir, base, err := w.Prepare(ctx, "a#1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range []string{"a.secret", "out/b.secret", "b.txt"} {
+			write(t, dir, f, "agent\n")
+		}
+		ch, err := w.Change(ctx, dir, base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := render(ch); got != "A b.txt" {
+			t.Errorf("round %d: change %s, want A b.txt", round, got)
 		}
 	}
 }
