@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -198,5 +199,35 @@ func TestTreeMergeOddBothChanged(t *testing.T) {
 			compareMergeTree(t, w, repo, bc, commit(c.ours, bc), commit(c.th, bc), false)
 			compareMergeTree(t, w, repo, bc, commit(c.th, bc), commit(c.ours, bc), false)
 		})
+	}
+}
+
+// TestTreeMergeDeep: a change both sides make 300 directories down (past
+// maxTreeMergeDepth) is left to merge-tree, or merged as it merges it;
+// one 200 down is merged in process.
+func TestTreeMergeDeep(t *testing.T) {
+	repo := newRepo(t, nil)
+	w := open(t, repo, "r1")
+	blob := func(s string) string { return rawGit(t, repo, []byte(s), "hash-object", "-w", "--stdin") }
+	x := blob("x\n")
+	chain := func(depth int, bottom ...[3]string) string {
+		tree := rawTree(t, repo, bottom...)
+		for range depth { // (written here: a git process a level is slow)
+			oid, _ := hex.DecodeString(tree)
+			var err error
+			if tree, err = writeLoose(filepath.Join(repo, ".git", "objects"), "sha1", "tree", append([]byte("40000 d\x00"), oid...)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return tree
+	}
+	for _, depth := range []int{200, 300} {
+		base := chain(depth, [3]string{"100644", "x", x})
+		ours := chain(depth, [3]string{"100644", "o", x}, [3]string{"100644", "x", x})
+		theirs := chain(depth, [3]string{"100644", "t", x}, [3]string{"100644", "x", x})
+		bc := rawGit(t, repo, nil, "commit-tree", "-m", "b", base)
+		oc := rawGit(t, repo, nil, "commit-tree", "-p", bc, "-m", "o", ours)
+		tc := rawGit(t, repo, nil, "commit-tree", "-p", bc, "-m", "t", theirs)
+		compareMergeTree(t, w, repo, bc, oc, tc, depth < maxTreeMergeDepth)
 	}
 }
