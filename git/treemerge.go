@@ -71,13 +71,10 @@ func (w *Workspace) mergeDir(ctx context.Context, b, o, t string, depth int) (st
 	if b == "" {
 		infos, data = append([]ObjectInfo{{}}, infos...), append([][]byte{nil}, data...)
 	}
-	ob, oo, ot := infos[0].OID, infos[1].OID, infos[2].OID
-	switch {
-	case oo == ob:
-		return ot, nil
-	case ot == ob:
-		return oo, nil
-	case oo == ot:
+	// Even a root one side left alone is merged entry by entry, as
+	// merge-tree merges it (so rewrites a tree git would not write);
+	// below it, only directories both sides changed come here.
+	if infos[1].OID == infos[2].OID {
 		return "", errNotTrivial // both changed it alike: merge-tree rewrites it
 	}
 	var trees [3]map[string]treeEntry

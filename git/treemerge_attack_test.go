@@ -231,3 +231,25 @@ func TestTreeMergeDeep(t *testing.T) {
 		compareMergeTree(t, w, repo, bc, oc, tc, depth < maxTreeMergeDepth)
 	}
 }
+
+// TestTreeMergeRootOneSide: a tip that moved without changing the tree
+// (an empty commit, a change and its revert), and the other side's root
+// tree one git would not write (out of order, a mode it canonicalizes):
+// merge-tree merges the root entry by entry, so writes its own tree.
+func TestTreeMergeRootOneSide(t *testing.T) {
+	repo := newRepo(t, nil)
+	w := open(t, repo, "r1")
+	blob := func(s string) string { return rawGit(t, repo, []byte(s), "hash-object", "-w", "--stdin") }
+	x, y := blob("x\n"), blob("y\n")
+	base := rawTree(t, repo, [3]string{"100644", "a", x}, [3]string{"100644", "f", x})
+	for _, odd := range []string{
+		rawTree(t, repo, [3]string{"100644", "f", y}, [3]string{"100644", "a", x}),
+		rawTree(t, repo, [3]string{"100644", "a", x}, [3]string{"100644", "f", y}, [3]string{"100664", "m", x}),
+	} {
+		bc := rawGit(t, repo, nil, "commit-tree", "-m", "b", base)
+		same := rawGit(t, repo, nil, "commit-tree", "-p", bc, "-m", "empty", base)
+		oddc := rawGit(t, repo, nil, "commit-tree", "-p", bc, "-m", "odd", odd)
+		compareMergeTree(t, w, repo, bc, same, oddc, false)
+		compareMergeTree(t, w, repo, bc, oddc, same, false)
+	}
+}
