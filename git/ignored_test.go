@@ -243,3 +243,30 @@ func TestLinkedWorktreeExcludesAsGit(t *testing.T) {
 		}
 	}
 }
+
+// TestMovedInRepoAsGit: a directory holding a repository of its own,
+// made outside the clone and moved into place in one rename, is in the
+// change as muster shows a nested repository (its .git, a violation;
+// never a gitlink nor its files), through the watcher's stage too.
+func TestMovedInRepoAsGit(t *testing.T) {
+	repo := newRepo(t, nil)
+	w := open(t, repo, "r1")
+	for round := range 2 {
+		dir, base, err := w.Prepare(ctx, "a#1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		src := newRepo(t, map[string]string{"inner": "i\n"})
+		write(t, src, "loose", "l\n")
+		if err := os.Rename(src, filepath.Join(dir, "nested")); err != nil {
+			t.Fatal(err)
+		}
+		ch, err := w.Change(ctx, dir, base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := render(ch); got != "A nested/.git" {
+			t.Errorf("round %d: change %s, want A nested/.git", round, got)
+		}
+	}
+}
