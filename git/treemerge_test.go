@@ -56,7 +56,7 @@ func mergeCommitOf(t interface{ Fatalf(string, ...any) }, tb testing.TB, repo st
 
 // mergeUniverse is the paths the generator draws from: nested, with
 // directories that can become files ("a/b", "c").
-var mergeUniverse = []string{"f1", "f2", "a/f1", "a/f2", "a/b/f1", "a/b/f2", "a/b/c/f1", "a/b/c/d/e/f1", "a/b/c/d/f2", "c/f1", "c/d/f1", "e/f1", "a.c", "a/b.c"}
+var mergeUniverse = []string{"f1", "f2", "a/f1", "a/f2", "a/b/f1", "a/b/f2", "a/b/c/f1", "a/b/c/d/e/f1", "a/b/c/d/f2", "c/f1", "c/d/f1", "e/f1", "a.c", "a/b.c", "F1", "A/f1"}
 
 // mutate applies random edits to a copy of files: modify, add, delete,
 // rename, chmod, symlink, a directory replaced by a file.
