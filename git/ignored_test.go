@@ -270,3 +270,31 @@ func TestMovedInRepoAsGit(t *testing.T) {
 		}
 	}
 }
+
+// The environment of muster's git calls holds no relative HOME or
+// XDG_CONFIG_HOME (git would read the excludes file they name inside
+// the clone it runs in, which the agent writes): each is made absolute
+// against muster's own directory, so git reads the file the skip looks
+// at, and a clone's planted one counts for nothing.
+func TestGitEnvAbsoluteHome(t *testing.T) {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := gitEnv([]string{"HOME=h", "XDG_CONFIG_HOME=rel/x", "PATH=/bin", "OTHER=rel"})
+	want := map[string]string{"HOME": filepath.Join(wd, "h"), "XDG_CONFIG_HOME": filepath.Join(wd, "rel/x"), "PATH": "/bin", "OTHER": "rel"}
+	for k, v := range want {
+		found := false
+		for _, kv := range env {
+			if kv == k+"="+v {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("%s: want %s=%s in %q", k, k, v, env)
+		}
+	}
+	if f := defaultExcludesFile(env); !filepath.IsAbs(f) || !noExcludesFile(env) {
+		t.Errorf("excludes file %q: want an absolute path the skip can look at", f)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"os/exec"
 	"strings"
 	"sync"
@@ -73,12 +74,26 @@ var envDrop = map[string]bool{
 
 // baseEnv is the environment every git call starts from, read once at
 // the first call.
-var baseEnv = sync.OnceValue(func() []string {
+var baseEnv = sync.OnceValue(func() []string { return gitEnv(os.Environ()) })
+
+// gitEnv is baseEnv made of environ. A relative HOME or XDG_CONFIG_HOME
+// is made absolute against muster's own directory (dropped when it
+// cannot be): git would take it relative to the directory it runs in, a
+// clone, where the agent could plant the excludes file or the config it
+// names.
+func gitEnv(environ []string) []string {
 	var env []string
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
+	for _, kv := range environ {
+		k, v, _ := strings.Cut(kv, "=")
 		if envDrop[k] || strings.HasPrefix(k, "GIT_CONFIG_KEY_") || strings.HasPrefix(k, "GIT_CONFIG_VALUE_") {
 			continue
+		}
+		if (k == "HOME" || k == "XDG_CONFIG_HOME") && v != "" && !filepath.IsAbs(v) {
+			abs, err := filepath.Abs(v)
+			if err != nil {
+				continue
+			}
+			kv = k + "=" + abs
 		}
 		env = append(env, kv)
 	}
@@ -91,7 +106,7 @@ var baseEnv = sync.OnceValue(func() []string {
 		// what muster reads as a commit.
 		"GIT_NO_REPLACE_OBJECTS=1",
 	)
-})
+}
 
 // ownEnv is added to calls in muster's own git directories (the clones'
 // private ones and the integration one, in the cache): only muster's
