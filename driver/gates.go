@@ -12,15 +12,6 @@ import (
 // baselineSlot is the worktree where gates run on base commits and tips.
 const baselineSlot = "muster-baseline"
 
-// gatesPhase says the attempt is in its gates, and marks it so for the
-// integration queue (its commit may follow soon, queuegather.go) until
-// the function it returns is called.
-func (w *worker) gatesPhase(round int) func() {
-	end := w.d.q.gating(w)
-	w.send(muster.Event{Type: muster.EvPhase, Phase: "gates", Round: round})
-	return end
-}
-
 // gates runs the plan-wide gates and the task's own in the worktree. It
 // returns feedback for the coder and a failure reason when a gate fails
 // that is the task's to fix: a plan-wide gate that fails on the task's
@@ -35,7 +26,7 @@ func (w *worker) gates(ctx context.Context, round int, change *muster.Change) (f
 	if len(w.cfg.Gates) == 0 && len(taskGates) == 0 {
 		return "", ""
 	}
-	defer w.gatesPhase(round)()
+	w.send(muster.Event{Type: muster.EvPhase, Phase: "gates", Round: round})
 	var fb []string
 	// The gates run on what the agent left, its namespace gone: one that
 	// rewrites it fails the round ("gate G changed P"), whatever its

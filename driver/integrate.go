@@ -7,7 +7,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/engine"
@@ -95,17 +94,6 @@ type queue struct {
 	window  int
 	steps   int        // gate runs of the queue (tests)
 	next    *nextChain // the next batch's chain, built while a batch is gated (queuenext.go)
-	// arriving counts the commits on their way to the queue, and moved
-	// is closed when they or the waiting change (queuegather.go).
-	arriving int
-	moved    chan struct{}
-	// inGates holds when each attempt in its own gates started them;
-	// gatesTook and gatesRuns sum how long the attempts' gates took;
-	// lastGate is how long the queue's last gate run took.
-	inGates   map[*worker]time.Time
-	gatesTook time.Duration
-	gatesRuns int
-	lastGate  time.Duration
 }
 
 // verifyIntegration reports whether merged trees are gated.
@@ -123,7 +111,6 @@ func (w *worker) integrate(ctx context.Context, commit string) landing {
 	q.seq++
 	it.seq = q.seq
 	q.waiting = append(q.waiting, it)
-	q.settle(w)
 	if !q.busy {
 		q.busy = true
 		it.lead <- struct{}{}
@@ -148,12 +135,15 @@ func (w *worker) integrate(ctx context.Context, commit string) landing {
 // lead on (or leaves the queue idle).
 func (d *Driver) driveBatch(ctx context.Context, self *integration) {
 	q := &d.q
-	window := d.batchWindow(self.w.cfg)
-	if d.verifyIntegration(self.w.cfg) {
-		q.gather(ctx, window)
-	}
 	n := d.takeNext()
 	q.mu.Lock()
+	limit := max(1, self.w.cfg.MaxBatch())
+	if _, ok := d.opts.Workspace.(muster.ChainMerger); !ok {
+		limit = 1
+	}
+	if q.window == 0 || q.window > limit {
+		q.window = limit
+	}
 	take := d.selectBatch(q.window)
 	var prepared []link
 	if n != nil && len(n.links) > 0 && n.heads(q.waiting, take) {
@@ -184,22 +174,6 @@ func (d *Driver) driveBatch(ctx context.Context, self *integration) {
 		return
 	}
 	q.waiting[0].lead <- struct{}{}
-}
-
-// batchWindow returns the batch window, set within [1, max_batch] (1
-// where the workspace cannot merge chains).
-func (d *Driver) batchWindow(cfg *muster.Config) int {
-	q := &d.q
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	limit := max(1, cfg.MaxBatch())
-	if _, ok := d.opts.Workspace.(muster.ChainMerger); !ok {
-		limit = 1
-	}
-	if q.window == 0 || q.window > limit {
-		q.window = limit
-	}
-	return q.window
 }
 
 // selectBatch returns the indices in the queue of the commits a batch
@@ -477,12 +451,6 @@ func (d *Driver) gateTree(gctx context.Context, chain []link, k int, tip string,
 	ctx := context.WithoutCancel(gctx)
 	var dir string
 	var fb []string
-	var began time.Time // of the gate run, when one ran
-	defer func() {
-		if !began.IsZero() {
-			d.q.gatedFor(time.Since(began))
-		}
-	}()
 	failed := ""
 	for _, g := range cfg.Gates {
 		r, cached := d.gc.get(g, l.merged)
@@ -504,9 +472,6 @@ func (d *Driver) gateTree(gctx context.Context, chain []link, k int, tip string,
 				d.q.mu.Lock()
 				d.q.steps++
 				d.q.mu.Unlock()
-			}
-			if began.IsZero() {
-				began = time.Now()
 			}
 			r = d.opts.Gates.Run(gctx, dir, g, cfg.Run.GateTimeout)
 			if gctx.Err() != nil {

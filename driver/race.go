@@ -466,9 +466,6 @@ func (w *worker) beforeIntegration(ctx context.Context, commit string) []muster.
 	if w.race == nil || w.raceSubmitted {
 		return nil
 	}
-	// The racer integrates the winner when the race is judged: until then
-	// no commit of this candidate is on its way to the queue.
-	w.d.q.settleLocked(w)
 	w.raceSubmitted = true
 	return w.race.submit(ctx, w, commit)
 }

@@ -22,7 +22,6 @@ func (w *worker) review(ctx context.Context, round int, diff string) (feedback, 
 	if w.task.Review == "none" || w.a.Executor == engine.CodeExecutor || !w.hasReviewer() {
 		return "", "", false
 	}
-	w.d.q.settleLocked(w) // a reviewer's turn: no commit soon
 	w.send(muster.Event{Type: muster.EvPhase, Phase: "review", Round: round})
 	n := w.cfg.Run.Reviewers
 	if n <= 0 {

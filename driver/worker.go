@@ -82,9 +82,6 @@ type worker struct {
 	// (nil: none), guarding whether its attempt on the clone is open.
 	released bool
 	guard    muster.Guard
-	// arriving is set while the attempt's commit is on its way to the
-	// integration queue (queuegather.go).
-	arriving bool
 	guarding bool
 }
 
@@ -159,7 +156,6 @@ func (w *worker) spec() *muster.ExecutorSpec {
 
 // run is the attempt. Each return path gives the attempt's final events.
 func (w *worker) run(ctx context.Context) []muster.Event {
-	defer w.d.q.settleLocked(w) // whatever ended the attempt, its commit is not coming
 	exec := w.d.executor(w.a.Executor)
 	if exec == nil {
 		return w.fail(fmt.Sprintf("executor %q is not available", w.a.Executor), false)
@@ -491,7 +487,6 @@ const emptyChangeQuestion = "You changed nothing. If the task already holds as i
 // commit records the change and tells the loop, with the coder's last
 // message for the tasks that depend on this one.
 func (w *worker) commit(ctx context.Context, change *muster.Change) (string, error) {
-	w.d.q.arrive(w) // on its way to the integration queue (queuegather.go)
 	commit, err := w.d.opts.Workspace.Commit(ctx, w.dir, w.base, muster.CommitInfo{
 		Run: w.runID, Task: w.task.ID, Title: w.task.Title, Executor: w.slot(), Followup: w.followup})
 	if err != nil {
@@ -505,7 +500,6 @@ func (w *worker) commit(ctx context.Context, change *muster.Change) (string, err
 // execute runs the coder once, retrying rate limits and transient errors
 // with backoff inside the attempt.
 func (w *worker) execute(ctx context.Context, exec muster.Executor, round int, feedback string) (*muster.ExecResult, error) {
-	w.d.q.settleLocked(w) // the coder's turn (a fix round): no commit soon
 	spec := w.spec()
 	req := &muster.ExecRequest{
 		Run: w.runID, Task: w.task, Role: w.a.Role, Spec: spec, Clone: w.a.Clone, Attempt: w.a.Attempt, Round: round,
