@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/muster-run/muster"
 )
 
 // TestFastStageIgnoresAsGit: staging the paths the watcher saw leaves
@@ -54,18 +56,11 @@ func TestFastStageIgnoresAsGit(t *testing.T) {
 			repo := newRepo(t, nil)
 			c.setup(repo)
 			w := open(t, repo, "r1")
-			for round := range 2 { // the second round's stage is the watcher's
-				dir, base, err := w.Prepare(ctx, "a#1")
-				if err != nil {
-					t.Fatal(err)
-				}
+			eachRound(t, w, func(_ int, dir string) {
 				for _, f := range c.files {
 					write(t, dir, f, "agent\n")
 				}
-				ch, err := w.Change(ctx, dir, base)
-				if err != nil {
-					t.Fatal(err)
-				}
+			}, func(round int, dir, base string, ch *muster.Change) {
 				if got := render(ch); got != c.want {
 					t.Errorf("round %d: change %s, want %s", round, got, c.want)
 				}
@@ -73,7 +68,7 @@ func TestFastStageIgnoresAsGit(t *testing.T) {
 				if got, full := render(ch), fullChange(t, dir, base); got != full && !strings.HasPrefix(c.name, "core.excludesFile") {
 					t.Errorf("round %d: change %s, git's full scan %s", round, got, full)
 				}
-			}
+			})
 			if w.watch && w.fastStages.Load() == 0 {
 				t.Error("the watcher's stage was never used")
 			}
@@ -226,22 +221,15 @@ func TestLinkedWorktreeExcludesAsGit(t *testing.T) {
 	linked := filepath.Join(t.TempDir(), "linked")
 	g(t, main, "worktree", "add", "-q", "--detach", linked)
 	w := open(t, linked, "r1")
-	for round := range 2 {
-		dir, base, err := w.Prepare(ctx, "a#1")
-		if err != nil {
-			t.Fatal(err)
-		}
+	eachRound(t, w, func(_ int, dir string) {
 		for _, f := range []string{"a.secret", "out/b.secret", "b.txt"} {
 			write(t, dir, f, "agent\n")
 		}
-		ch, err := w.Change(ctx, dir, base)
-		if err != nil {
-			t.Fatal(err)
-		}
+	}, func(round int, _, _ string, ch *muster.Change) {
 		if got := render(ch); got != "A b.txt" {
 			t.Errorf("round %d: change %s, want A b.txt", round, got)
 		}
-	}
+	})
 }
 
 // TestMovedInRepoAsGit: a directory holding a repository of its own,
@@ -251,24 +239,17 @@ func TestLinkedWorktreeExcludesAsGit(t *testing.T) {
 func TestMovedInRepoAsGit(t *testing.T) {
 	repo := newRepo(t, nil)
 	w := open(t, repo, "r1")
-	for round := range 2 {
-		dir, base, err := w.Prepare(ctx, "a#1")
-		if err != nil {
-			t.Fatal(err)
-		}
+	eachRound(t, w, func(_ int, dir string) {
 		src := newRepo(t, map[string]string{"inner": "i\n"})
 		write(t, src, "loose", "l\n")
 		if err := os.Rename(src, filepath.Join(dir, "nested")); err != nil {
 			t.Fatal(err)
 		}
-		ch, err := w.Change(ctx, dir, base)
-		if err != nil {
-			t.Fatal(err)
-		}
+	}, func(round int, _, _ string, ch *muster.Change) {
 		if got := render(ch); got != "A nested/.git" {
 			t.Errorf("round %d: change %s, want A nested/.git", round, got)
 		}
-	}
+	})
 }
 
 // The environment of muster's git calls holds no relative HOME or
@@ -296,5 +277,24 @@ func TestGitEnvAbsoluteHome(t *testing.T) {
 	}
 	if f := defaultExcludesFile(env); !filepath.IsAbs(f) || !noExcludesFile(env) {
 		t.Errorf("excludes file %q: want an absolute path the skip can look at", f)
+	}
+}
+
+// eachRound prepares the clone of slot a#1 twice (the second round's
+// stage is the watcher's), has write change it, and calls check with the
+// change muster computed there.
+func eachRound(t *testing.T, w *Workspace, write func(round int, dir string), check func(round int, dir, base string, ch *muster.Change)) {
+	t.Helper()
+	for round := range 2 {
+		dir, base, err := w.Prepare(ctx, "a#1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(round, dir)
+		ch, err := w.Change(ctx, dir, base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(round, dir, base, ch)
 	}
 }

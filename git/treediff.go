@@ -123,19 +123,34 @@ func diffEntries(dir string, a, b map[string]treeEntry) (sub []treePair, leaves 
 
 // parseTree reads a tree object's entries by name (nil data: none).
 func (w *Workspace) parseTree(data []byte) (map[string]treeEntry, error) {
+	out := map[string]treeEntry{}
+	err := w.eachTreeEntry(data, func(mode, name, oid string) error {
+		out[name] = treeEntry{mode: mode, oid: oid}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// eachTreeEntry calls f with each entry of a tree object, in its order;
+// a malformed object is an error, as is f's.
+func (w *Workspace) eachTreeEntry(data []byte, f func(mode, name, oid string) error) error {
 	n := 20
 	if w.format == "sha256" {
 		n = 32
 	}
-	out := map[string]treeEntry{}
 	for len(data) > 0 {
 		sp := bytes.IndexByte(data, ' ')
 		nul := bytes.IndexByte(data, 0)
 		if sp < 0 || nul < sp || nul+1+n > len(data) {
-			return nil, errors.New("malformed tree object")
+			return errors.New("malformed tree object")
 		}
-		out[string(data[sp+1:nul])] = treeEntry{mode: string(data[:sp]), oid: hex.EncodeToString(data[nul+1 : nul+1+n])}
+		if err := f(string(data[:sp]), string(data[sp+1:nul]), hex.EncodeToString(data[nul+1:nul+1+n])); err != nil {
+			return err
+		}
 		data = data[nul+1+n:]
 	}
-	return out, nil
+	return nil
 }

@@ -153,22 +153,12 @@ var canonicalModes = []string{"40000", "100644", "100755", "120000", "160000"}
 // refusing (errNotTrivial) a duplicate name, a name git would not write,
 // a non-canonical mode or entries out of git's order.
 func (w *Workspace) strictTree(data []byte) (map[string]treeEntry, error) {
-	n := 20
-	if w.format == "sha256" {
-		n = 32
-	}
 	out := map[string]treeEntry{}
 	prev := ""
-	for len(data) > 0 {
-		sp := bytes.IndexByte(data, ' ')
-		nul := bytes.IndexByte(data, 0)
-		if sp < 0 || nul < sp || nul+1+n > len(data) {
-			return nil, errNotTrivial
-		}
-		mode, name := string(data[:sp]), string(data[sp+1:nul])
+	err := w.eachTreeEntry(data, func(mode, name, oid string) error {
 		if _, dup := out[name]; dup || !slices.Contains(canonicalModes, mode) ||
 			name == "" || name == "." || name == ".." || strings.Contains(name, "/") {
-			return nil, errNotTrivial
+			return errNotTrivial
 		}
 		// Out of git's order, merge-tree's walk of the tree goes
 		// astray (it can lose an entry): its result is its own.
@@ -177,11 +167,14 @@ func (w *Workspace) strictTree(data []byte) (map[string]treeEntry, error) {
 			key += "/"
 		}
 		if len(out) > 0 && key <= prev {
-			return nil, errNotTrivial
+			return errNotTrivial
 		}
 		prev = key
-		out[name] = treeEntry{mode: mode, oid: hex.EncodeToString(data[nul+1 : nul+1+n])}
-		data = data[nul+1+n:]
+		out[name] = treeEntry{mode: mode, oid: oid}
+		return nil
+	})
+	if err != nil {
+		return nil, errNotTrivial
 	}
 	return out, nil
 }
