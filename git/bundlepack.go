@@ -8,7 +8,6 @@ import (
 	"crypto/sha1" //nolint:gosec // git's object names are SHA-1 (a repository in SHA-1 format)
 	"encoding/binary"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"hash"
 	"io"
@@ -72,17 +71,15 @@ func byName(es []packEntry) map[string]packEntry {
 	return m
 }
 
-// parseTree reads a tree object's entries ("<mode> <name>\0<binary oid>").
+// parseTree reads a tree object's entries, in its order (eachEntry).
 func parseTree(data []byte, oidLen int) ([]packEntry, error) {
 	var out []packEntry
-	for len(data) > 0 {
-		sp := bytes.IndexByte(data, ' ')
-		nul := bytes.IndexByte(data, 0)
-		if sp < 0 || nul < sp || len(data) < nul+1+oidLen {
-			return nil, errors.New("malformed tree object")
-		}
-		out = append(out, packEntry{mode: string(data[:sp]), name: string(data[sp+1 : nul]), oid: hex.EncodeToString(data[nul+1 : nul+1+oidLen])})
-		data = data[nul+1+oidLen:]
+	err := eachEntry(data, oidLen, func(mode, name, oid string) error {
+		out = append(out, packEntry{mode: mode, name: name, oid: oid})
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

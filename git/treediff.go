@@ -134,23 +134,29 @@ func (w *Workspace) parseTree(data []byte) (map[string]treeEntry, error) {
 	return out, nil
 }
 
-// eachTreeEntry calls f with each entry of a tree object, in its order;
-// a malformed object is an error, as is f's.
+// eachTreeEntry is eachEntry with the workspace's object names.
 func (w *Workspace) eachTreeEntry(data []byte, f func(mode, name, oid string) error) error {
 	n := 20
 	if w.format == "sha256" {
 		n = 32
 	}
+	return eachEntry(data, n, f)
+}
+
+// eachEntry calls f with each entry of a tree object ("<mode>
+// <name>\0<binary oid>", oids of oidLen bytes), in its order; a
+// malformed object is an error, as is f's.
+func eachEntry(data []byte, oidLen int, f func(mode, name, oid string) error) error {
 	for len(data) > 0 {
 		sp := bytes.IndexByte(data, ' ')
 		nul := bytes.IndexByte(data, 0)
-		if sp < 0 || nul < sp || nul+1+n > len(data) {
+		if sp < 0 || nul < sp || nul+1+oidLen > len(data) {
 			return errors.New("malformed tree object")
 		}
-		if err := f(string(data[:sp]), string(data[sp+1:nul]), hex.EncodeToString(data[nul+1:nul+1+n])); err != nil {
+		if err := f(string(data[:sp]), string(data[sp+1:nul]), hex.EncodeToString(data[nul+1:nul+1+oidLen])); err != nil {
 			return err
 		}
-		data = data[nul+1+n:]
+		data = data[nul+1+oidLen:]
 	}
 	return nil
 }

@@ -86,28 +86,12 @@ func mutate(t *rapid.T, files mergeFiles, side string) mergeFiles {
 		case 6:
 			out[p] = "->" + side
 		case 7: // a directory becomes a file
-			dir := filepath.Dir(p)
-			for q := range out {
-				if strings.HasPrefix(q, dir+"/") {
-					delete(out, q)
-				}
-			}
-			if dir != "." {
-				out[dir] = side + " file\n"
-			}
+			replaceDir(out, filepath.Dir(p), side+" file\n")
 		case 10: // a file becomes a directory
 			delete(out, p)
 			out[p+"/in"] = side + " in\n"
 		case 11: // a directory becomes a symlink
-			dir := filepath.Dir(p)
-			for q := range out {
-				if strings.HasPrefix(q, dir+"/") {
-					delete(out, q)
-				}
-			}
-			if dir != "." {
-				out[dir] = "->" + side + "-link"
-			}
+			replaceDir(out, filepath.Dir(p), "->"+side+"-link")
 		default:
 			out[p] = "same edit of " + p + "\n" // both sides may make it
 		}
@@ -171,5 +155,18 @@ func TestTreeMergeIsMergeTree(t *testing.T) {
 	want = g(t, repo, "merge-tree", "--write-tree", oc, tc)
 	if got := w.treeMerge(ctx, bc, oc, tc); got != want {
 		t.Errorf("a directory both add: treeMerge = %q, merge-tree %s", got, want)
+	}
+}
+
+// replaceDir puts content (a file, or "->target": a link) where the
+// directory dir of tree is, its files gone; the root stays.
+func replaceDir(tree map[string]string, dir, content string) {
+	for q := range tree {
+		if strings.HasPrefix(q, dir+"/") {
+			delete(tree, q)
+		}
+	}
+	if dir != "." {
+		tree[dir] = content
 	}
 }
