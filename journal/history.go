@@ -1,7 +1,9 @@
 package journal
 
 import (
+	"bufio"
 	"crypto/sha256"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"sort"
@@ -14,8 +16,7 @@ import (
 //
 // A plan run again unchanged (a nightly job, a run started afresh after
 // a failed one) has its tasks' durations in the journals of the runs
-// before it.
-// Started longest first, a crew of independent tasks packs: ordered by
+// before it. Started longest first, a crew of independent tasks packs: ordered by
 // the plan alone, the long ones that come last leave clones idle at the
 // end. The hints are read once, at a run's start, and journaled with the
 // plan (TasksPlanned's Expected), so a resume orders as the run did.
@@ -33,9 +34,9 @@ const (
 // succeed with a change: from its attempt's TaskStarted to its last
 // Committed. The same plan is the same tasks, each with the same ID,
 // title and prompt, wherever its file is: another plan, or this one
-// edited, gives no hints, and its tasks start in plan order as before. The run self is not read. A journal that is not a
-// regular file, too large, or unreadable is passed over: these are
-// hints, never an error.
+// edited, gives no hints, and its tasks start in plan order as before.
+// The run self is not read. A journal that is not a regular file, too
+// large, or unreadable is passed over: these are hints, never an error.
 func Durations(runsDir, self string, tasks []*muster.Task) map[muster.TaskID]float64 {
 	want := make(map[muster.TaskID][32]byte, len(tasks))
 	for _, t := range tasks {
@@ -43,11 +44,7 @@ func Durations(runsDir, self string, tasks []*muster.Task) map[muster.TaskID]flo
 	}
 	out := map[muster.TaskID]float64{}
 	for _, path := range recentJournals(runsDir, self) {
-		events, err := ReadFile(path)
-		if err != nil {
-			continue
-		}
-		for id, secs := range durationsIn(events, want) {
+		for id, secs := range durationsIn(path, want) {
 			if _, done := out[id]; !done {
 				out[id] = secs
 			}
@@ -99,55 +96,64 @@ func recentJournals(runsDir, self string) []string {
 }
 
 // durationsIn returns the durations, in seconds, of the tasks of want
-// that succeeded with a change in one run's events.
-func durationsIn(events []muster.Event, want map[muster.TaskID][32]byte) map[muster.TaskID]float64 {
+// that succeeded with a change in the run whose journal is at path. It
+// reads the journal a line at a time and stops at the plan when the plan
+// is another (the second line), or at a line that is not an event (what
+// came before it still counts).
+func durationsIn(path string, want map[muster.TaskID][32]byte) map[muster.TaskID]float64 {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
 	type attempt struct {
 		task muster.TaskID
 		n    int
 	}
-	planned := map[muster.TaskID][32]byte{}
 	same := false // the run's plan is want's
 	started := map[attempt]time.Time{}
 	committed := map[attempt]time.Time{}
 	out := map[muster.TaskID]float64{}
-	for i := range events {
-		e := &events[i]
+	r := bufio.NewReaderSize(f, 64<<10)
+	for {
+		line, err := r.ReadBytes('\n')
+		var e muster.Event
+		if len(line) == 0 || json.Unmarshal(line, &e) != nil {
+			return out
+		}
 		a := attempt{e.Task, e.Attempt}
-		switch e.Type {
-		case muster.EvTasksPlanned:
-			if e.Task != "" {
-				continue // a delegator's fragment, not the plan
-			}
-			for _, t := range e.Tasks {
-				planned[t.ID] = taskKey(t)
-			}
-			if same = samePlan(planned, want); !same {
+		switch {
+		case e.Type == muster.EvTasksPlanned && e.Task == "": // the plan, not a delegator's fragment
+			if same = samePlan(e.Tasks, want); !same {
 				return nil
 			}
-		case muster.EvTaskStarted:
+		case e.Type == muster.EvTaskStarted:
 			started[a] = e.Time
-		case muster.EvCommitted:
+		case e.Type == muster.EvCommitted:
 			committed[a] = e.Time
-		case muster.EvTaskSucceeded:
+		case e.Type == muster.EvTaskSucceeded:
 			s, c := started[a], committed[a]
-			if _, ok := want[e.Task]; !ok || !same || s.IsZero() || c.IsZero() || !c.After(s) {
-				continue
+			if _, ok := want[e.Task]; ok && same && !s.IsZero() && c.After(s) {
+				out[e.Task] = c.Sub(s).Seconds()
 			}
-			out[e.Task] = c.Sub(s).Seconds()
+		}
+		if err != nil {
+			return out
 		}
 	}
-	return out
 }
 
-// samePlan reports whether a run's plan has exactly the tasks of want.
-func samePlan(planned, want map[muster.TaskID][32]byte) bool {
-	if len(planned) != len(want) {
+// samePlan reports whether a run's plan, tasks, is exactly want's.
+func samePlan(tasks []*muster.Task, want map[muster.TaskID][32]byte) bool {
+	if len(tasks) != len(want) {
 		return false
 	}
-	for id, k := range want {
-		if planned[id] != k {
+	seen := make(map[muster.TaskID]bool, len(tasks))
+	for _, t := range tasks {
+		if k, ok := want[t.ID]; !ok || seen[t.ID] || k != taskKey(t) {
 			return false
 		}
+		seen[t.ID] = true
 	}
 	return true
 }
