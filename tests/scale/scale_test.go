@@ -153,13 +153,14 @@ func run(b *testing.B, sc scenario) outcome {
 	if err != nil {
 		b.Fatalf("muster run: %v\n%s", err, out.String())
 	}
-	jpath := filepath.Join(repo, ".git", "muster", "runs", "scale", journal.FileName)
-	if d := os.Getenv("MUSTER_BENCH_KEEP"); d != "" {
-		if data, err := os.ReadFile(jpath); err == nil {
-			_ = os.WriteFile(filepath.Join(d, sc.name+".jsonl"), data, 0o644)
-		}
+	data, err := os.ReadFile(filepath.Join(repo, ".git", "muster", "runs", "scale", journal.FileName))
+	if err != nil {
+		b.Fatal(err)
 	}
-	events, err := journal.ReadFile(jpath)
+	if d := os.Getenv("MUSTER_BENCH_KEEP"); d != "" {
+		_ = os.WriteFile(filepath.Join(d, sc.name+".jsonl"), data, 0o644)
+	}
+	events, _, err := journal.Read(bytes.NewReader(data))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -330,8 +330,7 @@ func (s *Session) options(o *opened, c *crewed, out *outputs, price func(string,
 	if !s.Resume {
 		// How long the plan's tasks took in the newest earlier runs here.
 		opts.Expected = journal.Durations(filepath.Dir(s.Dir), s.RunID, s.Plan.Tasks)
-	}
-	if s.Resume {
+	} else {
 		opts.ResumeConfig = preflight.Journaled(s.Config)
 		opts.Reopen = s.Reopen
 		if s.adopt != nil {
