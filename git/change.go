@@ -86,7 +86,7 @@ func (w *Workspace) stage(ctx context.Context, s *slot, base string) (wtGit, str
 		// read-tree -m keeps the stat data of entries whose content
 		// matches base; a broken or unmerged index falls back to a
 		// plain read.
-		s.exact = false
+		s.exact, s.index = false, indexStaged
 		if _, err := run(ctx, g.c("read-tree", "-m", base)); err != nil {
 			os.Remove(g.index)
 			if _, err := run(ctx, g.c("read-tree", base)); err != nil {
@@ -100,6 +100,11 @@ func (w *Workspace) stage(ctx context.Context, s *slot, base string) (wtGit, str
 		defer func(events *int64) { s.stagedAt = *events }(&s.wt.events)
 	}
 	if s.exact && s.wt != nil && s.wt.drain(s.touched) {
+		if tree := w.stageInProcess(ctx, s, g, base); tree != "" {
+			w.fastStages.Add(1)
+			w.inProcessStages.Add(1)
+			return g, tree, nil
+		}
 		ok, err := w.stageTouched(ctx, s, g)
 		if err != nil {
 			return g, "", fmt.Errorf("stage the change in %s: %w", s.dir, err)
@@ -109,7 +114,7 @@ func (w *Workspace) stage(ctx context.Context, s *slot, base string) (wtGit, str
 	if fast {
 		w.fastStages.Add(1)
 	} else {
-		s.added = nil
+		s.added, s.index = nil, indexStaged
 		w.fullStages.Add(1)
 		if err := w.addAll(ctx, s, g); err != nil {
 			return g, "", fmt.Errorf("stage the change in %s: %w", s.dir, err)
@@ -129,67 +134,22 @@ func (w *Workspace) stage(ctx context.Context, s *slot, base string) (wtGit, str
 // stageTouched updates the private index for the paths the watcher saw,
 // as `git add --all` would for those paths: files and symlinks are added
 // unless untracked and ignored, vanished paths are removed. It reports
-// false, having changed nothing, when only a full `add --all` is right: a
-// .gitignore changed (it may reveal files nobody touched), a nested
-// repository appeared, or a hard link may have been used (see
-// hardLinked).
+// false, having changed nothing, when only a full `add --all` is right
+// (sortTouched).
 func (w *Workspace) stageTouched(ctx context.Context, s *slot, g wtGit) (bool, error) {
-	s.added, s.oversize = nil, nil
-	delete(s.touched, ".git") // the clone's own git directory: never part of a change
-	if len(s.touched) == 0 {
-		return true, nil
-	}
-	if needsFullScan(s.touched) {
-		return false, nil
-	}
-	var add, remove, gone []string
-	dirs := map[string]bool{}
-	for p := range s.touched {
-		if !linkFreeDirs(s.dir, path.Dir(p), dirs) {
-			// A directory became a link (or a file): a path below it
-			// is no path of the worktree, and git refuses it.
-			return false, nil
-		}
-		fi, err := os.Lstat(filepath.Join(s.dir, filepath.FromSlash(p)))
-		switch {
-		case err != nil:
-			remove, gone = append(remove, p), append(gone, p)
-		case fi.IsDir():
-			remove = append(remove, p) // a file replaced by a directory
-		case fi.Mode().IsRegular() && hardLinked(fi):
-			s.findLinked() // its other names, too: never trusted by stat data
-			return false, nil
-		case fi.Mode().IsRegular() && fi.Size() > w.maxFile:
-			s.oversize = append(s.oversize, p) // never read: Violations names it
-		case fi.Mode().IsRegular(), fi.Mode()&os.ModeSymlink != 0:
-			add = append(add, p)
-		default:
-			remove = append(remove, p) // fifo, socket...: git ignores them
-		}
+	s.index = indexStaged
+	add, remove, gone, ok := w.sortTouched(s)
+	if !ok || len(add)+len(remove) == 0 {
+		return ok, nil
 	}
 	if len(gone) > 0 {
 		if ok, err := w.goneWereTracked(ctx, g, gone); !ok || err != nil {
 			return false, err
 		}
 	}
-	if len(add) > 0 && !w.nothingIgnored(s.dir, add) {
-		c := g.c("check-ignore", "-z", "--stdin")
-		c.readOnly, c.stdin = true, zList(add)
-		out, err := run(ctx, c)
-		if err != nil && exitCode(err) != 1 {
-			return false, err
-		}
-		ignored := map[string]bool{}
-		for _, p := range splitZ(out) {
-			ignored[p] = true
-		}
-		kept := add[:0]
-		for _, p := range add {
-			if !ignored[p] {
-				kept = append(kept, p)
-			}
-		}
-		add = kept
+	add, err := w.notIgnored(ctx, s, g, add)
+	if err != nil {
+		return false, err
 	}
 	if len(remove) > 0 {
 		c := g.c("update-index", "--force-remove", "-z", "--stdin")
@@ -210,6 +170,71 @@ func (w *Workspace) stageTouched(ctx context.Context, s *slot, g wtGit) (bool, e
 		s.added[p] = true
 	}
 	return true, nil
+}
+
+// sortTouched sorts the touched paths of s as `git add --all` would
+// take them: files and symlinks to add, paths to remove (gone: those
+// that vanished), files over the cap left out (s.oversize). It reports
+// false when only a full `add --all` is right: a .gitignore changed (it
+// may reveal files nobody touched), a nested repository appeared, a
+// directory became a link, or a hard link may have been used (see
+// hardLinked).
+func (w *Workspace) sortTouched(s *slot) (add, remove, gone []string, ok bool) {
+	s.added, s.oversize = nil, nil
+	delete(s.touched, ".git") // the clone's own git directory: never part of a change
+	if needsFullScan(s.touched) {
+		return nil, nil, nil, false
+	}
+	dirs := map[string]bool{}
+	for p := range s.touched {
+		if !linkFreeDirs(s.dir, path.Dir(p), dirs) {
+			// A directory became a link (or a file): a path below it
+			// is no path of the worktree, and git refuses it.
+			return nil, nil, nil, false
+		}
+		fi, err := os.Lstat(filepath.Join(s.dir, filepath.FromSlash(p)))
+		switch {
+		case err != nil:
+			remove, gone = append(remove, p), append(gone, p)
+		case fi.IsDir():
+			remove = append(remove, p) // a file replaced by a directory
+		case fi.Mode().IsRegular() && hardLinked(fi):
+			s.findLinked() // its other names, too: never trusted by stat data
+			return nil, nil, nil, false
+		case fi.Mode().IsRegular() && fi.Size() > w.maxFile:
+			s.oversize = append(s.oversize, p) // never read: Violations names it
+		case fi.Mode().IsRegular(), fi.Mode()&os.ModeSymlink != 0:
+			add = append(add, p)
+		default:
+			remove = append(remove, p) // fifo, socket...: git ignores them
+		}
+	}
+	return add, remove, gone, true
+}
+
+// notIgnored returns the paths of add that no ignore rule matches, asking
+// git only when a rule may apply.
+func (w *Workspace) notIgnored(ctx context.Context, s *slot, g wtGit, add []string) ([]string, error) {
+	if len(add) == 0 || w.nothingIgnored(s.dir, add) {
+		return add, nil
+	}
+	c := g.c("check-ignore", "-z", "--stdin")
+	c.readOnly, c.stdin = true, zList(add)
+	out, err := run(ctx, c)
+	if err != nil && exitCode(err) != 1 {
+		return nil, err
+	}
+	ignored := map[string]bool{}
+	for _, p := range splitZ(out) {
+		ignored[p] = true
+	}
+	kept := add[:0]
+	for _, p := range add {
+		if !ignored[p] {
+			kept = append(kept, p)
+		}
+	}
+	return kept, nil
 }
 
 // hardLinked reports whether a file has more than one name. A write

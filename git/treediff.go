@@ -32,10 +32,18 @@ type treeEntry struct {
 // object reader, one round trip per level of directories that differ:
 // no git process. More than most paths is errManyPaths.
 func (w *Workspace) diffNames(ctx context.Context, a, b string, most int) ([]string, error) {
+	paths, _, err := w.diffSides(ctx, a, b, most)
+	return paths, err
+}
+
+// diffSides is diffNames that also says which of the paths only a has:
+// b has nothing there, or a directory.
+func (w *Workspace) diffSides(ctx context.Context, a, b string, most int) ([]string, map[string]bool, error) {
 	if w.batch == nil {
-		return nil, errors.New("no object reader")
+		return nil, nil, errors.New("no object reader")
 	}
 	var paths []string
+	onlyA := map[string]bool{}
 	level := []treePair{{a: a + "^{tree}", b: b + "^{tree}"}}
 	for len(level) > 0 {
 		var names []string
@@ -48,12 +56,12 @@ func (w *Workspace) diffNames(ctx context.Context, a, b string, most int) ([]str
 		}
 		infos, data, err := w.batch.doMany(ctx, "contents", names)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		trees, oids := map[string][]byte{}, map[string]string{}
 		for i, in := range infos {
 			if in.Type != "tree" {
-				return nil, fmt.Errorf("%s is a %s, not a tree", names[i], in.Type)
+				return nil, nil, fmt.Errorf("%s is a %s, not a tree", names[i], in.Type)
 			}
 			trees[names[i]], oids[names[i]] = data[i], in.OID
 		}
@@ -64,28 +72,32 @@ func (w *Workspace) diffNames(ctx context.Context, a, b string, most int) ([]str
 			}
 			ea, err := w.parseTree(trees[p.a])
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			eb, err := w.parseTree(trees[p.b])
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
-			sub, leaves := diffEntries(p.dir, ea, eb)
+			sub, leaves, gone := diffEntries(p.dir, ea, eb)
 			paths, next = append(paths, leaves...), append(next, sub...)
+			for _, l := range gone {
+				onlyA[l] = true
+			}
 			if len(paths) > most {
-				return nil, errManyPaths
+				return nil, nil, errManyPaths
 			}
 		}
 		level = next
 	}
 	slices.Sort(paths)
-	return paths, nil
+	return paths, onlyA, nil
 }
 
 // diffEntries compares one directory's entries on both sides: the paths
 // of leaves (files, symlinks, gitlinks) that differ, and the
-// subdirectories to compare next.
-func diffEntries(dir string, a, b map[string]treeEntry) (sub []treePair, leaves []string) {
+// subdirectories to compare next; onlyA, those of the leaves b has no
+// leaf at.
+func diffEntries(dir string, a, b map[string]treeEntry) (sub []treePair, leaves, onlyA []string) {
 	isTree := func(e treeEntry) bool { return e.mode == "40000" }
 	for name, ea := range a {
 		eb, ok := b[name]
@@ -99,6 +111,9 @@ func diffEntries(dir string, a, b map[string]treeEntry) (sub []treePair, leaves 
 				sub = append(sub, treePair{dir: full, a: ea.oid})
 			} else {
 				leaves = append(leaves, full)
+				if !ok || isTree(eb) {
+					onlyA = append(onlyA, full)
+				}
 			}
 			if ok && isTree(eb) {
 				sub = append(sub, treePair{dir: full, b: eb.oid})
@@ -118,7 +133,7 @@ func diffEntries(dir string, a, b map[string]treeEntry) (sub []treePair, leaves 
 			leaves = append(leaves, full)
 		}
 	}
-	return sub, leaves
+	return sub, leaves, onlyA
 }
 
 // parseTree reads a tree object's entries by name (nil data: none).

@@ -3,6 +3,7 @@ package git
 import (
 	"context"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -23,10 +24,10 @@ func (w *Workspace) fastReset(ctx context.Context, s *slot, tip string) bool {
 		return false
 	}
 	delete(s.touched, ".git") // the clone's own git directory, made afresh below
-	var cur string
+	cur := ""
 	if s.snap != nil && s.snap.base == s.staged && s.stagedAt == s.wt.events {
 		cur = s.snap.tree // nothing changed since Change staged it
-	} else {
+	} else if cur = w.stageInProcess(ctx, s, g, s.staged); cur == "" {
 		if ok, err := w.stageTouched(ctx, s, g); !ok || err != nil {
 			return false
 		}
@@ -35,21 +36,29 @@ func (w *Workspace) fastReset(ctx context.Context, s *slot, tip string) bool {
 			return false
 		}
 	}
-	if err := w.switchTo(ctx, g, cur, tip); err != nil {
+	var onlyCur map[string]bool
+	var err error
+	if s.index == indexBehind {
+		onlyCur, err = w.switchBehind(ctx, s, g, cur, tip)
+	} else {
+		err = w.switchTo(ctx, g, cur, tip)
+	}
+	if err != nil {
 		s.exact = false // the worktree may be half updated: reset fully
 		return false
 	}
 	// Untracked and ignored files can only be among the touched paths
 	// (Prepare left none but kept ones): clean just those. A file or
-	// symlink staged into cur that is still there is tracked at tip:
-	// had tip not had it, switchTo would have removed it.
+	// symlink staged into cur that is still there is tracked at tip,
+	// unless tip has none there (onlyCur): had tip not had it and the
+	// index held it, switchTo would have removed it.
 	var left []string
 	for p := range s.touched {
 		fi, err := os.Lstat(filepath.Join(s.dir, filepath.FromSlash(p)))
 		if err != nil {
 			continue
 		}
-		if s.added[p] && (fi.Mode().IsRegular() || fi.Mode()&os.ModeSymlink != 0) {
+		if s.added[p] && !onlyCur[p] && (fi.Mode().IsRegular() || fi.Mode()&os.ModeSymlink != 0) {
 			continue
 		}
 		left = append(left, p)
@@ -110,6 +119,53 @@ func (w *Workspace) switchTo(ctx context.Context, g wtGit, cur, tip string) erro
 	}
 	_, err = run(ctx, g.c("read-tree", "-m", "-u", cur, tip))
 	return err
+}
+
+// switchBehind is switchTo for a private index that still holds the
+// base (s.staged) while cur, the worktree's tree, was staged in process
+// (indexBehind). One checkout from tip brings both to tip: the paths
+// where the index differs from tip, those where the worktree does and
+// tip has a file (or the index one: checkout then removes it), and the
+// staged files tip keeps (their index entries are the base's). It
+// returns the paths cur has and tip has not (the caller cleans those the
+// index never held). With more paths, or when a tree cannot be read,
+// the index is first brought up to the worktree by git, as before the
+// staging in process, and switchTo does the rest.
+func (w *Workspace) switchBehind(ctx context.Context, s *slot, g wtGit, cur, tip string) (map[string]bool, error) {
+	idx, _, err := w.diffSides(ctx, s.staged, tip, maxCheckoutPaths)
+	var wt []string
+	var onlyCur map[string]bool
+	if err == nil {
+		wt, onlyCur, err = w.diffSides(ctx, cur, tip, maxCheckoutPaths)
+	}
+	paths := map[string]bool{}
+	for _, p := range idx {
+		paths[p] = true
+	}
+	for _, p := range wt {
+		if !onlyCur[p] {
+			paths[p] = true
+		}
+	}
+	for p := range s.added {
+		if !onlyCur[p] {
+			paths[p] = true
+		}
+	}
+	if err != nil || len(paths) > maxCheckoutPaths {
+		if ok, err := w.stageTouched(ctx, s, g); !ok || err != nil {
+			return nil, errors.Join(errors.New("stage the worktree for a full switch"), err)
+		}
+		return nil, w.switchTo(ctx, g, cur, tip)
+	}
+	if len(paths) == 0 {
+		return onlyCur, nil
+	}
+	list := slices.Sorted(maps.Keys(paths))
+	c := g.c(append([]string{"checkout", "--no-overlay", "--force", "--quiet", tip, "--"}, list...)...)
+	c.paths = true
+	_, err = run(ctx, c)
+	return onlyCur, err
 }
 
 // restartWatch starts recording touched paths afresh after a reset,

@@ -132,7 +132,7 @@ func TestWatcherAgreesWithFullScan(t *testing.T) {
 	if w.watch && (w.fastStages.Load() == 0 || w.fastResets.Load() == 0) {
 		t.Errorf("the watcher was never used: fast stages %d, fast resets %d", w.fastStages.Load(), w.fastResets.Load())
 	}
-	t.Logf("stages fast %d full %d; resets fast %d full %d", w.fastStages.Load(), w.fullStages.Load(), w.fastResets.Load(), w.fullResets.Load())
+	t.Logf("stages fast %d (in process %d) full %d; resets fast %d full %d", w.fastStages.Load(), w.inProcessStages.Load(), w.fullStages.Load(), w.fastResets.Load(), w.fullResets.Load())
 }
 
 // pick returns a tracked file of the worktree.

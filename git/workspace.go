@@ -100,6 +100,7 @@ type Workspace struct {
 	// (fast) or with a pass over every file (full), for tests and
 	// benchmarks.
 	fastResets, fullResets, fastStages, fullStages atomic.Int64
+	inProcessStages                                atomic.Int64 // of fastStages
 	// reusedAgentGits counts the resets that kept a clone's own .git
 	// (agentgit.go).
 	reusedAgentGits atomic.Int64
@@ -138,9 +139,12 @@ type slot struct {
 	// stagedAt is the watcher's event count when the private index was
 	// last staged: no event since means it still describes the worktree.
 	stagedAt int64
+	// index says what muster's private index holds (indexState).
+	index indexState
 	// added holds the touched paths the last stageTouched put into the
-	// private index as files or symlinks (untracked ignored ones left
-	// out); nil when a full staging or a reset came after it.
+	// private index (or stageInProcess into its tree) as files or
+	// symlinks (untracked ignored ones left out); nil when a full
+	// staging or a reset came after it.
 	added map[string]bool
 	// oversize are the files the last staging left out for being larger
 	// than MaxFileBytes (never read).
@@ -441,6 +445,7 @@ func (w *Workspace) reset(ctx context.Context, s *slot, tip string) error {
 	s.snap = nil
 	s.staged = tip
 	s.exact = true
+	s.index = indexPristine
 	s.added = nil
 	w.restartWatch(s)
 	if len(w.keep) > 0 && s.touched != nil {
