@@ -36,6 +36,9 @@ var carried = []string{
 	"core.autocrlf", "core.eol", "core.safecrlf", "core.sharedrepository",
 	"core.bigfilethreshold", "core.excludesfile", "core.checkstat", "core.trustctime",
 	"extensions.objectformat",
+	// Read, not carried: whether muster may move its run branch itself
+	// (refmove.go).
+	"extensions.refstorage", "committer.name", "committer.email", "core.fsync", "core.fsyncmethod",
 }
 
 // openCache opens the repository's pool, reads the settings carried into
@@ -83,6 +86,9 @@ func (w *Workspace) readCarried(ctx context.Context) error {
 		switch k {
 		case "extensions.objectformat":
 			w.format = strings.ToLower(v)
+			continue
+		case "extensions.refstorage", "committer.name", "committer.email", "core.fsync", "core.fsyncmethod":
+			w.refConfig = append(w.refConfig, k+"="+v)
 			continue
 		case "core.excludesfile":
 			if rest, ok := strings.CutPrefix(v, "~/"); ok && home != "" {

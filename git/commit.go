@@ -186,10 +186,11 @@ func (w *Workspace) Advance(ctx context.Context, merged, expectedTip string) err
 }
 
 // advance is the compare-and-swap of the run branch from old, the tip
-// muster last left, to merged. When update-ref fails the branch is read
-// again: at merged, the move was muster's own and took effect; at old,
-// the failure was git's (returned as is); anywhere else, someone moved
-// the branch (*BranchMovedError), and nothing is built on it.
+// muster last left, to merged (in process when it can: moveRef). When
+// the move fails the branch is read again: at merged, the move was
+// muster's own and took effect; at old, the failure was git's (returned
+// as is); anywhere else, someone moved the branch (*BranchMovedError),
+// and nothing is built on it.
 func (w *Workspace) advance(ctx context.Context, merged, old string) error {
 	if old != w.tip {
 		return fmt.Errorf("advance the run branch to %s: expected tip %s is not the tip muster last left, %s", merged, old, w.tip)
@@ -199,7 +200,10 @@ func (w *Workspace) advance(ctx context.Context, merged, old string) error {
 	if err := w.checkTip(ctx, old); err != nil {
 		return err
 	}
-	_, err := run(ctx, cmd{dir: w.top, args: []string{"update-ref", "--no-deref", "-m", "muster: task", w.ref, merged, old}})
+	moved, err := w.moveRef(old, merged)
+	if !moved {
+		_, err = run(ctx, cmd{dir: w.top, args: []string{"update-ref", "--no-deref", "-m", refMoveMsg, w.ref, merged, old}})
+	}
 	if err != nil {
 		id, symref, rerr := w.refValue(ctx)
 		switch {

@@ -92,15 +92,19 @@ type Workspace struct {
 	integDir string   // muster's git directory for integration (bare, in the cache)
 	batch    *Batch   // the long-lived object reader of the run's object store (integDir, objects)
 	carry    []string // -c pairs carried from the user's config into muster's own calls
-	format   string   // object format: sha1 or sha256
-	excludes []byte   // the user's info/exclude, given to every clone
-	agentCfg []byte   // the config of a clone's own git directory
+	// refConfig holds the user's settings that keep muster from moving
+	// its run branch itself (refmove.go), as key=value.
+	refConfig []string
+	format    string // object format: sha1 or sha256
+	excludes  []byte // the user's info/exclude, given to every clone
+	agentCfg  []byte // the config of a clone's own git directory
 
 	// Counts of resets and stagings done with the watcher's record
 	// (fast) or with a pass over every file (full), for tests and
 	// benchmarks.
 	fastResets, fullResets, fastStages, fullStages atomic.Int64
 	inProcessStages                                atomic.Int64 // of fastStages
+	refMoves                                       atomic.Int64 // moves of the run branch made in process
 	// reusedAgentGits counts the resets that kept a clone's own .git
 	// (agentgit.go).
 	reusedAgentGits atomic.Int64
