@@ -223,3 +223,36 @@ func TestStageInProcessResets(t *testing.T) {
 		t.Errorf("in process %d (want 4), full resets %d (want none)", w.inProcessStages.Load(), w.fullResets.Load()-full)
 	}
 }
+
+// TestStageInProcessKeptFiles: a file staged in process that the next
+// tip does not have is removed by the reset, unless a keep pattern may
+// cover it: then git's clean decides, and keeps it, as for any file.
+func TestStageInProcessKeptFiles(t *testing.T) {
+	repo := newRepo(t, baseFiles())
+	w := open(t, repo, "r1", "cache/")
+	if !w.watch {
+		t.Skip("no file watcher here")
+	}
+	dir, base, err := w.Prepare(ctx, "a#1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, dir, "cache/warm.bin", "kept\n")
+	write(t, dir, "out/gone.txt", "dropped\n")
+	if _, err := w.Change(ctx, dir, base); err != nil {
+		t.Fatal(err)
+	}
+	if w.inProcessStages.Load() != 1 {
+		t.Fatalf("%d stagings in process", w.inProcessStages.Load())
+	}
+	if _, _, err := w.Prepare(ctx, "a#1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "out/gone.txt")); err == nil {
+		t.Error("out/gone.txt survived the reset")
+	}
+	if got := read(t, dir, "cache/warm.bin"); got != "kept\n" {
+		t.Errorf("kept file: %q", got)
+	}
+	checkPrepared(t, dir, base, "cache/")
+}

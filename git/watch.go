@@ -5,8 +5,10 @@ import (
 	"errors"
 	"maps"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
+	"strings"
 )
 
 // fastReset brings the worktree back to tip touching only what changed:
@@ -53,13 +55,24 @@ func (w *Workspace) fastReset(ctx context.Context, s *slot, tip string) bool {
 	// unless tip has none there (onlyCur): had tip not had it and the
 	// index held it, switchTo would have removed it.
 	var left []string
+	dirs := map[string]bool{}
 	for p := range s.touched {
-		fi, err := os.Lstat(filepath.Join(s.dir, filepath.FromSlash(p)))
+		full := filepath.Join(s.dir, filepath.FromSlash(p))
+		fi, err := os.Lstat(full)
 		if err != nil {
 			continue
 		}
-		if s.added[p] && !onlyCur[p] && (fi.Mode().IsRegular() || fi.Mode()&os.ModeSymlink != 0) {
-			continue
+		if s.added[p] && (fi.Mode().IsRegular() || fi.Mode()&os.ModeSymlink != 0) {
+			if !onlyCur[p] {
+				continue
+			}
+			// A file staged in process that tip has not: never in the
+			// index (checkout would have removed it), so untracked, and
+			// not ignored (staging left those out): removed here, as
+			// clean would, unless a kept pattern may cover it.
+			if linkFreeDirs(s.dir, path.Dir(p), dirs) && !keptMaybe(w.keep, p) && os.Remove(full) == nil {
+				continue
+			}
 		}
 		left = append(left, p)
 	}
@@ -77,6 +90,24 @@ func (w *Workspace) fastReset(ctx context.Context, s *slot, tip string) bool {
 	// The clone's own git directory is made afresh, HEAD at tip, its
 	// index a copy of the private one.
 	return w.agentGit(s, tip) == nil
+}
+
+// keptMaybe reports whether a keep pattern (gitignore syntax) may match
+// p or a directory above it: one with a wildcard, or one naming any of
+// p's components.
+func keptMaybe(keep []string, p string) bool {
+	comps := strings.Split(p, "/")
+	for _, k := range keep {
+		if strings.ContainsAny(k, "*?[\\!") {
+			return true
+		}
+		for _, part := range strings.Split(strings.Trim(k, "/"), "/") {
+			if slices.Contains(comps, part) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // maxCheckoutPaths is the most paths switchTo checks out one by one.
