@@ -256,3 +256,76 @@ func TestStageInProcessKeptFiles(t *testing.T) {
 	}
 	checkPrepared(t, dir, base, "cache/")
 }
+
+func TestInlinePathsAndConfig(t *testing.T) {
+	for p, want := range map[string]bool{
+		"src/a.go": true, "a b/c d.txt": true, "deep/x/y/z": true, "é.txt": true,
+		"": false, "a//b": false, "./a": false, "a/../b": false, ".git/config": false,
+		"sub/.GIT/x": false, ".gitignore": false, "GIT~1/x": false, "a/b ": false, "a/b.": false,
+		"a\\b": false, "c:d": false,
+	} {
+		if got := inlinePaths([]string{p}); got != want {
+			t.Errorf("inlinePaths(%q) = %v, want %v", p, got, want)
+		}
+	}
+	for _, c := range []struct {
+		carry []string
+		want  bool
+	}{
+		{nil, true},
+		{[]string{"-c", "core.filemode=true", "-c", "core.autocrlf=false", "-c", "core.ignorecase=no"}, true},
+		{[]string{"-c", "core.bigfilethreshold=1m", "-c", "core.checkstat=minimal"}, true},
+		{[]string{"-c", "core.autocrlf=input"}, false},
+		{[]string{"-c", "core.autocrlf=true"}, false},
+		{[]string{"-c", "core.filemode=false"}, false},
+		{[]string{"-c", "core.symlinks=false"}, false},
+		{[]string{"-c", "core.ignorecase=true"}, false},
+		{[]string{"-c", "core.eol=crlf"}, false},
+		{[]string{"-c", "core.safecrlf=warn"}, false},
+		{[]string{"-c", "core.precomposeunicode=true"}, false},
+		{[]string{"-c", "core.sharedrepository=group"}, false},
+	} {
+		if got := plainCheckin(c.carry); got != c.want {
+			t.Errorf("plainCheckin(%q) = %v, want %v", c.carry, got, c.want)
+		}
+	}
+}
+
+// TestStageInProcessSHA256: in a SHA-256 repository the staged trees
+// and blobs are named and written as git's.
+func TestStageInProcessSHA256(t *testing.T) {
+	repo := t.TempDir()
+	if out, err := gitOut(repo, "init", "-q", "-b", "main", "--object-format=sha256"); err != nil {
+		t.Skip("no SHA-256 repositories here:", out)
+	}
+	g(t, repo, "config", "user.name", "Test User")
+	g(t, repo, "config", "user.email", "test@example.com")
+	for n, c := range baseFiles() {
+		write(t, repo, n, c)
+	}
+	g(t, repo, "add", "-A")
+	g(t, repo, "commit", "-q", "-m", "initial")
+	w := open(t, repo, "r1")
+	if !w.watch {
+		t.Skip("no file watcher here")
+	}
+	dir, base, err := w.Prepare(ctx, "a#1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, dir, "out/new.txt", "new\n")
+	write(t, dir, "src/a.go", "package a // edited\n")
+	os.Remove(filepath.Join(dir, "src/gone.go"))
+	want := gitTree(t, dir, base)
+	got, commit := stagedTree(t, w, repo, dir, base)
+	if got != want || len(got) != 64 || w.inProcessStages.Load() != 1 {
+		t.Fatalf("staged %s (in process %d), git stages %s", got, w.inProcessStages.Load(), want)
+	}
+	if _, conf, err := w.Integrate(ctx, commit, base); err != nil || conf != nil {
+		t.Fatal(conf, err)
+	}
+	if _, _, err := w.Prepare(ctx, "a#1"); err != nil {
+		t.Fatal(err)
+	}
+	g(t, repo, "fsck", "--no-progress")
+}
