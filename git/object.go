@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -152,10 +153,15 @@ func writeLoose(objects, format, kind string, body []byte) (string, error) {
 	if _, err := os.Lstat(final); err == nil {
 		return oid, nil
 	}
-	if err := os.MkdirAll(dir, 0o777); err != nil {
-		return "", err
-	}
 	f, err := os.CreateTemp(dir, "tmp_obj_")
+	if errors.Is(err, fs.ErrNotExist) {
+		// The fan-out directory's first object (one stat less for
+		// every other).
+		if err := os.MkdirAll(dir, 0o777); err != nil {
+			return "", err
+		}
+		f, err = os.CreateTemp(dir, "tmp_obj_")
+	}
 	if err != nil {
 		return "", err
 	}
