@@ -21,12 +21,18 @@ func (w *Workspace) nothingIgnored(dir string, paths []string) bool {
 	if w.carriesExcludesFile() || !noPatterns(w.excludes) || !noExcludesFile(baseEnv()) {
 		return false
 	}
+	return noneAbove(dir, paths, ".gitignore")
+}
+
+// noneAbove reports whether no directory above any of paths in the
+// worktree dir, its top included, holds a file (or anything) called name.
+func noneAbove(dir string, paths []string, name string) bool {
 	seen := map[string]bool{}
 	for _, p := range paths {
 		// A directory seen has had its own parents looked at too.
 		for d := path.Dir(p); !seen[d]; d = path.Dir(d) {
 			seen[d] = true
-			if !absent(filepath.Join(dir, filepath.FromSlash(d), ".gitignore")) {
+			if !absent(filepath.Join(dir, filepath.FromSlash(d), name)) {
 				return false
 			}
 			if d == "." || d == "/" {

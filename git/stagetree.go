@@ -78,7 +78,7 @@ func (w *Workspace) stageInProcess(ctx context.Context, s *slot, g wtGit, base s
 		return ""
 	}
 	add, err := w.notIgnored(ctx, s, g, add)
-	if err != nil || !noAttributes(s.dir, add) {
+	if err != nil || !noneAbove(s.dir, add, ".gitattributes") {
 		return ""
 	}
 	root, err := w.loadEdit(ctx, base+"^{tree}")
@@ -174,25 +174,6 @@ func touchesAttributes(touched map[string]bool) bool {
 		}
 	}
 	return false
-}
-
-// noAttributes reports whether no directory above any of paths in the
-// worktree dir has a .gitattributes (the caller has checked that those
-// directories are no links).
-func noAttributes(dir string, paths []string) bool {
-	seen := map[string]bool{}
-	for _, p := range paths {
-		for d := path.Dir(p); !seen[d]; d = path.Dir(d) {
-			seen[d] = true
-			if !absent(filepath.Join(dir, filepath.FromSlash(d), ".gitattributes")) {
-				return false
-			}
-			if d == "." {
-				break
-			}
-		}
-	}
-	return true
 }
 
 // hashFile writes the blob of the file or symlink p in dir and returns

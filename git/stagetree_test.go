@@ -48,6 +48,21 @@ func stagedTree(t *testing.T, w *Workspace, repo, dir, base string) (tree, commi
 	return g(t, repo, "rev-parse", c+"^{tree}"), c
 }
 
+// watched opens a workspace on repo (skipping without a file watcher)
+// and prepares slot a#1 in it.
+func watched(t *testing.T, repo string, keep ...string) (w *Workspace, dir, base string) {
+	t.Helper()
+	w = open(t, repo, "r1", keep...)
+	if !w.watch {
+		t.Skip("no file watcher here")
+	}
+	dir, base, err := w.Prepare(ctx, "a#1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w, dir, base
+}
+
 // TestStageInProcessMatchesGit: the tree staged in process is the one
 // git writes, for every kind of change the watcher records, and where
 // git alone knows how (attributes, end-of-line conversion, a gitlink on
@@ -128,14 +143,7 @@ func TestStageInProcessMatchesGit(t *testing.T) {
 func TestStageInProcessCarriedConfig(t *testing.T) {
 	repo := newRepo(t, baseFiles())
 	g(t, repo, "config", "core.autocrlf", "true")
-	w := open(t, repo, "r1")
-	if !w.watch {
-		t.Skip("no file watcher here")
-	}
-	dir, base, err := w.Prepare(ctx, "a#1")
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, dir, base := watched(t, repo)
 	write(t, dir, "src/crlf.go", "package a\r\n")
 	if got, want := func() string { tr, _ := stagedTree(t, w, repo, dir, base); return tr }(), gitTree(t, dir, base); got != want {
 		t.Errorf("staged tree %s, git stages %s", got, want)
@@ -229,14 +237,7 @@ func TestStageInProcessResets(t *testing.T) {
 // cover it: then git's clean decides, and keeps it, as for any file.
 func TestStageInProcessKeptFiles(t *testing.T) {
 	repo := newRepo(t, baseFiles())
-	w := open(t, repo, "r1", "cache/")
-	if !w.watch {
-		t.Skip("no file watcher here")
-	}
-	dir, base, err := w.Prepare(ctx, "a#1")
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, dir, base := watched(t, repo, "cache/")
 	write(t, dir, "cache/warm.bin", "kept\n")
 	write(t, dir, "out/gone.txt", "dropped\n")
 	if _, err := w.Change(ctx, dir, base); err != nil {
@@ -305,14 +306,7 @@ func TestStageInProcessSHA256(t *testing.T) {
 	}
 	g(t, repo, "add", "-A")
 	g(t, repo, "commit", "-q", "-m", "initial")
-	w := open(t, repo, "r1")
-	if !w.watch {
-		t.Skip("no file watcher here")
-	}
-	dir, base, err := w.Prepare(ctx, "a#1")
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, dir, base := watched(t, repo)
 	write(t, dir, "out/new.txt", "new\n")
 	write(t, dir, "src/a.go", "package a // edited\n")
 	os.Remove(filepath.Join(dir, "src/gone.go"))

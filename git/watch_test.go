@@ -15,21 +15,8 @@ import (
 // reference the watcher's fast path must agree with.
 func fullChange(t *testing.T, dir, base string) string {
 	t.Helper()
-	idx := filepath.Join(t.TempDir(), "index")
-	env := append(os.Environ(), "GIT_INDEX_FILE="+idx, "LC_ALL=C")
-	gitEnv := func(args ...string) string {
-		c := execCommand("git", args...)
-		c.Dir, c.Env = dir, env
-		out, err := c.CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-		return strings.TrimSpace(string(out))
-	}
-	gitEnv("read-tree", base)
-	gitEnv("add", "--all")
-	tree := gitEnv("write-tree")
-	ch, err := parseNameStatus([]byte(gitEnv("diff-tree", "-r", "-M", "--name-status", "-z", base, tree) + "\x00"))
+	tree := gitTree(t, dir, base)
+	ch, err := parseNameStatus([]byte(g(t, dir, "diff-tree", "-r", "-M", "--name-status", "-z", base, tree) + "\x00"))
 	if err != nil {
 		t.Fatal(err)
 	}
