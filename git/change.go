@@ -45,8 +45,11 @@ func (g wtGit) c(args ...string) cmd {
 	if g.split {
 		// The private index is a split index: a rewrite writes only the
 		// entries changed since the shared part (sharedindex.<hash>, in
-		// the private git directory) was written.
-		a = append(a, "-c", "core.splitIndex=true")
+		// the private git directory) was written. A new shared part
+		// removes the older ones at once (git keeps them two weeks: a
+		// small repository's every task writes one, and the clone's own
+		// .git mirrors them).
+		a = append(a, "-c", "core.splitIndex=true", "-c", "splitIndex.sharedIndexExpire=now")
 	}
 	a = append(a, g.strict...)
 	return cmd{dir: g.dir, env: env, own: true, pre: g.carry, args: append(a, args...)}

@@ -1,6 +1,7 @@
 package git
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -322,4 +323,30 @@ func TestStageInProcessSHA256(t *testing.T) {
 		t.Fatal(err)
 	}
 	g(t, repo, "fsck", "--no-progress")
+}
+
+// TestSharedIndexPartsDoNotPileUp: a small repository's every task
+// writes a new shared index part; the old ones go at once, from muster's
+// private git directory and from the clone's own .git, which mirrors it.
+func TestSharedIndexPartsDoNotPileUp(t *testing.T) {
+	repo := newRepo(t, baseFiles())
+	w := open(t, repo, "r1")
+	for i := range 12 {
+		_, err := landOne(t, w, "a#1", fmt.Sprintf("f%02d.txt", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir, _, err := w.Prepare(ctx, "a#1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := w.slot("a#1")
+	for _, d := range []string{s.gitDir, filepath.Join(dir, ".git")} {
+		parts, _ := filepath.Glob(filepath.Join(d, "sharedindex.*"))
+		if len(parts) > 2 {
+			t.Errorf("%s holds %d shared index parts after 12 tasks", d, len(parts))
+		}
+	}
+	checkPrepared(t, dir, g(t, repo, "rev-parse", "refs/heads/muster/r1"), "")
 }
