@@ -91,9 +91,14 @@ func (w *Workspace) stageInProcess(ctx context.Context, s *slot, g wtGit, base s
 			return ""
 		}
 	}
+	clone, err := os.OpenRoot(s.dir)
+	if err != nil {
+		return ""
+	}
+	defer clone.Close()
 	slices.Sort(add)
 	for _, p := range add {
-		mode, oid, err := w.hashFile(s.dir, p)
+		mode, oid, err := w.hashFile(clone, p)
 		if err == nil {
 			err = w.setEntry(ctx, root, p, treeEntry{mode: mode, oid: oid})
 		}
@@ -180,14 +185,16 @@ func touchesAttributes(touched map[string]bool) bool {
 // its mode and object name, as `update-index --add` takes them: a
 // symlink's target, a file's bytes, executable (100755) when its owner
 // may execute it.
-func (w *Workspace) hashFile(dir, p string) (mode, oid string, err error) {
-	full := filepath.Join(dir, filepath.FromSlash(p))
-	fi, err := os.Lstat(full)
+func (w *Workspace) hashFile(root *os.Root, p string) (mode, oid string, err error) {
+	// Through the clone's root: whatever became of a directory above p
+	// since sortTouched looked, nothing outside the clone is read.
+	name := filepath.FromSlash(p)
+	fi, err := root.Lstat(name)
 	if err != nil {
 		return "", "", err
 	}
 	if fi.Mode()&os.ModeSymlink != 0 {
-		target, err := os.Readlink(full)
+		target, err := root.Readlink(name)
 		if err != nil {
 			return "", "", err
 		}
@@ -196,7 +203,7 @@ func (w *Workspace) hashFile(dir, p string) (mode, oid string, err error) {
 	}
 	// No link followed, no FIFO waited on: what lies there now must be
 	// the regular file sortTouched saw.
-	f, err := os.OpenFile(full, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return "", "", err
 	}

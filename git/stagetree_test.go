@@ -350,3 +350,30 @@ func TestSharedIndexPartsDoNotPileUp(t *testing.T) {
 	}
 	checkPrepared(t, dir, g(t, repo, "rev-parse", "refs/heads/muster/r1"), "")
 }
+
+// TestInProcessFileAccessStaysInTheClone: a directory above a path that
+// became a link out of the clone after it was looked at (an agent's
+// process still running) neither lets staging read the file beyond it
+// nor lets the reset remove it.
+func TestInProcessFileAccessStaysInTheClone(t *testing.T) {
+	dir, outside := t.TempDir(), t.TempDir()
+	write(t, outside, "secret", "not yours\n")
+	if err := os.Symlink(outside, filepath.Join(dir, "a")); err != nil {
+		t.Fatal(err)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	w := &Workspace{objects: t.TempDir(), format: "sha1", maxFile: 1 << 20}
+	if _, oid, err := w.hashFile(root, "a/secret"); err == nil {
+		t.Errorf("staged a file beyond a link out of the clone: %s", oid)
+	}
+	if err := removeIn(dir, "a/secret"); err == nil {
+		t.Error("removed a file beyond a link out of the clone")
+	}
+	if got := read(t, outside, "secret"); got != "not yours\n" {
+		t.Errorf("outside file now %q", got)
+	}
+}

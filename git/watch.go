@@ -70,7 +70,7 @@ func (w *Workspace) fastReset(ctx context.Context, s *slot, tip string) bool {
 			// index (checkout would have removed it), so untracked, and
 			// not ignored (staging left those out): removed here, as
 			// clean would, unless a kept pattern may cover it.
-			if linkFreeDirs(s.dir, path.Dir(p), dirs) && !keptMaybe(w.keep, p) && os.Remove(full) == nil {
+			if linkFreeDirs(s.dir, path.Dir(p), dirs) && !keptMaybe(w.keep, p) && removeIn(s.dir, p) == nil {
 				continue
 			}
 		}
@@ -90,6 +90,17 @@ func (w *Workspace) fastReset(ctx context.Context, s *slot, tip string) bool {
 	// The clone's own git directory is made afresh, HEAD at tip, its
 	// index a copy of the private one.
 	return w.agentGit(s, tip) == nil
+}
+
+// removeIn removes the file or symlink p of the worktree dir, through
+// its root: nothing outside it, whatever a directory above p became.
+func removeIn(dir, p string) error {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	return root.Remove(filepath.FromSlash(p))
 }
 
 // keptMaybe reports whether a keep pattern (gitignore syntax) may match
