@@ -15,7 +15,7 @@ import (
 // Staging in process. The change of a task is, almost always, a few
 // files the watcher saw written under a clone whose private index holds
 // the base exactly: `git update-index` and `git write-tree` (two git
-// processes, about a fifth of muster's CPU a task) would hash those
+// processes, about a tenth of a task's CPU on one clone) would hash those
 // files and write the base's trees with them. stageInProcess does the
 // same through the run's long-lived object reader and the in-process
 // object writer (object.go), and leaves the private index as it was:
@@ -85,9 +85,13 @@ func (w *Workspace) stageInProcess(ctx context.Context, s *slot, g wtGit, base s
 	if err != nil {
 		return ""
 	}
+	vanished := make(map[string]bool, len(gone))
+	for _, p := range gone {
+		vanished[p] = true
+	}
 	slices.Sort(remove)
 	for _, p := range remove {
-		if err := w.removeEntry(ctx, root, p, slices.Contains(gone, p)); err != nil {
+		if err := w.removeEntry(ctx, root, p, vanished[p]); err != nil {
 			return ""
 		}
 	}
