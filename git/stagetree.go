@@ -185,10 +185,10 @@ func touchesAttributes(touched map[string]bool) bool {
 	return false
 }
 
-// hashFile writes the blob of the file or symlink p in dir and returns
-// its mode and object name, as `update-index --add` takes them: a
-// symlink's target, a file's bytes, executable (100755) when its owner
-// may execute it.
+// hashFile writes the blob of the file or symlink p of the clone at
+// root and returns its mode and object name, as `update-index --add`
+// takes them: a symlink's target, a file's bytes, executable (100755)
+// when its owner may execute it.
 func (w *Workspace) hashFile(root *os.Root, p string) (mode, oid string, err error) {
 	// Through the clone's root: whatever became of a directory above p
 	// since sortTouched looked, nothing outside the clone is read.
