@@ -21,11 +21,11 @@ import (
 // do nothing more: refs in files (no reftable), the ref a plain loose
 // file at old, its reflog there already (git then only appends), the
 // user's HEAD in the main work tree and not on the run branch (git
-// would log the move in HEAD's reflog too), no
-// fsync asked of refs (core.fsync), a shared repository's permissions
-// not needed, and the identity git would log known (user.name and
-// user.email set, no committer.* config, no GIT_COMMITTER_* in the
-// environment). Otherwise update-ref runs, as before.
+// would log the move in HEAD's reflog too), no fsync asked of refs
+// (core.fsync), a shared repository's permissions not needed, and the
+// identity git would log known (user.name and user.email set, no
+// committer.* config, no GIT_COMMITTER_* in the environment). Otherwise
+// update-ref runs, as before.
 
 // refMoveMsg is the reflog message of an integration's move.
 const refMoveMsg = "muster: task"
