@@ -1,0 +1,282 @@
+package git
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Red-team attacks on the in-process staging (stagetree.go) and the
+// reset after it (watch.go): an agent controls the clone's work tree.
+
+// TestRedStageNTFSGitmodulesSymlink: git's verify_path (core.protectNTFS,
+// on by default everywhere) refuses a symlink whose name is an NTFS short
+// name of .gitmodules ("gitmod~1", "gi7eba~1"): update-index ignores it,
+// `add --all` fails, fsck calls the tree an error (gitmodulesSymlink).
+// The in-process staging must not commit it either.
+func TestRedStageNTFSGitmodulesSymlink(t *testing.T) {
+	for _, name := range []string{"gitmod~1", "src/GITMOD~4", "gi7eba~1", "src/Gi7EbA~9"} {
+		t.Run(strings.ReplaceAll(name, "/", "_"), func(t *testing.T) {
+			repo := newRepo(t, baseFiles())
+			w, dir, base := watched(t, repo)
+			if err := os.Symlink("../README.md", filepath.Join(dir, filepath.FromSlash(name))); err != nil {
+				t.Fatal(err)
+			}
+			write(t, dir, "src/a.go", "package a // edited\n")
+			_, commit := stagedTree(t, w, repo, dir, base)
+			if commit == "" {
+				return
+			}
+			if out := g(t, repo, "ls-tree", commit, "--", name); out != "" {
+				t.Errorf("committed a symlink git refuses (verify_path): %s", out)
+			}
+		})
+	}
+}
+
+// TestRedStageOddNamesMatchGit: names git takes as they are, however odd
+// (newline, tab, NFD, invalid UTF-8, leading dash, a regular file named
+// like an NTFS short name), are staged exactly as git stages them.
+func TestRedStageOddNamesMatchGit(t *testing.T) {
+	names := []string{"a\nb.txt", "t\tab", "e\u0301.txt", "bad\xff\xfe.txt", "-rf", "gitmod~1", "src/gi7eba~1",
+		"x/y/z/\u200c.txt", "sp ace/in", "~git", "GIT", "dir.d/a", "dir-d", "dir/a", "dir0"}
+	repo := newRepo(t, baseFiles())
+	w, dir, base := watched(t, repo)
+	for i, n := range names {
+		write(t, dir, n, fmt.Sprintf("content %d\n", i))
+	}
+	want := gitTree(t, dir, base)
+	before := w.inProcessStages.Load()
+	got, _ := stagedTree(t, w, repo, dir, base)
+	if got != want {
+		t.Errorf("staged tree %s, git stages %s", got, want)
+	}
+	if w.inProcessStages.Load() == before {
+		t.Log("not staged in process")
+	}
+}
+
+// TestRedStageGitlinkUnderRemovedDir: a directory holding a tracked
+// gitlink removed whole: the gitlink must go, as git's add --all drops it.
+func TestRedStageGitlinkUnderRemovedDir(t *testing.T) {
+	files := baseFiles()
+	files["deep/a.txt"] = "a\n"
+	repo := newRepo(t, files)
+	head := g(t, repo, "rev-parse", "HEAD")
+	g(t, repo, "update-index", "--add", "--cacheinfo", "160000,"+head+",deep/sub")
+	g(t, repo, "commit", "-q", "-m", "gitlink")
+	w, dir, base := watched(t, repo)
+	if err := os.RemoveAll(filepath.Join(dir, "deep")); err != nil {
+		t.Fatal(err)
+	}
+	want := gitTree(t, dir, base)
+	got, commit := stagedTree(t, w, repo, dir, base)
+	if got != want {
+		t.Errorf("staged tree %s, git stages %s (%s)", got, want, g(t, repo, "ls-tree", "-r", commit))
+	}
+}
+
+// TestRedStageResetManyAndFileDir: after in-process stagings of many
+// paths, some turning files into directories and back, the clone reset to
+// the next tip is exactly that tip, index included (diff-files before any
+// status refreshes it).
+func TestRedStageResetManyAndFileDir(t *testing.T) {
+	files := baseFiles()
+	files["fd/x"] = "file\n"
+	files["df"] = "was a file\n"
+	repo := newRepo(t, files)
+	w, dir, base := watched(t, repo)
+	for i := 0; i < 260; i++ {
+		write(t, dir, fmt.Sprintf("many/d%d/f%d.txt", i%7, i), fmt.Sprintf("%d\n", i))
+	}
+	os.RemoveAll(filepath.Join(dir, "fd"))
+	write(t, dir, "fd", "now a file\n")
+	os.Remove(filepath.Join(dir, "df"))
+	write(t, dir, "df/inner", "now a dir\n")
+	want := gitTree(t, dir, base)
+	got, commit := stagedTree(t, w, repo, dir, base)
+	if got != want {
+		t.Fatalf("staged tree %s, git stages %s", got, want)
+	}
+	// Task failed: the clone goes back to base.
+	dir2, base2, err := w.Prepare(ctx, "a#1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := g(t, dir2, "diff-files", "--name-only"); out != "" {
+		t.Errorf("after a failed task, diff-files: %q", out)
+	}
+	checkPrepared(t, dir2, base2, "")
+	// Same edits again, landed this time.
+	for i := 0; i < 260; i++ {
+		write(t, dir2, fmt.Sprintf("many/d%d/f%d.txt", i%7, i), fmt.Sprintf("%d\n", i))
+	}
+	os.RemoveAll(filepath.Join(dir2, "fd"))
+	write(t, dir2, "fd", "now a file\n")
+	os.Remove(filepath.Join(dir2, "df"))
+	write(t, dir2, "df/inner", "now a dir\n")
+	_, commit = stagedTree(t, w, repo, dir2, base2)
+	if _, conf, err := w.Integrate(ctx, commit, base2); err != nil || conf != nil {
+		t.Fatalf("integrate: %v %v", conf, err)
+	}
+	dir3, base3, err := w.Prepare(ctx, "a#1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := g(t, dir3, "diff-files", "--name-only"); out != "" {
+		t.Errorf("after landing, diff-files: %q", out)
+	}
+	checkPrepared(t, dir3, base3, "")
+	// And back: the tip turns fd into a directory again, df a file; a
+	// second slot's task lands it while a#1 staged its own edits.
+	dirB, baseB, err := w.Prepare(ctx, "b#1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(dirB, "fd"))
+	write(t, dirB, "fd/y", "dir again\n")
+	os.RemoveAll(filepath.Join(dirB, "df"))
+	write(t, dirB, "df", "file again\n")
+	_, cB := stagedTree(t, w, repo, dirB, baseB)
+	write(t, dir3, "fd2/z", "a#1's own\n")
+	os.Remove(filepath.Join(dir3, "fd"))
+	write(t, dir3, "fd/q", "a#1 made fd a dir too\n")
+	_, c3 := stagedTree(t, w, repo, dir3, base3)
+	if _, conf, err := w.Integrate(ctx, cB, baseB); err != nil || conf != nil {
+		t.Fatalf("integrate b: %v %v", conf, err)
+	}
+	_ = c3 // a#1's task failed; the tip moved under it
+	dir4, base4, err := w.Prepare(ctx, "a#1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := g(t, dir4, "diff-files", "--name-only"); out != "" {
+		t.Errorf("tip moved, diff-files: %q", out)
+	}
+	checkPrepared(t, dir4, base4, "")
+}
+
+// TestRedStageUntrackedUnderNewDirAtTip: a#1 turns the file fd into a
+// directory with fd/q while b#1's task, landed first, turns fd into a
+// directory with fd/y: a#1's reset to the new tip must remove fd/q.
+func TestRedStageUntrackedUnderNewDirAtTip(t *testing.T) {
+	for _, changed := range []bool{true, false} {
+		t.Run(fmt.Sprint("change=", changed), func(t *testing.T) {
+			files := baseFiles()
+			files["fd"] = "file\n"
+			repo := newRepo(t, files)
+			w, dirA, baseA := watched(t, repo)
+			dirB, baseB, err := w.Prepare(ctx, "b#1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			os.Remove(filepath.Join(dirB, "fd"))
+			write(t, dirB, "fd/y", "dir\n")
+			_, cB := stagedTree(t, w, repo, dirB, baseB)
+			os.Remove(filepath.Join(dirA, "fd"))
+			write(t, dirA, "fd/q", "a's own\n")
+			if changed {
+				stagedTree(t, w, repo, dirA, baseA)
+			}
+			if _, conf, err := w.Integrate(ctx, cB, baseB); err != nil || conf != nil {
+				t.Fatalf("integrate b: %v %v", conf, err)
+			}
+			dir, base, err := w.Prepare(ctx, "a#1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out := g(t, dir, "diff-files", "--name-only"); out != "" {
+				t.Errorf("diff-files: %q", out)
+			}
+			checkPrepared(t, dir, base, "")
+		})
+	}
+}
+
+// TestRedStageFullResetDirOverTrackedFile: the full reset (taken here
+// because a .gitignore was touched) after the agent replaced a tracked
+// file with a directory holding an untracked file, the tip turning that
+// path into a directory too: git clean skips a directory whose name the
+// index holds as a file, so the untracked file must still go.
+func TestRedStageFullResetDirOverTrackedFile(t *testing.T) {
+	files := baseFiles()
+	files["fd"] = "file\n"
+	repo := newRepo(t, files)
+	w, dirA, _ := watched(t, repo)
+	dirB, baseB, err := w.Prepare(ctx, "b#1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(dirB, "fd"))
+	write(t, dirB, "fd/y", "dir\n")
+	_, cB := stagedTree(t, w, repo, dirB, baseB)
+	if _, conf, err := w.Integrate(ctx, cB, baseB); err != nil || conf != nil {
+		t.Fatalf("integrate b: %v %v", conf, err)
+	}
+	os.Remove(filepath.Join(dirA, "fd"))
+	write(t, dirA, "fd/q", "a's own\n")
+	write(t, dirA, ".gitignore", "nothing\n")
+	dir, base, err := w.Prepare(ctx, "a#1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkPrepared(t, dir, base, "")
+}
+
+// TestRedStageFullResetDirOverTrackedFileSameTip: as above, the tip
+// keeping fd a file.
+func TestRedStageFullResetDirOverTrackedFileSameTip(t *testing.T) {
+	files := baseFiles()
+	files["fd"] = "file\n"
+	repo := newRepo(t, files)
+	w, dirA, _ := watched(t, repo)
+	os.Remove(filepath.Join(dirA, "fd"))
+	write(t, dirA, "fd/q", "a's own\n")
+	write(t, dirA, ".gitignore", "nothing\n")
+	dir, base, err := w.Prepare(ctx, "a#1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkPrepared(t, dir, base, "")
+}
+
+// TestRedStageDirBecameFileAtTipStaysFast: a tip that turned a directory
+// into a file makes switchBehind's one checkout fail (the directory's
+// paths match nothing in tip); the reset must still be a fast one, as
+// switchTo's is (read-tree -m -u), not a full one.
+func TestRedStageDirBecameFileAtTipStaysFast(t *testing.T) {
+	files := baseFiles()
+	files["df/inner"] = "in a dir\n"
+	repo := newRepo(t, files)
+	w, dirA, baseA := watched(t, repo)
+	dirB, baseB, err := w.Prepare(ctx, "b#1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.RemoveAll(filepath.Join(dirB, "df"))
+	write(t, dirB, "df", "a file\n")
+	_, cB := stagedTree(t, w, repo, dirB, baseB)
+	write(t, dirA, "src/a.go", "package a // a's\n")
+	before := w.inProcessStages.Load()
+	stagedTree(t, w, repo, dirA, baseA)
+	if w.inProcessStages.Load() == before {
+		t.Skip("not staged in process")
+	}
+	if _, conf, err := w.Integrate(ctx, cB, baseB); err != nil || conf != nil {
+		t.Fatalf("integrate b: %v %v", conf, err)
+	}
+	full := w.fullResets.Load()
+	dir, base, err := w.Prepare(ctx, "a#1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := g(t, dir, "diff-files", "--name-only"); out != "" {
+		t.Errorf("diff-files: %q", out)
+	}
+	checkPrepared(t, dir, base, "")
+	if w.fullResets.Load() != full {
+		t.Error("a full reset where switchTo's fallback does")
+	}
+}
