@@ -280,3 +280,16 @@ func TestRedStageDirBecameFileAtTipStaysFast(t *testing.T) {
 		t.Error("a full reset where switchTo's fallback does")
 	}
 }
+
+// TestRedStageInlinePathsRefuses: names git's verify_path refuses on
+// some platform or for some mode go to git.
+func TestRedStageInlinePathsRefuses(t *testing.T) {
+	for _, p := range []string{"gitmod~1", "a/GITMOD~2", "gi7eba~1", ".g\u200cit/config", "a/.git\ufeffmodules", "\u200d.gitattributes"} {
+		if inlinePaths([]string{p}) {
+			t.Errorf("inlinePaths takes %q", p)
+		}
+	}
+	if !inlinePaths([]string{"gitmodules/x", "a/gi7eba", "é/ü"}) {
+		t.Error("inlinePaths refuses plain names")
+	}
+}

@@ -156,8 +156,11 @@ func gitFalse(v string) bool {
 
 // inlinePaths reports whether every path is one git takes as it is: no
 // empty, "." or ".." component, and nothing git's path checks treat
-// specially (a component starting ".git" or "git~" in any case, or
-// ending in a space or a dot, a backslash, a colon).
+// specially (a component starting ".git" or "git~" in any case, an NTFS
+// short name of .gitmodules, "gitmod~" or "gi7eba~", which git refuses
+// for a symlink, a code point HFS ignores (core.protectHFS, on by
+// default on macOS), a component ending in a space or a dot, a
+// backslash, a colon).
 func inlinePaths(paths []string) bool {
 	for _, p := range paths {
 		if p == "" || strings.ContainsAny(p, "\\:\x00") {
@@ -166,12 +169,24 @@ func inlinePaths(paths []string) bool {
 		for _, c := range strings.Split(p, "/") {
 			l := strings.ToLower(c)
 			if c == "" || c == "." || c == ".." || strings.HasPrefix(l, ".git") || strings.HasPrefix(l, "git~") ||
+				strings.HasPrefix(l, "gitmod~") || strings.HasPrefix(l, "gi7eba~") || hfsIgnorable(c) ||
 				strings.HasSuffix(c, " ") || strings.HasSuffix(c, ".") {
 				return false
 			}
 		}
 	}
 	return true
+}
+
+// hfsIgnorable reports whether c holds a code point HFS+ ignores in
+// names (git's is_hfs_dotgit skips them: ".g\u200cit" is ".git").
+func hfsIgnorable(c string) bool {
+	for _, r := range c {
+		if r >= 0x200c && r <= 0x200f || r >= 0x202a && r <= 0x202e || r >= 0x206a && r <= 0x206f || r == 0xfeff {
+			return true
+		}
+	}
+	return false
 }
 
 // touchesAttributes reports whether a touched path is an attributes

@@ -206,8 +206,16 @@ func (w *Workspace) switchBehind(ctx context.Context, s *slot, g wtGit, cur, tip
 	list := slices.Sorted(maps.Keys(paths))
 	c := g.c(append([]string{"checkout", "--no-overlay", "--force", "--quiet", tip, "--"}, list...)...)
 	c.paths = true
-	_, err = run(ctx, c)
-	return onlyCur, err
+	if _, err := run(ctx, c); err != nil {
+		// A directory of the index that tip turned into a file: its
+		// paths match nothing once tip's file replaced them, and
+		// checkout stops before writing anything. As for more paths.
+		if ok, serr := w.stageTouched(ctx, s, g); !ok || serr != nil {
+			return nil, errors.Join(err, errors.New("stage the worktree for a full switch"), serr)
+		}
+		return nil, w.switchTo(ctx, g, cur, tip)
+	}
+	return onlyCur, nil
 }
 
 // restartWatch starts recording touched paths afresh after a reset,

@@ -490,6 +490,12 @@ func (w *Workspace) fullReset(ctx context.Context, s *slot, tip string) error {
 			return err
 		}
 	}
+	// clean skips a directory whose name the index held as a file (a
+	// file the agent replaced with a directory); where tip has a
+	// directory there, its untracked files are still in it.
+	if _, err := run(ctx, g.c(cleanArgs(w.keep)...)); err != nil {
+		return err
+	}
 	return w.agentGit(s, tip)
 }
 
