@@ -293,3 +293,82 @@ func TestRedStageInlinePathsRefuses(t *testing.T) {
 		t.Error("inlinePaths refuses plain names")
 	}
 }
+
+// TestRedStageMoreMatchGit: more changes an agent makes, each staged
+// exactly as git stages it.
+func TestRedStageMoreMatchGit(t *testing.T) {
+	files := baseFiles()
+	files[".gitignore"] = "*.log\nbuild/\n"
+	files["sub/keep.txt"] = "k\n"
+	cases := []struct {
+		name string
+		edit func(t *testing.T, dir string)
+	}{
+		{"case-only rename", func(t *testing.T, dir string) {
+			os.Rename(filepath.Join(dir, "README.md"), filepath.Join(dir, "readme.md"))
+		}},
+		{"ignored and not", func(t *testing.T, dir string) {
+			write(t, dir, "x.log", "ignored\n")
+			write(t, dir, "build/out.txt", "ignored\n")
+			write(t, dir, "sub/y.txt", "kept\n")
+		}},
+		{"odd modes", func(t *testing.T, dir string) {
+			write(t, dir, "m/a", "a\n")
+			write(t, dir, "m/b", "b\n")
+			write(t, dir, "m/c", "c\n")
+			os.Chmod(filepath.Join(dir, "m/a"), 0o744)
+			os.Chmod(filepath.Join(dir, "m/b"), 0o655)
+			os.Chmod(filepath.Join(dir, "m/c"), 0o611)
+		}},
+		{"symlink to a directory, and writes through it", func(t *testing.T, dir string) {
+			os.Symlink("../docs", filepath.Join(dir, "src/ln"))
+			write(t, dir, "src/ln/through.txt", "via link\n")
+		}},
+		{"file, dir, file", func(t *testing.T, dir string) {
+			os.Remove(filepath.Join(dir, "docs/guide.txt"))
+			write(t, dir, "docs/guide.txt/x", "x\n")
+			os.RemoveAll(filepath.Join(dir, "docs/guide.txt"))
+			write(t, dir, "docs/guide.txt", "file again\n")
+		}},
+		{"dir replaced by symlink", func(t *testing.T, dir string) {
+			os.RemoveAll(filepath.Join(dir, "sub"))
+			os.Symlink("src", filepath.Join(dir, "sub"))
+		}},
+		{"dir removed and remade empty", func(t *testing.T, dir string) {
+			os.RemoveAll(filepath.Join(dir, "sub"))
+			os.Mkdir(filepath.Join(dir, "sub"), 0o755)
+		}},
+		{"empty file and trailing-newline name", func(t *testing.T, dir string) {
+			write(t, dir, "empty", "")
+			write(t, dir, "nl\n", "x")
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			repo := newRepo(t, files)
+			w, dir, base := watched(t, repo)
+			before := w.inProcessStages.Load()
+			c.edit(t, dir)
+			want := gitTree(t, dir, base)
+			got, commit := stagedTree(t, w, repo, dir, base)
+			if got != want {
+				t.Errorf("staged tree %s, git stages %s", got, want)
+			}
+			t.Logf("in process: %v", w.inProcessStages.Load() > before)
+			if commit == "" {
+				return
+			}
+			if _, conf, err := w.Integrate(ctx, commit, base); err != nil || conf != nil {
+				t.Fatalf("integrate: %v %v", conf, err)
+			}
+			d2, b2, err := w.Prepare(ctx, "a#1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out := g(t, d2, "diff-files", "--name-only"); out != "" {
+				t.Errorf("diff-files after landing: %q", out)
+			}
+			checkPrepared(t, d2, b2, "")
+		})
+	}
+}
