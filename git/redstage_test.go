@@ -96,7 +96,7 @@ func TestRedStageResetManyAndFileDir(t *testing.T) {
 	os.Remove(filepath.Join(dir, "df"))
 	write(t, dir, "df/inner", "now a dir\n")
 	want := gitTree(t, dir, base)
-	got, commit := stagedTree(t, w, repo, dir, base)
+	got, _ := stagedTree(t, w, repo, dir, base)
 	if got != want {
 		t.Fatalf("staged tree %s, git stages %s", got, want)
 	}
@@ -117,7 +117,7 @@ func TestRedStageResetManyAndFileDir(t *testing.T) {
 	write(t, dir2, "fd", "now a file\n")
 	os.Remove(filepath.Join(dir2, "df"))
 	write(t, dir2, "df/inner", "now a dir\n")
-	_, commit = stagedTree(t, w, repo, dir2, base2)
+	_, commit := stagedTree(t, w, repo, dir2, base2)
 	if _, conf, err := w.Integrate(ctx, commit, base2); err != nil || conf != nil {
 		t.Fatalf("integrate: %v %v", conf, err)
 	}
