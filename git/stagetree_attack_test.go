@@ -8,15 +8,15 @@ import (
 	"testing"
 )
 
-// Red-team attacks on the in-process staging (stagetree.go) and the
+// Attacks on the in-process staging (stagetree.go) and the
 // reset after it (watch.go): an agent controls the clone's work tree.
 
-// TestRedStageNTFSGitmodulesSymlink: git's verify_path (core.protectNTFS,
+// TestStageAttackNTFSGitmodulesSymlink: git's verify_path (core.protectNTFS,
 // on by default everywhere) refuses a symlink whose name is an NTFS short
 // name of .gitmodules ("gitmod~1", "gi7eba~1"): update-index ignores it,
 // `add --all` fails, fsck calls the tree an error (gitmodulesSymlink).
 // The in-process staging must not commit it either.
-func TestRedStageNTFSGitmodulesSymlink(t *testing.T) {
+func TestStageAttackNTFSGitmodulesSymlink(t *testing.T) {
 	for _, name := range []string{"gitmod~1", "src/GITMOD~4", "gi7eba~1", "src/Gi7EbA~9"} {
 		t.Run(strings.ReplaceAll(name, "/", "_"), func(t *testing.T) {
 			repo := newRepo(t, baseFiles())
@@ -36,10 +36,10 @@ func TestRedStageNTFSGitmodulesSymlink(t *testing.T) {
 	}
 }
 
-// TestRedStageOddNamesMatchGit: names git takes as they are, however odd
+// TestStageAttackOddNamesMatchGit: names git takes as they are, however odd
 // (newline, tab, NFD, invalid UTF-8, leading dash, a regular file named
 // like an NTFS short name), are staged exactly as git stages them.
-func TestRedStageOddNamesMatchGit(t *testing.T) {
+func TestStageAttackOddNamesMatchGit(t *testing.T) {
 	names := []string{"a\nb.txt", "t\tab", "e\u0301.txt", "bad\xff\xfe.txt", "-rf", "gitmod~1", "src/gi7eba~1",
 		"x/y/z/\u200c.txt", "sp ace/in", "~git", "GIT", "dir.d/a", "dir-d", "dir/a", "dir0"}
 	repo := newRepo(t, baseFiles())
@@ -58,9 +58,9 @@ func TestRedStageOddNamesMatchGit(t *testing.T) {
 	}
 }
 
-// TestRedStageGitlinkUnderRemovedDir: a directory holding a tracked
+// TestStageAttackGitlinkUnderRemovedDir: a directory holding a tracked
 // gitlink removed whole: the gitlink must go, as git's add --all drops it.
-func TestRedStageGitlinkUnderRemovedDir(t *testing.T) {
+func TestStageAttackGitlinkUnderRemovedDir(t *testing.T) {
 	files := baseFiles()
 	files["deep/a.txt"] = "a\n"
 	repo := newRepo(t, files)
@@ -78,11 +78,11 @@ func TestRedStageGitlinkUnderRemovedDir(t *testing.T) {
 	}
 }
 
-// TestRedStageResetManyAndFileDir: after in-process stagings of many
+// TestStageAttackResetManyAndFileDir: after in-process stagings of many
 // paths, some turning files into directories and back, the clone reset to
 // the next tip is exactly that tip, index included (diff-files before any
 // status refreshes it).
-func TestRedStageResetManyAndFileDir(t *testing.T) {
+func TestStageAttackResetManyAndFileDir(t *testing.T) {
 	files := baseFiles()
 	files["fd/x"] = "file\n"
 	files["df"] = "was a file\n"
@@ -158,10 +158,10 @@ func TestRedStageResetManyAndFileDir(t *testing.T) {
 	checkPrepared(t, dir4, base4, "")
 }
 
-// TestRedStageUntrackedUnderNewDirAtTip: a#1 turns the file fd into a
+// TestStageAttackUntrackedUnderNewDirAtTip: a#1 turns the file fd into a
 // directory with fd/q while b#1's task, landed first, turns fd into a
 // directory with fd/y: a#1's reset to the new tip must remove fd/q.
-func TestRedStageUntrackedUnderNewDirAtTip(t *testing.T) {
+func TestStageAttackUntrackedUnderNewDirAtTip(t *testing.T) {
 	for _, changed := range []bool{true, false} {
 		t.Run(fmt.Sprint("change=", changed), func(t *testing.T) {
 			files := baseFiles()
@@ -195,12 +195,12 @@ func TestRedStageUntrackedUnderNewDirAtTip(t *testing.T) {
 	}
 }
 
-// TestRedStageFullResetDirOverTrackedFile: the full reset (taken here
+// TestStageAttackFullResetDirOverTrackedFile: the full reset (taken here
 // because a .gitignore was touched) after the agent replaced a tracked
 // file with a directory holding an untracked file, the tip turning that
 // path into a directory too: git clean skips a directory whose name the
 // index holds as a file, so the untracked file must still go.
-func TestRedStageFullResetDirOverTrackedFile(t *testing.T) {
+func TestStageAttackFullResetDirOverTrackedFile(t *testing.T) {
 	files := baseFiles()
 	files["fd"] = "file\n"
 	repo := newRepo(t, files)
@@ -225,9 +225,9 @@ func TestRedStageFullResetDirOverTrackedFile(t *testing.T) {
 	checkPrepared(t, dir, base, "")
 }
 
-// TestRedStageFullResetDirOverTrackedFileSameTip: as above, the tip
+// TestStageAttackFullResetDirOverTrackedFileSameTip: as above, the tip
 // keeping fd a file.
-func TestRedStageFullResetDirOverTrackedFileSameTip(t *testing.T) {
+func TestStageAttackFullResetDirOverTrackedFileSameTip(t *testing.T) {
 	files := baseFiles()
 	files["fd"] = "file\n"
 	repo := newRepo(t, files)
@@ -242,11 +242,11 @@ func TestRedStageFullResetDirOverTrackedFileSameTip(t *testing.T) {
 	checkPrepared(t, dir, base, "")
 }
 
-// TestRedStageDirBecameFileAtTipStaysFast: a tip that turned a directory
+// TestStageAttackDirBecameFileAtTipStaysFast: a tip that turned a directory
 // into a file makes switchBehind's one checkout fail (the directory's
 // paths match nothing in tip); the reset must still be a fast one, as
 // switchTo's is (read-tree -m -u), not a full one.
-func TestRedStageDirBecameFileAtTipStaysFast(t *testing.T) {
+func TestStageAttackDirBecameFileAtTipStaysFast(t *testing.T) {
 	files := baseFiles()
 	files["df/inner"] = "in a dir\n"
 	repo := newRepo(t, files)
@@ -281,9 +281,9 @@ func TestRedStageDirBecameFileAtTipStaysFast(t *testing.T) {
 	}
 }
 
-// TestRedStageInlinePathsRefuses: names git's verify_path refuses on
+// TestStageAttackInlinePathsRefuses: names git's verify_path refuses on
 // some platform or for some mode go to git.
-func TestRedStageInlinePathsRefuses(t *testing.T) {
+func TestStageAttackInlinePathsRefuses(t *testing.T) {
 	for _, p := range []string{"gitmod~1", "a/GITMOD~2", "gi7eba~1", ".g\u200cit/config", "a/.git\ufeffmodules", "\u200d.gitattributes"} {
 		if inlinePaths([]string{p}) {
 			t.Errorf("inlinePaths takes %q", p)
@@ -294,9 +294,9 @@ func TestRedStageInlinePathsRefuses(t *testing.T) {
 	}
 }
 
-// TestRedStageMoreMatchGit: more changes an agent makes, each staged
+// TestStageAttackMoreMatchGit: more changes an agent makes, each staged
 // exactly as git stages it.
-func TestRedStageMoreMatchGit(t *testing.T) {
+func TestStageAttackMoreMatchGit(t *testing.T) {
 	files := baseFiles()
 	files[".gitignore"] = "*.log\nbuild/\n"
 	files["sub/keep.txt"] = "k\n"
