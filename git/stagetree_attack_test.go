@@ -101,14 +101,7 @@ func TestStageAttackResetManyAndFileDir(t *testing.T) {
 		t.Fatalf("staged tree %s, git stages %s", got, want)
 	}
 	// Task failed: the clone goes back to base.
-	dir2, base2, err := w.Prepare(ctx, "a#1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if out := g(t, dir2, "diff-files", "--name-only"); out != "" {
-		t.Errorf("after a failed task, diff-files: %q", out)
-	}
-	checkPrepared(t, dir2, base2, "")
+	dir2, base2 := prepareExact(t, w, "a#1")
 	// Same edits again, landed this time.
 	for i := 0; i < 260; i++ {
 		write(t, dir2, fmt.Sprintf("many/d%d/f%d.txt", i%7, i), fmt.Sprintf("%d\n", i))
@@ -118,17 +111,8 @@ func TestStageAttackResetManyAndFileDir(t *testing.T) {
 	os.Remove(filepath.Join(dir2, "df"))
 	write(t, dir2, "df/inner", "now a dir\n")
 	_, commit := stagedTree(t, w, repo, dir2, base2)
-	if _, conf, err := w.Integrate(ctx, commit, base2); err != nil || conf != nil {
-		t.Fatalf("integrate: %v %v", conf, err)
-	}
-	dir3, base3, err := w.Prepare(ctx, "a#1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if out := g(t, dir3, "diff-files", "--name-only"); out != "" {
-		t.Errorf("after landing, diff-files: %q", out)
-	}
-	checkPrepared(t, dir3, base3, "")
+	land(t, w, commit, base2)
+	dir3, base3 := prepareExact(t, w, "a#1")
 	// And back: the tip turns fd into a directory again, df a file; a
 	// second slot's task lands it while a#1 staged its own edits.
 	dirB, baseB, err := w.Prepare(ctx, "b#1")
@@ -143,19 +127,9 @@ func TestStageAttackResetManyAndFileDir(t *testing.T) {
 	write(t, dir3, "fd2/z", "a#1's own\n")
 	os.Remove(filepath.Join(dir3, "fd"))
 	write(t, dir3, "fd/q", "a#1 made fd a dir too\n")
-	_, c3 := stagedTree(t, w, repo, dir3, base3)
-	if _, conf, err := w.Integrate(ctx, cB, baseB); err != nil || conf != nil {
-		t.Fatalf("integrate b: %v %v", conf, err)
-	}
-	_ = c3 // a#1's task failed; the tip moved under it
-	dir4, base4, err := w.Prepare(ctx, "a#1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if out := g(t, dir4, "diff-files", "--name-only"); out != "" {
-		t.Errorf("tip moved, diff-files: %q", out)
-	}
-	checkPrepared(t, dir4, base4, "")
+	stagedTree(t, w, repo, dir3, base3) // a#1's task fails: the tip moves under it
+	land(t, w, cB, baseB)
+	prepareExact(t, w, "a#1")
 }
 
 // TestStageAttackUntrackedUnderNewDirAtTip: a#1 turns the file fd into a
@@ -180,17 +154,8 @@ func TestStageAttackUntrackedUnderNewDirAtTip(t *testing.T) {
 			if changed {
 				stagedTree(t, w, repo, dirA, baseA)
 			}
-			if _, conf, err := w.Integrate(ctx, cB, baseB); err != nil || conf != nil {
-				t.Fatalf("integrate b: %v %v", conf, err)
-			}
-			dir, base, err := w.Prepare(ctx, "a#1")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if out := g(t, dir, "diff-files", "--name-only"); out != "" {
-				t.Errorf("diff-files: %q", out)
-			}
-			checkPrepared(t, dir, base, "")
+			land(t, w, cB, baseB)
+			prepareExact(t, w, "a#1")
 		})
 	}
 }
@@ -198,48 +163,36 @@ func TestStageAttackUntrackedUnderNewDirAtTip(t *testing.T) {
 // TestStageAttackFullResetDirOverTrackedFile: the full reset (taken here
 // because a .gitignore was touched) after the agent replaced a tracked
 // file with a directory holding an untracked file, the tip turning that
-// path into a directory too: git clean skips a directory whose name the
-// index holds as a file, so the untracked file must still go.
+// path into a directory too (or keeping the file): git clean skips a
+// directory whose name the index holds as a file, so the untracked file
+// must still go.
 func TestStageAttackFullResetDirOverTrackedFile(t *testing.T) {
-	files := baseFiles()
-	files["fd"] = "file\n"
-	repo := newRepo(t, files)
-	w, dirA, _ := watched(t, repo)
-	dirB, baseB, err := w.Prepare(ctx, "b#1")
-	if err != nil {
-		t.Fatal(err)
+	for _, tipMoves := range []bool{true, false} {
+		t.Run(fmt.Sprint("tip moves=", tipMoves), func(t *testing.T) {
+			files := baseFiles()
+			files["fd"] = "file\n"
+			repo := newRepo(t, files)
+			w, dirA, _ := watched(t, repo)
+			if tipMoves {
+				dirB, baseB, err := w.Prepare(ctx, "b#1")
+				if err != nil {
+					t.Fatal(err)
+				}
+				os.Remove(filepath.Join(dirB, "fd"))
+				write(t, dirB, "fd/y", "dir\n")
+				_, cB := stagedTree(t, w, repo, dirB, baseB)
+				land(t, w, cB, baseB)
+			}
+			os.Remove(filepath.Join(dirA, "fd"))
+			write(t, dirA, "fd/q", "a's own\n")
+			write(t, dirA, ".gitignore", "nothing\n")
+			dir, base, err := w.Prepare(ctx, "a#1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkPrepared(t, dir, base, "")
+		})
 	}
-	os.Remove(filepath.Join(dirB, "fd"))
-	write(t, dirB, "fd/y", "dir\n")
-	_, cB := stagedTree(t, w, repo, dirB, baseB)
-	if _, conf, err := w.Integrate(ctx, cB, baseB); err != nil || conf != nil {
-		t.Fatalf("integrate b: %v %v", conf, err)
-	}
-	os.Remove(filepath.Join(dirA, "fd"))
-	write(t, dirA, "fd/q", "a's own\n")
-	write(t, dirA, ".gitignore", "nothing\n")
-	dir, base, err := w.Prepare(ctx, "a#1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkPrepared(t, dir, base, "")
-}
-
-// TestStageAttackFullResetDirOverTrackedFileSameTip: as above, the tip
-// keeping fd a file.
-func TestStageAttackFullResetDirOverTrackedFileSameTip(t *testing.T) {
-	files := baseFiles()
-	files["fd"] = "file\n"
-	repo := newRepo(t, files)
-	w, dirA, _ := watched(t, repo)
-	os.Remove(filepath.Join(dirA, "fd"))
-	write(t, dirA, "fd/q", "a's own\n")
-	write(t, dirA, ".gitignore", "nothing\n")
-	dir, base, err := w.Prepare(ctx, "a#1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkPrepared(t, dir, base, "")
 }
 
 // TestStageAttackDirBecameFileAtTipStaysFast: a tip that turned a directory
@@ -264,18 +217,9 @@ func TestStageAttackDirBecameFileAtTipStaysFast(t *testing.T) {
 	if w.inProcessStages.Load() == before {
 		t.Skip("not staged in process")
 	}
-	if _, conf, err := w.Integrate(ctx, cB, baseB); err != nil || conf != nil {
-		t.Fatalf("integrate b: %v %v", conf, err)
-	}
+	land(t, w, cB, baseB)
 	full := w.fullResets.Load()
-	dir, base, err := w.Prepare(ctx, "a#1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if out := g(t, dir, "diff-files", "--name-only"); out != "" {
-		t.Errorf("diff-files: %q", out)
-	}
-	checkPrepared(t, dir, base, "")
+	prepareExact(t, w, "a#1")
 	if w.fullResets.Load() != full {
 		t.Error("a full reset where switchTo's fallback does")
 	}
@@ -358,17 +302,8 @@ func TestStageAttackMoreMatchGit(t *testing.T) {
 			if commit == "" {
 				return
 			}
-			if _, conf, err := w.Integrate(ctx, commit, base); err != nil || conf != nil {
-				t.Fatalf("integrate: %v %v", conf, err)
-			}
-			d2, b2, err := w.Prepare(ctx, "a#1")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if out := g(t, d2, "diff-files", "--name-only"); out != "" {
-				t.Errorf("diff-files after landing: %q", out)
-			}
-			checkPrepared(t, d2, b2, "")
+			land(t, w, commit, base)
+			prepareExact(t, w, "a#1")
 		})
 	}
 }

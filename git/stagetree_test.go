@@ -128,9 +128,7 @@ func TestStageInProcessMatchesGit(t *testing.T) {
 		if commit == "" {
 			continue
 		}
-		if _, conf, err := w.Integrate(ctx, commit, base); err != nil || conf != nil {
-			t.Fatalf("%s: integrate: %v %v", c.name, conf, err)
-		}
+		land(t, w, commit, base)
 	}
 	dir, base, err := w.Prepare(ctx, "a#1")
 	if err != nil {
@@ -180,9 +178,7 @@ func TestStageInProcessResets(t *testing.T) {
 	_, ca := stagedTree(t, w, repo, da, base)
 	_, cb := stagedTree(t, w, repo, db, base)
 	for _, c := range []string{ca, cb} {
-		if _, conf, err := w.Integrate(ctx, c, base); err != nil || conf != nil {
-			t.Fatalf("integrate: %v %v", conf, err)
-		}
+		land(t, w, c, base)
 	}
 	tip, err := w.Tip(ctx)
 	if err != nil {
@@ -376,4 +372,28 @@ func TestInProcessFileAccessStaysInTheClone(t *testing.T) {
 	if got := read(t, outside, "secret"); got != "not yours\n" {
 		t.Errorf("outside file now %q", got)
 	}
+}
+
+// land integrates commit, made on base, failing the test on a conflict.
+func land(t *testing.T, w *Workspace, commit, base string) {
+	t.Helper()
+	if _, conf, err := w.Integrate(ctx, commit, base); err != nil || conf != nil {
+		t.Fatalf("integrate %s: %v %v", commit, conf, err)
+	}
+}
+
+// prepareExact prepares slot and fails unless its clone is exactly at
+// the tip: every index entry's stat data fresh (diff-files, before
+// status would refresh them), and checkPrepared.
+func prepareExact(t *testing.T, w *Workspace, slot string) (dir, base string) {
+	t.Helper()
+	dir, base, err := w.Prepare(ctx, slot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := g(t, dir, "diff-files", "--name-only"); out != "" {
+		t.Errorf("index entries out of date after the reset: %s", out)
+	}
+	checkPrepared(t, dir, base, "")
+	return dir, base
 }
