@@ -12,11 +12,12 @@ import (
 )
 
 // fastReset brings the worktree back to tip touching only what changed:
-// the paths the watcher saw are restaged into the private index, which
-// then describes the worktree exactly; a two-way read-tree from that
-// state to tip rewrites only the files that differ (no pass over every
-// file's metadata); clean removes untracked and ignored files. It
-// reports false when it cannot be sure, and the caller resets fully.
+// the paths the watcher saw are restaged (in process when the private
+// index still holds the base, which it then keeps: switchBehind; else
+// into the private index, which then describes the worktree exactly:
+// switchTo), the files that differ from tip are rewritten (no pass over
+// every file's metadata), and untracked and ignored files are removed.
+// It reports false when it cannot be sure, and the caller resets fully.
 func (w *Workspace) fastReset(ctx context.Context, s *slot, tip string) bool {
 	if s.wt == nil || !s.exact || s.staged == "" || !s.wt.drain(s.touched) || needsFullScan(s.touched) {
 		return false
