@@ -115,15 +115,12 @@ func TestStageAttackResetManyAndFileDir(t *testing.T) {
 	dir3, base3 := prepareExact(t, w, "a#1")
 	// And back: the tip turns fd into a directory again, df a file; a
 	// second slot's task lands it while a#1 staged its own edits.
-	dirB, baseB, err := w.Prepare(ctx, "b#1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.Remove(filepath.Join(dirB, "fd"))
-	write(t, dirB, "fd/y", "dir again\n")
-	os.RemoveAll(filepath.Join(dirB, "df"))
-	write(t, dirB, "df", "file again\n")
-	_, cB := stagedTree(t, w, repo, dirB, baseB)
+	cB, baseB := otherTask(t, w, repo, func(dir string) {
+		os.Remove(filepath.Join(dir, "fd"))
+		write(t, dir, "fd/y", "dir again\n")
+		os.RemoveAll(filepath.Join(dir, "df"))
+		write(t, dir, "df", "file again\n")
+	})
 	write(t, dir3, "fd2/z", "a#1's own\n")
 	os.Remove(filepath.Join(dir3, "fd"))
 	write(t, dir3, "fd/q", "a#1 made fd a dir too\n")
@@ -142,13 +139,10 @@ func TestStageAttackUntrackedUnderNewDirAtTip(t *testing.T) {
 			files["fd"] = "file\n"
 			repo := newRepo(t, files)
 			w, dirA, baseA := watched(t, repo)
-			dirB, baseB, err := w.Prepare(ctx, "b#1")
-			if err != nil {
-				t.Fatal(err)
-			}
-			os.Remove(filepath.Join(dirB, "fd"))
-			write(t, dirB, "fd/y", "dir\n")
-			_, cB := stagedTree(t, w, repo, dirB, baseB)
+			cB, baseB := otherTask(t, w, repo, func(dir string) {
+				os.Remove(filepath.Join(dir, "fd"))
+				write(t, dir, "fd/y", "dir\n")
+			})
 			os.Remove(filepath.Join(dirA, "fd"))
 			write(t, dirA, "fd/q", "a's own\n")
 			if changed {
@@ -174,13 +168,10 @@ func TestStageAttackFullResetDirOverTrackedFile(t *testing.T) {
 			repo := newRepo(t, files)
 			w, dirA, _ := watched(t, repo)
 			if tipMoves {
-				dirB, baseB, err := w.Prepare(ctx, "b#1")
-				if err != nil {
-					t.Fatal(err)
-				}
-				os.Remove(filepath.Join(dirB, "fd"))
-				write(t, dirB, "fd/y", "dir\n")
-				_, cB := stagedTree(t, w, repo, dirB, baseB)
+				cB, baseB := otherTask(t, w, repo, func(dir string) {
+					os.Remove(filepath.Join(dir, "fd"))
+					write(t, dir, "fd/y", "dir\n")
+				})
 				land(t, w, cB, baseB)
 			}
 			os.Remove(filepath.Join(dirA, "fd"))
@@ -204,13 +195,10 @@ func TestStageAttackDirBecameFileAtTipStaysFast(t *testing.T) {
 	files["df/inner"] = "in a dir\n"
 	repo := newRepo(t, files)
 	w, dirA, baseA := watched(t, repo)
-	dirB, baseB, err := w.Prepare(ctx, "b#1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.RemoveAll(filepath.Join(dirB, "df"))
-	write(t, dirB, "df", "a file\n")
-	_, cB := stagedTree(t, w, repo, dirB, baseB)
+	cB, baseB := otherTask(t, w, repo, func(dir string) {
+		os.RemoveAll(filepath.Join(dir, "df"))
+		write(t, dir, "df", "a file\n")
+	})
 	write(t, dirA, "src/a.go", "package a // a's\n")
 	before := w.inProcessStages.Load()
 	stagedTree(t, w, repo, dirA, baseA)

@@ -397,3 +397,16 @@ func prepareExact(t *testing.T, w *Workspace, slot string) (dir, base string) {
 	checkPrepared(t, dir, base, "")
 	return dir, base
 }
+
+// otherTask runs a task on slot b#1: edit on its clone, staged and
+// committed, not landed.
+func otherTask(t *testing.T, w *Workspace, repo string, edit func(dir string)) (commit, base string) {
+	t.Helper()
+	dir, base, err := w.Prepare(ctx, "b#1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit(dir)
+	_, commit = stagedTree(t, w, repo, dir, base)
+	return commit, base
+}

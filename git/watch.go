@@ -51,32 +51,8 @@ func (w *Workspace) fastReset(ctx context.Context, s *slot, tip string) bool {
 		return false
 	}
 	// Untracked and ignored files can only be among the touched paths
-	// (Prepare left none but kept ones): clean just those. A file or
-	// symlink staged into cur that is still there is tracked at tip,
-	// unless tip has none there (onlyCur): had tip not had it and the
-	// index held it, switchTo would have removed it.
-	var left []string
-	dirs := map[string]bool{}
-	for p := range s.touched {
-		full := filepath.Join(s.dir, filepath.FromSlash(p))
-		fi, err := os.Lstat(full)
-		if err != nil {
-			continue
-		}
-		if s.added[p] && (fi.Mode().IsRegular() || fi.Mode()&os.ModeSymlink != 0) {
-			if !onlyCur[p] {
-				continue
-			}
-			// A file staged in process that tip has not: never in the
-			// index (checkout would have removed it), so untracked, and
-			// not ignored (staging left those out): removed here, as
-			// clean would, unless a kept pattern may cover it.
-			if linkFreeDirs(s.dir, path.Dir(p), dirs) && !keptMaybe(w.keep, p) && removeIn(s.dir, p) == nil {
-				continue
-			}
-		}
-		left = append(left, p)
-	}
+	// (Prepare left none but kept ones): clean just those.
+	left := w.leftovers(s, onlyCur)
 	if len(left) > 0 {
 		c := g.c(cleanArgs(w.keep)...)
 		if len(left) <= 2000 {
@@ -91,6 +67,34 @@ func (w *Workspace) fastReset(ctx context.Context, s *slot, tip string) bool {
 	// The clone's own git directory is made afresh, HEAD at tip, its
 	// index a copy of the private one.
 	return w.agentGit(s, tip) == nil
+}
+
+// leftovers returns the touched paths still in the worktree that clean
+// must remove after the switch to tip. A file or symlink staged into cur
+// that is still there is tracked at tip, unless tip has none there
+// (onlyCur): had tip not had it and the index held it, the switch would
+// have removed it; one the index never held (staged in process) is
+// untracked, and not ignored (staging left those out): it is removed
+// here, as clean would, unless a kept pattern may cover it.
+func (w *Workspace) leftovers(s *slot, onlyCur map[string]bool) []string {
+	var left []string
+	dirs := map[string]bool{}
+	for p := range s.touched {
+		fi, err := os.Lstat(filepath.Join(s.dir, filepath.FromSlash(p)))
+		if err != nil {
+			continue
+		}
+		if s.added[p] && (fi.Mode().IsRegular() || fi.Mode()&os.ModeSymlink != 0) {
+			if !onlyCur[p] {
+				continue
+			}
+			if linkFreeDirs(s.dir, path.Dir(p), dirs) && !keptMaybe(w.keep, p) && removeIn(s.dir, p) == nil {
+				continue
+			}
+		}
+		left = append(left, p)
+	}
+	return left
 }
 
 // removeIn removes the file or symlink p of the worktree dir, through
