@@ -3,6 +3,7 @@ package confine
 import (
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // CredentialPaths are the paths below the user's home that every
@@ -69,8 +70,42 @@ func DefaultHide(home string) []string {
 			}
 		}
 	}
+	out = append(out, SocketsNamedByEnv()...)
 	if os.Geteuid() == 0 {
 		out = append(out, RootOnly...)
+	}
+	return out
+}
+
+// SocketsNamedByEnv are the pathname sockets (and tmux's socket
+// directory) that the user's environment names wherever they lie:
+// TMUX's socket, TMUX_TMPDIR, SSH_AUTH_SOCK, a unix:// DOCKER_HOST and
+// the D-Bus session bus. Outside /tmp and the SocketDirs neither the
+// private /tmp nor the empty /run covers them, and Landlock below ABI 9
+// does not govern connecting to one: a confined agent drove the user's
+// tmux through one (TestSandboxSocketsNamedByEnvUnreachable).
+func SocketsNamedByEnv() []string {
+	var out []string
+	add := func(p string) {
+		if filepath.IsAbs(p) {
+			out = append(out, filepath.Clean(p))
+		}
+	}
+	if sock, _, _ := strings.Cut(os.Getenv("TMUX"), ","); sock != "" {
+		add(sock)
+	}
+	add(os.Getenv("TMUX_TMPDIR"))
+	add(os.Getenv("SSH_AUTH_SOCK"))
+	if p, ok := strings.CutPrefix(os.Getenv("DOCKER_HOST"), "unix://"); ok {
+		add(p)
+	}
+	for _, a := range strings.Split(os.Getenv("DBUS_SESSION_BUS_ADDRESS"), ";") {
+		_, kv, _ := strings.Cut(a, ":")
+		for _, f := range strings.Split(kv, ",") {
+			if p, ok := strings.CutPrefix(f, "path="); ok {
+				add(p)
+			}
+		}
 	}
 	return out
 }
@@ -115,6 +150,9 @@ func LandlockHide(home string) []string {
 	}
 	if d := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(d) {
 		skip[d] = true
+	}
+	for _, p := range SocketsNamedByEnv() {
+		skip[p] = true
 	}
 	var out []string
 	for _, p := range DefaultHide(home) {
