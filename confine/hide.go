@@ -3,6 +3,7 @@ package confine
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -79,7 +80,7 @@ func DefaultHide(home string) []string {
 
 // SocketsNamedByEnv are the pathname sockets (and tmux's socket
 // directory) that the user's environment names wherever they lie:
-// TMUX's socket, TMUX_TMPDIR, SSH_AUTH_SOCK, a unix:// DOCKER_HOST and
+// TMUX's socket, TMUX_TMPDIR's tmux-UID, SSH_AUTH_SOCK, a unix:// DOCKER_HOST and
 // the D-Bus session bus. Outside /tmp and the SocketDirs neither the
 // private /tmp nor the empty /run covers them, and Landlock below ABI 9
 // does not govern connecting to one: a confined agent drove the user's
@@ -94,7 +95,11 @@ func SocketsNamedByEnv() []string {
 	if sock, _, _ := strings.Cut(os.Getenv("TMUX"), ","); sock != "" {
 		add(sock)
 	}
-	add(os.Getenv("TMUX_TMPDIR"))
+	if d := os.Getenv("TMUX_TMPDIR"); d != "" {
+		// tmux's own directory in it, not the directory itself (which
+		// may be the home or /tmp).
+		add(filepath.Join(d, "tmux-"+strconv.Itoa(os.Getuid())))
+	}
 	add(os.Getenv("SSH_AUTH_SOCK"))
 	if p, ok := strings.CutPrefix(os.Getenv("DOCKER_HOST"), "unix://"); ok {
 		add(p)

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -65,7 +66,7 @@ func TestSocketsNamedByEnv(t *testing.T) {
 	t.Setenv("SSH_AUTH_SOCK", "/s/agent.sock")
 	t.Setenv("DOCKER_HOST", "unix:///s/docker.sock")
 	t.Setenv("DBUS_SESSION_BUS_ADDRESS", "unix:path=/s/bus,guid=1")
-	want := []string{"/s/tmux-0/default", "/s/tmuxdir", "/s/agent.sock", "/s/docker.sock", "/s/bus"}
+	want := []string{"/s/tmux-0/default", "/s/tmuxdir/tmux-" + strconv.Itoa(os.Getuid()), "/s/agent.sock", "/s/docker.sock", "/s/bus"}
 	hide := confine.DefaultHide("")
 	ll := confine.LandlockHide("")
 	for _, w := range want {
