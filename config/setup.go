@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/internal/suggest"
 )
 
 var (
@@ -14,7 +15,7 @@ var (
 )
 
 // setup reads the [setup] table: its network keys, commands (a list of
-// command strings) and [setup.NAME] tables (command, inputs, caches,
+// command strings), NAME = "command" steps and [setup.NAME] tables (command, inputs, caches,
 // outputs). A step's inputs, caches and outputs default to what its
 // program implies (muster.SetupDefaults).
 func (r *reader) setup(n *muster.Network, t map[string]any) []muster.SetupStep {
@@ -48,7 +49,10 @@ func (r *reader) setup(n *muster.Network, t map[string]any) []muster.SetupStep {
 			continue
 		}
 		if k != "commands" {
-			r.unknown(setupKeys, p...)
+			if st, ok := r.setupNamed(k, t[k], p); ok {
+				names[k] = true
+				add(st, nil)
+			}
 			continue
 		}
 		for _, c := range r.strings(t[k], p) {
@@ -65,6 +69,22 @@ func (r *reader) setup(n *muster.Network, t map[string]any) []muster.SetupStep {
 		}
 	}
 	return out
+}
+
+// setupNamed reads NAME = "command" in [setup] (DESIGN.md §4's
+// npm = "npm ci", the short form of a [setup.NAME] table, as in
+// [gates]). A key that looks like a misspelt key of [setup] is that.
+func (r *reader) setupNamed(name string, v any, p []string) (muster.SetupStep, bool) {
+	if suggest.Nearest(name, setupKeys) != "" {
+		r.unknown(setupKeys, p...)
+		return muster.SetupStep{}, false
+	}
+	c, ok := v.(string)
+	if !ok || strings.TrimSpace(c) == "" {
+		r.at(p, `setup %s: want a command string, such as %s = "npm ci"`, name, name)
+		return muster.SetupStep{}, false
+	}
+	return muster.SetupStep{Name: name, Command: c, Line: r.pos.line(p...)}, true
 }
 
 func (r *reader) setupTable(name string, t map[string]any, p []string) (muster.SetupStep, map[string]bool, bool) {

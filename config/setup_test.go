@@ -51,6 +51,34 @@ inputs = ["uv.lock"]
 	}
 }
 
+// TestSetupNamedCommands: DESIGN.md §4's form, NAME = "command" in
+// [setup] (as in [gates]), is a step of that name, in file order with the
+// other forms, with the defaults its program implies.
+func TestSetupNamedCommands(t *testing.T) {
+	t.Parallel()
+	doc := `[setup]
+npm = "npm ci"
+commands = ["go mod download"]
+py = "uv sync --frozen"
+network = "open"
+`
+	cfg, probs := Parse("m.toml", []byte(doc))
+	if len(probs) != 0 {
+		t.Fatal(probs)
+	}
+	var got []string
+	for _, st := range cfg.Setup {
+		got = append(got, st.Name+"="+st.Command)
+	}
+	if want := []string{"npm=npm ci", "go=go mod download", "py=uv sync --frozen"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("setup %v, want %v", got, want)
+	}
+	npm := cfg.Setup[0]
+	if npm.Line != 2 || npm.Inputs[0] != "package-lock.json" || npm.Outputs[0] != "node_modules/" {
+		t.Errorf("npm %+v", npm)
+	}
+}
+
 func TestSetupProblems(t *testing.T) {
 	t.Parallel()
 	for doc, want := range map[string]string{
@@ -58,6 +86,9 @@ func TestSetupProblems(t *testing.T) {
 		"[setup.deps]\ncommand = \"npm ci\"\ninput = []\n": `m.toml:3: unknown key "input" in [setup.deps]; did you mean "inputs"?`,
 		"[setup.deps]\ninputs = []\n":                      `setup deps: want a command`,
 		"[gates.test]\njunit = \"r.xml\"\n":                `gate test: want a command`,
+		"[setup]\ncommand = \"npm ci\"\n":                  `m.toml:2: unknown key "command" in [setup]; did you mean "commands"?`,
+		"[setup]\nnpm = 3\n":                               `m.toml:2: setup npm: want a command string, such as npm = "npm ci"`,
+		"[setup]\nnpm = \" \"\n":                           `m.toml:2: setup npm: want a command string, such as npm = "npm ci"`,
 	} {
 		_, probs := Parse("m.toml", []byte(doc))
 		if len(probs) == 0 || !strings.Contains(probs[0].String(), want) {

@@ -73,6 +73,10 @@ type Options struct {
 	VersionTimeout time.Duration
 	// OnlyConfigured leaves out the known kinds no executor uses.
 	OnlyConfigured bool
+	// Dir is the repository's top, where a relative command program
+	// ("./agent.sh": a path with a slash) is looked for, as each task's
+	// worktree, a clone of it, runs it ("": the current directory).
+	Dir string
 }
 
 // Check examines every executor of cfg (nil: none), then every known
@@ -137,7 +141,7 @@ func check(ctx context.Context, spec *muster.ExecutorSpec, configured bool, opts
 	}
 	switch info.Family {
 	case muster.FamilyCommand:
-		checkCommand(spec, &r)
+		checkCommand(spec, &r, opts.Dir)
 	case muster.FamilyHTTP:
 		checkHTTP(spec, info, &r, opts)
 	case muster.FamilySim:
@@ -151,13 +155,17 @@ func check(ctx context.Context, spec *muster.ExecutorSpec, configured bool, opts
 
 // checkCommand: a command kind's program is found; its credentials are
 // its own business.
-func checkCommand(spec *muster.ExecutorSpec, r *Result) {
+func checkCommand(spec *muster.ExecutorSpec, r *Result, dir string) {
 	r.Authority = []Authority{{Authority: "all", Level: "none", How: "muster's scrubbed environment only; the program decides"}}
 	if len(spec.Command) == 0 {
 		r.Problems = append(r.Problems, "no command configured")
 		return
 	}
-	p, err := exec.LookPath(spec.Command[0])
+	prog := spec.Command[0]
+	if dir != "" && strings.Contains(prog, "/") && !filepath.IsAbs(prog) {
+		prog = filepath.Join(dir, prog)
+	}
+	p, err := exec.LookPath(prog)
 	if err != nil {
 		r.Problems = append(r.Problems, fmt.Sprintf("command %q not found", spec.Command[0]))
 		return

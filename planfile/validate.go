@@ -34,7 +34,11 @@ type Options struct {
 func Validate(p *muster.Plan, cfg *muster.Config, opts Options) muster.Problems {
 	ps := &problems{file: p.Source, reserved: opts.Reserved}
 	if len(p.Tasks) == 0 {
-		ps.addf(1, `plan has no tasks: a task starts with a heading "## [ ] ID: Title"`)
+		if IsYAML(p.Source) {
+			ps.addf(1, `plan has no tasks: a YAML plan lists them under "tasks:", each with an id and a title`)
+		} else {
+			ps.addf(1, `plan has no tasks: a task starts with a heading "## [ ] ID: Title"`)
+		}
 		return ps.list
 	}
 	if cfg != nil && cfg.Run.MaxTasks > 0 && len(p.Tasks) > cfg.Run.MaxTasks {

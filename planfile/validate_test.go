@@ -39,6 +39,17 @@ func TestCapsOfTaskLimits(t *testing.T) {
 	}
 }
 
+// TestValidateNoTasksYAML: a YAML plan without tasks is told where
+// YAML tasks go, not about Markdown headings.
+func TestValidateNoTasksYAML(t *testing.T) {
+	t.Parallel()
+	p := mustParse(t, "p.yaml", "title: empty\ntasks: []\n")
+	want := []string{`p.yaml:1: plan has no tasks: a YAML plan lists them under "tasks:", each with an id and a title`}
+	if got := problemStrings(Validate(p, nil, Options{})); !reflect.DeepEqual(got, want) {
+		t.Errorf("got %q\nwant %q", got, want)
+	}
+}
+
 func TestValidate(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {

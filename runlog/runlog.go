@@ -91,8 +91,8 @@ type Query struct {
 	Chrono bool
 }
 
-// ErrNotFound is wrapped by Build's errors for a task or attempt that
-// is not in the run.
+// ErrNotFound is wrapped by Build's errors for a task, attempt or round
+// that is not in the run.
 var ErrNotFound = errors.New("not found")
 
 // Build returns the entries of the run whose journal holds events and
@@ -135,13 +135,10 @@ func Build(events []muster.Event, dir string, q Query) ([]Entry, error) {
 		}
 	}
 	if q.Round != nil {
-		kept := out[:0]
-		for _, e := range out {
-			if e.Round == *q.Round {
-				kept = append(kept, e)
-			}
+		var err error
+		if out, err = onlyRound(out, q); err != nil {
+			return nil, err
 		}
-		out = kept
 	}
 	if q.Chrono {
 		sort.SliceStable(out, func(i, j int) bool { return out[i].Seq < out[j].Seq })
@@ -150,6 +147,22 @@ func Build(events []muster.Event, dir string, q Query) ([]Entry, error) {
 		out = []Entry{}
 	}
 	return out, nil
+}
+
+// onlyRound keeps the entries of q's round. A task that has entries,
+// none of that round, never reached it: ErrNotFound, naming its rounds.
+func onlyRound(out []Entry, q Query) ([]Entry, error) {
+	kept, last := out[:0:0], 0
+	for _, e := range out {
+		last = max(last, e.Round)
+		if e.Round == *q.Round {
+			kept = append(kept, e)
+		}
+	}
+	if q.Task != "" && len(out) > 0 && len(kept) == 0 {
+		return nil, fmt.Errorf("task %s has no round %d (its rounds: 0 to %d): %w", q.Task, *q.Round, last, ErrNotFound)
+	}
+	return kept, nil
 }
 
 // task is what fold keeps of one task.

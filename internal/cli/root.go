@@ -167,7 +167,14 @@ func resolveJournal(dir, run string) (string, error) {
 // --repo and --config say which repository and config it checks.
 func doctorCmd() *cobra.Command {
 	opts := &doctor.Options{}
-	opts.LoadConfig = func() (*muster.Config, error) { return repoConfig(opts.Repo, opts.Config) }
+	opts.LoadConfig = func() (*muster.Config, error) {
+		// A relative command program is looked for in the repository,
+		// not in the current directory (--repo).
+		if repo, err := cmdutil.OpenRepo(context.Background(), opts.Repo); err == nil {
+			opts.Check.Dir = repo.Top
+		}
+		return repoConfig(opts.Repo, opts.Config)
+	}
 	opts.Committed = func(ctx context.Context, cfg *muster.Config) map[string]string {
 		repo, err := cmdutil.OpenRepo(ctx, opts.Repo)
 		if err != nil {

@@ -137,6 +137,11 @@ func (r *Repo) ResolveRun(id string) (string, error) {
 			return "", Invalid("run %q: a run ID is letters, digits, '.', '_' and '-' (see muster runs)", id)
 		}
 		if _, err := os.Stat(r.JournalPath(id)); err != nil {
+			if dirExists(r.RunDir(id)) {
+				// The run is there, its journal is not (or cannot be
+				// reached): the environment's fault, not the name's.
+				return "", Env("run %s: its journal cannot be read: %w", id, err)
+			}
 			return "", Invalid("no run %q in %s (see muster runs)", id, r.Top)
 		}
 		return id, nil

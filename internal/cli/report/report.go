@@ -137,6 +137,9 @@ func (o *Options) window() (tz *time.Location, since, until time.Time, err error
 	if until, err = day(o.Until, tz, "--until"); err != nil {
 		return nil, since, until, err
 	}
+	if !since.IsZero() && !until.IsZero() && since.After(until) {
+		return nil, since, until, cmdutil.FlagErrorf("--since %s is after --until %s", o.Since, o.Until)
+	}
 	if !until.IsZero() {
 		until = until.AddDate(0, 0, 1)
 	}

@@ -13,7 +13,7 @@ import (
 func NewCmd(io *cmdutil.IOStreams) *cobra.Command {
 	f := &preflight.Flags{}
 	cmd := &cobra.Command{
-		Use:   "resume [RUN]",
+		Use:   "resume [RUN | --run-id RUN]",
 		Short: "Finish an interrupted or failed run (default: the latest)",
 		Long: `Resume a run from its journal: attempts that were running when muster stopped
 are marked interrupted and their worktrees reset; tasks whose commit is already
@@ -32,8 +32,11 @@ receipt. Removing a task, or changing one that succeeded, is refused
 (exit 2): start a new run for that. --keep-plan goes on with the copy.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id := ""
+			id := f.RunID
 			if len(args) == 1 {
+				if id != "" && id != args[0] {
+					return cmdutil.FlagErrorf("give the run to resume once: RUN %s or --run-id %s, not both", args[0], id)
+				}
 				id = args[0]
 			}
 			_, err := runner.Resume(cmd.Context(), io, id, f)
@@ -44,6 +47,6 @@ receipt. Removing a task, or changing one that succeeded, is refused
 	f.AdoptPlan = true
 	cmd.Flags().StringVar(&f.PlanFile, "plan", "", "the plan file to compare with the run's copy (default: the file the run started with)")
 	cmd.Flags().BoolVar(&f.KeepPlan, "keep-plan", false, "go on with the run's copy of the plan even when the plan file was edited")
-	_ = cmd.Flags().MarkHidden("run-id")
+	cmd.Flags().Lookup("run-id").Usage = "the run to resume (RUN's other spelling; default: the latest run)"
 	return cmd
 }

@@ -22,6 +22,7 @@ import (
 // NewCmd returns muster verify.
 func NewCmd(io *cmdutil.IOStreams) *cobra.Command {
 	var repoDir string
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "verify [RUN]",
 		Short: "Check a run's sealed receipt against its journal and git (default: the latest run)",
@@ -31,22 +32,35 @@ named line by line), the run's copy of the plan (canonical hash) and the run
 branch (its tip, each task's commit, and that every commit on it is one the
 journal records as muster's: a commit no journal event accounts for is named,
 whatever its trailer claims).
-Exit 0 when everything matches; 1, listing each difference, when not.`,
+Exit 0 when everything matches; 1, listing each difference, when not.
+--json prints one object: run, ok (true or false), summary (what holds, or
+"") and problems (each difference, or []); the exit status is the same.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id := ""
 			if len(args) == 1 {
 				id = args[0]
 			}
-			return Run(cmd.Context(), io, repoDir, id)
+			return Run(cmd.Context(), io, repoDir, id, asJSON)
 		},
 	}
 	cmd.Flags().StringVar(&repoDir, "repo", "", "repository to work in (default: current directory)")
+	cmd.Flags().String("config", "", "config file (accepted for symmetry; a run's config is in its journal)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as one JSON object")
 	return cmd
 }
 
-// Run verifies run id (or the latest run) of the repository at repoDir.
-func Run(ctx context.Context, io *cmdutil.IOStreams, repoDir, id string) error {
+// Result is verify --json's object.
+type Result struct {
+	Run      string   `json:"run"`
+	OK       bool     `json:"ok"`
+	Summary  string   `json:"summary"`
+	Problems []string `json:"problems"`
+}
+
+// Run verifies run id (or the latest run) of the repository at repoDir,
+// as one JSON object when asJSON.
+func Run(ctx context.Context, io *cmdutil.IOStreams, repoDir, id string, asJSON bool) error {
 	repo, err := cmdutil.OpenRepo(ctx, repoDir)
 	if err != nil {
 		return err
@@ -60,6 +74,9 @@ func Run(ctx context.Context, io *cmdutil.IOStreams, repoDir, id string) error {
 	problems, summary, err := Check(ctx, repo, id)
 	if err != nil {
 		return err
+	}
+	if asJSON {
+		return writeJSON(io, id, problems, summary)
 	}
 	if len(problems) > 0 {
 		return failed(io, id, problems)
@@ -121,10 +138,29 @@ func branch(ctx context.Context, repo *cmdutil.Repo, id string, r *receipt.Recei
 	return b, nil
 }
 
+// writeJSON prints the result as a Result: exit 1 when it does not hold.
+func writeJSON(io *cmdutil.IOStreams, id string, problems []string, summary string) error {
+	res := Result{Run: id, OK: len(problems) == 0, Summary: summary, Problems: []string{}}
+	for _, p := range problems {
+		res.Problems = append(res.Problems, textsafe.Sanitize(p))
+	}
+	if err := cmdutil.WriteJSON(io.Out, res); err != nil {
+		return err
+	}
+	if !res.OK {
+		return mismatch()
+	}
+	return nil
+}
+
+func mismatch() error {
+	return &cmdutil.Silent{Err: &muster.Error{Code: muster.CodeFailed, Message: "receipt mismatch"}}
+}
+
 func failed(io *cmdutil.IOStreams, id string, problems []string) error {
 	fmt.Fprintf(io.Out, "run %s: the receipt does not match:\n", id)
 	for _, p := range problems {
 		fmt.Fprintf(io.Out, "  %s\n", textsafe.Sanitize(p))
 	}
-	return &cmdutil.Silent{Err: &muster.Error{Code: muster.CodeFailed, Message: "receipt mismatch"}}
+	return mismatch()
 }
