@@ -9,7 +9,9 @@ import (
 )
 
 // keysLeaving warns of each command, generic ACP or Copilot executor
-// whose env_allow lets its real key through: behind muster's model
+// whose program holds its real key: without a base_url (muster cannot
+// know its provider, so the key is passed on), or with one when its
+// env_allow lets the key through: behind muster's model
 // endpoint such a program would hold a placeholder, and with the key in
 // its environment any tool it runs can send the key anywhere
 // (docs/security.md).
@@ -20,7 +22,15 @@ func keysLeaving(cfg *muster.Config) muster.Problems {
 			continue
 		}
 		key := egress.KeyEnv(e)
-		if key == "" || !slices.Contains(e.EnvAllow, key) && !slices.Contains(cfg.Run.EnvAllow, key) {
+		if key == "" {
+			continue
+		}
+		if e.BaseURL == "" {
+			out = append(out, muster.Problem{File: cfg.Source, Line: e.Line, Warning: true,
+				Message: fmt.Sprintf("executor %s: api_key_env %s without base_url: the program holds the real key, which then leaves muster (any tool it runs can send it anywhere); set base_url to put it behind muster's endpoint with a placeholder (docs/security.md)", e.Name, key)})
+			continue
+		}
+		if !slices.Contains(e.EnvAllow, key) && !slices.Contains(cfg.Run.EnvAllow, key) {
 			continue
 		}
 		out = append(out, muster.Problem{File: cfg.Source, Line: e.Line, Warning: true,
