@@ -71,7 +71,7 @@ func (r *reader) setup(n *muster.Network, t map[string]any) []muster.SetupStep {
 	return out
 }
 
-// setupNamed reads NAME = "command" in [setup] (DESIGN.md §4's
+// setupNamed reads NAME = "command" in [setup] (ARCHITECTURE.md §2.4:
 // npm = "npm ci", the short form of a [setup.NAME] table, as in
 // [gates]). A key that looks like a misspelt key of [setup] is that.
 func (r *reader) setupNamed(name string, v any, p []string) (muster.SetupStep, bool) {

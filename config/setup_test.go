@@ -51,8 +51,8 @@ inputs = ["uv.lock"]
 	}
 }
 
-// TestSetupNamedCommands: DESIGN.md §4's form, NAME = "command" in
-// [setup] (as in [gates]), is a step of that name, in file order with the
+// TestSetupNamedCommands: NAME = "command" in [setup] (as in [gates];
+// ARCHITECTURE.md §2.4) is a step of that name, in file order with the
 // other forms, with the defaults its program implies.
 func TestSetupNamedCommands(t *testing.T) {
 	t.Parallel()
