@@ -140,6 +140,10 @@ func (ps *problems) newTask(h string, ln int) (t *muster.Task, ok bool) {
 		ps.addf(ln, `task heading has no ID: want "## [ ] ID: Title"`)
 		return t, false
 	}
+	if first, more, spaced := strings.Cut(id, " "); title == "" && spaced && !strings.Contains(rest, ":") {
+		ps.addf(ln, `task heading has no ":" after its ID: want "## [ ] %s: %s"`, first, strings.TrimSpace(more))
+		return t, false
+	}
 	if title == "" {
 		ps.addf(ln, `task %s has no title: want "## [ ] %s: Title"`, id, id)
 	}

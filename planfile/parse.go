@@ -92,8 +92,18 @@ func Check(path string, cfg *muster.Config, opts Options) (*muster.Plan, muster.
 	if err != nil {
 		return nil, nil, &muster.Error{Code: muster.CodeInvalid, Op: "read plan", Err: err}
 	}
-	p, probs := Parse(path, data)
-	probs = append(probs, Validate(p, cfg, opts)...)
-	SortProblems(probs)
+	p, probs := CheckData(path, data, cfg, opts)
 	return p, probs, nil
+}
+
+// CheckData is Check of a plan already read: name is the file name used
+// in messages.
+func CheckData(name string, data []byte, cfg *muster.Config, opts Options) (*muster.Plan, muster.Problems) {
+	p, probs := Parse(name, data)
+	if len(p.Tasks) > 0 || len(probs.Errors()) == 0 {
+		// A plan broken before its first task is not also "empty".
+		probs = append(probs, Validate(p, cfg, opts)...)
+	}
+	SortProblems(probs)
+	return p, probs
 }

@@ -188,6 +188,7 @@ func TestParseProblems(t *testing.T) {
 		{"bad checkbox", "p.md", "## [?] a: A\nOwns: x\n", []string{`p.md:1: bad task heading: want "## [ ] ID: Title" (or "[x]" for a task already done)`}},
 		{"no id", "p.md", "## [ ] : A\n", []string{`p.md:1: task heading has no ID: want "## [ ] ID: Title"`}},
 		{"no title", "p.md", "## [ ] a\n", []string{`p.md:1: task a has no title: want "## [ ] a: Title"`}},
+		{"no colon", "p.md", "## [ ] fix login page\n", []string{`p.md:1: task heading has no ":" after its ID: want "## [ ] fix: login page"`}},
 		{"not utf8", "p.md", "## [ ] a: A\n\xff\n", []string{`p.md:2: not UTF-8 text`}},
 		{"yaml syntax", "p.yaml", "tasks:\n  - id: a\n   title: [\n", []string{`p.yaml:3: bad YAML: value is not allowed in this context`}},
 		{"yaml not a mapping", "p.yml", "- a\n- b\n", []string{`p.yml:1: the plan: want a mapping of keys to values`}},

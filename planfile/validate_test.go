@@ -1,6 +1,8 @@
 package planfile
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
@@ -314,5 +316,34 @@ func TestUnknownExecutorOnAFleetWarns(t *testing.T) {
 	}
 	if len(Validate(p, crew(), Options{}).Errors()) != 2 {
 		t.Error("without a fleet an unknown executor is not an error")
+	}
+}
+
+// TestCheckBrokenPlanIsNotAlsoEmpty: a plan whose syntax is broken
+// before its first task is told of the syntax, not also that it has no
+// tasks (the second message sent users looking in the wrong place).
+func TestCheckBrokenPlanIsNotAlsoEmpty(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for name, src := range map[string]string{
+		"p.yaml": "tasks:\n  - id: a\n   title: x\n",
+		"p.md":   "## [?] a: A\n",
+	} {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, probs, err := Check(path, nil, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range problemStrings(probs) {
+			if strings.Contains(s, "no tasks") {
+				t.Errorf("%s: %q among %q", name, s, problemStrings(probs))
+			}
+		}
+		if len(probs) == 0 {
+			t.Errorf("%s: no problem", name)
+		}
 	}
 }

@@ -249,10 +249,7 @@ func Checker(cfg *muster.Config) func(name string, data []byte) (*muster.Plan, m
 		crew = nil
 	}
 	return func(name string, data []byte) (*muster.Plan, muster.Problems) {
-		p, probs := planfile.Parse(name, data)
-		probs = append(probs, planfile.Validate(p, crew, planfile.Options{})...)
-		// In line order, as validate prints them (planfile.Check).
-		planfile.SortProblems(probs)
+		p, probs := planfile.CheckData(name, data, crew, planfile.Options{})
 		return p, append(probs, preflight.Unapproved(p, cfg)...)
 	}
 }
