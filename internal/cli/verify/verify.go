@@ -95,7 +95,7 @@ func Check(ctx context.Context, repo *cmdutil.Repo, id string) (problems []strin
 	}
 	r, err := receipt.Read(dir)
 	if errors.Is(err, os.ErrNotExist) {
-		return []string{"receipt: none sealed in " + dir + " (the run has not ended; muster resume " + id + " ends and seals it)"}, "", nil
+		return []string{missing(repo, id)}, "", nil
 	}
 	if err != nil {
 		return []string{"receipt: " + err.Error()}, "", nil
@@ -122,6 +122,17 @@ func Check(ctx context.Context, repo *cmdutil.Repo, id string) (problems []strin
 	}
 	return nil, fmt.Sprintf("%d journal lines (chain %s), plan %s%s, branch %s at %s, %d tasks",
 		r.Journal.Lines, textsafe.Short(r.Journal.Hash), textsafe.Short(r.PlanHash), plans, r.Branch, textsafe.Short(r.Final), len(r.Tasks)), nil
+}
+
+// missing says why run id has no receipt: it has not ended, or its
+// receipt was deleted after it finished.
+func missing(repo *cmdutil.Repo, id string) string {
+	dir := repo.RunDir(id)
+	es, _ := journal.ReadFile(repo.JournalPath(id))
+	if n := len(es); n > 0 && es[n-1].Type == muster.EvRunFinished {
+		return "receipt: missing from " + dir + ", though the journal says the run finished: it was deleted, and without it the journal cannot be checked (muster resume " + id + " seals the journal as it stands now)"
+	}
+	return "receipt: none sealed in " + dir + " (the run has not ended; muster resume " + id + " ends and seals it)"
 }
 
 // branch reads the run branch: its tip and every commit on it since the
