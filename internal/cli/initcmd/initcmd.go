@@ -7,6 +7,7 @@ package initcmd
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,6 +31,11 @@ const PlanFile = "muster-plan.md"
 type Options struct {
 	Repo  string
 	Force bool
+	// Config is where the config goes (--config; default muster.toml at
+	// the repository's top), relative to the current directory as run
+	// and validate read it.
+	Config string
+	JSON   bool
 	// Check finds the installed agents (doctor.Check by default).
 	Check func(ctx context.Context) []doctor.Result
 	// LookPath finds a gate's program (exec.LookPath by default).
@@ -42,21 +48,49 @@ func NewCmd(io *cmdutil.IOStreams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "init",
 		Short: "Write a muster.toml for the agents installed here, and a sample plan",
-		Long: `Write muster.toml at the repository's top: a crew of the agent CLIs installed
-here that have credentials (found as muster doctor finds them; a simulated
-crew when there are none, labelled as such), and the repository's likely
-gates (go test, npm test, pytest, cargo test, make test, when their files are
-present). Also write ` + PlanFile + `, a small sample plan that validates. Prints
-what it wrote and the command to run next. Refuses to overwrite either file
-(exit 2) unless --force.`,
+		Long: `Write muster.toml at the repository's top (or where --config says): a crew of
+the agent CLIs installed here that have credentials (found as muster doctor
+finds them; a simulated crew when there are none, labelled as such), and the
+repository's likely gates (go test, npm test, pytest, cargo test, make test,
+when their files are present). Also write ` + PlanFile + `, a small sample plan
+that validates. Prints what it wrote and the command to run next (with --json,
+as one object on stdout). Refuses to overwrite either file (exit 2) unless
+--force.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return Run(cmd.Context(), io, opts)
 		},
 	}
 	cmd.Flags().StringVar(&opts.Repo, "repo", "", "repository (default: current directory)")
-	cmd.Flags().BoolVar(&opts.Force, "force", false, "overwrite muster.toml and "+PlanFile)
+	cmd.Flags().StringVar(&opts.Config, "config", "", "where to write the config (default: muster.toml at the repository's top)")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "say what was written as one JSON object on stdout")
+	cmd.Flags().BoolVar(&opts.Force, "force", false, "overwrite the config and "+PlanFile)
 	return cmd
+}
+
+// written is what init wrote, for people and for --json.
+type written struct {
+	Config    string         `json:"config"`
+	Plan      string         `json:"plan"`
+	Executors []writtenAgent `json:"executors"`
+	Skipped   []string       `json:"skipped"`
+	Gates     []writtenStep  `json:"gates"`
+	Setup     []writtenStep  `json:"setup"`
+	Next      string         `json:"next"`
+}
+
+type writtenAgent struct {
+	Name   string          `json:"name"`
+	Kind   muster.ExecKind `json:"kind"`
+	Clones int             `json:"clones"`
+	Note   string          `json:"note"`
+}
+
+// writtenStep is a gate or setup step; Off says why it is commented out.
+type writtenStep struct {
+	Name    string `json:"name"`
+	Command string `json:"command"`
+	Off     string `json:"off,omitempty"`
 }
 
 // Run writes the files.
@@ -65,14 +99,9 @@ func Run(ctx context.Context, io *cmdutil.IOStreams, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	cfgPath := filepath.Join(repo.Top, config.FileName)
-	planPath := filepath.Join(repo.Top, PlanFile)
-	if !opts.Force {
-		for _, p := range []string{cfgPath, planPath} {
-			if _, err := os.Lstat(p); err == nil {
-				return cmdutil.Invalid("%s exists already: muster init does not overwrite it (--force does)", p)
-			}
-		}
+	w, err := targets(repo, opts)
+	if err != nil {
+		return err
 	}
 	check := opts.Check
 	if check == nil {
@@ -91,13 +120,52 @@ func Run(ctx context.Context, io *cmdutil.IOStreams, opts *Options) error {
 		// what [run] writable names.
 		text = strings.Replace(text, "[run]\n", "[run]\nwritable = ["+fmt.Sprintf("%q", cache)+"]   # go test's build cache (gates are confined)\n", 1)
 	}
+	if err := writeChecked(w.Config, text, w.Plan); err != nil {
+		return err
+	}
+	w.fill(crew, gates, setup)
+	if opts.JSON {
+		return cmdutil.WriteJSON(io.Out, w)
+	}
+	w.print(io.ErrOut)
+	return nil
+}
+
+// targets says where the files go, refusing to overwrite them without
+// --force and a config path in a directory that is not there.
+func targets(repo *cmdutil.Repo, opts *Options) (*written, error) {
+	w := &written{Config: filepath.Join(repo.Top, config.FileName), Plan: filepath.Join(repo.Top, PlanFile),
+		Next: "muster run --dry-run " + PlanFile}
+	if opts.Config != "" {
+		abs, err := filepath.Abs(opts.Config)
+		if err != nil {
+			return nil, cmdutil.Invalid("--config %s: %v", opts.Config, err)
+		}
+		if fi, err := os.Stat(filepath.Dir(abs)); err != nil || !fi.IsDir() {
+			return nil, cmdutil.Invalid("--config %s: directory %s is not there: create it first", opts.Config, filepath.Dir(abs))
+		}
+		w.Config = abs
+		w.Next = "muster run --dry-run --config " + opts.Config + " " + PlanFile
+	}
+	if !opts.Force {
+		for _, p := range []string{w.Config, w.Plan} {
+			if _, err := os.Lstat(p); err == nil {
+				return nil, cmdutil.Invalid("%s exists already: muster init does not overwrite it (--force does)", p)
+			}
+		}
+	}
+	return w, nil
+}
+
+// writeChecked writes the config and the sample plan and checks that
+// they load and validate, as run would check them.
+func writeChecked(cfgPath, text, planPath string) error {
 	if err := os.WriteFile(cfgPath, []byte(text), 0o644); err != nil {
 		return cmdutil.Env("write %s: %w", cfgPath, err)
 	}
 	if err := os.WriteFile(planPath, []byte(samplePlan), 0o644); err != nil {
 		return cmdutil.Env("write %s: %w", planPath, err)
 	}
-	// What was written must load and validate, as run would check it.
 	cfg, err := config.Load(cfgPath)
 	if err != nil {
 		return cmdutil.Env("internal error: the muster.toml init wrote does not load: %w", err)
@@ -105,34 +173,53 @@ func Run(ctx context.Context, io *cmdutil.IOStreams, opts *Options) error {
 	if _, probs, err := planfile.Check(planPath, cfg, planfile.Options{}); err != nil || len(probs.Errors()) > 0 {
 		return cmdutil.Env("internal error: the sample plan init wrote does not validate: %v%v", err, probs.Errors()) // flattened: either may be nil
 	}
-	w := io.ErrOut
-	fmt.Fprintf(w, "wrote %s\n", cfgPath)
-	for _, m := range crew.members {
-		fmt.Fprintf(w, "  executor %-12s kind %s, %d clones, %s\n", m.name, m.kind, m.clones, m.note)
-	}
-	for _, s := range crew.skipped {
-		fmt.Fprintf(w, "  not used     %s\n", s)
-	}
-	for _, g := range gates {
-		state := ""
-		if g.off != "" {
-			state = " (commented out: " + g.off + ")"
-		}
-		fmt.Fprintf(w, "  gate %-8s %s%s\n", g.name, g.command, state)
-	}
-	for _, g := range setup {
-		state := ""
-		if g.off != "" {
-			state = " (commented out: " + g.off + ")"
-		}
-		fmt.Fprintf(w, "  setup %-7s %s%s\n", g.name, g.command, state)
-	}
-	if len(gates) == 0 {
-		fmt.Fprintln(w, "  no gates: none of go.mod, package.json, pytest, Cargo.toml, a Makefile test target found; add them under [gates]")
-	}
-	fmt.Fprintf(w, "wrote %s (a sample plan of 2 tasks)\n", planPath)
-	fmt.Fprintf(w, "next: muster run --dry-run %s   (then: muster run %s)\n", PlanFile, PlanFile)
 	return nil
+}
+
+// fill records the crew, gates and setup that were written.
+func (w *written) fill(crew crewResult, gates, setup []gateSpec) {
+	w.Executors, w.Skipped = []writtenAgent{}, append([]string{}, crew.skipped...)
+	for _, m := range crew.members {
+		w.Executors = append(w.Executors, writtenAgent{Name: m.name, Kind: m.kind, Clones: m.clones, Note: m.note})
+	}
+	w.Gates, w.Setup = steps(gates), steps(setup)
+}
+
+func steps(specs []gateSpec) []writtenStep {
+	out := []writtenStep{}
+	for _, g := range specs {
+		out = append(out, writtenStep{Name: g.name, Command: g.command, Off: g.off})
+	}
+	return out
+}
+
+// print says what was written, for people.
+func (w *written) print(out io.Writer) {
+	fmt.Fprintf(out, "wrote %s\n", w.Config)
+	for _, m := range w.Executors {
+		fmt.Fprintf(out, "  executor %-12s kind %s, %d clones, %s\n", m.Name, m.Kind, m.Clones, m.Note)
+	}
+	for _, s := range w.Skipped {
+		fmt.Fprintf(out, "  not used     %s\n", s)
+	}
+	for _, g := range w.Gates {
+		fmt.Fprintf(out, "  gate %-8s %s%s\n", g.Name, g.Command, offNote(g.Off))
+	}
+	for _, g := range w.Setup {
+		fmt.Fprintf(out, "  setup %-7s %s%s\n", g.Name, g.Command, offNote(g.Off))
+	}
+	if len(w.Gates) == 0 {
+		fmt.Fprintln(out, "  no gates: none of go.mod, package.json, pytest, Cargo.toml, a Makefile test target found; add them under [gates]")
+	}
+	fmt.Fprintf(out, "wrote %s (a sample plan of 2 tasks)\n", w.Plan)
+	fmt.Fprintf(out, "next: %s   (then: %s)\n", w.Next, strings.Replace(w.Next, " --dry-run", "", 1))
+}
+
+func offNote(off string) string {
+	if off == "" {
+		return ""
+	}
+	return " (commented out: " + off + ")"
 }
 
 // member is one executor init writes.

@@ -98,6 +98,8 @@ Then it pushes and says what it did on the pull request. It repeats every
 	f.StringVar(&o.Remote, "remote", "origin", "remote to push to")
 	f.StringVar(&o.GitHubRepo, "github-repo", "", "OWNER/NAME where the pull request opens (default: GITHUB_REPOSITORY, else the remote's URL)")
 	f.BoolVar(&o.JSON, "json", false, "print what was pushed and opened as JSON")
+	// --config is a common flag (ARCHITECTURE.md §2.1); a run's config is in its journal.
+	f.String("config", "", "config file (accepted for symmetry; a run's config is in its journal)")
 	fo := &FollowOptions{}
 	var follow bool
 	f.BoolVar(&follow, "follow", false, "turn failed checks and review comments into fix rounds of the tasks that own the files, push, and say so on the pull request")

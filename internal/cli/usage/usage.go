@@ -121,6 +121,8 @@ the embedded price table (its date is printed) and marked with *.`,
 	f.IntVar(&opts.Workers, "workers", 0, "parallel readers (default: number of cores)")
 	f.BoolVar(&opts.Runs, "runs", true, "also read the sessions muster ran in this repository (its agents' homes in .git/muster/runs; default: on unless --dir)")
 	f.StringVar(&opts.Repo, "repo", "", "the repository whose muster runs to read (default: the current directory's)")
+	// --config is a common flag (ARCHITECTURE.md §2.1).
+	f.String("config", "", "config file (accepted for symmetry; usage reads the agents' logs, not a config)")
 	return cmd
 }
 

@@ -64,6 +64,8 @@ prints one progress line per event instead.`,
 	}
 	cmd.Flags().BoolVar(&opts.Plain, "plain", false, "print plain progress lines instead of the live view")
 	cmd.Flags().StringVar(&opts.Repo, "repo", "", "repository (default: current directory)")
+	// --config is a common flag (ARCHITECTURE.md §2.1).
+	cmd.Flags().String("config", "", "config file (accepted for symmetry; a run's config is in its journal)")
 	return cmd
 }
 
