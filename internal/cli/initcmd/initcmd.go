@@ -144,6 +144,9 @@ func targets(repo *cmdutil.Repo, opts *Options) (*written, error) {
 		if fi, err := os.Stat(filepath.Dir(abs)); err != nil || !fi.IsDir() {
 			return nil, cmdutil.Invalid("--config %s: directory %s is not there: create it first", opts.Config, filepath.Dir(abs))
 		}
+		if fi, err := os.Stat(abs); err == nil && fi.IsDir() {
+			return nil, cmdutil.Invalid("--config %s is a directory: name the file to write", opts.Config)
+		}
 		w.Config = abs
 		w.Next = "muster run --dry-run --config " + opts.Config + " " + PlanFile
 	}
