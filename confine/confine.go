@@ -91,6 +91,10 @@ type Options struct {
 	// before anything else (muster places this process in the
 	// invocation's cgroup meanwhile: [run] max_pids, max_memory).
 	Hold int
+	// Life (--life FD, with --ns): the read end of a pipe only muster
+	// writes to and holds open; its end means muster is gone, and stage
+	// one then ends the namespace at once.
+	Life int
 	Argv []string // the program and its arguments
 }
 
@@ -200,7 +204,7 @@ func Parse(args []string) (writable, argv []string, err error) {
 	return o.Write, o.Argv, nil
 }
 
-const usage = "want [--hold FD] [--write PATH]... [--ro PATH]... [--hide PATH]... [--ns [--host-net] [--bridge PORT] [--grace D]] -- PROGRAM [ARG]..."
+const usage = "want [--hold FD] [--write PATH]... [--ro PATH]... [--hide PATH]... [--ns [--host-net] [--bridge PORT] [--grace D] [--life FD]] -- PROGRAM [ARG]..."
 
 // ParseOptions parses the arguments of the ConfineCommand.
 func ParseOptions(args []string) (Options, error) {
@@ -208,7 +212,7 @@ func ParseOptions(args []string) (Options, error) {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		name, value, hasValue := strings.Cut(a, "=")
-		takes := name == "--write" || name == "--ro" || name == "--hide" || name == "--bridge" || name == "--grace" || name == "--hold"
+		takes := name == "--write" || name == "--ro" || name == "--hide" || name == "--bridge" || name == "--grace" || name == "--hold" || name == "--life"
 		if takes && !hasValue {
 			if i+1 >= len(args) {
 				return Options{}, fmt.Errorf("%s needs a value", name)
@@ -244,12 +248,16 @@ func ParseOptions(args []string) (Options, error) {
 				return Options{}, fmt.Errorf("--grace %q: want a duration", value)
 			}
 			o.Grace = d
-		case name == "--hold":
+		case name == "--hold", name == "--life":
 			fd, err := strconv.Atoi(value)
 			if err != nil || fd < 3 {
-				return Options{}, fmt.Errorf("--hold %q: want a file descriptor, 3 or more", value)
+				return Options{}, fmt.Errorf("%s %q: want a file descriptor, 3 or more", name, value)
 			}
-			o.Hold = fd
+			if name == "--hold" {
+				o.Hold = fd
+			} else {
+				o.Life = fd
+			}
 		case a == "--ns":
 			o.Namespaces = true
 		case a == "--host-net":

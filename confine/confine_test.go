@@ -25,6 +25,9 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 2 && os.Args[1] == "keyprobe" {
 		os.Exit(keyProbe(os.Args[2]))
 	}
+	if len(os.Args) > 3 && os.Args[1] == "orphanparent" {
+		os.Exit(orphanParent(os.Args[2], os.Args[3]))
+	}
 	if len(os.Args) > 2 && os.Args[1] == "unixprobe" {
 		os.Exit(unixProbe(os.Args[2]))
 	}

@@ -373,6 +373,7 @@ func handBridge(port int) error {
 func supervise(o Options, path string) (int, error) {
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	gone := watchLife(o.Life)
 	writable := append(append([]string(nil), o.Write...), Masked...)
 	pid, code, err := startConfined(path, o.Argv, writable)
 	if err != nil {
@@ -387,6 +388,8 @@ func supervise(o Options, path string) (int, error) {
 		case s := <-sigs:
 			_ = syscall.Kill(-pid, s.(syscall.Signal))
 		case code = <-progDone:
+		case <-gone:
+			return endAll()
 		}
 	}
 	grace := o.Grace
@@ -401,6 +404,8 @@ func supervise(o Options, path string) (int, error) {
 			select {
 			case s := <-sigs:
 				_ = syscall.Kill(-1, s.(syscall.Signal))
+			case <-gone:
+				return endAll()
 			case <-allGone:
 				done = true
 			case <-t.C:
@@ -409,6 +414,35 @@ func supervise(o Options, path string) (int, error) {
 		}
 	}
 	return code, nil
+}
+
+// watchLife returns a channel closed when muster is gone: when the
+// lifeline fd (0: none, and the channel never closes) reads its end.
+// The program never inherits the descriptor.
+func watchLife(fd int) <-chan struct{} {
+	gone := make(chan struct{})
+	if fd <= 0 {
+		return gone
+	}
+	unix.CloseOnExec(fd)
+	go func() {
+		defer close(gone)
+		b := make([]byte, 1)
+		for {
+			if n, err := unix.Read(fd, b); n <= 0 && err != unix.EINTR {
+				return
+			}
+		}
+	}()
+	return gone
+}
+
+// endAll kills everything in the namespace (kill(-1) from its first
+// process) when muster is gone: no one waits for the program's status,
+// and nothing of the invocation may go on working without muster.
+func endAll() (int, error) {
+	_ = syscall.Kill(-1, syscall.SIGKILL)
+	return 128 + int(syscall.SIGKILL), nil
 }
 
 // reap waits for every child (orphans of the namespace become this

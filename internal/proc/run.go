@@ -25,6 +25,8 @@ type invocation struct {
 	cg     *cgroup  // the invocation's cgroup (nil: no limits)
 	hold   *os.File // v1: muster's end of the hold pipe, until placed
 	holdR  *os.File // its other end, the child's
+	life   *os.File // the sandbox's lifeline: muster's end, held until Run returns
+	lifeR  *os.File // its other end, stage one's, until the start
 	start  time.Time
 	pid    int
 
@@ -90,6 +92,9 @@ func (r *invocation) command() error {
 			}
 			extra = append(extra, r.bridge.child) // muster.BridgeFD
 		}
+		if err := r.lifeline(&extra); err != nil {
+			return err
+		}
 	}
 	if r.cg != nil {
 		if err := r.placeInCgroup(&extra); err != nil {
@@ -106,6 +111,36 @@ func (r *invocation) command() error {
 	return nil
 }
 
+// lifeline gives stage one of the sandbox the read end of a pipe whose
+// write end only muster holds, open until Run returns (--life FD): when
+// muster dies, however it dies, stage one reads the end of the pipe and
+// ends its namespace, and the agent with it, at once, rather than
+// running on until a resume finds it.
+func (r *invocation) lifeline(extra *[]*os.File) error {
+	lr, lw, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("sandbox lifeline: %w", err)
+	}
+	r.lifeR, r.life = lr, lw
+	*extra = append(*extra, lr)
+	var ok bool
+	if r.cmd.Args, ok = withOption(r.cmd.Args, "--life", 3+len(*extra)-1); !ok {
+		return errors.New("sandbox lifeline: the namespaces need the confinement step")
+	}
+	return nil
+}
+
+// withOption puts "NAME FD" among the options of "muster __confine
+// OPTIONS -- PROG ARGS", before the "--" that ends them.
+func withOption(args []string, name string, fd int) ([]string, bool) {
+	for i, a := range args {
+		if a == "--" && i >= 2 {
+			return append(append(append([]string(nil), args[:i]...), name, strconv.Itoa(fd)), args[i:]...), true
+		}
+	}
+	return args, false
+}
+
 // placeInCgroup starts the process in its cgroup (v2: at the clone,
 // SysProcAttr.UseCgroupFD) or holds it until muster has placed it there
 // (v1: the confinement step waits for a byte on a pipe, --hold, before
@@ -120,17 +155,11 @@ func (r *invocation) placeInCgroup(extra *[]*os.File) error {
 	}
 	r.holdR, r.hold = hr, hw
 	*extra = append(*extra, hr)
-	n := 3 + len(*extra) - 1
-	// "muster __confine OPTIONS -- PROG ARGS": the hold goes among the
-	// options, before the "--" that ends them.
-	args := r.cmd.Args
-	for i, a := range args {
-		if a == "--" && i >= 2 {
-			r.cmd.Args = append(append(append([]string(nil), args[:i]...), "--hold", strconv.Itoa(n)), args[i:]...)
-			return nil
-		}
+	var ok bool
+	if r.cmd.Args, ok = withOption(r.cmd.Args, "--hold", 3+len(*extra)-1); !ok {
+		return errors.New("cgroup: the limits need the confinement step")
 	}
-	return errors.New("cgroup: the limits need the confinement step")
+	return nil
 }
 
 // launch starts the process of s. It returns nil and the result (an
@@ -161,6 +190,10 @@ func launch(s Spec) (*invocation, Result, error) {
 	err = cmd.Start()
 	outW.Close()
 	errW.Close()
+	if r.lifeR != nil {
+		r.lifeR.Close() // stage one's now
+		r.lifeR = nil
+	}
 	if err != nil {
 		r.release()
 		return nil, Result{}, fmt.Errorf("start %s: %w", s.Argv[0], err)
@@ -215,7 +248,7 @@ func (r *invocation) opened() *muster.PanicError {
 
 // release closes what launch opened and removes the cgroup.
 func (r *invocation) release() {
-	for _, f := range []*os.File{r.hold, r.holdR} {
+	for _, f := range []*os.File{r.hold, r.holdR, r.life, r.lifeR} {
 		if f != nil {
 			f.Close()
 		}
