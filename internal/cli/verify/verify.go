@@ -124,13 +124,14 @@ func Check(ctx context.Context, repo *cmdutil.Repo, id string) (problems []strin
 		r.Journal.Lines, textsafe.Short(r.Journal.Hash), textsafe.Short(r.PlanHash), plans, r.Branch, textsafe.Short(r.Final), len(r.Tasks)), nil
 }
 
-// missing says why run id has no receipt: it has not ended, or its
-// receipt was deleted after it finished.
+// missing says why run id has no receipt: it has not ended, or it
+// finished and muster was killed before sealing, or the receipt was
+// deleted since.
 func missing(repo *cmdutil.Repo, id string) string {
 	dir := repo.RunDir(id)
 	es, _ := journal.ReadFile(repo.JournalPath(id))
 	if n := len(es); n > 0 && es[n-1].Type == muster.EvRunFinished {
-		return "receipt: missing from " + dir + ", though the journal says the run finished: it was deleted, and without it the journal cannot be checked (muster resume " + id + " seals the journal as it stands now)"
+		return "receipt: none sealed in " + dir + ", though the journal says the run finished: muster was killed before it sealed one, or it was deleted since; without it the journal cannot be checked (muster resume " + id + " seals the journal as it stands now)"
 	}
 	return "receipt: none sealed in " + dir + " (the run has not ended; muster resume " + id + " ends and seals it)"
 }
