@@ -35,12 +35,17 @@ JetStream works as well. See docs/fleet.md.`,
 }
 
 // LoadConfig reads an explicit config file, else muster.toml of the
-// repository around the current directory if any, else nothing.
-func LoadConfig(explicit string) (*muster.Config, error) {
+// repository around repoDir (--repo; "": the current directory) if any,
+// else nothing. A --repo that is not a repository is bad input.
+func LoadConfig(explicit, repoDir string) (*muster.Config, error) {
 	if explicit != "" {
 		return config.Load(explicit)
 	}
-	if repo, err := cmdutil.OpenRepo(context.Background(), ""); err == nil {
+	repo, err := cmdutil.OpenRepo(context.Background(), repoDir)
+	if err != nil && repoDir != "" {
+		return nil, err
+	}
+	if err == nil {
 		if p := filepath.Join(repo.Top, config.FileName); fileExists(p) {
 			return config.Load(p)
 		}
@@ -67,7 +72,7 @@ func DataDir() (string, error) {
 }
 
 func newServe(io *cmdutil.IOStreams) *cobra.Command {
-	var listen, store, cfgFile string
+	var listen, store, cfgFile, repoDir string
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the fleet's NATS JetStream server in the foreground",
@@ -80,7 +85,7 @@ JetStream syncs every write to disk before it acknowledges it. TLS comes from
 MUSTER_NATS_CERT, MUSTER_NATS_KEY and MUSTER_NATS_CA (the environment wins).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := LoadConfig(cfgFile)
+			cfg, err := LoadConfig(cfgFile, repoDir)
 			if err != nil {
 				return err
 			}
@@ -110,6 +115,7 @@ MUSTER_NATS_CERT, MUSTER_NATS_KEY and MUSTER_NATS_CA (the environment wins).`,
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:4222", "HOST:PORT to listen on")
 	cmd.Flags().StringVar(&store, "store", "", "JetStream's directory (default: muster's data directory, fleet/)")
 	cmd.Flags().StringVar(&cfgFile, "config", "", "config file with a [fleet] table (default: muster.toml of the repository here, if any)")
+	cmd.Flags().StringVar(&repoDir, "repo", "", "the repository whose muster.toml to read (default: the current directory's)")
 	return cmd
 }
 
@@ -133,14 +139,14 @@ type executorJSON struct {
 }
 
 func newStatus(io *cmdutil.IOStreams) *cobra.Command {
-	var url, cfgFile, creds string
+	var url, cfgFile, creds, repoDir string
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "The fleet's workers, their executors and clones, and their heartbeats",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := LoadConfig(cfgFile)
+			cfg, err := LoadConfig(cfgFile, repoDir)
 			if err != nil {
 				return err
 			}
@@ -173,6 +179,7 @@ func newStatus(io *cmdutil.IOStreams) *cobra.Command {
 	cmd.Flags().StringVar(&creds, "creds", "", "credentials file (default: [fleet] creds, or $MUSTER_NATS_CREDS)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.Flags().StringVar(&cfgFile, "config", "", "config file with a [fleet] table (default: muster.toml of the repository here, if any)")
+	cmd.Flags().StringVar(&repoDir, "repo", "", "the repository whose muster.toml to read (default: the current directory's)")
 	return cmd
 }
 

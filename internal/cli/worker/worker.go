@@ -23,7 +23,7 @@ import (
 
 // NewCmd returns muster worker.
 func NewCmd(io *cmdutil.IOStreams, version string) *cobra.Command {
-	var url, cfgFile, name, dir, creds string
+	var url, cfgFile, name, dir, creds, repoDir string
 	cmd := &cobra.Command{
 		Use:   "worker --nats URL --creds FILE",
 		Short: "Serve this host's executors to a fleet",
@@ -39,7 +39,7 @@ $MUSTER_NATS_CREDS; muster fleet credentials issues it): the worker's name is
 the credential's name, and it serves only the executors the credential names.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := clifleet.LoadConfig(cfgFile)
+			cfg, err := clifleet.LoadConfig(cfgFile, repoDir)
 			if err != nil {
 				return err
 			}
@@ -108,6 +108,7 @@ the credential's name, and it serves only the executors the credential names.`,
 	fs := cmd.Flags()
 	fs.StringVar(&url, "nats", "", "the fleet's server, nats://HOST:PORT (default: [fleet] nats)")
 	fs.StringVar(&cfgFile, "config", "", "config file with the executors to serve (default: muster.toml of the repository here, if any)")
+	fs.StringVar(&repoDir, "repo", "", "the repository whose muster.toml to read (default: the current directory's)")
 	fs.StringVar(&name, "name", "", "the worker's name: must be its credential's (the default)")
 	fs.StringVar(&creds, "creds", "", "the worker's credentials file (default: [fleet] creds, or $MUSTER_NATS_CREDS)")
 	fs.StringVar(&dir, "dir", "", "where the worker keeps its clones (default: muster's cache directory, fleet/)")
