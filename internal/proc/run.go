@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -116,50 +117,45 @@ func (r *invocation) command() error {
 // muster dies, however it dies, stage one reads the end of the pipe and
 // ends its namespace, and the agent with it, at once, rather than
 // running on until a resume finds it.
-func (r *invocation) lifeline(extra *[]*os.File) error {
-	lr, lw, err := os.Pipe()
+func (r *invocation) lifeline(extra *[]*os.File) (err error) {
+	r.life, r.lifeR, err = r.childPipe(extra, "--life")
 	if err != nil {
 		return fmt.Errorf("sandbox lifeline: %w", err)
 	}
-	r.lifeR, r.life = lr, lw
-	*extra = append(*extra, lr)
-	var ok bool
-	if r.cmd.Args, ok = withOption(r.cmd.Args, "--life", 3+len(*extra)-1); !ok {
-		return errors.New("sandbox lifeline: the namespaces need the confinement step")
-	}
 	return nil
-}
-
-// withOption puts "NAME FD" among the options of "muster __confine
-// OPTIONS -- PROG ARGS", before the "--" that ends them.
-func withOption(args []string, name string, fd int) ([]string, bool) {
-	for i, a := range args {
-		if a == "--" && i >= 2 {
-			return append(append(append([]string(nil), args[:i]...), name, strconv.Itoa(fd)), args[i:]...), true
-		}
-	}
-	return args, false
 }
 
 // placeInCgroup starts the process in its cgroup (v2: at the clone,
 // SysProcAttr.UseCgroupFD) or holds it until muster has placed it there
 // (v1: the confinement step waits for a byte on a pipe, --hold, before
 // anything else, so no process of the invocation runs outside it).
-func (r *invocation) placeInCgroup(extra *[]*os.File) error {
+func (r *invocation) placeInCgroup(extra *[]*os.File) (err error) {
 	if r.cg.startIn(r.cmd.SysProcAttr) {
 		return nil
 	}
-	hr, hw, err := os.Pipe()
+	r.hold, r.holdR, err = r.childPipe(extra, "--hold")
 	if err != nil {
-		return fmt.Errorf("cgroup hold: %w", err)
-	}
-	r.holdR, r.hold = hr, hw
-	*extra = append(*extra, hr)
-	var ok bool
-	if r.cmd.Args, ok = withOption(r.cmd.Args, "--hold", 3+len(*extra)-1); !ok {
-		return errors.New("cgroup: the limits need the confinement step")
+		return fmt.Errorf("cgroup hold ([run] max_pids, max_memory): %w", err)
 	}
 	return nil
+}
+
+// childPipe makes a pipe whose read end the confinement step gets among
+// extra, named by "OPTION FD" among its options (before the "--" of
+// "muster __confine OPTIONS -- PROG ARGS"); mine is muster's end.
+func (r *invocation) childPipe(extra *[]*os.File, option string) (mine, theirs *os.File, err error) {
+	i := slices.Index(r.cmd.Args, "--")
+	if i < 2 {
+		return nil, nil, errors.New("it needs the confinement step")
+	}
+	theirs, mine, err = os.Pipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	*extra = append(*extra, theirs)
+	fd := strconv.Itoa(3 + len(*extra) - 1)
+	r.cmd.Args = append(append(append([]string(nil), r.cmd.Args[:i]...), option, fd), r.cmd.Args[i:]...)
+	return mine, theirs, nil
 }
 
 // launch starts the process of s. It returns nil and the result (an
