@@ -100,9 +100,12 @@ type Task struct {
 	Parent TaskID `json:"parent,omitempty"`
 
 	// Line is the 1-based line of the task's heading in its source file;
-	// KeyLines maps a lower-case field key to the line of its first use.
-	Line     int            `json:"line,omitempty"`
-	KeyLines map[string]int `json:"-"`
+	// KeyLines maps a lower-case field key to the line of its first use;
+	// ItemLines a list key (after, owns, reads, satisfies, gate) to the
+	// line of each of its items, in order: the key may repeat.
+	Line      int              `json:"line,omitempty"`
+	KeyLines  map[string]int   `json:"-"`
+	ItemLines map[string][]int `json:"-"`
 }
 
 // DelegationDepth is the levels of delegation the task may start: 0
@@ -150,6 +153,15 @@ func (t *Task) LineOf(key string) int {
 		return l
 	}
 	return t.Line
+}
+
+// ItemLine returns the line of the i-th item of a list key, or the
+// key's first line when it is not known (a YAML list, a spliced task).
+func (t *Task) ItemLine(key string, i int) int {
+	if ls := t.ItemLines[key]; i >= 0 && i < len(ls) {
+		return ls[i]
+	}
+	return t.LineOf(key)
 }
 
 // Task returns the task with the given ID, or nil.

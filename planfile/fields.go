@@ -139,16 +139,16 @@ func (ps *problems) setField(t *muster.Task, name, value string, line int) {
 func (ps *problems) applyField(t *muster.Task, k, value string, line int) {
 	switch k {
 	case "after":
-		t.After = append(t.After, afterList(value)...)
+		t.After = append(t.After, itemsAt(t, k, line, afterList(value))...)
 	case "owns":
-		t.Owns = append(t.Owns, splitList(value)...)
+		t.Owns = append(t.Owns, itemsAt(t, k, line, splitList(value))...)
 	case "reads":
-		t.Reads = append(t.Reads, splitList(value)...)
+		t.Reads = append(t.Reads, itemsAt(t, k, line, splitList(value))...)
 	case "satisfies":
-		t.Satisfies = append(t.Satisfies, splitList(value)...)
+		t.Satisfies = append(t.Satisfies, itemsAt(t, k, line, splitList(value))...)
 	case "gate":
 		// A gate is one command: commas belong to it.
-		t.Gates = append(t.Gates, value)
+		t.Gates = append(t.Gates, itemsAt(t, k, line, []string{value})...)
 	case "executor":
 		// A list names a race's candidates (accepted only with Race:,
 		// checkRace); one name is the executor, as ever.
@@ -190,6 +190,18 @@ func (ps *problems) applyField(t *muster.Task, k, value string, line int) {
 		}
 		t.Loop = l
 	}
+}
+
+// itemsAt records that the items of list key k on this line are on it
+// (Task.ItemLines), and returns them.
+func itemsAt[T any](t *muster.Task, k string, line int, items []T) []T {
+	if t.ItemLines == nil {
+		t.ItemLines = map[string][]int{}
+	}
+	for range items {
+		t.ItemLines[k] = append(t.ItemLines[k], line)
+	}
+	return items
 }
 
 // afterList reads an After value: task ids, "-" alone or as an item

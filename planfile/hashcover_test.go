@@ -10,7 +10,7 @@ import (
 
 // notContent are the Task fields that are not the plan's content: where
 // it was written. Every other field must change the plan's hash.
-var notContent = []string{"Line", "KeyLines"}
+var notContent = []string{"Line", "KeyLines", "ItemLines"}
 
 // needs sets what a field counts only with (DelegateDepth is read only
 // when Delegates is set), on both sides of the comparison.

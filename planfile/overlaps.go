@@ -57,7 +57,7 @@ func (ps *problems) checkOverlaps(tasks []*muster.Task, ids map[muster.TaskID]in
 				continue
 			}
 			ps.list = append(ps.list, muster.Problem{
-				File: ps.file, Line: tasks[j].LineOf("owns"), Warning: !strict,
+				File: ps.file, Line: ownsLine(tasks[j], b), Warning: !strict,
 				Message: fmt.Sprintf("tasks %s (line %d) and %s may run at the same time and their Owns overlap: %q and %q",
 					tasks[i].ID, tasks[i].Line, tasks[j].ID, a, b),
 			})
@@ -148,4 +148,15 @@ func firstSegment(e string) string {
 		return ""
 	}
 	return s
+}
+
+// ownsLine returns the line of the Owns entry of t that normalises to n
+// (the key's first line when none does).
+func ownsLine(t *muster.Task, n string) int {
+	for k, e := range t.Owns {
+		if m, err := owns.Normalize(e); err == nil && m == n {
+			return t.ItemLine("owns", k)
+		}
+	}
+	return t.LineOf("owns")
 }

@@ -53,6 +53,7 @@ func TestParseMarkdownSample(t *testing.T) {
 		Prompt:    "Write a handler that returns 200 and the build version as JSON.",
 		Line:      5,
 		KeyLines:  map[string]int{"after": 6, "owns": 7, "gate": 8, "satisfies": 9},
+		ItemLines: map[string][]int{"owns": {7, 7}, "gate": {8}, "satisfies": {9, 9}},
 	}
 	if !reflect.DeepEqual(api, want) {
 		t.Errorf("api:\n got %+v\nwant %+v", api, want)

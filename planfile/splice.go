@@ -37,6 +37,10 @@ func Splice(parent *muster.Task, frag *muster.Plan) []*muster.Task {
 		for k, v := range t.KeyLines {
 			c.KeyLines[k] = v
 		}
+		c.ItemLines = make(map[string][]int, len(t.ItemLines))
+		for k, v := range t.ItemLines {
+			c.ItemLines[k] = append([]int(nil), v...)
+		}
 		has := false
 		for _, d := range c.After {
 			if d == parent.ID {

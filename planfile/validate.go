@@ -99,7 +99,7 @@ func ValidateFragment(parent *muster.Task, existing *muster.Plan, frag *muster.P
 			}
 			for _, e := range normOwns[i] {
 				if !covered(parentOwns, e) {
-					ps.addf(t.LineOf("owns"), "task %s: Owns %q is outside the Owns of task %s (%s)", t.ID, e, parent.ID, strings.Join(parentOwns, ", "))
+					ps.addf(ownsLine(t, e), "task %s: Owns %q is outside the Owns of task %s (%s)", t.ID, e, parent.ID, strings.Join(parentOwns, ", "))
 				}
 			}
 		}
@@ -215,7 +215,7 @@ func (ps *problems) checkIDs(tasks []*muster.Task, old map[muster.TaskID]*muster
 func (ps *problems) checkDeps(tasks []*muster.Task, ids map[muster.TaskID]int, old map[muster.TaskID]*muster.Task) {
 	var names []string
 	for _, t := range tasks {
-		for _, d := range t.After {
+		for k, d := range t.After {
 			if _, ok := ids[d]; ok {
 				continue
 			}
@@ -232,9 +232,9 @@ func (ps *problems) checkDeps(tasks []*muster.Task, ids map[muster.TaskID]int, o
 				sort.Strings(names[len(tasks):])
 			}
 			if s := suggest.Nearest(string(d), names); s != "" {
-				ps.addf(t.LineOf("after"), "task %s: unknown dependency %q; did you mean %q?", t.ID, d, s)
+				ps.addf(t.ItemLine("after", k), "task %s: unknown dependency %q; did you mean %q?", t.ID, d, s)
 			} else {
-				ps.addf(t.LineOf("after"), "task %s: unknown dependency %q", t.ID, d)
+				ps.addf(t.ItemLine("after", k), "task %s: unknown dependency %q", t.ID, d)
 			}
 		}
 	}
@@ -400,14 +400,14 @@ func (ps *problems) checkTasks(tasks []*muster.Task, cfg *muster.Config) [][]str
 	for i, t := range tasks {
 		ps.checkTitle(t)
 		ps.checkRace(t, cfg, execNames)
-		for _, e := range t.Owns {
+		for k, e := range t.Owns {
 			n, err := owns.Normalize(e)
 			if err != nil {
-				ps.addf(t.LineOf("owns"), "task %s: Owns %q: %v", t.ID, e, err)
+				ps.addf(t.ItemLine("owns", k), "task %s: Owns %q: %v", t.ID, e, err)
 				continue
 			}
 			if r := ps.reservedBy(n); r != "" {
-				ps.addf(t.LineOf("owns"), "task %s: Owns %q: %s is muster's or git's, which no task may change; own the files the task works on", t.ID, e, r)
+				ps.addf(t.ItemLine("owns", k), "task %s: Owns %q: %s is muster's or git's, which no task may change; own the files the task works on", t.ID, e, r)
 				continue
 			}
 			norm[i] = append(norm[i], n)

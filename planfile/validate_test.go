@@ -347,3 +347,35 @@ func TestCheckBrokenPlanIsNotAlsoEmpty(t *testing.T) {
 		}
 	}
 }
+
+// TestProblemsNameTheLineOfARepeatedKey: a list key may repeat (Owns:
+// on two lines); a problem with an item names the line the item is on,
+// not the key's first line.
+func TestProblemsNameTheLineOfARepeatedKey(t *testing.T) {
+	t.Parallel()
+	src := "## [ ] a: A\nOwns: ok.go\nAfter: -\nOwns: /abs\nAfter: nope\nOwns: dir/\n\n## [ ] b: B\nOwns: x.go\nOwns: dir/y.go\n"
+	p := mustParse(t, "p.md", src)
+	want := []string{
+		`p.md:4: task a: Owns "/abs": absolute path escapes the repository`,
+		`p.md:5: task a: unknown dependency "nope"`,
+		`p.md:10: warning: tasks a (line 1) and b may run at the same time and their Owns overlap: "dir/" and "dir/y.go"`,
+	}
+	if got := problemStrings(Validate(p, nil, Options{})); !reflect.DeepEqual(got, want) {
+		t.Errorf("got %q\nwant %q", got, want)
+	}
+}
+
+// TestYAMLProblemsNameTheLineOfAnItem: in a YAML list written one item a
+// line, a problem with an item names the item's line.
+func TestYAMLProblemsNameTheLineOfAnItem(t *testing.T) {
+	t.Parallel()
+	src := "tasks:\n  - id: a\n    title: A\n    owns:\n      - ok.go\n      - /abs\n    after:\n      - nope\n"
+	p := mustParse(t, "p.yaml", src)
+	want := []string{
+		`p.yaml:6: task a: Owns "/abs": absolute path escapes the repository`,
+		`p.yaml:8: task a: unknown dependency "nope"`,
+	}
+	if got := problemStrings(Validate(p, nil, Options{})); !reflect.DeepEqual(got, want) {
+		t.Errorf("got %q\nwant %q", got, want)
+	}
+}

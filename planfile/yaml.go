@@ -183,14 +183,12 @@ func (ps *problems) value(t *muster.Task, name string, n ast.Node, line int) {
 			ps.addf(line, "%s: want a single value, not a list", k)
 			return
 		}
-		if len(seq.Values) == 0 {
-			if _, seen := t.KeyLines[k]; !seen {
-				t.KeyLines[k] = line
-			}
+		if _, seen := t.KeyLines[k]; !seen {
+			t.KeyLines[k] = line
 		}
 		for _, item := range seq.Values {
 			if s, ok := ps.scalar(item, k); ok {
-				ps.setField(t, name, s, line)
+				ps.setField(t, name, s, itemLine(item, line)) // a problem with an item names its line
 			}
 		}
 		return
@@ -198,6 +196,14 @@ func (ps *problems) value(t *muster.Task, name string, n ast.Node, line int) {
 	if s, ok := ps.scalar(n, k); ok {
 		ps.setField(t, name, s, line)
 	}
+}
+
+// itemLine returns the line of a list item, or the key's line.
+func itemLine(item ast.Node, keyLine int) int {
+	if l := nodeLine(item); l > 0 {
+		return l
+	}
+	return keyLine
 }
 
 // loop reads "loop:" as a string ("max=3 go test ./...") or as a mapping

@@ -166,8 +166,8 @@ func missingGates(repo *cmdutil.Repo, plan *muster.Plan, cfg *muster.Config) mus
 		if t.Done {
 			continue
 		}
-		for _, g := range t.Gates {
-			warn(plan.Source, t.LineOf("gate"), "task "+string(t.ID)+": Gate", g)
+		for k, g := range t.Gates {
+			warn(plan.Source, t.ItemLine("gate", k), "task "+string(t.ID)+": Gate", g)
 		}
 		if t.Loop != nil {
 			warn(plan.Source, t.LineOf("loop"), "task "+string(t.ID)+": Loop check", t.Loop.Check)
