@@ -3,7 +3,9 @@ package proc
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -210,5 +212,25 @@ func TestLauncher(t *testing.T) {
 		if _, err := Run(context.Background(), Spec{Argv: []string{missing}, Dir: dir, Launcher: launcher}); err == nil {
 			t.Errorf("%s: no start error", missing)
 		}
+	}
+}
+
+// TestTimeoutGivesTheGroupItsGrace: past the timeout the whole group
+// gets SIGTERM and the grace to act on it, not only the leader: a child
+// still cleaning up when the leader has exited is not killed at once.
+func TestTimeoutGivesTheGroupItsGrace(t *testing.T) {
+	done := filepath.Join(t.TempDir(), "child-done")
+	script := fmt.Sprintf(`sh -c 'trap "sleep 0.3; echo ok > %s; exit 0" TERM; echo ready; sleep 60 & wait' &
+		trap "exit 0" TERM; sleep 60 & wait`, done)
+	res, err := Run(context.Background(), Spec{
+		Argv:    []string{"sh", "-c", script},
+		Timeout: 300 * time.Millisecond,
+		Grace:   10 * time.Second,
+	})
+	if err != nil || res.Stopped != "timeout" {
+		t.Fatalf("res %+v err %v", res, err)
+	}
+	if _, err := os.Stat(done); err != nil {
+		t.Fatalf("the child was killed before its SIGTERM handler finished: %v", err)
 	}
 }

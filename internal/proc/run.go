@@ -37,6 +37,7 @@ type invocation struct {
 	waitDone    chan struct{} // finish is done with the process
 	exited      chan struct{} // the leader has exited
 	stopped     chan struct{} // muster stops the invocation
+	stopAt      time.Time     // when, set before stopped closes
 	readersDone chan struct{}
 	watcherDone chan struct{}
 
@@ -275,6 +276,7 @@ func (r *invocation) poke() {
 func (r *invocation) stop(why string) {
 	r.stopOnce.Do(func() {
 		r.res.Stopped = why
+		r.stopAt = time.Now()
 		close(r.stopped)
 		r.stopping.Add(1)
 		go func() { defer r.stopping.Done(); r.fam.stop(r.s.Grace, r.exited) }()
@@ -400,17 +402,28 @@ func (r *invocation) finish() (Result, error) {
 }
 
 // signalFamily gives the family SIGTERM and, unless the output closes
-// first, the grace, then SIGKILL, and reaps what became muster's.
+// first, the grace, then SIGKILL, and reaps what became muster's. A stop
+// that came while the leader ran (a timeout, a cancellation) gave the
+// whole group its SIGTERM then: the rest of that grace is the family's
+// too, the leader's exit does not end it. A stop that comes during this
+// wait cuts it short.
 func (r *invocation) signalFamily() {
 	select {
 	case <-r.readersDone:
 	default:
-		if r.fam.signal(syscall.SIGTERM) {
-			t := time.NewTimer(gracePeriod(r.s.Grace))
+		stopped := r.stopped
+		grace := gracePeriod(r.s.Grace)
+		select {
+		case <-r.stopped:
+			stopped, grace = nil, grace-time.Since(r.stopAt)
+		default:
+		}
+		if r.fam.signal(syscall.SIGTERM) && grace > 0 {
+			t := time.NewTimer(grace)
 			select {
 			case <-r.readersDone:
 			case <-t.C:
-			case <-r.stopped:
+			case <-stopped:
 			}
 			t.Stop()
 		}
