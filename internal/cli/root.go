@@ -296,7 +296,7 @@ func execute(ctx context.Context, io *cmdutil.IOStreams, root *cobra.Command, ar
 	}
 	var silent *cmdutil.Silent
 	if !errors.As(err, &silent) {
-		fmt.Fprintln(io.ErrOut, "muster: "+errText(err))
+		fmt.Fprintln(io.ErrOut, errLines(err))
 	}
 	if strings.HasPrefix(err.Error(), "unknown command ") {
 		// cobra's own check of the root's arguments: bad input.
@@ -319,6 +319,17 @@ func closedStream(io *cmdutil.IOStreams, err error) bool {
 		}
 	}
 	return false
+}
+
+// errLines is the text of a failed command's error: "muster: " and the
+// error, but problems found in a file (a config's, FILE:LINE: message)
+// are one a line as they are, as a plan's are printed.
+func errLines(err error) string {
+	var ps muster.Problems
+	if errors.As(err, &ps) && err.Error() == ps.Error() {
+		return errText(err)
+	}
+	return "muster: " + errText(err)
 }
 
 // errText is an error as a person reads it: redacted (internal/redact) of
