@@ -179,7 +179,13 @@ func DryRun(ctx context.Context, io *cmdutil.IOStreams, planPath string, f *pref
 		return &cmdutil.Silent{Err: probs.Errors()}
 	}
 	past := PastRuns(repo)
-	writeDryRun(io.Out, plan, cfg, past)
+	out := io.Out
+	if f.JSON {
+		// stdout is the journal's events as JSON lines (ARCHITECTURE.md
+		// §2.1), and a dry run has none: the text is people's, stderr's.
+		out = io.ErrOut
+	}
+	writeDryRun(out, plan, cfg, past)
 	return nil
 }
 
