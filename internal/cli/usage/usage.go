@@ -149,13 +149,18 @@ func run(ctx context.Context, opts *Options) error {
 		res, err = usagelog.ScanCodex(ctx, so)
 	}
 	if err != nil {
-		if opts.Dir == "" && errors.Is(err, fs.ErrNotExist) {
-			// The agent has never run here (its default log folder is
-			// not there): nothing to report, which is no error.
+		if opts.Dir != "" || !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		// The agent has never run here (its default log folder is not
+		// there): nothing to report, which is no error. With --json,
+		// stdout is still the (empty) report, the note people's.
+		if !opts.JSON {
 			fmt.Fprintf(opts.Out, "no usage found: %v\n", err)
 			return nil
 		}
-		return err
+		fmt.Fprintf(opts.Err, "no usage found: %v\n", err)
+		res = &usagelog.Result{Source: opts.Source}
 	}
 	rep, err := usagelog.Aggregate(res, opts.Report, usagelog.Filter{Since: opts.Since, Until: opts.Until, TZ: opts.TZ}, opts.Breakdown)
 	if err != nil {

@@ -147,7 +147,7 @@ func TestUsageFindsMusterRuns(t *testing.T) {
 	if got := usage(); !strings.Contains(got, `"key": "s1"`) || !strings.Contains(got, `"total_tokens": 308080`) {
 		t.Errorf("the run's session not found:\n%s", got)
 	}
-	if got := usage("--runs=false"); !strings.Contains(got, "no usage found") || strings.Contains(got, `"s1"`) {
+	if got := usage("--runs=false"); !strings.Contains(got, `"rows": []`) || strings.Contains(got, `"s1"`) {
 		t.Errorf("--runs=false still read the run:\n%s", got)
 	}
 }
