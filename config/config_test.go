@@ -308,3 +308,14 @@ func TestReviewWait(t *testing.T) {
 		}
 	}
 }
+
+// TestRoleSpelledInAnotherCase: roles are free-form, but one that is a
+// built-in role in another case ("Coder") is a mistake muster names in
+// the config, not later as "no executor has role coder" in the plan.
+func TestRoleSpelledInAnotherCase(t *testing.T) {
+	_, probs := Parse("m.toml", []byte("[executors.x]\nkind = \"sim\"\nroles = [\"Coder\", \"tester\"]\n"))
+	want := `m.toml:3: executor x: role "Coder": did you mean "coder"? (roles are lower case)`
+	if probs.Error() != want {
+		t.Errorf("got %q\nwant %q", probs.Error(), want)
+	}
+}

@@ -137,6 +137,11 @@ func (r *reader) roles(e *muster.ExecutorSpec, v any, p []string) {
 		if !namePattern().MatchString(role) {
 			r.at(p, "executor %s: bad role %q: use letters, digits, \".\", \"_\" and \"-\"", e.Name, role)
 		}
+		// Roles are free-form; a built-in one in another case is a slip.
+		if low := muster.Role(strings.ToLower(role)); string(low) != role &&
+			(low == muster.RoleCoder || low == muster.RoleReviewer || low == muster.RolePlanner) {
+			r.at(p, "executor %s: role %q: did you mean %q? (roles are lower case)", e.Name, role, low)
+		}
 	}
 	if v, ok := v.([]any); ok && len(v) == 0 {
 		r.at(p, "executor %s: roles: want at least one role, such as \"coder\"", e.Name)
