@@ -139,7 +139,7 @@ func targets(repo *cmdutil.Repo, opts *Options) (*written, error) {
 	if opts.Config != "" {
 		abs, err := filepath.Abs(opts.Config)
 		if err != nil {
-			return nil, cmdutil.Invalid("--config %s: %v", opts.Config, err)
+			return nil, cmdutil.Invalid("--config %s: %w", opts.Config, err)
 		}
 		if fi, err := os.Stat(filepath.Dir(abs)); err != nil || !fi.IsDir() {
 			return nil, cmdutil.Invalid("--config %s: directory %s is not there: create it first", opts.Config, filepath.Dir(abs))
