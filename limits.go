@@ -80,10 +80,15 @@ func ParseBytes(s string) (n int64, ok bool) {
 var ReservedPaths = []string{"muster.toml", ".muster/", ".git/"}
 
 // HasControl reports whether s holds a control character (NUL, a
-// newline, an escape...), which an ID or a title may not.
+// newline, an escape...), a line or paragraph separator or a
+// bidirectional override or isolate (which makes a commit's subject read
+// differently from what it is), which an ID or a title may not.
 func HasControl(s string) bool {
 	for _, r := range s {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+		switch {
+		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
+			return true
+		case r == 0x2028 || r == 0x2029 || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069):
 			return true
 		}
 	}

@@ -98,6 +98,7 @@ func (w *Workspace) stage(ctx context.Context, s *slot, base string) (wtGit, str
 		}
 		s.staged = base
 	}
+	dropSpecialFiles(s)
 	fast := false
 	if s.wt != nil {
 		defer func(events *int64) { s.stagedAt = *events }(&s.wt.events)

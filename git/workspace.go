@@ -470,13 +470,18 @@ func (w *Workspace) reset(ctx context.Context, s *slot, tip string) error {
 }
 
 // fullReset resets the clone to tip reading every file's metadata:
-// untracked and ignored files go (clean), then every tracked file whose
+// FIFOs, sockets and devices go (dropSpecialAll), untracked and ignored
+// files go (clean), then every tracked file whose
 // stat data differs from muster's private index, or that is missing,
 // is written from tip and files tip does not have are removed
 // (read-tree --reset -u, as reset --hard does). A write through a hard
 // link changes the file's stat data, so nothing an agent did escapes it.
 func (w *Workspace) fullReset(ctx context.Context, s *slot, tip string) error {
 	g := w.private(s)
+	if root, err := os.OpenRoot(s.dir); err == nil {
+		dropSpecialAll(root, s.dir)
+		root.Close()
+	}
 	if _, err := run(ctx, g.c(cleanArgs(w.keep)...)); err != nil {
 		return err
 	}

@@ -473,7 +473,7 @@ func (ps *problems) checkTitle(t *muster.Task) {
 	case len(t.Title) > muster.MaxTitleLength:
 		ps.addf(t.Line, "task %s: title of %d bytes: the cap is %d; put the detail in the task's text", t.ID, len(t.Title), muster.MaxTitleLength)
 	case muster.HasControl(t.Title):
-		ps.addf(t.Line, "task %s: the title holds a control character (such as NUL or an escape); write it as plain text", t.ID)
+		ps.addf(t.Line, "task %s: the title holds a control character (such as NUL, an escape or a bidirectional override); write it as plain text", t.ID)
 	}
 }
 

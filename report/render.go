@@ -83,12 +83,13 @@ func sanitized(lines []Line) []Line {
 // WriteCSV writes one record per line of every breakdown, plus totals
 // and runs: section,key,input_tokens,output_tokens,cache_write_tokens,
 // cache_read_tokens,total_tokens,cost_usd,estimated_usd,estimated,share_percent.
+// A key that a spreadsheet would take for a formula starts with '.
 func WriteCSV(w io.Writer, r *Report) error {
 	cw := csv.NewWriter(w)
 	cw.Write([]string{"section", "key", "input_tokens", "output_tokens", "cache_write_tokens", "cache_read_tokens",
 		"total_tokens", "cost_usd", "estimated_usd", "estimated", "share_percent"})
 	rec := func(section, key string, f Figures) {
-		cw.Write([]string{section, key, i64(f.InputTokens), i64(f.OutputTokens), i64(f.CacheWriteTokens), i64(f.CacheReadTokens),
+		cw.Write([]string{section, csvText(key), i64(f.InputTokens), i64(f.OutputTokens), i64(f.CacheWriteTokens), i64(f.CacheReadTokens),
 			i64(f.TotalTokens), micros(f.CostMicros), micros(f.EstimatedMicros), strconv.FormatBool(f.Estimated),
 			strconv.FormatFloat(f.SharePercent, 'f', 2, 64)})
 	}
@@ -103,6 +104,16 @@ func WriteCSV(w io.Writer, r *Report) error {
 	}
 	cw.Flush()
 	return cw.Error()
+}
+
+// csvText keeps a key (a model or task an agent named) text to a
+// spreadsheet that opens the CSV: one starting with =, +, -, @ (after
+// any spaces) would be a formula there, so it gets a leading '.
+func csvText(key string) string {
+	if t := strings.TrimLeft(key, " "); t != "" && strings.ContainsRune("=+-@", rune(t[0])) {
+		return "'" + key
+	}
+	return key
 }
 
 // WriteText writes r as aligned tables for people.

@@ -253,3 +253,38 @@ func TestNoProjectionUnderAnHour(t *testing.T) {
 		t.Errorf("json: no zero cost_per_day_usd:\n%s", buf.String())
 	}
 }
+
+// TestCSVKeyIsNeverAFormula: a model an agent named "=HYPERLINK(...)"
+// (or starting with +, -, @, a tab or CR) is a formula to a spreadsheet
+// that opens the CSV; the key cell is prefixed with ' so it reads as text.
+// Muster's own numbers are left as they are.
+func TestCSVKeyIsNeverAFormula(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{`=HYPERLINK("http://evil","x")`, "+1+cmd|' /C calc'!A0", "-2+3", "@SUM(A1)", "\t=1", "\r=1"} {
+		evs := demoRun()
+		evs[3].Model = name
+		r := report.Build([][]muster.Event{evs}, report.Options{TZ: time.UTC, Now: at(300)})
+		var buf bytes.Buffer
+		if err := report.Write(&buf, r, "csv"); err != nil {
+			t.Fatal(err)
+		}
+		recs, err := csv.NewReader(&buf).ReadAll()
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, rec := range recs {
+			for i, cell := range rec {
+				if cell != "" && strings.ContainsRune("=+-@\t\r", rune(cell[0])) {
+					t.Errorf("model %q: cell %d of %q starts a formula", name, i, rec)
+				}
+			}
+			if rec[0] == "model" && strings.HasPrefix(rec[1], "'") {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("model %q: no model row kept it as text:\n%s", name, buf.String())
+		}
+	}
+}
