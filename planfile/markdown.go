@@ -1,6 +1,7 @@
 package planfile
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 	"sync"
@@ -80,7 +81,31 @@ func parseMarkdown(name string, data []byte) (*muster.Plan, muster.Problems) {
 	}
 	finish()
 	p.Brief = joinTrimmed(brief)
+	ps.strayFields(p.Tasks, lines)
 	return p, ps.list
+}
+
+// strayFields warns of a task whose heading a blank line follows, then a
+// field line: by the format that line is prompt text (fields follow the
+// heading directly), and the task would run without the Owns or the
+// gate its author meant it to have.
+func (ps *problems) strayFields(tasks []*muster.Task, lines []string) {
+	for _, t := range tasks {
+		i := t.Line // the line after the heading, 0-based
+		if i >= len(lines) || strings.TrimSpace(lines[i]) != "" {
+			continue
+		}
+		for i < len(lines) && strings.TrimSpace(lines[i]) == "" {
+			i++
+		}
+		if i == len(lines) {
+			continue
+		}
+		if m := fieldLine().FindStringSubmatch(strings.TrimSuffix(lines[i], "\r")); m != nil && canonicalKey(m[1]) != "" {
+			ps.list = append(ps.list, muster.Problem{File: ps.file, Line: i + 1, Warning: true,
+				Message: fmt.Sprintf("task %s: %q after a blank line is prompt text, not a field (the task has no %s): field lines follow the heading directly; remove the blank line above", t.ID, m[1]+":", m[1])})
+		}
+	}
 }
 
 func appendLine(cur *muster.Task, brief, body *[]string, line string) {

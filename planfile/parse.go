@@ -48,7 +48,8 @@ func Parse(name string, data []byte) (plan *muster.Plan, probs muster.Problems) 
 	return plan, probs
 }
 
-// Load reads and parses the plan file at path. Problems come back as a
+// Load reads and parses the plan file at path. Problems (warnings aside)
+// come back as a
 // *muster.Error with code muster.CodeInvalid that wraps muster.Problems
 // (errors.As finds them; the message is one "FILE:LINE: message" a
 // line), along with the plan as far as it could be read; a file that
@@ -60,8 +61,8 @@ func Load(path string) (*muster.Plan, error) {
 		return nil, &muster.Error{Code: muster.CodeInvalid, Op: "read plan", Err: err}
 	}
 	p, probs := Parse(path, data)
-	if len(probs) > 0 {
-		return p, &muster.Error{Code: muster.CodeInvalid, Err: probs}
+	if errs := probs.Errors(); len(errs) > 0 {
+		return p, &muster.Error{Code: muster.CodeInvalid, Err: errs}
 	}
 	return p, nil
 }

@@ -300,3 +300,20 @@ func TestCheck(t *testing.T) {
 		t.Errorf("missing: %v", err)
 	}
 }
+
+// TestFieldsAfterABlankLineWarn: field lines must follow the heading
+// directly; after a blank line they are prompt text, and the task would
+// run with no Owns and no gate. Parse warns, naming the line; a prompt
+// that merely mentions a key later on is left alone.
+func TestFieldsAfterABlankLineWarn(t *testing.T) {
+	t.Parallel()
+	src := "## [ ] a: A\n\nOwns: d/**\nGate: true\n\nDo it.\n\n## [ ] b: B\nOwns: e/\n\nNotes follow.\nOwns: is a word here.\n\n## [ ] c: C\n\n```\nOwns: in a fence\n```\n"
+	p, probs := Parse("p.md", []byte(src))
+	want := []string{`p.md:3: warning: task a: "Owns:" after a blank line is prompt text, not a field (the task has no Owns): field lines follow the heading directly; remove the blank line above`}
+	if got := problemStrings(probs); !reflect.DeepEqual(got, want) {
+		t.Errorf("got %q\nwant %q", got, want)
+	}
+	if len(p.Tasks) != 3 || len(p.Tasks[0].Owns) != 0 || len(p.Tasks[1].Owns) != 1 {
+		t.Errorf("tasks %+v", p.Tasks)
+	}
+}
