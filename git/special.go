@@ -22,7 +22,7 @@ func dropSpecialFiles(s *slot) {
 	defer root.Close()
 	drop := func(rel string) {
 		if fi, err := root.Lstat(rel); err == nil && special(fi.Mode()) {
-			root.Remove(rel)
+			_ = root.Remove(rel) // best effort
 		}
 	}
 	if s.wt != nil && s.touched != nil && s.wt.drain(s.touched) {
@@ -39,7 +39,7 @@ func dropSpecialFiles(s *slot) {
 // leaves such files, so one left by an earlier process (killed while it
 // hung) stayed in the clone for every later run.
 func dropSpecialAll(root *os.Root, dir string) {
-	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return nil // unreadable: git says so itself
 		}
@@ -51,7 +51,7 @@ func dropSpecialAll(root *os.Root, dir string) {
 			return filepath.SkipDir
 		case special(d.Type()):
 			if fi, err := root.Lstat(rel); err == nil && special(fi.Mode()) {
-				root.Remove(rel)
+				_ = root.Remove(rel) // best effort
 			}
 		}
 		return nil
