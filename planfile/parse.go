@@ -48,9 +48,9 @@ func Parse(name string, data []byte) (plan *muster.Plan, probs muster.Problems) 
 	return plan, probs
 }
 
-// Load reads and parses the plan file at path. Problems (warnings aside)
-// come back as a
-// *muster.Error with code muster.CodeInvalid that wraps muster.Problems
+// Load reads and parses the plan file at path. Problems (warnings
+// aside) come back as a *muster.Error with code muster.CodeInvalid that
+// wraps muster.Problems
 // (errors.As finds them; the message is one "FILE:LINE: message" a
 // line), along with the plan as far as it could be read; a file that
 // cannot be read is a *muster.Error with code muster.CodeInvalid naming

@@ -36,7 +36,7 @@ JetStream works as well. See docs/fleet.md.`,
 
 // LoadConfig reads an explicit config file, else muster.toml of the
 // repository around repoDir (--repo; "": the current directory) if any,
-// else nothing. A --repo that is not a repository is bad input.
+// else nothing. A --repo that is not a repository is OpenRepo's error.
 func LoadConfig(explicit, repoDir string) (*muster.Config, error) {
 	if explicit != "" {
 		return config.Load(explicit)

@@ -131,8 +131,9 @@ func Run(ctx context.Context, io *cmdutil.IOStreams, opts *Options) error {
 	return nil
 }
 
-// targets says where the files go, refusing to overwrite them without
-// --force and a config path in a directory that is not there.
+// targets says where the files go. It refuses to overwrite them without
+// --force, and a --config in a directory that is not there or naming a
+// directory.
 func targets(repo *cmdutil.Repo, opts *Options) (*written, error) {
 	w := &written{Config: filepath.Join(repo.Top, config.FileName), Plan: filepath.Join(repo.Top, PlanFile),
 		Next: "muster run --dry-run " + PlanFile}
