@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/muster-run/muster"
 )
@@ -117,10 +118,13 @@ func (w *worker) gates(ctx context.Context, round int, change *muster.Change) (f
 func (w *worker) runGate(ctx context.Context, g muster.GateSpec) muster.GateResult {
 	for _, r := range w.remoteGates {
 		if r.Name == g.Name && r.Command == g.Command {
+			w.d.gc.timed(g, r)
 			return r
 		}
 	}
-	return w.d.opts.Gates.Run(ctx, w.dir, g, w.cfg.Run.GateTimeout)
+	r := w.d.opts.Gates.Run(ctx, w.dir, g, w.cfg.Run.GateTimeout)
+	w.d.gc.timed(g, r)
+	return r
 }
 
 // maxGateLog bounds the output of one gate run in the attempt log (muster
@@ -201,7 +205,10 @@ type gateCache struct {
 	// setup holds, per commit, why setup failed on it in the baseline
 	// clone.
 	setup map[string]string
-	wt    sync.Mutex // held while the baseline worktree is in use
+	// took holds, per gate (name and command), how long its last run
+	// took, wherever it ran: what the queue expects a run to take.
+	took map[string]time.Duration
+	wt   sync.Mutex // held while the baseline worktree is in use
 }
 
 func gateKey(g muster.GateSpec, commit string) string {
@@ -222,6 +229,40 @@ func (c *gateCache) put(g muster.GateSpec, commit string, r muster.GateResult) {
 		c.m = map[string]muster.GateResult{}
 	}
 	c.m[gateKey(g, commit)] = r
+	c.timeLocked(g, r)
+}
+
+// timed records how long a run of g took.
+func (c *gateCache) timed(g muster.GateSpec, r muster.GateResult) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.timeLocked(g, r)
+}
+
+func (c *gateCache) timeLocked(g muster.GateSpec, r muster.GateResult) {
+	if r.Duration <= 0 {
+		return
+	}
+	if c.took == nil {
+		c.took = map[string]time.Duration{}
+	}
+	c.took[gateKey(g, "")] = r.Duration
+}
+
+// expected is how long a run of all of gates takes, by their last runs;
+// 0 when one of them has not run yet.
+func (c *gateCache) expected(gates []muster.GateSpec) time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var sum time.Duration
+	for _, g := range gates {
+		d, ok := c.took[gateKey(g, "")]
+		if !ok {
+			return 0
+		}
+		sum += d
+	}
+	return sum
 }
 
 // gateAt returns the gate's result on commit, computed once per (gate,

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/engine"
@@ -49,6 +50,10 @@ import (
 // between. Red, a conflict, or a tip or queue head that is not what the
 // chain was built for: it is dropped, and the next batch merges afresh.
 //
+// Grown while young: a commit that arrives while a batch's first gate run
+// is young, and that the batch would take, cuts the run short and the
+// batch is formed again with it (batchgrow.go).
+//
 // The window grows by one after a green batch and halves after a red
 // one (engine.NextWindow; [run] max_batch, default 8). A fast-forward
 // (the tip is still the commit's base) needs no gate run: the task's own
@@ -82,6 +87,7 @@ type integration struct {
 	base   string
 	done   chan landing  // the verdict
 	lead   chan struct{} // this waiter drives the queue next
+	cutAt  time.Time     // the start of its first gate run that was cut short (batchgrow.go); q.mu
 }
 
 // queue is the integration queue: the commits waiting, in order, and
@@ -94,6 +100,7 @@ type queue struct {
 	window  int
 	steps   int        // gate runs of the queue (tests)
 	next    *nextChain // the next batch's chain, built while a batch is gated (queuenext.go)
+	gating  *gating    // the batch whose young gate run a newcomer may cut short (batchgrow.go)
 }
 
 // verifyIntegration reports whether merged trees are gated.
@@ -115,6 +122,7 @@ func (w *worker) integrate(ctx context.Context, commit string) landing {
 		q.busy = true
 		it.lead <- struct{}{}
 	}
+	w.d.growGating()
 	next := q.next
 	q.mu.Unlock()
 	// In the queue now (the phase says so only once it is true).
@@ -186,10 +194,7 @@ func (d *Driver) driveBatch(ctx context.Context, self *integration) {
 // every arrival was a fifth of the scheduler's CPU).
 func (d *Driver) selectBatch(window int) []int {
 	q := &d.q
-	overlap := d.opts.Overlap
-	if overlap == nil {
-		overlap = func(a, b []string) bool { return true }
-	}
+	overlap := d.overlap()
 	var take []int
 	var cands []engine.BatchCandidate
 	for n := min(len(q.waiting), 4*max(1, window)); ; n = min(len(q.waiting), 2*n) {
@@ -201,6 +206,15 @@ func (d *Driver) selectBatch(window int) []int {
 			return take
 		}
 	}
+}
+
+// overlap says whether two Owns lists can name one path (Options.Overlap;
+// without it, always).
+func (d *Driver) overlap() func(a, b []string) bool {
+	if d.opts.Overlap == nil {
+		return func(a, b []string) bool { return true }
+	}
+	return d.opts.Overlap
 }
 
 // splitTaken splits waiting into the integrations at the indices take
@@ -269,7 +283,16 @@ func (d *Driver) decideBatch(ctx context.Context, self *integration, batch []*in
 	}
 	// The next batch's chain is built onto this top while it is gated.
 	d.openNext(ctx, cfg, chain[len(chain)-1].merged)
-	v := d.gateTree(gctx, chain, len(chain), tip, false)
+	rctx, young := d.startGating(gctx, cfg, chain)
+	v := d.gateTree(rctx, chain, len(chain), tip, false)
+	if d.stopGating(young) && gctx.Err() == nil {
+		// Cut short for a bigger batch: every commit goes back.
+		d.closeNext(ctx, false)
+		for _, l := range chain {
+			back = append(back, l.it)
+		}
+		return back
+	}
 	if v.err == nil && v.failed != "" {
 		second := d.gateTree(gctx, chain, len(chain), tip, true)
 		if second.err == nil && second.failed == "" {

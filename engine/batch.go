@@ -1,6 +1,10 @@
 package engine
 
-import "github.com/muster-run/muster"
+import (
+	"time"
+
+	"github.com/muster-run/muster"
+)
 
 // What an integration batch takes, how a red batch is bisected and how
 // the window adapts: pure rules the driver's integration queue
@@ -56,6 +60,21 @@ func NextWindow(window, limit int, green bool) int {
 		window /= 2
 	}
 	return max(1, min(window, limit))
+}
+
+// GrowShare is the share (percent) of the plan-wide gates' expected time,
+// counted from a batch's first gate run, during which the batch still
+// grows: a commit that arrives then, and that the batch would take, cuts
+// the run short and the batch is formed again with it (Grow).
+const GrowShare = 10
+
+// Grow reports whether a batch whose first gate run started elapsed ago,
+// on gates expected to take expected (0: unknown), is young enough to be
+// cut short and formed again with the commits that arrived since. The
+// gate time cut runs cost a batch is therefore at most GrowShare percent
+// of one run.
+func Grow(elapsed, expected time.Duration) bool {
+	return expected > 0 && elapsed >= 0 && elapsed*100 < expected*GrowShare
 }
 
 // Bisection searches a red batch's chain for its culprit. Prefix k of

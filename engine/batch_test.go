@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"pgregory.net/rapid"
 
@@ -138,6 +139,25 @@ func TestBisectSteps(t *testing.T) {
 	for n, want := range map[int]int{1: 0, 2: 1, 3: 2, 4: 2, 5: 3, 8: 3, 9: 4} {
 		if got := engine.BisectSteps(n); got != want {
 			t.Errorf("BisectSteps(%d) = %d, want %d", n, got, want)
+		}
+	}
+}
+
+func TestGrowOnlyWhileTheFirstRunIsYoung(t *testing.T) {
+	cases := []struct {
+		elapsed, expected time.Duration
+		want              bool
+	}{
+		{0, time.Second, true},
+		{99 * time.Millisecond, time.Second, true},
+		{100 * time.Millisecond, time.Second, false},
+		{time.Minute, 2 * time.Minute, false},
+		{0, 0, false}, // no gate time known: no cut
+		{-time.Millisecond, time.Second, false},
+	}
+	for _, c := range cases {
+		if got := engine.Grow(c.elapsed, c.expected); got != c.want {
+			t.Errorf("Grow(%v, %v) = %v, want %v", c.elapsed, c.expected, got, c.want)
 		}
 	}
 }
