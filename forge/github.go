@@ -37,8 +37,8 @@ var _ muster.Forge = (*GitHub)(nil)
 // be nil.
 func NewGitHub(apiURL, token, ownerRepo string, hc *http.Client) (*GitHub, error) {
 	owner, repo, ok := strings.Cut(ownerRepo, "/")
-	if !ok || owner == "" || repo == "" || strings.Contains(repo, "/") {
-		return nil, fmt.Errorf("repository %q is not OWNER/NAME", ownerRepo)
+	if !ok || !nameOK(owner) || !nameOK(repo) {
+		return nil, fmt.Errorf("repository %q is not OWNER/NAME (letters, digits, '-', '_' and '.')", ownerRepo)
 	}
 	if apiURL == "" {
 		apiURL = DefaultGitHubAPI
@@ -57,6 +57,22 @@ func NewGitHub(apiURL, token, ownerRepo string, hc *http.Client) (*GitHub, error
 	c.BaseURL = base
 	c.UserAgent = "muster"
 	return &GitHub{c: c, owner: owner, repo: repo}, nil
+}
+
+// nameOK reports whether s can be an owner's or a repository's name on
+// GitHub: it goes into the API's paths as it is, so '/', '?', '#', '%',
+// spaces and the dot segments "." and ".." (which would reach another
+// endpoint with the token) are refused.
+func nameOK(s string) bool {
+	if s == "" || s == "." || s == ".." {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
+			return false
+		}
+	}
+	return true
 }
 
 // FindPull implements muster.Forge.

@@ -509,3 +509,32 @@ func TestPRFollowOnceTurnsFeedbackIntoFixRounds(t *testing.T) {
 	}
 	noToken(t, f.dir)
 }
+
+// A repository that is not OWNER/NAME of GitHub's characters is bad
+// input: refused (exit 2) before any push or API request, never spliced
+// into the API's paths (../evil reached /api/v3/evil/pulls with the
+// token).
+func TestPRBadGitHubRepo(t *testing.T) {
+	f := newFixture(t, threePlan)
+	for _, tc := range []struct{ flag, env string }{
+		{flag: "../evil"}, {flag: "octo/app?x=1"}, {flag: "octo/.."}, {flag: "oc to/app"}, {flag: "octo/app#x"},
+		{env: "GITHUB_REPOSITORY=../evil"},
+	} {
+		args, extra := []string{"pr"}, []string(nil)
+		if tc.flag != "" {
+			args = append(args, "--github-repo", tc.flag)
+		} else {
+			extra = []string{tc.env}
+		}
+		out, code := f.muster(context.Background(), extra, args...)
+		if code != 2 || !strings.Contains(out, "OWNER/NAME") {
+			t.Errorf("%s%s: exit %d, want 2 naming OWNER/NAME", tc.flag, tc.env, code)
+		}
+	}
+	if n := len(f.api.requests); n != 0 {
+		t.Errorf("%d API requests for a bad repository, want none", n)
+	}
+	if f.remoteRef("muster/"+f.run) != "" {
+		t.Error("a bad repository was pushed to")
+	}
+}
