@@ -109,10 +109,11 @@ func (p *publisher) spec(u unit, stack []stackEntry, self int) muster.PullSpec {
 	return muster.PullSpec{Title: oneLine(title, 200), Body: body(in), Head: head, Base: u.base, Draft: p.o.Draft}
 }
 
-// oneLine makes an untrusted title one line of at most n runes. Titles
-// are plain text on GitHub (no Markdown), so only mentions are cut.
+// oneLine makes an untrusted title one line of at most n runes, with
+// no escape sequence, control character or bidirectional override.
+// Titles are plain text on GitHub (no Markdown), so only mentions are cut.
 func oneLine(s string, n int) string {
-	s = unmention(textsafe.OneLine(s))
+	s = unmention(textsafe.OneLine(textsafe.Sanitize(s)))
 	if r := []rune(s); len(r) > n {
 		s = string(r[:n-1]) + "…"
 	}
