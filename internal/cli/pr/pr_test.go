@@ -538,3 +538,27 @@ func TestPRBadGitHubRepo(t *testing.T) {
 		t.Error("a bad repository was pushed to")
 	}
 }
+
+// Task IDs the plan takes but git cannot end a branch name with (a
+// ".lock" suffix, "..", a trailing "."): --stack still publishes one
+// branch and pull request per task, under stable names, and a rerun
+// finds them again. It failed with git's "invalid refspec" (exit 3).
+func TestPRStackOddTaskIDs(t *testing.T) {
+	f := newFixture(t, "# Plan: ids\n\n## [ ] a.lock: A\nOwns: a.lock.txt\n\n## [ ] b..c: B\nOwns: b..c.txt\nAfter: a.lock\n\n## [ ] c.: C\nOwns: c..txt\nAfter: b..c\n")
+	for i := 0; i < 2; i++ {
+		if _, code := f.muster(context.Background(), nil, "pr", "--stack"); code != 0 {
+			t.Fatalf("muster pr --stack (pass %d): exit %d", i+1, code)
+		}
+	}
+	if f.api.numPulls() != 3 || f.api.count("POST", "/pulls") != 3 {
+		t.Fatalf("%d pull requests, %d creations; want 3 and 3", f.api.numPulls(), f.api.count("POST", "/pulls"))
+	}
+	base := "main"
+	for i := 1; i <= 3; i++ {
+		p := f.api.pull(i)
+		if f.remoteRef(p.Head.Ref) == "" || p.Base.Ref != base {
+			t.Errorf("#%d: %s <- %s, the head not on the remote or the base not the one before", i, p.Base.Ref, p.Head.Ref)
+		}
+		base = p.Head.Ref
+	}
+}
