@@ -296,9 +296,13 @@ func nonEmpty(ss ...string) []string {
 // wrong, or lacks the permission.
 var ErrUnauthorized = errors.New("the GitHub API refused the token")
 
+// ErrNotFound is an API answer of 404: the repository (or what was
+// asked of it) is not there, or the token may not see it.
+var ErrNotFound = errors.New("not found")
+
 // apiError says what failed, keeping the status for callers: 401 and 403
-// wrap ErrUnauthorized. go-github's errors carry the request URL, never
-// the token.
+// wrap ErrUnauthorized, 404 ErrNotFound. go-github's errors carry the
+// request URL, never the token.
 func apiError(what string, err error) error {
 	var re *gh.ErrorResponse
 	if errors.As(err, &re) && re.Response != nil {
@@ -306,6 +310,9 @@ func apiError(what string, err error) error {
 		msg := re.Message
 		if code == http.StatusUnauthorized || code == http.StatusForbidden {
 			return fmt.Errorf("%s: %w (HTTP %d: %s)", what, ErrUnauthorized, code, msg)
+		}
+		if code == http.StatusNotFound {
+			return fmt.Errorf("%s: HTTP 404: %w", what, ErrNotFound)
 		}
 		return fmt.Errorf("%s: HTTP %d: %s: %w", what, code, msg, err)
 	}

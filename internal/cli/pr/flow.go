@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/forge"
 	"github.com/muster-run/muster/git"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
 	"github.com/muster-run/muster/internal/textsafe"
@@ -190,6 +191,10 @@ func (p *publisher) gitEnv() []string {
 // head branch; a merged one is left alone.
 func (p *publisher) pull(ctx context.Context, u unit, spec muster.PullSpec) (*muster.PullRequest, string, error) {
 	found, err := p.forge.FindPull(ctx, p.owner+":"+u.branch)
+	if errors.Is(err, forge.ErrNotFound) {
+		return nil, "", cmdutil.Env("%w: GitHub has no repository %s that this token can see: name the right one with --github-repo OWNER/NAME "+
+			"(or GITHUB_REPOSITORY), or give the token access to it", err, p.slug)
+	}
 	if err != nil {
 		return nil, "", cmdutil.Env("%w", err)
 	}

@@ -562,3 +562,13 @@ func TestPRStackOddTaskIDs(t *testing.T) {
 		base = p.Head.Ref
 	}
 }
+
+// A repository GitHub does not have (or the token cannot see) is an
+// environment error that says what to check, not only "404 Not Found".
+func TestPRUnknownRepositorySaysWhatToCheck(t *testing.T) {
+	f := newFixture(t, threePlan)
+	out, code := f.muster(context.Background(), []string{"GITHUB_REPOSITORY=octo/nosuch"}, "pr")
+	if code != 3 || !strings.Contains(out, "octo/nosuch") || !strings.Contains(out, "--github-repo") {
+		t.Fatalf("an unknown repository: exit %d, want 3 naming it and --github-repo", code)
+	}
+}
