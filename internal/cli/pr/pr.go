@@ -348,6 +348,8 @@ func report(io *cmdutil.IOStreams, asJSON bool, res *published) {
 		return
 	}
 	for _, pl := range res.Pulls {
+		// The URL is the API's answer: printed without escape sequences.
+		pl.URL = textsafe.Sanitize(pl.URL)
 		what := pl.Branch
 		if pl.Task != "" {
 			what = pl.Task + " (" + pl.Branch + ")"

@@ -572,3 +572,19 @@ func TestPRUnknownRepositorySaysWhatToCheck(t *testing.T) {
 		t.Fatalf("an unknown repository: exit %d, want 3 naming it and --github-repo", code)
 	}
 }
+
+// What the API answers is printed for people without its escape
+// sequences: a pull request's URL reaches the terminal clean.
+func TestPRAPIAnswerPrintedClean(t *testing.T) {
+	f := newFixture(t, threePlan)
+	if _, code := f.muster(context.Background(), nil, "pr"); code != 0 {
+		t.Fatal("muster pr")
+	}
+	f.api.mu.Lock()
+	f.api.pulls[0].HTMLURL = "https://github.example/octo/app/pull/1\x1b]8;;https://evil.example\x07\x1b[2J"
+	f.api.mu.Unlock()
+	out, code := f.muster(context.Background(), nil, "pr")
+	if code != 0 || strings.ContainsAny(out, "\x1b\x07") || !strings.Contains(out, "https://github.example/octo/app/pull/1") {
+		t.Fatalf("exit %d, output %q: want the URL without escapes", code, out)
+	}
+}
