@@ -6,6 +6,7 @@ package forge
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -315,6 +316,12 @@ func apiError(what string, err error) error {
 			return fmt.Errorf("%s: HTTP 404: %w", what, ErrNotFound)
 		}
 		return fmt.Errorf("%s: HTTP %d: %s: %w", what, code, msg, err)
+	}
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	if errors.As(err, &syn) || errors.As(err, &typ) {
+		return fmt.Errorf("%s: the API's answer is not GitHub's JSON (is GITHUB_API_URL GitHub's REST API, such as %s or https://HOST/api/v3?): %w",
+			what, DefaultGitHubAPI, err)
 	}
 	var rl *gh.RateLimitError
 	if errors.As(err, &rl) {

@@ -588,3 +588,19 @@ func TestPRAPIAnswerPrintedClean(t *testing.T) {
 		t.Fatalf("exit %d, output %q: want the URL without escapes", code, out)
 	}
 }
+
+// An API base that answers what is not GitHub's JSON (a proxy's HTML
+// page, a wrong GITHUB_API_URL) is an environment error that says what
+// to check, not only the JSON decoder's complaint.
+func TestPRAPINotJSONSaysWhatToCheck(t *testing.T) {
+	f := newFixture(t, threePlan)
+	f.api.override = func(w http.ResponseWriter, r *http.Request) bool {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte("<html>{not json"))
+		return true
+	}
+	out, code := f.muster(context.Background(), nil, "pr")
+	if code != 3 || !strings.Contains(out, "GITHUB_API_URL") {
+		t.Fatalf("an answer that is not JSON: exit %d, want 3 naming GITHUB_API_URL", code)
+	}
+}
