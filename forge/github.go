@@ -315,6 +315,9 @@ func apiError(what string, err error) error {
 		if code == http.StatusNotFound {
 			return fmt.Errorf("%s: HTTP 404: %w", what, ErrNotFound)
 		}
+		if code >= 500 {
+			return fmt.Errorf("%s: HTTP %d: %s: GitHub's server failed; run muster pr again later (it finds what it already did)", what, code, msg)
+		}
 		return fmt.Errorf("%s: HTTP %d: %s: %w", what, code, msg, err)
 	}
 	var syn *json.SyntaxError

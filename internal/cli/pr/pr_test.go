@@ -604,3 +604,17 @@ func TestPRAPINotJSONSaysWhatToCheck(t *testing.T) {
 		t.Fatalf("an answer that is not JSON: exit %d, want 3 naming GITHUB_API_URL", code)
 	}
 }
+
+// A server error of the API (5xx) is an environment error that says to
+// run muster pr again (it finds what it already did).
+func TestPRAPIServerErrorSaysTryAgain(t *testing.T) {
+	f := newFixture(t, threePlan)
+	f.api.override = func(w http.ResponseWriter, r *http.Request) bool {
+		http.Error(w, `{"message":"Server Error"}`, http.StatusBadGateway)
+		return true
+	}
+	out, code := f.muster(context.Background(), nil, "pr")
+	if code != 3 || !strings.Contains(out, "HTTP 502") || !strings.Contains(out, "muster pr again") {
+		t.Fatalf("a 502: exit %d, want 3 with the status and what to do", code)
+	}
+}
