@@ -301,8 +301,26 @@ var ErrUnauthorized = errors.New("the GitHub API refused the token")
 // asked of it) is not there, or the token may not see it.
 var ErrNotFound = errors.New("not found")
 
+// ErrInvalid is an API answer of 422: GitHub refused what was asked (a
+// base branch it does not have, a head with no commit the base lacks).
+var ErrInvalid = errors.New("GitHub refused it")
+
+// refusals lists a 422's reasons: " (base invalid; ...)".
+func refusals(es []gh.Error) string {
+	var out []string
+	for _, e := range es {
+		if r := strings.TrimSpace(strings.Join(nonEmpty(e.Field, e.Code, e.Message), " ")); r != "" {
+			out = append(out, r)
+		}
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(out, "; ") + ")"
+}
+
 // apiError says what failed, keeping the status for callers: 401 and 403
-// wrap ErrUnauthorized, 404 ErrNotFound. go-github's errors carry the
+// wrap ErrUnauthorized, 404 ErrNotFound, 422 ErrInvalid. go-github's errors carry the
 // request URL, never the token.
 func apiError(what string, err error) error {
 	var re *gh.ErrorResponse
@@ -314,6 +332,9 @@ func apiError(what string, err error) error {
 		}
 		if code == http.StatusNotFound {
 			return fmt.Errorf("%s: HTTP 404: %w", what, ErrNotFound)
+		}
+		if code == http.StatusUnprocessableEntity {
+			return fmt.Errorf("%s: HTTP 422: %s%s: %w", what, msg, refusals(re.Errors), ErrInvalid)
 		}
 		if code >= 500 {
 			return fmt.Errorf("%s: HTTP %d: %s: GitHub's server failed; run muster pr again later (it finds what it already did)", what, code, msg)

@@ -213,6 +213,10 @@ func (p *publisher) pull(ctx context.Context, u unit, spec muster.PullSpec) (*mu
 		rec.Op = opUpdated
 		pr, err = p.forge.UpdatePull(ctx, found.Number, spec, false)
 	}
+	if errors.Is(err, forge.ErrInvalid) {
+		return nil, "", cmdutil.Env("%w: check that the base branch %s is on %s (--base BRANCH names another) and that %s has commits it lacks",
+			err, u.base, p.slug, u.branch)
+	}
 	if err != nil {
 		return nil, "", cmdutil.Env("%w", err)
 	}

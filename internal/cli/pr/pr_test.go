@@ -618,3 +618,22 @@ func TestPRAPIServerErrorSaysTryAgain(t *testing.T) {
 		t.Fatalf("a 502: exit %d, want 3 with the status and what to do", code)
 	}
 }
+
+// GitHub refusing the pull request (422: a --base it does not have)
+// names what it refused and what to check, not only "Validation Failed".
+func TestPRRefusedPullSaysWhatToCheck(t *testing.T) {
+	f := newFixture(t, threePlan)
+	f.api.override = func(w http.ResponseWriter, r *http.Request) bool {
+		if r.Method != "POST" {
+			return false
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnprocessableEntity)
+		_, _ = w.Write([]byte(`{"message":"Validation Failed","errors":[{"resource":"PullRequest","field":"base","code":"invalid"}]}`))
+		return true
+	}
+	out, code := f.muster(context.Background(), nil, "pr", "--base", "nosuch")
+	if code != 3 || !strings.Contains(out, "base invalid") || !strings.Contains(out, "--base") || !strings.Contains(out, "nosuch") {
+		t.Fatalf("a refused pull request: exit %d, want 3 naming the field, the base and --base", code)
+	}
+}
