@@ -531,6 +531,11 @@ func TestPRBadGitHubRepo(t *testing.T) {
 			t.Errorf("%s%s: exit %d, want 2 naming OWNER/NAME", tc.flag, tc.env, code)
 		}
 	}
+	// Bad input is told first, before the token is looked for.
+	out, code := f.muster(context.Background(), []string{"GITHUB_TOKEN=", "GH_TOKEN=", "GH_CONFIG_DIR=" + t.TempDir()}, "pr", "--github-repo", "../evil")
+	if code != 2 || !strings.Contains(out, "OWNER/NAME") {
+		t.Errorf("../evil without a token: exit %d, want 2 naming OWNER/NAME", code)
+	}
 	if n := len(f.api.requests); n != 0 {
 		t.Errorf("%d API requests for a bad repository, want none", n)
 	}
