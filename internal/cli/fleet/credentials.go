@@ -112,10 +112,7 @@ func issue(io *cmdutil.IOStreams, store, name, out string, orchestrator bool, ex
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(out, creds, 0o600); err != nil {
-		return cmdutil.Env("write %s: %w", out, err)
-	}
-	if err := os.Chmod(out, 0o600); err != nil {
+	if err := writeSecret(out, creds); err != nil {
 		return cmdutil.Env("write %s: %w", out, err)
 	}
 	what := "worker (executors: " + fmt.Sprint(executors) + ")"
@@ -124,4 +121,27 @@ func issue(io *cmdutil.IOStreams, store, name, out string, orchestrator bool, ex
 	}
 	fmt.Fprintf(io.ErrOut, "fleet: wrote the credentials of %s, %s, to %s; copy it to its host (mode 0600)\n", name, what, out)
 	return nil
+}
+
+// writeSecret writes data to a new file made 0600 beside path and
+// renames it over path: the secret never lands in a file that existed,
+// whatever its mode or other links.
+func writeSecret(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), ".muster-creds-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
 }
