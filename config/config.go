@@ -362,7 +362,11 @@ func (r *reader) gates(t map[string]any, n *muster.Network) []muster.GateSpec {
 // count reads a whole number of at least lo.
 func (r *reader) count(v any, lo int, p []string) int {
 	n, ok := v.(int64)
-	if !ok || n < int64(lo) || n > math.MaxInt32 {
+	if ok && n > math.MaxInt32 {
+		r.at(p, "%s: want a whole number, %d to %d", p[len(p)-1], lo, math.MaxInt32)
+		return 0
+	}
+	if !ok || n < int64(lo) {
 		r.at(p, "%s: want a whole number, %d or more", p[len(p)-1], lo)
 		return 0
 	}

@@ -102,6 +102,8 @@ func TestParseProblems(t *testing.T) {
 			`m.toml:3: budget_tokens: want a whole number, 0 or more`}},
 		{"bool", "[run]\nverify_integration = \"no\"\n", []string{`m.toml:2: verify_integration: want true or false`}},
 		{"max_batch", "[run]\nmax_batch = 0\n", []string{`m.toml:2: max_batch: want a whole number, 1 or more`}},
+		// Too large is not "want 1 or more": the message names the bound.
+		{"count too large", "[pool]\nmax_clones = 99999999999\n", []string{`m.toml:2: max_clones: want a whole number, 1 to 2147483647`}},
 		{"race", "[run]\nrace = 1\n", []string{`m.toml:2: race: want the number of candidates, 2 to 8, or "first"`}},
 		{"race word", "[run]\nrace = \"all\"\n", []string{`m.toml:2: race: want the number of candidates, 2 to 8, or "first"`}},
 		{"review_partial", "[run]\nreview_partial = \"yes\"\n", []string{`m.toml:2: review_partial: want "refuse" or "allow"`}},

@@ -6,6 +6,7 @@ package forge
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -37,8 +38,8 @@ var _ muster.Forge = (*GitHub)(nil)
 // be nil.
 func NewGitHub(apiURL, token, ownerRepo string, hc *http.Client) (*GitHub, error) {
 	owner, repo, ok := strings.Cut(ownerRepo, "/")
-	if !ok || owner == "" || repo == "" || strings.Contains(repo, "/") {
-		return nil, fmt.Errorf("repository %q is not OWNER/NAME", ownerRepo)
+	if !ok || !nameOK(owner) || !nameOK(repo) {
+		return nil, fmt.Errorf("repository %q is not OWNER/NAME (letters, digits, '-', '_' and '.')", ownerRepo)
 	}
 	if apiURL == "" {
 		apiURL = DefaultGitHubAPI
@@ -57,6 +58,22 @@ func NewGitHub(apiURL, token, ownerRepo string, hc *http.Client) (*GitHub, error
 	c.BaseURL = base
 	c.UserAgent = "muster"
 	return &GitHub{c: c, owner: owner, repo: repo}, nil
+}
+
+// nameOK reports whether s can be an owner's or a repository's name on
+// GitHub: it goes into the API's paths as it is, so '/', '?', '#', '%',
+// spaces and the dot segments "." and ".." (which would reach another
+// endpoint with the token) are refused.
+func nameOK(s string) bool {
+	if s == "" || s == "." || s == ".." {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
+			return false
+		}
+	}
+	return true
 }
 
 // FindPull implements muster.Forge.
@@ -280,9 +297,31 @@ func nonEmpty(ss ...string) []string {
 // wrong, or lacks the permission.
 var ErrUnauthorized = errors.New("the GitHub API refused the token")
 
+// ErrNotFound is an API answer of 404: the repository (or what was
+// asked of it) is not there, or the token may not see it.
+var ErrNotFound = errors.New("not found")
+
+// ErrInvalid is an API answer of 422: GitHub refused what was asked (a
+// base branch it does not have, a head with no commit the base lacks).
+var ErrInvalid = errors.New("GitHub refused it")
+
+// refusals lists a 422's reasons: " (base invalid; ...)".
+func refusals(es []gh.Error) string {
+	var out []string
+	for _, e := range es {
+		if r := strings.TrimSpace(strings.Join(nonEmpty(e.Field, e.Code, e.Message), " ")); r != "" {
+			out = append(out, r)
+		}
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(out, "; ") + ")"
+}
+
 // apiError says what failed, keeping the status for callers: 401 and 403
-// wrap ErrUnauthorized. go-github's errors carry the request URL, never
-// the token.
+// wrap ErrUnauthorized, 404 ErrNotFound, 422 ErrInvalid. go-github's errors carry the
+// request URL, never the token.
 func apiError(what string, err error) error {
 	var re *gh.ErrorResponse
 	if errors.As(err, &re) && re.Response != nil {
@@ -291,7 +330,22 @@ func apiError(what string, err error) error {
 		if code == http.StatusUnauthorized || code == http.StatusForbidden {
 			return fmt.Errorf("%s: %w (HTTP %d: %s)", what, ErrUnauthorized, code, msg)
 		}
+		if code == http.StatusNotFound {
+			return fmt.Errorf("%s: HTTP 404: %w", what, ErrNotFound)
+		}
+		if code == http.StatusUnprocessableEntity {
+			return fmt.Errorf("%s: HTTP 422: %s%s: %w", what, msg, refusals(re.Errors), ErrInvalid)
+		}
+		if code >= 500 {
+			return fmt.Errorf("%s: HTTP %d: %s: GitHub's server failed; run muster pr again later (it finds what it already did)", what, code, msg)
+		}
 		return fmt.Errorf("%s: HTTP %d: %s: %w", what, code, msg, err)
+	}
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	if errors.As(err, &syn) || errors.As(err, &typ) {
+		return fmt.Errorf("%s: the API's answer is not GitHub's JSON (is GITHUB_API_URL GitHub's REST API, such as %s or https://HOST/api/v3?): %w",
+			what, DefaultGitHubAPI, err)
 	}
 	var rl *gh.RateLimitError
 	if errors.As(err, &rl) {

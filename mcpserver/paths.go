@@ -40,6 +40,9 @@ func Inside(root, p string) (string, error) {
 	if !within(root, abs) && !within(realRoot, abs) {
 		return "", fmt.Errorf("%s is outside the repository %s", p, root)
 	}
+	if abs == filepath.Clean(root) || abs == realRoot {
+		return "", fmt.Errorf("%s is the repository itself: give a file inside it", p)
+	}
 	// The nearest existing ancestor, symlinks resolved, must lie inside
 	// the repository; so must the path itself when it is a symlink.
 	parent, err := existingAncestor(filepath.Dir(abs))

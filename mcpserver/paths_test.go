@@ -62,6 +62,11 @@ func TestInside(t *testing.T) {
 		{"sub/cfg", ".git"},
 		{"sub/abs/config", ".git"},
 		{"upper.GIT/x", ".git"},
+		// The repository itself is no file; it went out through its
+		// parent and was told "leads outside ... (through a symlink)".
+		{".", "the repository itself"},
+		{root, "the repository itself"},
+		{"sub/..", `".."`},
 	} {
 		got, err := Inside(root, c.path)
 		switch {

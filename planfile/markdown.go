@@ -74,6 +74,7 @@ func parseMarkdown(name string, data []byte) (*muster.Plan, muster.Problems) {
 		if cur == nil && p.Title == "" && len(strings.TrimSpace(strings.Join(brief, ""))) == 0 {
 			if t, ok := planTitle(trimmed); ok {
 				p.Title = t
+				ps.checkPlanTitle(t, ln)
 				continue
 			}
 		}
@@ -113,6 +114,14 @@ func appendLine(cur *muster.Task, brief, body *[]string, line string) {
 		*brief = append(*brief, line)
 	} else {
 		*body = append(*body, line)
+	}
+}
+
+// checkPlanTitle refuses a plan title with a control character, as a
+// task's: it becomes a pull request's title (muster pr) and is shown.
+func (ps *problems) checkPlanTitle(title string, ln int) {
+	if muster.HasControl(title) {
+		ps.addf(ln, "the plan's title holds a control character (such as NUL, an escape or a bidirectional override); write it as plain text")
 	}
 }
 

@@ -191,6 +191,10 @@ func TestParseProblems(t *testing.T) {
 		{"no title", "p.md", "## [ ] a\n", []string{`p.md:1: task a has no title: want "## [ ] a: Title"`}},
 		{"no colon", "p.md", "## [ ] fix login page\n", []string{`p.md:1: task heading has no ":" after its ID: want "## [ ] fix: login page"`}},
 		{"not utf8", "p.md", "## [ ] a: A\n\xff\n", []string{`p.md:2: not UTF-8 text`}},
+		// The plan's title is a pull request's title (muster pr): plain
+		// text, as a task's title is.
+		{"escape in plan title", "p.md", "# Plan: evil \x1b[31mred\n\n## [ ] a: A\n", []string{`p.md:1: the plan's title holds a control character (such as NUL, an escape or a bidirectional override); write it as plain text`}},
+		{"bidi in yaml title", "p.yaml", "title: \"a\u202eb\"\ntasks:\n  - id: a\n    title: A\n", []string{`p.yaml:1: the plan's title holds a control character (such as NUL, an escape or a bidirectional override); write it as plain text`}},
 		{"yaml syntax", "p.yaml", "tasks:\n  - id: a\n   title: [\n", []string{`p.yaml:3: bad YAML: value is not allowed in this context`}},
 		{"yaml not a mapping", "p.yml", "- a\n- b\n", []string{`p.yml:1: the plan: want a mapping of keys to values`}},
 		{"yaml unknown plan key", "p.yaml", "title: x\ntask: []\n", []string{`p.yaml:2: unknown key "task"; did you mean "tasks"?`}},

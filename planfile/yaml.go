@@ -70,6 +70,7 @@ func parseYAML(name string, data []byte) (*muster.Plan, muster.Problems) {
 		case "title":
 			p.Title, _ = ps.scalar(kv.Value, "title")
 			p.Title = strings.TrimSpace(p.Title)
+			ps.checkPlanTitle(p.Title, line)
 		case "brief":
 			s, _ := ps.scalar(kv.Value, "brief")
 			p.Brief = joinTrimmed(strings.Split(s, "\n"))

@@ -3,7 +3,11 @@
 package clean
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -30,6 +34,9 @@ not touched.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if keep < 0 {
 				return cmdutil.FlagErrorf("--keep must be 0 or more, not %d", keep)
+			}
+			if err := noLinks(); err != nil {
+				return err
 			}
 			opts := git.CleanOptions{All: all, Keep: keep}
 			races := 0
@@ -85,6 +92,33 @@ not touched.`,
 	cmd.Flags().IntVar(&keep, "keep", 0, "keep this many of the most recently used clones of each repository")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array, one object per repository")
 	return cmd
+}
+
+// noLinks refuses a cache whose pools (repos/<key>) or their clones
+// directories are symbolic links: muster makes none there, and clean
+// would follow one and delete what it points at, outside the cache.
+func noLinks() error {
+	root, err := git.CacheRoot()
+	if err != nil {
+		return cmdutil.Env("clean: %w", err)
+	}
+	pools, err := os.ReadDir(filepath.Join(root, "repos"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return cmdutil.Env("clean: %w", err)
+	}
+	for _, e := range pools {
+		dir := filepath.Join(root, "repos", e.Name())
+		for _, p := range []string{dir, filepath.Join(dir, "clones")} {
+			if fi, err := os.Lstat(p); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+				return cmdutil.Env("clean: %s in muster's cache is a symbolic link, which muster never makes there: "+
+					"clean will not follow it (remove it, and look at what made it)", p)
+			}
+		}
+	}
+	return nil
 }
 
 func plural(n int) string {

@@ -1,12 +1,14 @@
 package fleet
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
 
+	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/fleet"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
 )
@@ -55,33 +57,7 @@ account's revocation list: a running fleet serve disconnects its holders.`,
 				fmt.Fprintf(io.ErrOut, "fleet: revoked the credentials of %s (a running fleet serve on %s disconnects them)\n", revoke, store)
 				return nil
 			}
-			name := args[0]
-			if out == "" {
-				return cmdutil.FlagErrorf("credentials %s: pass -o FILE (the .creds file to write)", name)
-			}
-			if orchestrator == (len(executors) > 0) {
-				return cmdutil.FlagErrorf("credentials %s: a worker's name the executors it may serve (--executor NAME, repeatable); an orchestrator's take --orchestrator (one of them)", name)
-			}
-			keys, err := fleet.OpenKeys(store, true)
-			if err != nil {
-				return err
-			}
-			creds, err := keys.Issue(name, fleet.UserOptions{Orchestrator: orchestrator, Executors: executors})
-			if err != nil {
-				return err
-			}
-			if err := os.WriteFile(out, creds, 0o600); err != nil {
-				return cmdutil.Env("write %s: %w", out, err)
-			}
-			if err := os.Chmod(out, 0o600); err != nil {
-				return cmdutil.Env("write %s: %w", out, err)
-			}
-			what := "worker (executors: " + fmt.Sprint(executors) + ")"
-			if orchestrator {
-				what = "orchestrator"
-			}
-			fmt.Fprintf(io.ErrOut, "fleet: wrote the credentials of %s, %s, to %s; copy it to its host (mode 0600)\n", name, what, out)
-			return nil
+			return issue(io, store, args[0], out, orchestrator, executors)
 		},
 	}
 	fs := cmd.Flags()
@@ -91,4 +67,81 @@ account's revocation list: a running fleet serve disconnects its holders.`,
 	fs.StringArrayVar(&executors, "executor", nil, "an executor the worker may serve (repeatable)")
 	fs.StringVar(&revoke, "revoke", "", "revoke the credentials issued under this name")
 	return cmd
+}
+
+// checkIssue refuses, before a credential is issued and recorded, an
+// executor name no muster.toml can hold and a -o that cannot be a file:
+// a directory, or a file in a directory that does not exist.
+func checkIssue(out string, executors []string) error {
+	for _, e := range executors {
+		if !muster.IDPattern.MatchString(e) {
+			return cmdutil.FlagErrorf(`--executor: bad executor name %q: use letters, digits, ".", "_" and "-"`, e)
+		}
+	}
+	if st, err := os.Stat(out); err == nil && st.IsDir() {
+		return cmdutil.FlagErrorf("-o %s is a directory: name the .creds file to write", out)
+	}
+	st, err := os.Stat(filepath.Dir(out))
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return cmdutil.FlagErrorf("-o %s: the directory %s does not exist: create it, or write the file in an existing one", out, filepath.Dir(out))
+	case err != nil:
+		return cmdutil.Env("-o %s: %w", out, err)
+	case !st.IsDir():
+		return cmdutil.FlagErrorf("-o %s: %s is not a directory", out, filepath.Dir(out))
+	}
+	return nil
+}
+
+// issue issues NAME's credentials from the store and writes them to out.
+func issue(io *cmdutil.IOStreams, store, name, out string, orchestrator bool, executors []string) error {
+	if out == "" {
+		return cmdutil.FlagErrorf("credentials %s: pass -o FILE (the .creds file to write)", name)
+	}
+	if orchestrator == (len(executors) > 0) {
+		return cmdutil.FlagErrorf("credentials %s: a worker's name the executors it may serve (--executor NAME, repeatable); an orchestrator's take --orchestrator (one of them)", name)
+	}
+	if err := checkIssue(out, executors); err != nil {
+		return err
+	}
+	keys, err := fleet.OpenKeys(store, true)
+	if err != nil {
+		return err
+	}
+	creds, err := keys.Issue(name, fleet.UserOptions{Orchestrator: orchestrator, Executors: executors})
+	if err != nil {
+		return err
+	}
+	if err := writeSecret(out, creds); err != nil {
+		return cmdutil.Env("write %s: %w", out, err)
+	}
+	what := "worker (executors: " + fmt.Sprint(executors) + ")"
+	if orchestrator {
+		what = "orchestrator"
+	}
+	fmt.Fprintf(io.ErrOut, "fleet: wrote the credentials of %s, %s, to %s; copy it to its host (mode 0600)\n", name, what, out)
+	return nil
+}
+
+// writeSecret writes data to a new file made 0600 beside path and
+// renames it over path: the secret never lands in a file that existed,
+// whatever its mode or other links.
+func writeSecret(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), ".muster-creds-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
 }

@@ -59,7 +59,7 @@ until it ends. --json prints one JSON object a line.`,
 				opts.Task = args[0]
 			}
 			opts.HasRound = cmd.Flags().Changed("round")
-			if opts.Attempt < 0 {
+			if opts.Attempt < 0 || cmd.Flags().Changed("attempt") && opts.Attempt < 1 {
 				return cmdutil.FlagErrorf("--attempt must be 1 or more")
 			}
 			if opts.HasRound && opts.Round < 0 {

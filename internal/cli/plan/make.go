@@ -158,7 +158,32 @@ func outputPath(req Request) (string, error) {
 			return "", cmdutil.Invalid("%s exists already: pass --force to replace it, or write another file with -o FILE", req.Output)
 		}
 	}
-	return out, nil
+	return out, outputDir(req.Output, filepath.Dir(out))
+}
+
+// outputDir checks, before the planner spends anything, that the plan
+// can be written in dir: a directory that exists (else bad input) and
+// takes a file (else the environment's fault).
+func outputDir(output, dir string) error {
+	st, err := os.Stat(dir)
+	shown := filepath.Dir(output)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return cmdutil.Invalid("%s: the directory %s does not exist: create it, or name a plan file in an existing one with -o", output, shown)
+	case err != nil:
+		return cmdutil.Env("%s: %w", output, err)
+	case !st.IsDir():
+		return cmdutil.Invalid("%s: %s is not a directory: name a plan file with -o", output, shown)
+	}
+	f, err := os.CreateTemp(dir, ".muster-plan-*")
+	if err != nil {
+		return cmdutil.Env("%s: cannot write in %s: %w", output, shown, err)
+	}
+	f.Close()
+	if err := os.Remove(f.Name()); err != nil {
+		return cmdutil.Env("%s: %w", output, err)
+	}
+	return nil
 }
 
 // planName is how problems name the plan: as the user gave it, or

@@ -71,12 +71,18 @@ last try (nothing is written), 3 environment error, 130 interrupted.`,
 	return cmd
 }
 
+// MaxTries caps --tries, as the MCP server's plan tool caps its tries.
+const MaxTries = 10
+
 func run(cmd *cobra.Command, io *cmdutil.IOStreams, o *Options, goal string) error {
 	if strings.TrimSpace(goal) == "" {
 		return cmdutil.FlagErrorf("the goal is empty: say what the plan should achieve")
 	}
 	if o.Tries < 1 {
 		return cmdutil.FlagErrorf("--tries must be 1 or more, not %d", o.Tries)
+	}
+	if o.Tries > MaxTries {
+		return cmdutil.FlagErrorf("--tries %d: the cap is %d (each try is a paid planner run)", o.Tries, MaxTries)
 	}
 	if o.Output == "" {
 		return cmdutil.FlagErrorf("-o needs a file name")

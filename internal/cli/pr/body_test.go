@@ -82,3 +82,19 @@ func TestAskPass(t *testing.T) {
 		t.Error("AskPass answered without a token")
 	}
 }
+
+// A pull request's title is untrusted (the plan's title): no escape
+// sequence, control character or bidirectional override gets into it,
+// as none gets into the body.
+func TestOneLineSanitises(t *testing.T) {
+	in := "evil \x1b[31mred\x1b[0m \u202etxet\u202c \a bell \x1b]8;;http://x\x07link\x1b]8;;\x07 @octocat"
+	out := oneLine(in, 200)
+	for _, bad := range []string{"\x1b", "\u202e", "\u202c", "\a", "http://x", "@octocat"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("oneLine(%q) = %q still holds %q", in, out, bad)
+		}
+	}
+	if !strings.Contains(out, "red") || !strings.Contains(out, "link") {
+		t.Errorf("oneLine(%q) = %q lost the text", in, out)
+	}
+}

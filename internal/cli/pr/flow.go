@@ -2,6 +2,8 @@ package pr
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os/exec"
@@ -11,6 +13,7 @@ import (
 	"time"
 
 	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/forge"
 	"github.com/muster-run/muster/git"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
 	"github.com/muster-run/muster/internal/textsafe"
@@ -44,11 +47,23 @@ func (p *publisher) units() []unit {
 		if c.Task == "" {
 			continue
 		}
-		b := StackPrefix + p.id + "/" + c.Task
+		b := StackPrefix + p.id + "/" + stackName(c.Task)
 		out = append(out, unit{task: muster.TaskID(c.Task), branch: b, commit: c.ID, base: base, tasks: []muster.TaskID{muster.TaskID(c.Task)}})
 		base = b
 	}
 	return out
+}
+
+// stackName is a task's last branch component in a stack: its ID, or,
+// for an ID git cannot end a branch with (a ".lock" suffix, "..", a
+// trailing "."; the plan takes them), the ID with '.' as '-' and a hash
+// of it, so that it stays distinct and a rerun finds it again.
+func stackName(task string) string {
+	if !strings.Contains(task, "..") && !strings.HasSuffix(task, ".lock") && !strings.HasSuffix(task, ".") {
+		return task
+	}
+	sum := sha256.Sum256([]byte(task))
+	return strings.ReplaceAll(task, ".", "-") + "-" + hex.EncodeToString(sum[:4])
 }
 
 func (p *publisher) publish(ctx context.Context) (*published, error) {
@@ -109,10 +124,11 @@ func (p *publisher) spec(u unit, stack []stackEntry, self int) muster.PullSpec {
 	return muster.PullSpec{Title: oneLine(title, 200), Body: body(in), Head: head, Base: u.base, Draft: p.o.Draft}
 }
 
-// oneLine makes an untrusted title one line of at most n runes. Titles
-// are plain text on GitHub (no Markdown), so only mentions are cut.
+// oneLine makes an untrusted title one line of at most n runes, with
+// no escape sequence, control character or bidirectional override.
+// Titles are plain text on GitHub (no Markdown), so only mentions are cut.
 func oneLine(s string, n int) string {
-	s = unmention(textsafe.OneLine(s))
+	s = unmention(textsafe.OneLine(textsafe.Sanitize(s)))
 	if r := []rune(s); len(r) > n {
 		s = string(r[:n-1]) + "…"
 	}
@@ -175,6 +191,10 @@ func (p *publisher) gitEnv() []string {
 // head branch; a merged one is left alone.
 func (p *publisher) pull(ctx context.Context, u unit, spec muster.PullSpec) (*muster.PullRequest, string, error) {
 	found, err := p.forge.FindPull(ctx, p.owner+":"+u.branch)
+	if errors.Is(err, forge.ErrNotFound) {
+		return nil, "", cmdutil.Env("%w: GitHub has no repository %s that this token can see: name the right one with --github-repo OWNER/NAME "+
+			"(or GITHUB_REPOSITORY), or give the token access to it", err, p.slug)
+	}
 	if err != nil {
 		return nil, "", cmdutil.Env("%w", err)
 	}
@@ -192,6 +212,10 @@ func (p *publisher) pull(ctx context.Context, u unit, spec muster.PullSpec) (*mu
 	default:
 		rec.Op = opUpdated
 		pr, err = p.forge.UpdatePull(ctx, found.Number, spec, false)
+	}
+	if errors.Is(err, forge.ErrInvalid) {
+		return nil, "", cmdutil.Env("%w: check that the base branch %s is on %s (--base BRANCH names another) and that %s has commits it lacks",
+			err, u.base, p.slug, u.branch)
 	}
 	if err != nil {
 		return nil, "", cmdutil.Env("%w", err)

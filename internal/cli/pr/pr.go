@@ -313,11 +313,17 @@ func (p *publisher) connect(ctx context.Context) error {
 	if o, _, ok := strings.Cut(remoteSlug, "/"); ok && o != "" {
 		p.owner = o
 	}
+	api := p.o.Getenv("GITHUB_API_URL")
+	// Bad input first: the repository and the API base are checked
+	// before the token is looked for.
+	if _, err := forge.NewGitHub(api, "", p.slug, nil); err != nil {
+		return cmdutil.Invalid("%w", err)
+	}
 	if p.token = findToken(ctx, p.o.Getenv); p.token == "" {
 		return cmdutil.Env("no GitHub token: set GITHUB_TOKEN or GH_TOKEN, or log in with gh auth login")
 	}
 	p.red = p.red.With(p.token)
-	f, err := forge.NewGitHub(p.o.Getenv("GITHUB_API_URL"), p.token, p.slug, nil)
+	f, err := forge.NewGitHub(api, p.token, p.slug, nil)
 	if err != nil {
 		return cmdutil.Invalid("%w", err)
 	}
@@ -348,6 +354,8 @@ func report(io *cmdutil.IOStreams, asJSON bool, res *published) {
 		return
 	}
 	for _, pl := range res.Pulls {
+		// The URL is the API's answer: printed without escape sequences.
+		pl.URL = textsafe.Sanitize(pl.URL)
 		what := pl.Branch
 		if pl.Task != "" {
 			what = pl.Task + " (" + pl.Branch + ")"

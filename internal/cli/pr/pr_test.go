@@ -509,3 +509,136 @@ func TestPRFollowOnceTurnsFeedbackIntoFixRounds(t *testing.T) {
 	}
 	noToken(t, f.dir)
 }
+
+// A repository that is not OWNER/NAME of GitHub's characters is bad
+// input: refused (exit 2) before any push or API request, never spliced
+// into the API's paths (../evil reached /api/v3/evil/pulls with the
+// token).
+func TestPRBadGitHubRepo(t *testing.T) {
+	f := newFixture(t, threePlan)
+	for _, tc := range []struct{ flag, env string }{
+		{flag: "../evil"}, {flag: "octo/app?x=1"}, {flag: "octo/.."}, {flag: "oc to/app"}, {flag: "octo/app#x"},
+		{env: "GITHUB_REPOSITORY=../evil"},
+	} {
+		args, extra := []string{"pr"}, []string(nil)
+		if tc.flag != "" {
+			args = append(args, "--github-repo", tc.flag)
+		} else {
+			extra = []string{tc.env}
+		}
+		out, code := f.muster(context.Background(), extra, args...)
+		if code != 2 || !strings.Contains(out, "OWNER/NAME") {
+			t.Errorf("%s%s: exit %d, want 2 naming OWNER/NAME", tc.flag, tc.env, code)
+		}
+	}
+	// Bad input is told first, before the token is looked for.
+	out, code := f.muster(context.Background(), []string{"GITHUB_TOKEN=", "GH_TOKEN=", "GH_CONFIG_DIR=" + t.TempDir()}, "pr", "--github-repo", "../evil")
+	if code != 2 || !strings.Contains(out, "OWNER/NAME") {
+		t.Errorf("../evil without a token: exit %d, want 2 naming OWNER/NAME", code)
+	}
+	if n := len(f.api.requests); n != 0 {
+		t.Errorf("%d API requests for a bad repository, want none", n)
+	}
+	if f.remoteRef("muster/"+f.run) != "" {
+		t.Error("a bad repository was pushed to")
+	}
+}
+
+// Task IDs the plan takes but git cannot end a branch name with (a
+// ".lock" suffix, "..", a trailing "."): --stack still publishes one
+// branch and pull request per task, under stable names, and a rerun
+// finds them again. It failed with git's "invalid refspec" (exit 3).
+func TestPRStackOddTaskIDs(t *testing.T) {
+	f := newFixture(t, "# Plan: ids\n\n## [ ] a.lock: A\nOwns: a.lock.txt\n\n## [ ] b..c: B\nOwns: b..c.txt\nAfter: a.lock\n\n## [ ] c.: C\nOwns: c..txt\nAfter: b..c\n")
+	for i := 0; i < 2; i++ {
+		if _, code := f.muster(context.Background(), nil, "pr", "--stack"); code != 0 {
+			t.Fatalf("muster pr --stack (pass %d): exit %d", i+1, code)
+		}
+	}
+	if f.api.numPulls() != 3 || f.api.count("POST", "/pulls") != 3 {
+		t.Fatalf("%d pull requests, %d creations; want 3 and 3", f.api.numPulls(), f.api.count("POST", "/pulls"))
+	}
+	base := "main"
+	for i := 1; i <= 3; i++ {
+		p := f.api.pull(i)
+		if f.remoteRef(p.Head.Ref) == "" || p.Base.Ref != base {
+			t.Errorf("#%d: %s <- %s, the head not on the remote or the base not the one before", i, p.Base.Ref, p.Head.Ref)
+		}
+		base = p.Head.Ref
+	}
+}
+
+// A repository GitHub does not have (or the token cannot see) is an
+// environment error that says what to check, not only "404 Not Found".
+func TestPRUnknownRepositorySaysWhatToCheck(t *testing.T) {
+	f := newFixture(t, threePlan)
+	out, code := f.muster(context.Background(), []string{"GITHUB_REPOSITORY=octo/nosuch"}, "pr")
+	if code != 3 || !strings.Contains(out, "octo/nosuch") || !strings.Contains(out, "--github-repo") {
+		t.Fatalf("an unknown repository: exit %d, want 3 naming it and --github-repo", code)
+	}
+}
+
+// What the API answers is printed for people without its escape
+// sequences: a pull request's URL reaches the terminal clean.
+func TestPRAPIAnswerPrintedClean(t *testing.T) {
+	f := newFixture(t, threePlan)
+	if _, code := f.muster(context.Background(), nil, "pr"); code != 0 {
+		t.Fatal("muster pr")
+	}
+	f.api.mu.Lock()
+	f.api.pulls[0].HTMLURL = "https://github.example/octo/app/pull/1\x1b]8;;https://evil.example\x07\x1b[2J"
+	f.api.mu.Unlock()
+	out, code := f.muster(context.Background(), nil, "pr")
+	if code != 0 || strings.ContainsAny(out, "\x1b\x07") || !strings.Contains(out, "https://github.example/octo/app/pull/1") {
+		t.Fatalf("exit %d, output %q: want the URL without escapes", code, out)
+	}
+}
+
+// An API base that answers what is not GitHub's JSON (a proxy's HTML
+// page, a wrong GITHUB_API_URL) is an environment error that says what
+// to check, not only the JSON decoder's complaint.
+func TestPRAPINotJSONSaysWhatToCheck(t *testing.T) {
+	f := newFixture(t, threePlan)
+	f.api.override = func(w http.ResponseWriter, r *http.Request) bool {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte("<html>{not json"))
+		return true
+	}
+	out, code := f.muster(context.Background(), nil, "pr")
+	if code != 3 || !strings.Contains(out, "GITHUB_API_URL") {
+		t.Fatalf("an answer that is not JSON: exit %d, want 3 naming GITHUB_API_URL", code)
+	}
+}
+
+// A server error of the API (5xx) is an environment error that says to
+// run muster pr again (it finds what it already did).
+func TestPRAPIServerErrorSaysTryAgain(t *testing.T) {
+	f := newFixture(t, threePlan)
+	f.api.override = func(w http.ResponseWriter, r *http.Request) bool {
+		http.Error(w, `{"message":"Server Error"}`, http.StatusBadGateway)
+		return true
+	}
+	out, code := f.muster(context.Background(), nil, "pr")
+	if code != 3 || !strings.Contains(out, "HTTP 502") || !strings.Contains(out, "muster pr again") {
+		t.Fatalf("a 502: exit %d, want 3 with the status and what to do", code)
+	}
+}
+
+// GitHub refusing the pull request (422: a --base it does not have)
+// names what it refused and what to check, not only "Validation Failed".
+func TestPRRefusedPullSaysWhatToCheck(t *testing.T) {
+	f := newFixture(t, threePlan)
+	f.api.override = func(w http.ResponseWriter, r *http.Request) bool {
+		if r.Method != "POST" {
+			return false
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnprocessableEntity)
+		_, _ = w.Write([]byte(`{"message":"Validation Failed","errors":[{"resource":"PullRequest","field":"base","code":"invalid"}]}`))
+		return true
+	}
+	out, code := f.muster(context.Background(), nil, "pr", "--base", "nosuch")
+	if code != 3 || !strings.Contains(out, "base invalid") || !strings.Contains(out, "--base") || !strings.Contains(out, "nosuch") {
+		t.Fatalf("a refused pull request: exit %d, want 3 naming the field, the base and --base", code)
+	}
+}

@@ -36,6 +36,9 @@ type standIn struct {
 	// request exists when before is true (returning true, the request
 	// fails and nothing is created), after it exists otherwise.
 	onCreate func(before bool) bool
+	// override, when set, answers a request first (returning true: it
+	// answered), for tests of an API that misbehaves.
+	override func(w http.ResponseWriter, r *http.Request) bool
 }
 
 type request struct {
@@ -82,6 +85,9 @@ func (s *standIn) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	if r.Header.Get("Authorization") != "Bearer "+s.token {
 		http.Error(w, `{"message":"Bad credentials"}`, http.StatusUnauthorized)
+		return
+	}
+	if s.override != nil && s.override(w, r) {
 		return
 	}
 	path := strings.TrimPrefix(r.URL.Path, "/api/v3")
