@@ -2,6 +2,8 @@ package git
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -21,7 +23,19 @@ func raceRefPrefix(runID string) string { return "refs/muster/" + runID + "/race
 
 // RaceRef is the ref that keeps a race candidate's commit.
 func RaceRef(runID string, task muster.TaskID, attempt int) string {
-	return raceRefPrefix(runID) + string(task) + "/" + strconv.Itoa(attempt)
+	return raceRefPrefix(runID) + refComponent(string(task)) + "/" + strconv.Itoa(attempt)
+}
+
+// refComponent is a task ID as one component of a ref: the ID itself,
+// or, for one git cannot take there (".." anywhere, a ".lock" suffix;
+// plans take both), the ID with '-' for '.' and a hash of it, so that it
+// stays one of its own.
+func refComponent(id string) string {
+	if !strings.Contains(id, "..") && !strings.HasSuffix(id, ".lock") {
+		return id
+	}
+	sum := sha256.Sum256([]byte(id))
+	return strings.ReplaceAll(id, ".", "-") + "-" + hex.EncodeToString(sum[:4])
 }
 
 // KeepRace points refs/muster/<run>/race/<task>/<attempt> at a race
