@@ -296,7 +296,10 @@ func (h *Host) Result(ctx context.Context, repo, executor string, n int, start, 
 	if err := scrubGitDir(filepath.Join(dir, ".git"), filepath.Join(h.store(repo), "objects")); err != nil {
 		return "", false, err
 	}
-	tmp, err := os.MkdirTemp("", "muster-result-*")
+	// Never in TMPDIR: without namespaces /tmp is writable to every
+	// confined agent on the host, and one beside this job could rewrite
+	// the index between add and write-tree.
+	tmp, err := privateTemp(h.Root, "result-*")
 	if err != nil {
 		return "", false, err
 	}
@@ -363,4 +366,14 @@ func (h *Host) Repos() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// privateTemp makes a fresh directory under root/tmp, muster's own (no
+// agent may write root), for what muster keeps while one call runs.
+func privateTemp(root, pattern string) (string, error) {
+	parent := filepath.Join(root, "tmp")
+	if err := os.MkdirAll(parent, 0o700); err != nil {
+		return "", err
+	}
+	return os.MkdirTemp(parent, pattern)
 }

@@ -84,3 +84,44 @@ func TestHostScrubFollowsNoLink(t *testing.T) {
 		}
 	}
 }
+
+// TestScratchOutOfSharedTmp: what muster keeps while it records a fleet
+// worker's result (a throw-away index and the objects of the result) or
+// snapshots a worktree for a remote job lies in a directory of its own,
+// never in TMPDIR: without namespaces /tmp is writable to every confined
+// agent on the host (confine.Shared), and one running beside the job
+// could rewrite the index between `add` and `write-tree`, putting into
+// another task's result what its work tree (and the gates) never held.
+// A TMPDIR that does not exist shows it: nothing is made there.
+func TestScratchOutOfSharedTmp(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t, map[string]string{"a.txt": "a\n"})
+	base := g(t, repo, "rev-parse", "HEAD")
+	tmp := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", filepath.Join(tmp, "cache"))
+	h := &Host{Root: filepath.Join(tmp, "host")}
+	b := filepath.Join(tmp, "b.bundle")
+	if err := WriteBundle(ctx, repo, base, nil, b); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Receive(ctx, base, b); err != nil {
+		t.Fatal(err)
+	}
+	dir, err := h.Checkout(ctx, base, "sh", 1, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, dir, "a.txt", "changed\n")
+	shared := filepath.Join(tmp, "shared-tmp-that-is-not-there")
+	t.Setenv("TMPDIR", shared)
+	if _, changed, err := h.Result(ctx, base, "sh", 1, base, filepath.Join(tmp, "r.bundle")); err != nil || !changed {
+		t.Errorf("result: changed %v, %v", changed, err)
+	}
+	write(t, repo, "a.txt", "A\n")
+	if _, err := Snapshot(ctx, repo, base); err != nil {
+		t.Errorf("snapshot: %v", err)
+	}
+	if _, err := os.Stat(shared); err == nil {
+		t.Error("something made the shared TMPDIR")
+	}
+}
