@@ -1,0 +1,52 @@
+package git
+
+import (
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestRevertRaceStaysInTheClone: without namespaces a process the agent
+// left behind (env -i setsid -f escapes the invocation's family) lives on
+// beside muster. While muster reverts a path outside the task's Owns
+// (evil/x/junk), it swaps the clone's directory evil with a link to a
+// directory of the user's, again and again (renameat2 RENAME_EXCHANGE):
+// a check of the path's parents followed by a removal by path would then
+// remove the user's x/junk. The revert may fail; it must never remove
+// anything outside the clone. The race is run many times so it can hit.
+func TestRevertRaceStaysInTheClone(t *testing.T) {
+	repo := newRepo(t, baseFiles())
+	w := open(t, repo, "r1")
+	dir, base, _ := w.Prepare(ctx, "a#1")
+	victim := filepath.Join(t.TempDir(), "user")
+	precious := filepath.Join(victim, "x", "junk", "precious")
+	write(t, filepath.Dir(precious), "precious", "the user's own\n")
+	evil, link := filepath.Join(dir, "evil"), filepath.Join(dir, "evil.link")
+	for i := 0; i < 300; i++ {
+		os.RemoveAll(evil)
+		os.RemoveAll(link)
+		write(t, dir, "evil/x/junk", "junk\n")
+		if err := os.Symlink(victim, link); err != nil {
+			t.Fatal(err)
+		}
+		var stop atomic.Bool
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !stop.Load() {
+				_ = unix.Renameat2(unix.AT_FDCWD, evil, unix.AT_FDCWD, link, unix.RENAME_EXCHANGE)
+			}
+		}()
+		_ = w.Revert(ctx, dir, base, []string{"evil/x/junk"})
+		stop.Store(true)
+		wg.Wait()
+		if _, err := os.Stat(precious); err != nil {
+			t.Fatalf("round %d: the revert removed the user's file through the swapped link: %v", i, err)
+		}
+	}
+}
