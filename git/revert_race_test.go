@@ -50,3 +50,46 @@ func TestRevertRaceStaysInTheClone(t *testing.T) {
 		}
 	}
 }
+
+// TestUnlinkLinkedRaceStaysInTheClone: the reset's removal of a clone's
+// name of a hard-linked file (unlinkLinked), raced by a process left
+// behind that swaps the file's directory with a link to a directory of
+// the user's, removes nothing outside the clone (there, a file of two
+// names too, as many are: muster's check of the link count passes).
+func TestUnlinkLinkedRaceStaysInTheClone(t *testing.T) {
+	dir := t.TempDir()
+	victim := filepath.Join(t.TempDir(), "user")
+	write(t, victim, "f", "the user's own\n")
+	if err := os.Link(filepath.Join(victim, "f"), filepath.Join(victim, "f2")); err != nil {
+		t.Fatal(err)
+	}
+	d, link := filepath.Join(dir, "d"), filepath.Join(dir, "d.link")
+	for i := 0; i < 300; i++ {
+		os.RemoveAll(d)
+		os.RemoveAll(link)
+		write(t, dir, "d/f", "mine\n")
+		if err := os.Link(filepath.Join(d, "f"), filepath.Join(dir, "second")); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(victim, link); err != nil {
+			t.Fatal(err)
+		}
+		var stop atomic.Bool
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !stop.Load() {
+				_ = unix.Renameat2(unix.AT_FDCWD, d, unix.AT_FDCWD, link, unix.RENAME_EXCHANGE)
+			}
+		}()
+		s := &slot{dir: dir, linked: map[string]bool{"d/f": true}, touched: map[string]bool{}}
+		s.unlinkLinked()
+		stop.Store(true)
+		wg.Wait()
+		os.Remove(filepath.Join(dir, "second"))
+		if _, err := os.Stat(filepath.Join(victim, "f")); err != nil {
+			t.Fatalf("round %d: the reset removed the user's file through the swapped link: %v", i, err)
+		}
+	}
+}
