@@ -47,7 +47,7 @@ func (e *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit fu
 		return nil, agentkit.StartFailure(fmt.Errorf("codex config: %w", err))
 	}
 	resume := resumable(codexHome, req.SessionID)
-	u := &usageState{dir: codexHome, model: spec.Model}
+	u := newUsageState(s.Home, spec.Model)
 	parse := func(line []byte, st *agentkit.Stream) error { return parseLine(line, st, u) }
 	inv := s.Invocation(req, buildArgs(spec, req, resume), kindEnv(spec, codexHome, s.KeyName, s.Key), parse)
 	res, err := agentkit.RunResuming(ctx, req, inv, emit, resume, func(inv *agentkit.Invocation) {
@@ -55,8 +55,20 @@ func (e *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit fu
 	})
 	// Codex snapshots the shell's environment, the API key included when
 	// it cannot mask it, into its home: never leave that behind.
-	_ = os.RemoveAll(filepath.Join(codexHome, "shell_snapshots"))
+	dropShellSnapshots(s.Home)
 	return res, err
+}
+
+// dropShellSnapshots removes home/.codex/shell_snapshots through a root
+// opened on home: when the agent made .codex a link out of the home,
+// nothing where it leads is removed.
+func dropShellSnapshots(home string) {
+	r, err := os.OpenRoot(home)
+	if err != nil {
+		return
+	}
+	defer r.Close()
+	_ = r.RemoveAll(filepath.Join(".codex", "shell_snapshots"))
 }
 
 // buildArgs returns the arguments after the program name; the prompt is
@@ -208,22 +220,29 @@ func parseItem(it *item, s *agentkit.Stream) {
 
 // usageState turns Codex's usage, which after `exec resume` is the
 // thread's running total, into this run's share: the last total of each
-// thread is kept in a file of the clone's home.
+// thread is kept in a file of the clone's home (.codex/muster-usage).
 type usageState struct {
-	dir   string
+	home  string // the root every read and write goes through
 	model string
+}
+
+// newUsageState keeps the totals under home/.codex, read and written
+// through a root opened on home itself: the agent may have made .codex a
+// link out of the home, and muster must not follow it.
+func newUsageState(home, model string) *usageState {
+	return &usageState{home: home, model: model}
 }
 
 func (u *usageState) delta(thread string, cur usage) muster.Usage {
 	var prev usage
 	if thread != "" && !strings.ContainsAny(thread, `/\`) {
 		// The home is the agent's too: read and written through exchange.
-		rel := filepath.Join("muster-usage", thread+".json")
-		if b, err := exchange.ReadFile(u.dir, rel, 1<<16); err == nil {
+		rel := filepath.Join(".codex", "muster-usage", thread+".json")
+		if b, err := exchange.ReadFile(u.home, rel, 1<<16); err == nil {
 			_ = json.Unmarshal(b, &prev)
 		}
 		if b, err := json.Marshal(cur); err == nil {
-			_ = agentkit.WriteFile(u.dir, rel, b)
+			_ = agentkit.WriteFile(u.home, rel, b)
 		}
 	}
 	if cur.InputTokens < prev.InputTokens || cur.OutputTokens < prev.OutputTokens {
