@@ -9,7 +9,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -63,12 +62,7 @@ func (e *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit fu
 // opened on home: when the agent made .codex a link out of the home,
 // nothing where it leads is removed.
 func dropShellSnapshots(home string) {
-	r, err := os.OpenRoot(home)
-	if err != nil {
-		return
-	}
-	defer r.Close()
-	_ = r.RemoveAll(filepath.Join(".codex", "shell_snapshots"))
+	_ = exchange.RemoveAll(home, filepath.Join(".codex", "shell_snapshots"))
 }
 
 // buildArgs returns the arguments after the program name; the prompt is
