@@ -2,6 +2,7 @@ package git
 
 import (
 	"os"
+	osexec "os/exec"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -90,6 +91,58 @@ func TestUnlinkLinkedRaceStaysInTheClone(t *testing.T) {
 		os.Remove(filepath.Join(dir, "second"))
 		if _, err := os.Stat(filepath.Join(victim, "f")); err != nil {
 			t.Fatalf("round %d: the reset removed the user's file through the swapped link: %v", i, err)
+		}
+	}
+}
+
+// TestRemoveAllChmodRaceStaysInside: when removing a clone fails (an
+// agent running as a user left a read-only directory; here, run as
+// root, an immutable file stands in for it), muster makes the clone's
+// directories writable and tries again. A process left behind that
+// swaps one of them with a link to a directory of the user's must not
+// have muster change that directory's mode.
+func TestRemoveAllChmodRaceStaysInside(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to make a file immutable")
+	}
+	chattr, err := osexec.LookPath("chattr")
+	if err != nil {
+		t.Skip("no chattr")
+	}
+	victim := filepath.Join(t.TempDir(), "user")
+	if err := os.Mkdir(victim, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 300; i++ {
+		dir := filepath.Join(t.TempDir(), "clone")
+		stuck := filepath.Join(dir, "stuck", "f")
+		write(t, filepath.Dir(stuck), "f", "x")
+		if out, err := osexec.Command(chattr, "+i", stuck).CombinedOutput(); err != nil {
+			t.Skipf("chattr +i: %v %s", err, out)
+		}
+		d, link := filepath.Join(dir, "d"), filepath.Join(dir, "d.link")
+		var stop atomic.Bool
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !stop.Load() {
+				// What muster removes is made again, and swapped.
+				if _, err := os.Lstat(d); err != nil {
+					_ = os.Mkdir(d, 0o755)
+				}
+				if _, err := os.Lstat(link); err != nil {
+					_ = os.Symlink(victim, link)
+				}
+				_ = unix.Renameat2(unix.AT_FDCWD, d, unix.AT_FDCWD, link, unix.RENAME_EXCHANGE)
+			}
+		}()
+		_ = removeAll(dir)
+		stop.Store(true)
+		wg.Wait()
+		_ = osexec.Command(chattr, "-i", stuck).Run()
+		if fi, err := os.Stat(victim); err != nil || fi.Mode().Perm() != 0o755 {
+			t.Fatalf("round %d: the user's directory is now %v (%v)", i, fi.Mode(), err)
 		}
 	}
 }
