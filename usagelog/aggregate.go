@@ -56,12 +56,13 @@ type Totals struct {
 }
 
 func (t *Totals) add(e *Entry) {
-	t.InputTokens += e.InputTokens
-	t.OutputTokens += e.OutputTokens
-	t.CacheWriteTokens += e.CacheWriteTokens
-	t.CacheReadTokens += e.CacheReadTokens
-	t.TotalTokens += e.Tokens()
-	t.nanos += e.CostNanos
+	// Saturated, never wrapped: the counts come from logs agents wrote.
+	t.InputTokens = muster.SatAdd(t.InputTokens, e.InputTokens)
+	t.OutputTokens = muster.SatAdd(t.OutputTokens, e.OutputTokens)
+	t.CacheWriteTokens = muster.SatAdd(t.CacheWriteTokens, e.CacheWriteTokens)
+	t.CacheReadTokens = muster.SatAdd(t.CacheReadTokens, e.CacheReadTokens)
+	t.TotalTokens = muster.SatAdd(t.TotalTokens, e.Tokens())
+	t.nanos = muster.SatAdd(t.nanos, e.CostNanos)
 	t.Estimated = t.Estimated || e.Estimated
 	t.finish()
 }
