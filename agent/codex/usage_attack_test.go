@@ -17,7 +17,7 @@ func TestUsageStateStaysInTheHome(t *testing.T) {
 	if err := os.Symlink(user, filepath.Join(home, ".codex")); err != nil {
 		t.Fatal(err)
 	}
-	u := newUsageState(home, "m")
+	u := newUsageState(home, "m", nil)
 	u.delta("th-1", usage{InputTokens: 10, OutputTokens: 2})
 	if ents, _ := os.ReadDir(user); len(ents) != 0 {
 		t.Errorf("muster wrote %d entries where the agent's link led (%s)", len(ents), ents[0].Name())
@@ -51,5 +51,26 @@ func TestShellSnapshotsDroppedInTheHomeOnly(t *testing.T) {
 	dropShellSnapshots(own)
 	if _, err := os.Stat(filepath.Join(own, ".codex", "shell_snapshots")); err == nil {
 		t.Error("the home's own shell snapshots were left")
+	}
+}
+
+// TestUsageStateIgnoresAPlantedTotal: during a fix round the agent writes
+// the thread's running total as it stands into the file muster keeps it
+// in (its home is its own to write). The round is counted from the total
+// this muster process saw last, not from the agent's file.
+func TestUsageStateIgnoresAPlantedTotal(t *testing.T) {
+	home := t.TempDir()
+	last := &lastTotals{m: map[string]usage{}}
+	first := newUsageState(home, "m", last).delta("th-1", usage{InputTokens: 100, OutputTokens: 10})
+	if first.InputTokens != 100 || first.OutputTokens != 10 {
+		t.Fatalf("first round %+v", first)
+	}
+	p := filepath.Join(home, ".codex", "muster-usage", "th-1.json")
+	if err := os.WriteFile(p, []byte(`{"input_tokens":190,"output_tokens":19}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	second := newUsageState(home, "m", last).delta("th-1", usage{InputTokens: 200, OutputTokens: 20})
+	if second.InputTokens != 100 || second.OutputTokens != 10 {
+		t.Errorf("second round counted %+v, want the 100 and 10 it used", second)
 	}
 }
