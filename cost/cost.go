@@ -294,19 +294,29 @@ func (t *Table) Nanos(model string, tk Tokens) (nanos int64, known bool) {
 	return p.Nanos(tk), true
 }
 
-// Nanos returns the cost of tk at p in nano-dollars.
+// Nanos returns the cost of tk at p in nano-dollars. Every product and
+// sum saturates at math.MaxInt64: the counts may come from logs an agent
+// wrote (muster usage), and a wrapped one would be a negative cost.
 func (p Price) Nanos(tk Tokens) int64 {
 	w1h := min(max(tk.CacheWrite1h, 0), tk.CacheWrite)
 	// units: tokens × micro-dollars per million tokens = 1e-12 dollars.
-	pico := p.tiered(tk.Input, p.Input, p.aboveInput()) +
-		p.tiered(tk.Output, p.Output, p.aboveOutput()) +
-		p.tiered(tk.CacheWrite-w1h, p.CacheWrite, p.aboveCacheWrite()) +
-		w1h*2*p.Input +
-		p.tiered(tk.CacheRead, p.CacheRead, p.aboveCacheRead())
-	if tk.Fast && p.FastMultiplier > 1 {
-		pico = int64(math.Round(float64(pico) * p.FastMultiplier))
+	pico := p.tiered(tk.Input, p.Input, p.aboveInput())
+	for _, v := range []int64{
+		p.tiered(tk.Output, p.Output, p.aboveOutput()),
+		p.tiered(tk.CacheWrite-w1h, p.CacheWrite, p.aboveCacheWrite()),
+		mulSat(mulSat(w1h, 2), p.Input),
+		p.tiered(tk.CacheRead, p.CacheRead, p.aboveCacheRead()),
+	} {
+		pico = muster.SatAdd(pico, v)
 	}
-	return (pico + 500) / 1000
+	if tk.Fast && p.FastMultiplier > 1 {
+		if f := float64(pico) * p.FastMultiplier; f < math.MaxInt64 {
+			pico = int64(math.Round(f))
+		} else {
+			pico = math.MaxInt64
+		}
+	}
+	return pico/1000 + (pico%1000+500)/1000
 }
 
 func (p Price) tiered(n, base, above int64) int64 {
@@ -314,9 +324,20 @@ func (p Price) tiered(n, base, above int64) int64 {
 		return 0
 	}
 	if p.Above == nil || n <= TierThreshold {
-		return n * base
+		return mulSat(n, base)
 	}
-	return TierThreshold*base + (n-TierThreshold)*above
+	return muster.SatAdd(TierThreshold*base, mulSat(n-TierThreshold, above))
+}
+
+// mulSat is n*m for n, m >= 0, saturated at math.MaxInt64.
+func mulSat(n, m int64) int64 {
+	if n <= 0 || m <= 0 {
+		return 0
+	}
+	if n > math.MaxInt64/m {
+		return math.MaxInt64
+	}
+	return n * m
 }
 
 func (p Price) aboveInput() int64 {

@@ -21,11 +21,26 @@ func junitFiles(dir, glob string) []string {
 }
 
 // clearJUnit removes the reports a previous run of the gate left, so
-// that what is read afterwards is this run's.
+// that what is read afterwards is this run's: regular files only, found
+// and removed through a root opened on dir (the glob follows a link an
+// agent made of a directory on the way; the removal never does).
 func clearJUnit(dir, glob string) {
-	for _, f := range junitFiles(dir, glob) {
-		if fi, err := os.Lstat(f); err == nil && fi.Mode().IsRegular() {
-			os.Remove(f)
+	files := junitFiles(dir, glob)
+	if len(files) == 0 {
+		return
+	}
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		return
+	}
+	defer r.Close()
+	for _, f := range files {
+		rel, err := filepath.Rel(dir, f)
+		if err != nil {
+			continue
+		}
+		if fi, err := r.Lstat(rel); err == nil && fi.Mode().IsRegular() {
+			_ = r.Remove(rel)
 		}
 	}
 }

@@ -259,14 +259,18 @@ func bundleTip(path string) (string, int64, error) {
 // parent, through a throw-away index: no ref, no HEAD and not the
 // worktree's own index change.
 func Snapshot(ctx context.Context, dir, parent string) (string, error) {
-	tmp, err := os.CreateTemp("", "muster-snap-*.index")
+	// The throw-away index lies in muster's cache, never in TMPDIR:
+	// without namespaces /tmp is writable to every confined agent.
+	cache, err := CacheRoot()
 	if err != nil {
 		return "", err
 	}
-	idx := tmp.Name()
-	tmp.Close()
-	os.Remove(idx)
-	defer os.Remove(idx)
+	tmpDir, err := privateTemp(cache, "snap-*")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmpDir)
+	idx := filepath.Join(tmpDir, "index")
 	env := []string{"GIT_INDEX_FILE=" + idx}
 	// The worktree's own index, when it has one, is a stat cache that
 	// spares hashing every file; add -A makes the copy describe the work

@@ -279,18 +279,26 @@ func (c *clone) remove() error {
 }
 
 // removeAll is os.RemoveAll that also removes directories an agent made
-// read-only.
+// read-only: it makes them writable through a root opened on dir, so a
+// directory a process left behind swaps for a link meanwhile (without
+// namespaces nothing ends it) never has muster change the mode of what
+// the link leads to.
 func removeAll(dir string) error {
 	err := os.RemoveAll(dir)
 	if err == nil {
 		return nil
 	}
-	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	root, rerr := os.OpenRoot(dir)
+	if rerr != nil {
+		return err
+	}
+	_ = fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
 		if err == nil && d.IsDir() {
-			_ = os.Chmod(p, 0o700)
+			_ = root.Chmod(p, 0o700)
 		}
 		return nil
 	})
+	root.Close()
 	return os.RemoveAll(dir)
 }
 

@@ -119,13 +119,21 @@ func (w *Workspace) rehashLinked(ctx context.Context, s *slot, g wtGit) error {
 // unlinkLinked removes the clone's name of every file of s.linked that
 // still has another name, and marks it touched, so the reset that
 // follows writes a fresh file of one name. s.linked is cleared.
+// Both go through a root opened on the clone: a process the agent left
+// behind (without namespaces nothing ends it) may swap a directory on
+// the way for a link between the check and the removal.
 func (s *slot) unlinkLinked() {
-	for p := range s.linked {
-		full := filepath.Join(s.dir, filepath.FromSlash(p))
-		if fi, err := os.Lstat(full); err == nil && fi.Mode().IsRegular() && hardLinked(fi) {
-			if os.Remove(full) == nil && s.touched != nil {
-				s.touched[p] = true
+	if len(s.linked) > 0 {
+		if root, err := os.OpenRoot(s.dir); err == nil {
+			for p := range s.linked {
+				rel := filepath.FromSlash(p)
+				if fi, err := root.Lstat(rel); err == nil && fi.Mode().IsRegular() && hardLinked(fi) {
+					if root.Remove(rel) == nil && s.touched != nil {
+						s.touched[p] = true
+					}
+				}
 			}
+			root.Close()
 		}
 	}
 	s.linked = nil

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 )
 
 // Host keeps a fleet worker's repositories: one object store per
@@ -221,24 +222,68 @@ func (h *Host) Checkout(ctx context.Context, repo, executor string, n int, commi
 
 // scrubGitDir rewrites what of a clone's git directory could make git run
 // a program or look elsewhere: config, hooks, info, alternates; and drops
-// an agent's leftover operations and locks.
+// an agent's leftover operations and locks. Every step goes through a
+// root opened on gd and replaces what it finds, never writes through it:
+// the agent may have left any of these names a link (to a file of the
+// user's, out of the clone) or a hard link it keeps a second name of.
 func scrubGitDir(gd, objects string) error {
 	if st, err := os.Lstat(gd); err != nil || !st.IsDir() {
 		return fmt.Errorf("clone's git directory %s is gone or not a directory", gd)
 	}
+	root, err := os.OpenRoot(gd)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	for _, d := range []string{"objects", "objects/info"} {
+		if st, err := root.Lstat(d); err == nil && !st.IsDir() {
+			if err := rootRemoveAll(root, d); err != nil {
+				return err
+			}
+		}
+	}
 	for _, f := range []string{"hooks", "info", "config.worktree", "commondir", "index.lock", "HEAD.lock",
 		"rebase-merge", "rebase-apply", "MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "sequencer", "objects/info/alternates"} {
-		if err := os.RemoveAll(filepath.Join(gd, f)); err != nil {
+		if err := rootRemoveAll(root, f); err != nil {
 			return err
 		}
 	}
-	if err := os.MkdirAll(filepath.Join(gd, "objects", "info"), 0o755); err != nil {
+	if err := root.MkdirAll(filepath.Join("objects", "info"), 0o755); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(gd, "objects", "info", "alternates"), []byte(objects+"\n"), 0o644); err != nil {
+	if err := replaceIn(root, filepath.Join("objects", "info", "alternates"), []byte(objects+"\n")); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(gd, "config"), []byte(cloneConfig), 0o644)
+	return replaceIn(root, "config", []byte(cloneConfig))
+}
+
+// replaceIn writes name inside root as a fresh file renamed over it: a
+// link or a hard link found at name is replaced, never written through.
+func replaceIn(root *os.Root, name string, data []byte) error {
+	if st, err := root.Lstat(name); err == nil && st.IsDir() {
+		if err := rootRemoveAll(root, name); err != nil {
+			return err
+		}
+	}
+	tmp := name + ".muster-tmp"
+	if err := rootRemoveAll(root, tmp); err != nil {
+		return err
+	}
+	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = root.Rename(tmp, name)
+	}
+	if err != nil {
+		_ = root.Remove(tmp)
+	}
+	return err
 }
 
 // Result records what the clone's work tree holds as a commit on start
@@ -251,7 +296,10 @@ func (h *Host) Result(ctx context.Context, repo, executor string, n int, start, 
 	if err := scrubGitDir(filepath.Join(dir, ".git"), filepath.Join(h.store(repo), "objects")); err != nil {
 		return "", false, err
 	}
-	tmp, err := os.MkdirTemp("", "muster-result-*")
+	// Never in TMPDIR: without namespaces /tmp is writable to every
+	// confined agent on the host, and one beside this job could rewrite
+	// the index between add and write-tree.
+	tmp, err := privateTemp(h.Root, "result-*")
 	if err != nil {
 		return "", false, err
 	}
@@ -318,4 +366,14 @@ func (h *Host) Repos() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// privateTemp makes a fresh directory under root/tmp, muster's own (no
+// agent may write root), for what muster keeps while one call runs.
+func privateTemp(root, pattern string) (string, error) {
+	parent := filepath.Join(root, "tmp")
+	if err := os.MkdirAll(parent, 0o700); err != nil {
+		return "", err
+	}
+	return os.MkdirTemp(parent, pattern)
 }

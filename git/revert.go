@@ -39,18 +39,27 @@ func (w *Workspace) Revert(ctx context.Context, dir, base string, paths []string
 	if err != nil {
 		return err
 	}
+	// Every removal goes through a root opened on the clone: a process
+	// the agent left behind (without namespaces nothing ends it) may swap
+	// a directory on the way for a link after the check above, and
+	// muster must never remove where such a link points.
+	root, err := os.OpenRoot(s.dir)
+	if err != nil {
+		return fmt.Errorf("revert: %w", err)
+	}
+	defer root.Close()
 	var restore []string
 	for _, p := range paths {
 		if atBase[p] {
 			restore = append(restore, p)
 			continue
 		}
-		full := filepath.Join(s.dir, filepath.FromSlash(p))
-		if err := os.RemoveAll(full); err != nil {
+		rel := filepath.FromSlash(p)
+		if err := root.RemoveAll(rel); err != nil {
 			return fmt.Errorf("revert: %w", err)
 		}
-		for d := filepath.Dir(full); d != s.dir && strings.HasPrefix(d, s.dir); d = filepath.Dir(d) {
-			if os.Remove(d) != nil {
+		for d := filepath.Dir(rel); d != "." && d != string(filepath.Separator); d = filepath.Dir(d) {
+			if root.Remove(d) != nil {
 				break
 			}
 		}
@@ -64,10 +73,10 @@ func (w *Workspace) Revert(ctx context.Context, dir, base string, paths []string
 			return fmt.Errorf("revert: %w", err)
 		}
 		for _, p := range restore {
-			full := filepath.Join(s.dir, filepath.FromSlash(p))
+			rel := filepath.FromSlash(p)
 			// A directory or symlink now where base has a file: clear it.
-			if fi, err := os.Lstat(full); err == nil && fi.IsDir() {
-				if err := os.RemoveAll(full); err != nil {
+			if fi, err := root.Lstat(rel); err == nil && fi.IsDir() {
+				if err := root.RemoveAll(rel); err != nil {
 					return fmt.Errorf("revert: %w", err)
 				}
 			}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/internal/textsafe"
 )
 
 // Report kinds.
@@ -55,12 +56,13 @@ type Totals struct {
 }
 
 func (t *Totals) add(e *Entry) {
-	t.InputTokens += e.InputTokens
-	t.OutputTokens += e.OutputTokens
-	t.CacheWriteTokens += e.CacheWriteTokens
-	t.CacheReadTokens += e.CacheReadTokens
-	t.TotalTokens += e.Tokens()
-	t.nanos += e.CostNanos
+	// Saturated, never wrapped: the counts come from logs agents wrote.
+	t.InputTokens = muster.SatAdd(t.InputTokens, e.InputTokens)
+	t.OutputTokens = muster.SatAdd(t.OutputTokens, e.OutputTokens)
+	t.CacheWriteTokens = muster.SatAdd(t.CacheWriteTokens, e.CacheWriteTokens)
+	t.CacheReadTokens = muster.SatAdd(t.CacheReadTokens, e.CacheReadTokens)
+	t.TotalTokens = muster.SatAdd(t.TotalTokens, e.Tokens())
+	t.nanos = muster.SatAdd(t.nanos, e.CostNanos)
 	t.Estimated = t.Estimated || e.Estimated
 	t.finish()
 }
@@ -248,24 +250,18 @@ func (r *Report) WriteJSON(w io.Writer) error {
 		Totals     Totals    `json:"totals"`
 		PricesDate string    `json:"prices_date"`
 		Unpriced   []string  `json:"unpriced_models"`
-	}{Source: r.Source, Report: r.Report, Rows: []jsonRow{}, Totals: r.Totals, PricesDate: r.PricesDate, Unpriced: r.Unpriced}
-	if out.Unpriced == nil {
-		out.Unpriced = []string{}
-	}
+	}{Source: r.Source, Report: r.Report, Rows: []jsonRow{}, Totals: r.Totals, PricesDate: r.PricesDate, Unpriced: sanitized(r.Unpriced)}
 	for _, row := range r.Rows {
-		jr := jsonRow{Key: row.Key, Totals: row.Totals}
+		jr := jsonRow{Key: textsafe.Sanitize(row.Key), Totals: row.Totals}
 		if r.Breakdown {
-			ms := row.Models
-			if ms == nil {
-				ms = []ModelRow{}
+			ms := make([]ModelRow, len(row.Models))
+			for i, m := range row.Models {
+				m.Model = textsafe.Sanitize(m.Model)
+				ms[i] = m
 			}
 			jr.Models = ms
 		} else {
-			ns := row.ModelNames
-			if ns == nil {
-				ns = []string{}
-			}
-			jr.Models = ns
+			jr.Models = sanitized(row.ModelNames)
 		}
 		out.Rows = append(out.Rows, jr)
 	}
@@ -280,9 +276,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	keyName := map[string]string{Daily: "Date", Monthly: "Month", Session: "Session"}[r.Report]
 	width := max(len(keyName), len("Total"))
 	for _, row := range r.Rows {
-		width = max(width, len(row.Key))
+		width = max(width, len(shown(row.Key)))
 		for _, m := range row.Models {
-			width = max(width, len(m.Model)+2)
+			width = max(width, len(shown(m.Model))+2)
 		}
 	}
 	pad := func(s string) string { return s + strings.Repeat(" ", width-len(s)) }
@@ -296,10 +292,10 @@ func (r *Report) WriteText(w io.Writer) error {
 			num(t.CacheWriteTokens), num(t.CacheReadTokens), num(t.TotalTokens), usd(t.CostMicros), mark)
 	}
 	for _, row := range r.Rows {
-		line(row.Key, row.Totals)
+		line(shown(row.Key), row.Totals)
 		if r.Breakdown {
 			for _, m := range row.Models {
-				line("  "+m.Model, m.Totals)
+				line("  "+shown(m.Model), m.Totals)
 			}
 		}
 	}
@@ -309,10 +305,30 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintf(w, "* estimated from prices dated %s", r.PricesDate)
 	if len(r.Unpriced) > 0 {
-		fmt.Fprintf(w, "; no price for %s (counted as $0)", strings.Join(r.Unpriced, ", "))
+		names := make([]string, len(r.Unpriced))
+		for i, m := range r.Unpriced {
+			names[i] = shown(m)
+		}
+		fmt.Fprintf(w, "; no price for %s (counted as $0)", strings.Join(names, ", "))
 	}
 	_, err := fmt.Fprintln(w)
 	return err
+}
+
+// The keys and model names of a report come from logs agents wrote (the
+// agent homes of muster's runs): shown without control sequences, and in
+// the text report cut to maxShown runes.
+const maxShown = 100
+
+func shown(s string) string { return textsafe.Clip(textsafe.Sanitize(s), maxShown) }
+
+// sanitized is names without control sequences; never nil.
+func sanitized(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = textsafe.Sanitize(n)
+	}
+	return out
 }
 
 // num formats n with thousands separators.

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
+
+	"github.com/muster-run/muster"
 )
 
 // Skip reasons, as counted in Stats.Skipped.
@@ -12,7 +14,7 @@ const (
 	SkipInvalidJSON  = "invalid json"     // not one well-formed JSON object
 	SkipNotUsage     = "not a usage line" // has a usage object but not the fields of a usage record
 	SkipNull         = "null field"       // a needed field is null
-	SkipBadTokens    = "bad token count"  // a token count that is not a non-negative integer
+	SkipBadTokens    = "bad token count"  // a token count that is not a non-negative integer of at most muster.MaxRecordTokens
 	SkipBadTimestamp = "bad timestamp"    // missing or not RFC 3339 with a zone
 	SkipInvalid      = "invalid entry"    // empty ids or model, or a version that is not x.y.z
 	SkipOverlong     = "overlong line"    // longer than the line limit
@@ -81,6 +83,11 @@ func (l *claudeLine) check() string {
 	}
 	if !l.hasCacheWrite && l.hasEph {
 		l.cacheWrite = l.eph1h + l.eph5m
+	}
+	for _, n := range []int64{l.input, l.output, l.cacheWrite, l.cacheRead, l.eph1h, l.eph5m} {
+		if n > muster.MaxRecordTokens {
+			return SkipBadTokens // no message uses that many: a log an agent wrote
+		}
 	}
 	if (l.hasVer && !semverPrefix(l.version)) || (l.hasSess && len(l.session) == 0) ||
 		(l.hasReqID && len(l.reqID) == 0) || (l.hasMsgID && len(l.msgID) == 0) ||

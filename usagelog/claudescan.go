@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/cost"
 )
 
@@ -157,6 +158,12 @@ func (p *claudeParser) model(b []byte, fast bool) modelInfo {
 	return mi
 }
 
+// maxLoggedCostUSD bounds the cost one logged message may claim (the
+// bound of one usage record, muster.MaxRecordCostMicros): a negative or
+// larger costUSD, which no agent logs but one an agent wrote may hold, is
+// not taken, and the tokens are priced instead.
+const maxLoggedCostUSD = float64(muster.MaxRecordCostMicros) / 1e6
+
 func (p *claudeParser) line(line []byte, st *Stats) (Entry, bool) {
 	l := &p.line1
 	if reason := parseClaudeLine(line, l); reason != "" {
@@ -183,7 +190,7 @@ func (p *claudeParser) line(line []byte, st *Stats) (Entry, bool) {
 		e.Model = mi.name
 	}
 	switch {
-	case l.hasCost:
+	case l.hasCost && l.costUSD >= 0 && l.costUSD <= maxLoggedCostUSD:
 		e.CostNanos = int64(l.costUSD*1e9 + 0.5)
 	case mi.known:
 		e.CostNanos = mi.price.Nanos(cost.Tokens{Input: l.input, Output: l.output,

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/cost"
@@ -188,7 +189,7 @@ type lineFunc func(line []byte)
 // bounded buffer (it grows up to maxLine for long lines). Longer lines
 // are skipped and counted as SkipOverlong.
 func forEachLine(path string, start, end int64, maxLine int, bufp *[]byte, st *Stats, fn lineFunc) error {
-	f, err := os.Open(path)
+	f, err := openRegular(path)
 	if err != nil {
 		return err
 	}
@@ -272,6 +273,22 @@ func forEachLine(path string, start, end int64, maxLine int, bufp *[]byte, st *S
 		n -= consumed
 		bufOff += int64(consumed)
 	}
+}
+
+// openRegular opens path for reading only when it is a regular file:
+// never through a link at its name, never waiting on a FIFO. The logs of
+// muster's runs lie in homes agents wrote, and a process one left behind
+// may swap a listed file for either before it is opened.
+func openRegular(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("open %s: not a regular file", path)
+	}
+	return f, nil
 }
 
 // listFiles returns the files under root (recursively) whose names end in

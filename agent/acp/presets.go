@@ -8,6 +8,7 @@ import (
 
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/internal/agentkit"
+	"github.com/muster-run/muster/internal/exchange"
 )
 
 // preset is what muster knows about one ACP agent: how to start it, the
@@ -151,7 +152,8 @@ var codexACP = &preset{
 	usage:      codexTotal,
 	// Codex snapshots the shell's environment, the API key included when
 	// it cannot mask it, into its home: never leave that behind.
-	after: func(home string) { _ = os.RemoveAll(filepath.Join(home, ".codex", "shell_snapshots")) },
+	// Through a root on the home: the agent may have made .codex a link.
+	after: func(home string) { _ = exchange.RemoveAll(home, filepath.Join(".codex", "shell_snapshots")) },
 }
 
 // geminiSettings is a Gemini CLI (or Qwen Code) home's settings.json: the

@@ -9,6 +9,6 @@ import (
 
 // BenchmarkParse measures parsing a recorded --json run (6 events).
 func BenchmarkParse(b *testing.B) {
-	u := &usageState{dir: b.TempDir()}
+	u := newUsageState(b.TempDir(), "", nil)
 	clitest.BenchParse(b, "testdata/write.jsonl", func(l []byte, s *agentkit.Stream) error { return parseLine(l, s, u) })
 }

@@ -9,9 +9,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/internal/agentkit"
@@ -19,7 +19,11 @@ import (
 )
 
 // Executor runs Codex for one executor spec.
-type Executor struct{ base *agentkit.Base }
+type Executor struct {
+	base *agentkit.Base
+	// last is each thread's last total this process saw (usageState).
+	last *lastTotals
+}
 
 // New returns an executor for spec (kind "codex"). The binary is
 // spec.Command[0] when set, else "codex" on PATH or in the repository's
@@ -29,7 +33,7 @@ func New(spec *muster.ExecutorSpec) (*Executor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Executor{base: b}, nil
+	return &Executor{base: b, last: &lastTotals{m: map[string]usage{}}}, nil
 }
 
 // providerID names the custom model provider muster writes.
@@ -47,7 +51,7 @@ func (e *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit fu
 		return nil, agentkit.StartFailure(fmt.Errorf("codex config: %w", err))
 	}
 	resume := resumable(codexHome, req.SessionID)
-	u := &usageState{dir: codexHome, model: spec.Model}
+	u := newUsageState(s.Home, spec.Model, e.last)
 	parse := func(line []byte, st *agentkit.Stream) error { return parseLine(line, st, u) }
 	inv := s.Invocation(req, buildArgs(spec, req, resume), kindEnv(spec, codexHome, s.KeyName, s.Key), parse)
 	res, err := agentkit.RunResuming(ctx, req, inv, emit, resume, func(inv *agentkit.Invocation) {
@@ -55,8 +59,15 @@ func (e *Executor) Execute(ctx context.Context, req *muster.ExecRequest, emit fu
 	})
 	// Codex snapshots the shell's environment, the API key included when
 	// it cannot mask it, into its home: never leave that behind.
-	_ = os.RemoveAll(filepath.Join(codexHome, "shell_snapshots"))
+	dropShellSnapshots(s.Home)
 	return res, err
+}
+
+// dropShellSnapshots removes home/.codex/shell_snapshots through a root
+// opened on home: when the agent made .codex a link out of the home,
+// nothing where it leads is removed.
+func dropShellSnapshots(home string) {
+	_ = exchange.RemoveAll(home, filepath.Join(".codex", "shell_snapshots"))
 }
 
 // buildArgs returns the arguments after the program name; the prompt is
@@ -208,22 +219,56 @@ func parseItem(it *item, s *agentkit.Stream) {
 
 // usageState turns Codex's usage, which after `exec resume` is the
 // thread's running total, into this run's share: the last total of each
-// thread is kept in a file of the clone's home.
+// thread is kept in memory (lastTotals) and, for a later muster process
+// (a resumed run), in a file of the clone's home (.codex/muster-usage).
+// The file is the agent's to write too: it is read only when this
+// process has not seen the thread, or an agent that wrote its current
+// total there would have its turn counted as nothing.
 type usageState struct {
-	dir   string
+	home  string // the root every read and write goes through
 	model string
+	last  *lastTotals // nil: the file alone
+}
+
+// lastTotals is each thread's last total (by home and thread) that this
+// process saw.
+type lastTotals struct {
+	mu sync.Mutex
+	m  map[string]usage
+}
+
+// swap records cur as key's last total and returns the one before it.
+func (l *lastTotals) swap(key string, cur usage) (usage, bool) {
+	if l == nil {
+		return usage{}, false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	prev, ok := l.m[key]
+	l.m[key] = cur
+	return prev, ok
+}
+
+// newUsageState keeps the totals under home/.codex, read and written
+// through a root opened on home itself: the agent may have made .codex a
+// link out of the home, and muster must not follow it.
+func newUsageState(home, model string, last *lastTotals) *usageState {
+	return &usageState{home: home, model: model, last: last}
 }
 
 func (u *usageState) delta(thread string, cur usage) muster.Usage {
 	var prev usage
 	if thread != "" && !strings.ContainsAny(thread, `/\`) {
 		// The home is the agent's too: read and written through exchange.
-		rel := filepath.Join("muster-usage", thread+".json")
-		if b, err := exchange.ReadFile(u.dir, rel, 1<<16); err == nil {
-			_ = json.Unmarshal(b, &prev)
+		rel := filepath.Join(".codex", "muster-usage", thread+".json")
+		seen := false
+		if prev, seen = u.last.swap(u.home+"\x00"+thread, cur); !seen {
+			if b, err := exchange.ReadFile(u.home, rel, 1<<16); err == nil {
+				_ = json.Unmarshal(b, &prev)
+			}
 		}
 		if b, err := json.Marshal(cur); err == nil {
-			_ = agentkit.WriteFile(u.dir, rel, b)
+			_ = agentkit.WriteFile(u.home, rel, b)
 		}
 	}
 	if cur.InputTokens < prev.InputTokens || cur.OutputTokens < prev.OutputTokens {

@@ -422,3 +422,23 @@ func Remove(dir, rel string) error {
 	}
 	return nil
 }
+
+// RemoveAll removes rel under dir (a directory of muster's in one an
+// invocation may write, such as what an agent CLI left in its home) and
+// everything below it, through an os.Root: a link on the way is not
+// followed out of dir; a link at rel is itself removed. A missing path
+// is no error.
+func RemoveAll(dir, rel string) error {
+	r, err := os.OpenRoot(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("remove %s: %w", rel, err)
+	}
+	defer r.Close()
+	if err := r.RemoveAll(rel); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove %s: %w", rel, err)
+	}
+	return nil
+}

@@ -238,3 +238,36 @@ func TestSharedHome(t *testing.T) {
 		}
 	}
 }
+
+// RemoveAll removes below dir only: a directory on the way that an
+// invocation made a link out of dir is not followed, a link at rel is
+// removed itself, and a missing path is no error.
+func TestRemoveAllFollowsNoLink(t *testing.T) {
+	dir, user := t.TempDir(), t.TempDir()
+	keep := filepath.Join(user, "snap", "keep")
+	if err := os.MkdirAll(filepath.Dir(keep), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keep, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(user, filepath.Join(dir, "via")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(user, "snap"), filepath.Join(dir, "at")); err != nil {
+		t.Fatal(err)
+	}
+	_ = RemoveAll(dir, filepath.Join("via", "snap"))
+	if err := RemoveAll(dir, "at"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(keep); err != nil {
+		t.Errorf("removed through a link: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "at")); err == nil {
+		t.Error("the link at rel was left")
+	}
+	if err := RemoveAll(dir, "missing/x"); err != nil {
+		t.Errorf("missing: %v", err)
+	}
+}

@@ -117,7 +117,8 @@ func LimitsWarning(why string) string {
 // the user's repository or muster's clones; /tmp is called shared only
 // where it is.
 func NamespacesWarning(reason string, held ...string) string {
-	open := []string{"/tmp is shared", "your sockets are reachable", "what an agent leaves behind is found by its mark"}
+	open := []string{"/tmp is shared", "your sockets are reachable",
+		"what an agent leaves behind is found by its mark, but for a process that clears its environment and leaves its session, which only [run] max_pids or max_memory (a cgroup per invocation) ends"}
 	if len(held) > 0 {
 		open = append(held, open[1:]...)
 	}
