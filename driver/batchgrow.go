@@ -40,7 +40,10 @@ type gating struct {
 // time, as one that may grow, and returns the context its gate run
 // takes (cancelled when it is cut). A batch whose gates' time is not
 // known yet, or whose clock has run out, is not registered (g nil).
-func (d *Driver) startGating(gctx context.Context, cfg *muster.Config, chain []link) (ctx context.Context, g *gating) {
+// grown says that commits which came while the batch was formed (after
+// its selection, before its gate run) already make it bigger: it is cut
+// before its gate run starts.
+func (d *Driver) startGating(gctx context.Context, cfg *muster.Config, chain []link) (ctx context.Context, g *gating, grown bool) {
 	expected := d.gc.expected(cfg.Gates)
 	q := &d.q
 	q.mu.Lock()
@@ -54,11 +57,16 @@ func (d *Driver) startGating(gctx context.Context, cfg *muster.Config, chain []l
 		}
 	}
 	if len(g.batch) >= g.window || !engine.Grow(now.Sub(g.start), expected) {
-		return gctx, nil
+		return gctx, nil, false
 	}
 	ctx, g.cancel = context.WithCancel(gctx)
 	q.gating = g
-	return ctx, g
+	if d.grows(g) {
+		g.cut = true
+		g.cancel()
+		return ctx, g, true
+	}
+	return ctx, g, false
 }
 
 // stopGating ends g's chance to grow, once its gate run is over; it
@@ -87,10 +95,20 @@ func (d *Driver) stopGating(g *gating) (cut bool) {
 // with the commits now waiting, would take more than it holds (and all
 // it holds). The caller holds q.mu, with the newcomer in q.waiting.
 func (d *Driver) growGating() {
-	q := &d.q
-	g := q.gating
-	if g == nil || g.cut || !engine.Grow(d.clock.Now().Sub(g.start), g.expected) {
+	g := d.q.gating
+	if g == nil || g.cut || !engine.Grow(d.clock.Now().Sub(g.start), g.expected) || !d.grows(g) {
 		return
+	}
+	g.cut = true
+	g.cancel()
+}
+
+// grows reports whether g's batch, formed again with the commits waiting
+// now, would take all it holds and more. The caller holds q.mu.
+func (d *Driver) grows(g *gating) bool {
+	q := &d.q
+	if len(q.waiting) == 0 {
+		return false
 	}
 	cands := make([]engine.BatchCandidate, 0, len(g.batch)+len(q.waiting))
 	for _, it := range g.batch {
@@ -101,13 +119,12 @@ func (d *Driver) growGating() {
 	}
 	take := engine.SelectBatch(cands, g.window, d.overlap())
 	if len(take) <= len(g.batch) {
-		return
+		return false
 	}
 	for i := range g.batch {
 		if take[i] != i {
-			return
+			return false
 		}
 	}
-	g.cut = true
-	g.cancel()
+	return true
 }

@@ -1,6 +1,7 @@
 package driver_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/engine"
+	"github.com/muster-run/muster/git"
 )
 
 // frozenClock stands still: every batch's first gate run stays young.
@@ -170,4 +172,84 @@ func reasons(st *engine.State) string {
 		b.WriteString("\n" + string(id) + " " + string(ts.State) + ": " + ts.Reason)
 	}
 	return b.String()
+}
+
+// holdFirstMerge is the run's workspace with its first merge (not a
+// fast-forward) onto the chain held until release is closed: the batch it builds is formed,
+// and others commit, before its gate run could start.
+type holdFirstMerge struct {
+	*git.Workspace
+	once    sync.Once
+	held    func()
+	release chan struct{}
+}
+
+func (h *holdFirstMerge) MergeOnto(ctx context.Context, onto, commit, base string) (string, []string, error) {
+	if onto == base {
+		return h.Workspace.MergeOnto(ctx, onto, commit, base) // a fast-forward
+	}
+	h.once.Do(func() {
+		h.held()
+		select {
+		case <-h.release:
+		case <-time.After(time.Minute):
+		}
+	})
+	return h.Workspace.MergeOnto(ctx, onto, commit, base)
+}
+
+// Commits that come while a batch is being formed (after its selection,
+// before its gate run) make it bigger before the run starts: the one
+// gate run in the queue covers a, b and c.
+func TestE2EBatchGrowsBeforeItsGateRunStarts(t *testing.T) {
+	p := &muster.Plan{Tasks: []*muster.Task{task("z", "z.txt"), task("a", "a.txt"), task("b", "b.txt"), task("c", "c.txt")}}
+	coder := `set -e
+wait_for() { i=0; while [ ! -f "$SCRIPTS/$1" ]; do i=$((i+1)); [ $i -lt 6000 ] || exit 1; sleep 0.01; done; }
+case "$MUSTER_TASK_ID" in
+a) wait_for committed-z ;;
+b|c) wait_for a-merging ;;
+esac
+echo "$MUSTER_TASK_ID" > "$MUSTER_TASK_ID.txt"
+`
+	gate := `if [ -f z.txt ] && [ -f a.txt ]; then echo start >> "$SCRIPTS/queue-starts"; fi
+test -f README.md`
+	e := newE2E(t, p, map[string]string{}, coder, "", muster.GateSpec{Name: "g", Command: gate})
+	e.opts.Config.Executors[0].Clones = 4
+	e.opts.Clock = frozenClock{time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)}
+	scripts := e.opts.Config.Executors[0].Env["SCRIPTS"]
+	t.Setenv("SCRIPTS", scripts)
+	mark := func(name string) {
+		if err := os.WriteFile(filepath.Join(scripts, name), nil, 0o644); err != nil {
+			panic(err)
+		}
+	}
+	hold := &holdFirstMerge{Workspace: e.ws, release: make(chan struct{}), held: func() { mark("a-merging") }}
+	e.opts.Workspace = hold
+	e.opts.Overlap = func(a, b []string) bool { return slices.Equal(a, b) }
+	var mu sync.Mutex
+	queued := map[muster.TaskID]bool{}
+	e.opts.OnEvent = func(ev *muster.Event, _ *engine.State) {
+		switch {
+		case ev.Type == muster.EvCommitted && ev.Task == "z":
+			mark("committed-z")
+		case ev.Type == muster.EvPhase && ev.Phase == "integrating" && (ev.Task == "b" || ev.Task == "c"):
+			mu.Lock()
+			if queued[ev.Task] = true; len(queued) == 2 {
+				close(hold.release)
+			}
+			mu.Unlock()
+		}
+	}
+	st := e.run(t)
+	if st.RunState != muster.RunSucceeded {
+		t.Fatalf("run %s: %s", st.RunState, reasons(st))
+	}
+	if got := e.moves(); len(got) != 2 || got[0] != "z" || (got[1] != "a+b+c" && got[1] != "a+c+b") {
+		t.Fatalf("moves %q, want z alone, then a+b+c as one batch", got)
+	}
+	starts, err := os.ReadFile(filepath.Join(scripts, "queue-starts"))
+	if err != nil || strings.Count(string(starts), "start") != 1 {
+		t.Fatalf("gate starts in the queue %q (%v): want the batch's one", starts, err)
+	}
+	e.checkBranch(t, "test -f README.md")
 }

@@ -283,8 +283,11 @@ func (d *Driver) decideBatch(ctx context.Context, self *integration, batch []*in
 	}
 	// The next batch's chain is built onto this top while it is gated.
 	d.openNext(ctx, cfg, chain[len(chain)-1].merged)
-	rctx, young := d.startGating(gctx, cfg, chain)
-	v := d.gateTree(rctx, chain, len(chain), tip, false)
+	rctx, young, grown := d.startGating(gctx, cfg, chain)
+	v := treeVerdict{err: context.Canceled} // never a verdict: cut before its run
+	if !grown {
+		v = d.gateTree(rctx, chain, len(chain), tip, false)
+	}
 	if d.stopGating(young) && gctx.Err() == nil {
 		// Cut short for a bigger batch: every commit goes back.
 		d.closeNext(ctx, false)
