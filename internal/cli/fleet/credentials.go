@@ -11,6 +11,7 @@ import (
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/fleet"
 	"github.com/muster-run/muster/internal/cli/cmdutil"
+	"github.com/muster-run/muster/internal/fsync"
 )
 
 func newCredentials(io *cmdutil.IOStreams) *cobra.Command {
@@ -112,7 +113,9 @@ func issue(io *cmdutil.IOStreams, store, name, out string, orchestrator bool, ex
 	if err != nil {
 		return err
 	}
-	if err := writeSecret(out, creds); err != nil {
+	// A new 0600 file renamed over out: the secret never lands in a file
+	// that existed, whatever its mode or other links.
+	if err := fsync.WriteFile(out, creds, 0o600); err != nil {
 		return cmdutil.Env("write %s: %w", out, err)
 	}
 	what := "worker (executors: " + fmt.Sprint(executors) + ")"
@@ -121,27 +124,4 @@ func issue(io *cmdutil.IOStreams, store, name, out string, orchestrator bool, ex
 	}
 	fmt.Fprintf(io.ErrOut, "fleet: wrote the credentials of %s, %s, to %s; copy it to its host (mode 0600)\n", name, what, out)
 	return nil
-}
-
-// writeSecret writes data to a new file made 0600 beside path and
-// renames it over path: the secret never lands in a file that existed,
-// whatever its mode or other links.
-func writeSecret(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".muster-creds-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
 }
