@@ -69,11 +69,17 @@ func nameOK(s string) bool {
 		return false
 	}
 	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
+		if !nameRune(r) {
 			return false
 		}
 	}
 	return true
+}
+
+// nameRune reports whether r may be in a GitHub owner's or repository's
+// name: an ASCII letter or digit, '-', '_' or '.'.
+func nameRune(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.'
 }
 
 // FindPull implements muster.Forge.
