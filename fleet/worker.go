@@ -496,6 +496,25 @@ func putFile(ctx context.Context, os_ jetstream.ObjectStore, name, path string) 
 
 // fetchStart makes sure the host has the job's start commit, asking the
 // orchestrator for a bundle of what it lacks.
+// bundleTry bounds one request for a job's start bundle. An orchestrator
+// killed after it took a request never answers it; the one resumed in its
+// place answers the request asked again.
+var bundleTry = 10 * time.Second
+
+// askBundle asks for a bundle, again after each bundleTry without an
+// answer, until ctx ends. No responder at all (no orchestrator runs) is
+// an answer: the job fails at once, as before.
+func (w *Worker) askBundle(ctx context.Context, subject string, req []byte) (*nats.Msg, error) {
+	for {
+		tctx, cancel := context.WithTimeout(ctx, bundleTry)
+		m, err := w.o.Conn.NC.RequestWithContext(tctx, subject, req)
+		cancel()
+		if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout) {
+			return m, err
+		}
+	}
+}
+
 func (w *Worker) fetchStart(ctx context.Context, job *Job, scratch string) error {
 	if w.o.Host.Has(ctx, job.Repo, job.Start) {
 		return nil
@@ -503,7 +522,7 @@ func (w *Worker) fetchStart(ctx context.Context, job *Job, scratch string) error
 	req, _ := json.Marshal(BundleRequest{Job: job.ID, Worker: w.o.Name, Nonce: job.Nonce, Want: job.Start, Have: w.o.Host.Tips(ctx, job.Repo)})
 	rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	m, err := w.o.Conn.NC.RequestWithContext(rctx, bundleSubject(token(job.Run)), req)
+	m, err := w.askBundle(rctx, bundleSubject(token(job.Run)), req)
 	if err != nil {
 		return fmt.Errorf("ask for a bundle: %w", err)
 	}

@@ -1,0 +1,85 @@
+package fleet
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/muster-run/muster"
+)
+
+// emptyHost is a worker's git side that holds nothing.
+type emptyHost struct{}
+
+func (emptyHost) Has(context.Context, string, string) bool { return false }
+func (emptyHost) Tips(context.Context, string) []string    { return nil }
+func (emptyHost) Receive(context.Context, string, string) (string, error) {
+	return "", nil
+}
+func (emptyHost) Checkout(context.Context, string, string, int, string) (string, error) {
+	return "", nil
+}
+func (emptyHost) Result(context.Context, string, string, int, string, string) (string, bool, error) {
+	return "", false, nil
+}
+
+// A bundle request the orchestrator took and never answered (killed
+// with kill -9 right then) is asked again after bundleTry, so the
+// orchestrator resumed in its place answers it; the job waited two
+// minutes for the dead one, holding the worker's clone.
+func TestBundleRequestAskedAgain(t *testing.T) {
+	defer func(old time.Duration) { bundleTry = old }(bundleTry)
+	bundleTry = 200 * time.Millisecond
+	srv, err := Serve(ServeOptions{Listen: "127.0.0.1:0", Store: filepath.Join(t.TempDir(), "js")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ctx := context.Background()
+	orch, err := Connect(ctx, srv.URL(), "orch", Auth{Creds: creds(t, srv, "orch", UserOptions{Orchestrator: true})}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer orch.Close()
+	wc, err := Connect(ctx, srv.URL(), "w1", Auth{Creds: creds(t, srv, "w1", UserOptions{Executors: []string{"sh"}})}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wc.Close()
+	const run = "rr"
+	var asked atomic.Int32
+	sub, err := orch.NC.Subscribe(bundleSubject(token(run)), func(m *nats.Msg) {
+		if asked.Add(1) == 1 {
+			return // the orchestrator killed after it took the request
+		}
+		b, _ := json.Marshal(BundleReply{Error: "answered by the resumed orchestrator"})
+		_ = m.Respond(b)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	if err := orch.NC.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	w, err := NewWorker(WorkerOptions{Name: "w1", Conn: wc, Specs: []*muster.ExecutorSpec{{Name: "sh"}}, Host: emptyHost{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	job := &Job{Run: run, ID: "j1", Repo: strings.Repeat("a", 40), Start: strings.Repeat("b", 40)}
+	err = w.fetchStart(cctx, job, t.TempDir())
+	if err == nil || !strings.Contains(err.Error(), "answered by the resumed orchestrator") {
+		t.Fatalf("fetchStart = %v, want the second orchestrator's answer", err)
+	}
+	if n := asked.Load(); n != 2 {
+		t.Fatalf("asked %d times, want twice", n)
+	}
+}
