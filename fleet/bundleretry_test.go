@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -81,5 +82,85 @@ func TestBundleRequestAskedAgain(t *testing.T) {
 	}
 	if n := asked.Load(); n != 2 {
 		t.Fatalf("asked %d times, want twice", n)
+	}
+}
+
+// An orchestrator slower than bundleTry is not asked in vain: its answer
+// to the first ask is taken, though the worker asked again meanwhile.
+func TestBundleRequestTakesALateAnswer(t *testing.T) {
+	defer func(old time.Duration) { bundleTry = old }(bundleTry)
+	bundleTry = 100 * time.Millisecond
+	srv, err := Serve(ServeOptions{Listen: "127.0.0.1:0", Store: filepath.Join(t.TempDir(), "js")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ctx := context.Background()
+	orch, err := Connect(ctx, srv.URL(), "orch", Auth{Creds: creds(t, srv, "orch", UserOptions{Orchestrator: true})}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer orch.Close()
+	wc, err := Connect(ctx, srv.URL(), "w1", Auth{Creds: creds(t, srv, "w1", UserOptions{Executors: []string{"sh"}})}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wc.Close()
+	const run = "rr"
+	var asked atomic.Int32
+	sub, err := orch.NC.Subscribe(bundleSubject(token(run)), func(m *nats.Msg) {
+		if asked.Add(1) > 1 {
+			return // busy with the first
+		}
+		go func() {
+			time.Sleep(450 * time.Millisecond) // a big bundle
+			b, _ := json.Marshal(BundleReply{Error: "the first answer, late"})
+			_ = m.Respond(b)
+		}()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	if err := orch.NC.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	w, err := NewWorker(WorkerOptions{Name: "w1", Conn: wc, Specs: []*muster.ExecutorSpec{{Name: "sh"}}, Host: emptyHost{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	job := &Job{Run: run, ID: "j1", Repo: strings.Repeat("a", 40), Start: strings.Repeat("b", 40)}
+	if err := w.fetchStart(cctx, job, t.TempDir()); err == nil || !strings.Contains(err.Error(), "the first answer, late") {
+		t.Fatalf("fetchStart = %v, want the first ask's late answer", err)
+	}
+	if n := asked.Load(); n < 2 {
+		t.Fatalf("asked %d times, want it asked again while waiting", n)
+	}
+}
+
+// With no orchestrator at all the ask fails at once, as before.
+func TestBundleRequestWithoutOrchestratorFailsAtOnce(t *testing.T) {
+	srv, err := Serve(ServeOptions{Listen: "127.0.0.1:0", Store: filepath.Join(t.TempDir(), "js")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ctx := context.Background()
+	wc, err := Connect(ctx, srv.URL(), "w1", Auth{Creds: creds(t, srv, "w1", UserOptions{Executors: []string{"sh"}})}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wc.Close()
+	w, err := NewWorker(WorkerOptions{Name: "w1", Conn: wc, Specs: []*muster.ExecutorSpec{{Name: "sh"}}, Host: emptyHost{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	job := &Job{Run: "rr", ID: "j1", Repo: strings.Repeat("a", 40), Start: strings.Repeat("b", 40)}
+	if err := w.fetchStart(cctx, job, t.TempDir()); !errors.Is(err, nats.ErrNoResponders) {
+		t.Fatalf("fetchStart = %v, want no responders", err)
 	}
 }
