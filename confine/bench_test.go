@@ -25,7 +25,8 @@ import (
 func BenchmarkReexec(b *testing.B) {
 	needLandlock(b)
 	bin := filepath.Join(b.TempDir(), "muster")
-	build := exec.Command("go", "build", "-o", bin, "github.com/muster-run/muster/cmd/muster")
+	build := exec.Command("go", "build", "-trimpath", "-o", bin, "github.com/muster-run/muster/cmd/muster")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0") // as a release is built
 	if out, err := build.CombinedOutput(); err != nil {
 		b.Fatalf("go build: %v\n%s", err, out)
 	}
@@ -141,7 +142,8 @@ func benchBinary(b *testing.B) (bin, clone string) {
 	b.Helper()
 	needLandlock(b)
 	bin = filepath.Join(b.TempDir(), "muster")
-	build := exec.Command("go", "build", "-o", bin, "github.com/muster-run/muster/cmd/muster")
+	build := exec.Command("go", "build", "-trimpath", "-o", bin, "github.com/muster-run/muster/cmd/muster")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0") // as a release is built
 	if out, err := build.CombinedOutput(); err != nil {
 		b.Fatalf("go build: %v\n%s", err, out)
 	}
