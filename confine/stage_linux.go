@@ -137,7 +137,8 @@ func ownTerminals() error {
 // in place: the trees to bind back, detached before anything is covered,
 // and the covers (Masked and o.Hide), shallow first.
 func planMounts(o Options, prog, cwd string) ([]mount, error) {
-	covers := existing(append(append([]string(nil), Masked...), o.Hide...))
+	r := newResolver()
+	covers := r.existing(append(append([]string(nil), Masked...), o.Hide...))
 	under := func(p string, roots []string) bool {
 		for _, r := range roots {
 			if within(p, r) {
@@ -146,7 +147,7 @@ func planMounts(o Options, prog, cwd string) ([]mount, error) {
 		}
 		return false
 	}
-	ro := existing(o.ReadOnly)
+	ro := r.existing(o.ReadOnly)
 	// The working directory muster chose and the program are seen,
 	// read-only unless writable, wherever they lie.
 	extra := []string{cwd}
@@ -158,14 +159,14 @@ func planMounts(o Options, prog, cwd string) ([]mount, error) {
 			extra = append(extra, d)
 		}
 	}
-	for _, p := range existing(extra) {
+	for _, p := range r.existing(extra) {
 		if under(p, covers) && !under(p, ro) {
 			ro = append(ro, p)
 		}
 	}
 	var ms []mount
 	seen := map[string]bool{}
-	for _, p := range existing(o.Write) {
+	for _, p := range r.existing(o.Write) {
 		if seen[p] || (!under(p, covers) && !under(p, ro)) {
 			continue
 		}
@@ -288,25 +289,6 @@ func attach(m mount) (covered bool, err error) {
 		return false, fmt.Errorf("bind %s: move_mount: %w", m.path, err)
 	}
 	return false, nil
-}
-
-// existing returns the absolute, symlink-resolved form of each path that
-// exists, once each.
-func existing(paths []string) []string {
-	var out []string
-	seen := map[string]bool{}
-	for _, p := range paths {
-		if p == "" || !filepath.IsAbs(p) {
-			continue
-		}
-		r, err := filepath.EvalSymlinks(p)
-		if err != nil || seen[r] {
-			continue
-		}
-		seen[r] = true
-		out = append(out, r)
-	}
-	return out
 }
 
 func within(p, root string) bool {
