@@ -2,14 +2,17 @@ package muster
 
 import (
 	"regexp"
+	"sync"
 	"time"
 )
 
 // TaskID names a task within a plan. It matches IDPattern.
 type TaskID string
 
-// IDPattern is the shape of a valid task ID.
-var IDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+// IDPattern is the shape of a valid task ID, compiled on first use
+// (every start of muster, a sandbox's stage one among them, initialises
+// this package).
+var IDPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`) })
 
 // Authority is what a task's agent may do.
 type Authority string

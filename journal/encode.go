@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"strconv"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -35,7 +36,7 @@ func appendLine(b []byte, e *muster.Event) ([]byte, error) {
 // appendEvent appends e's journal line to b. ok is false when e is not
 // covered; b is then returned unchanged.
 func appendEvent(b []byte, e *muster.Event) (out []byte, ok bool) {
-	if !fastEvents || e.Config != nil || len(e.Tasks) > 0 || len(e.Expected) > 0 || e.Spec != nil {
+	if !fastEvents() || e.Config != nil || len(e.Tasks) > 0 || len(e.Expected) > 0 || e.Spec != nil {
 		return b, false
 	}
 	n := len(b)
@@ -348,8 +349,10 @@ const eventShape = `seq int64|time time.Time|type muster.EventType|schema int,om
 	`race []muster.RaceCandidate,omitempty{executor string|clone int|attempt int}|` +
 	`stat *muster.DiffStat,omitempty{added int|deleted int|files int}|judge string,omitempty`
 
-// fastEvents is whether the fast encoder covers muster.Event as it is.
-var fastEvents = shapeOf(reflect.TypeFor[muster.Event]()) == eventShape
+// fastEvents is whether the fast encoder covers muster.Event as it is,
+// found on first use (every start of muster, a sandbox's stage one
+// among them, would otherwise walk the type).
+var fastEvents = sync.OnceValue(func() bool { return shapeOf(reflect.TypeFor[muster.Event]()) == eventShape })
 
 // shapeOf describes struct type t's JSON fields (see eventShape).
 func shapeOf(t reflect.Type) string {

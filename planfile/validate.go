@@ -196,7 +196,7 @@ func (ps *problems) checkIDs(tasks []*muster.Task, old map[muster.TaskID]*muster
 		case len(t.ID) > muster.MaxIDLength:
 			ps.addf(t.Line, "task ID of %d characters: the cap is %d", len(t.ID), muster.MaxIDLength)
 			continue
-		case !muster.IDPattern.MatchString(string(t.ID)):
+		case !muster.IDPattern().MatchString(string(t.ID)):
 			ps.addf(t.Line, `bad task ID %q: use letters, digits, ".", "_" and "-", starting with a letter or digit`, t.ID)
 		}
 		if first, dup := ids[t.ID]; dup {

@@ -133,7 +133,7 @@ func firstEvent(path string) (muster.Event, error) {
 // resolve like runs.
 func (r *Repo) ResolveRun(id string) (string, error) {
 	if id != "" {
-		if !muster.IDPattern.MatchString(id) {
+		if !muster.IDPattern().MatchString(id) {
 			return "", Invalid("run %q: a run ID is letters, digits, '.', '_' and '-' (see muster runs)", id)
 		}
 		if _, err := os.Stat(r.JournalPath(id)); err != nil {

@@ -75,7 +75,7 @@ account's revocation list: a running fleet serve disconnects its holders.`,
 // a directory, or a file in a directory that does not exist.
 func checkIssue(out string, executors []string) error {
 	for _, e := range executors {
-		if !muster.IDPattern.MatchString(e) {
+		if !muster.IDPattern().MatchString(e) {
 			return cmdutil.FlagErrorf(`--executor: bad executor name %q: use letters, digits, ".", "_" and "-"`, e)
 		}
 	}

@@ -133,7 +133,7 @@ func CheckRunID(id string) error {
 	switch {
 	case len(id) > muster.MaxIDLength:
 		return cmdutil.FlagErrorf("--run-id of %d characters: the cap is %d", len(id), muster.MaxIDLength)
-	case !muster.IDPattern.MatchString(id) || strings.Contains(id, "..") || strings.HasSuffix(id, ".lock") || strings.HasSuffix(id, "."):
+	case !muster.IDPattern().MatchString(id) || strings.Contains(id, "..") || strings.HasSuffix(id, ".lock") || strings.HasSuffix(id, "."):
 		// The run branch is muster/<id>: git refuses "..", a ".lock"
 		// suffix and a trailing ".".
 		return cmdutil.FlagErrorf(`--run-id %q: use letters, digits, '.', '_' and '-' (no "..", no ".lock" suffix, not ending in ".")`, id)
