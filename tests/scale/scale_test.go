@@ -58,9 +58,9 @@ func TestMain(m *testing.M) {
 	}
 	os.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache"))
 	_, here, _, _ := runtime.Caller(0)
-	// Built as a release is (.goreleaser.yaml): static, without cgo, so
-	// that no start of muster (stage one of every sandbox) pays for the
-	// dynamic loader and libc's start, which no user's binary has.
+	// Built as a release is (.goreleaser.yaml): static, without cgo. The
+	// figures are those of the binary users run, stage one of every
+	// sandbox included.
 	build := exec.Command("go", "build", "-trimpath", "-o", bin, "./cmd/muster")
 	build.Dir = filepath.Join(filepath.Dir(here), "..", "..")
 	build.Env = append(os.Environ(), "GOCACHE="+strings.TrimSpace(string(goCache)), "CGO_ENABLED=0")
