@@ -2,12 +2,10 @@ package git
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -43,49 +41,6 @@ type gitEntry struct {
 // gitDirSig is the clone's .git, entry by entry, by path inside the
 // clone (".git", ".git/HEAD", ...).
 type gitDirSig map[string]gitEntry
-
-// readGitSig reads the record of the clone's .git through root; false
-// when it is not a directory or holds more than maxGitEntries entries.
-func readGitSig(root *os.Root) (gitDirSig, bool) {
-	sig := gitDirSig{}
-	var walk func(name string) bool
-	walk = func(name string) bool {
-		fi, err := root.Lstat(name)
-		if err != nil || len(sig) >= maxGitEntries {
-			return false
-		}
-		ino, nlink, ctime, ok := fileID(fi)
-		if !ok {
-			return false
-		}
-		sig[name] = gitEntry{mode: fi.Mode(), ino: ino, nlink: nlink, size: fi.Size(), ctime: ctime}
-		if !fi.IsDir() {
-			return true
-		}
-		d, err := root.Open(name)
-		if err != nil {
-			return false
-		}
-		names, err := d.Readdirnames(maxGitEntries + 1)
-		d.Close()
-		if err != nil && !errors.Is(err, io.EOF) {
-			return false
-		}
-		for _, n := range names {
-			if !walk(path.Join(name, n)) {
-				return false
-			}
-		}
-		return true
-	}
-	if fi, err := root.Lstat(".git"); err != nil || !fi.IsDir() {
-		return nil, false
-	}
-	if !walk(".git") {
-		return nil, false
-	}
-	return sig, true
-}
 
 // templateDirs and templateFiles are the entries of the .git muster
 // makes, besides its shared index parts.
