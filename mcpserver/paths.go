@@ -8,6 +8,18 @@ import (
 	"strings"
 )
 
+// maxPath is the longest path an agent may give, the kernel's PATH_MAX:
+// a longer one is refused by its length, not echoed back in an error.
+const maxPath = 4096
+
+// pathLength refuses a path longer than maxPath.
+func pathLength(p string) error {
+	if len(p) > maxPath {
+		return fmt.Errorf("a path of %d bytes: give one of at most %d", len(p), maxPath)
+	}
+	return nil
+}
+
 // Inside resolves a path an agent gave, relative to the repository's top
 // root (or absolute), and returns it absolute. It refuses a path with a
 // ".." element, an absolute path outside root, any path into a .git
@@ -16,6 +28,9 @@ import (
 func Inside(root, p string) (string, error) {
 	if strings.TrimSpace(p) == "" {
 		return "", errors.New("empty path")
+	}
+	if err := pathLength(p); err != nil {
+		return "", err
 	}
 	if strings.ContainsRune(p, 0) {
 		return "", errors.New("path holds a NUL byte")

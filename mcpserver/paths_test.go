@@ -79,3 +79,20 @@ func TestInside(t *testing.T) {
 		}
 	}
 }
+
+// TestInsideRefusesAHugePathByItsLength: a path longer than PATH_MAX is
+// refused with its length, at once: it was echoed back whole, and a
+// deep one was walked up one directory at a time (a megabyte of "a/"
+// kept the server busy for minutes).
+func TestInsideRefusesAHugePathByItsLength(t *testing.T) {
+	root := t.TempDir()
+	for _, p := range []string{strings.Repeat("a/", 3000) + "plan.md", strings.Repeat("x", maxPath+1)} {
+		_, err := Inside(root, p)
+		if err == nil || len(err.Error()) > 200 || !strings.Contains(err.Error(), "at most 4096") {
+			t.Fatalf("Inside(%d bytes) = %.300v", len(p), err)
+		}
+	}
+	if _, err := Inside(root, strings.Repeat("d/", (maxPath-8)/2)+"plan.md"); err != nil && strings.Contains(err.Error(), "at most") {
+		t.Fatalf("a path of %d bytes was refused by its length", maxPath)
+	}
+}

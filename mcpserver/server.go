@@ -177,6 +177,9 @@ func addPlanTools(s *mcp.Server, b Backend) {
 			if in.Output == "" {
 				in.Output = "plan.md"
 			}
+			if err := pathLength(in.Output); err != nil {
+				return nil, nil, err
+			}
 			if !planName(in.Output) {
 				return nil, nil, fmt.Errorf("output %s: the planner writes Markdown; a plan file it writes ends in .md", in.Output)
 			}
