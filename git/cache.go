@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -13,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/muster-run/muster/internal/procid"
 )
 
 // DefaultMaxClones bounds the clones a repository's pool keeps between
@@ -217,10 +220,56 @@ func (p *pool) lease(runID string) (*clone, error) {
 	return c, nil
 }
 
-// note records who holds the lease, for people reading the cache.
+// note records who holds the lease, for people reading the cache and for
+// the next muster (Holders): this process's pid and start time, which
+// together name it as the marks of its processes do (internal/proc).
 func (c *clone) note(runID string) {
+	start, _ := procid.StartTime(os.Getpid())
 	_ = c.lease.Truncate(0)
-	_, _ = c.lease.WriteAt([]byte(fmt.Sprintf("pid %d run %s since %s\n", os.Getpid(), runID, time.Now().UTC().Format(time.RFC3339))), 0)
+	_, _ = c.lease.WriteAt([]byte(fmt.Sprintf("pid %d start %d run %s since %s\n", os.Getpid(), start, runID, time.Now().UTC().Format(time.RFC3339))), 0)
+}
+
+// readNote reads the start of a clone's lock file: a regular file, never
+// through a link nor blocking on a FIFO.
+func readNote(name string) ([]byte, error) {
+	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, errors.New("not a regular file")
+	}
+	return io.ReadAll(io.LimitReader(f, 512))
+}
+
+// Holders names the muster processes that held a clone of the pool last,
+// as "PID.START" (their notes; a note without a start time names none).
+// A muster killed with kill -9 cannot stop the unconfined agents it
+// started: the next one stops them (internal/proc.KillStale) before it
+// resets their clones.
+func (w *Workspace) Holders() []string { return holdersIn(filepath.Join(w.pool.dir, "clones")) }
+
+// holdersIn reads the holders named by the lock files in clones.
+func holdersIn(clones string) []string {
+	locks, _ := filepath.Glob(filepath.Join(clones, "*.lock"))
+	seen := map[string]bool{}
+	var out []string
+	for _, l := range locks {
+		b, err := readNote(l)
+		if err != nil {
+			continue
+		}
+		var pid, start uint64
+		if n, _ := fmt.Sscanf(string(b), "pid %d start %d ", &pid, &start); n != 2 || pid == 0 || start == 0 {
+			continue
+		}
+		if h := fmt.Sprintf("%d.%d", pid, start); !seen[h] {
+			seen[h] = true
+			out = append(out, h)
+		}
+	}
+	return out
 }
 
 // release marks the clone used now (for LRU) and gives up its lease.

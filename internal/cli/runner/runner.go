@@ -89,9 +89,7 @@ func (s *Session) Drive(ctx context.Context) error {
 	}
 	warnings = append(warnings, c.warnings...)
 	warnings = append(warnings, s.warnings...)
-	if s.Resume {
-		warnings = append(warnings, killStale(o.replayed)...)
-	}
+	warnings = append(warnings, killStale(o.replayed, o.ws.Holders())...)
 	opts := s.options(o, c, out, prices.Cost, confinement, warnings)
 	st, runErr := driver.Run(ctx, opts)
 	return s.end(ctx, o, out, st, runErr)
@@ -288,11 +286,18 @@ func (s *Session) crew(ctx context.Context, confinement *muster.Confinement, und
 }
 
 // killStale stops what the agents of a muster that died (kill -9) left
-// running: every process marked by one of the run's earlier musters. The
-// agents' own process groups, which the journal records, the driver
-// checks and stops (KillOrphan); this is what left them.
-func killStale(replayed []muster.Event) []string {
+// running: every process marked by one of the run's earlier musters (a
+// resume) or by a muster that held one of the repository's clones last
+// (holders: a new run reusing the clones of a run that was killed, whose
+// unconfined agents would otherwise go on writing in them). The agents'
+// own process groups, which the journal records, the driver checks and
+// stops (KillOrphan); this is what left them. A muster still running is
+// never touched (proc.KillStale).
+func killStale(replayed []muster.Event, holders []string) []string {
 	owners, groups := map[string]bool{}, map[int]bool{}
+	for _, h := range holders {
+		owners[h] = true
+	}
 	for _, e := range replayed {
 		if e.Owner != "" {
 			owners[e.Owner] = true
@@ -301,8 +306,11 @@ func killStale(replayed []muster.Event) []string {
 			groups[e.PID] = true
 		}
 	}
+	if len(owners) == 0 {
+		return nil
+	}
 	if n := proc.KillStale(owners, groups); n > 0 {
-		return []string{fmt.Sprintf("stopped %d processes the interrupted run's agents left running", n)}
+		return []string{fmt.Sprintf("stopped %d processes that the agents of an interrupted muster left running", n)}
 	}
 	return nil
 }
