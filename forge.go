@@ -10,6 +10,11 @@ import (
 // REST API; another host implements the same methods. Text that comes
 // back (titles, bodies, comments, check output) is untrusted.
 type Forge interface {
+	// Check asks the host for the repository with the credentials given,
+	// before anything is pushed: a wrong token, a repository the host
+	// does not have (or the token cannot see) and a failing server are
+	// told while nothing has changed on the remote.
+	Check(ctx context.Context) error
 	// FindPull returns the newest pull request whose head is head
 	// ("branch", or "owner:branch" for a fork), in any state, or nil.
 	FindPull(ctx context.Context, head string) (*PullRequest, error)

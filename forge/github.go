@@ -82,6 +82,14 @@ func nameRune(r rune) bool {
 	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.'
 }
 
+// Check implements muster.Forge: GET /repos/OWNER/NAME.
+func (g *GitHub) Check(ctx context.Context) error {
+	if _, _, err := g.c.Repositories.Get(ctx, g.owner, g.repo); err != nil {
+		return apiError("look up the repository", err)
+	}
+	return nil
+}
+
 // FindPull implements muster.Forge.
 func (g *GitHub) FindPull(ctx context.Context, head string) (*muster.PullRequest, error) {
 	opts := &gh.PullRequestListOptions{Head: head, State: "all", Sort: "created", Direction: "desc",

@@ -71,6 +71,9 @@ func (p *publisher) publish(ctx context.Context) (*published, error) {
 	if len(us) == 0 {
 		return nil, &muster.Error{Code: muster.CodeFailed, Message: fmt.Sprintf("run %s has no task commit to publish", p.id)}
 	}
+	if err := p.check(ctx); err != nil {
+		return nil, err
+	}
 	if err := p.push(ctx, us); err != nil {
 		return nil, err
 	}
@@ -189,14 +192,28 @@ func (p *publisher) gitEnv() []string {
 
 // pull opens, updates or reopens the pull request of u, found by its
 // head branch; a merged one is left alone.
-func (p *publisher) pull(ctx context.Context, u unit, spec muster.PullSpec) (*muster.PullRequest, string, error) {
-	found, err := p.forge.FindPull(ctx, p.owner+":"+u.branch)
+// check asks GitHub for the repository before anything is pushed: a
+// wrong token or repository pushed the run's branches and then failed.
+func (p *publisher) check(ctx context.Context) error {
+	return p.repoErr(p.forge.Check(ctx))
+}
+
+// repoErr says what to check when GitHub has no such repository.
+func (p *publisher) repoErr(err error) error {
 	if errors.Is(err, forge.ErrNotFound) {
-		return nil, "", cmdutil.Env("%w: GitHub has no repository %s that this token can see: name the right one with --github-repo OWNER/NAME "+
+		return cmdutil.Env("%w: GitHub has no repository %s that this token can see: name the right one with --github-repo OWNER/NAME "+
 			"(or GITHUB_REPOSITORY), or give the token access to it", err, p.slug)
 	}
 	if err != nil {
-		return nil, "", cmdutil.Env("%w", err)
+		return cmdutil.Env("%w", err)
+	}
+	return nil
+}
+
+func (p *publisher) pull(ctx context.Context, u unit, spec muster.PullSpec) (*muster.PullRequest, string, error) {
+	found, err := p.forge.FindPull(ctx, p.owner+":"+u.branch)
+	if err != nil {
+		return nil, "", p.repoErr(err)
 	}
 	rec := record{Repo: p.slug, Branch: u.branch, Commit: u.commit, Base: u.base, Task: string(u.task)}
 	var pr *muster.PullRequest

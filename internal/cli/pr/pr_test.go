@@ -375,6 +375,11 @@ func TestPRBadToken(t *testing.T) {
 	if code != 3 || strings.Contains(out, "wrong-token-value") {
 		t.Fatalf("a wrong token: exit %d (want 3), output must not echo it", code)
 	}
+	// The token is tried before anything is pushed: a run published with
+	// a wrong one left its branch on the remote and no pull request.
+	if f.remoteRef("muster/"+f.run) != "" {
+		t.Error("a wrong token: the run's branch was pushed before the API refused it")
+	}
 	out, code = f.muster(context.Background(), []string{"GITHUB_TOKEN=", "GH_TOKEN=", "GH_CONFIG_DIR=" + t.TempDir()}, "pr")
 	if code != 3 || !strings.Contains(out, "GITHUB_TOKEN") {
 		t.Fatalf("no token: exit %d, want 3 naming GITHUB_TOKEN", code)
@@ -575,6 +580,9 @@ func TestPRUnknownRepositorySaysWhatToCheck(t *testing.T) {
 	out, code := f.muster(context.Background(), []string{"GITHUB_REPOSITORY=octo/nosuch"}, "pr")
 	if code != 3 || !strings.Contains(out, "octo/nosuch") || !strings.Contains(out, "--github-repo") {
 		t.Fatalf("an unknown repository: exit %d, want 3 naming it and --github-repo", code)
+	}
+	if f.remoteRef("muster/"+f.run) != "" {
+		t.Error("an unknown repository: the run's branch was pushed before the API said so")
 	}
 }
 

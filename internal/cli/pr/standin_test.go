@@ -92,6 +92,8 @@ func (s *standIn) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	path := strings.TrimPrefix(r.URL.Path, "/api/v3")
 	switch {
+	case r.Method == "GET" && path == "/repos/octo/app":
+		_, _ = io.WriteString(w, `{"id":1,"name":"app","full_name":"octo/app","owner":{"login":"octo"}}`)
 	case r.Method == "GET" && path == "/repos/octo/app/pulls":
 		s.list(w, r)
 	case r.Method == "GET" && strings.HasPrefix(path, "/repos/octo/app/commits/"):
