@@ -607,11 +607,13 @@ func TestPRAPIAnswerPrintedClean(t *testing.T) {
 // to check, not only the JSON decoder's complaint.
 func TestPRAPINotJSONSaysWhatToCheck(t *testing.T) {
 	f := newFixture(t, threePlan)
+	f.api.mu.Lock()
 	f.api.override = func(w http.ResponseWriter, r *http.Request) bool {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte("<html>{not json"))
 		return true
 	}
+	f.api.mu.Unlock()
 	out, code := f.muster(context.Background(), nil, "pr")
 	if code != 3 || !strings.Contains(out, "GITHUB_API_URL") {
 		t.Fatalf("an answer that is not JSON: exit %d, want 3 naming GITHUB_API_URL", code)
@@ -622,10 +624,12 @@ func TestPRAPINotJSONSaysWhatToCheck(t *testing.T) {
 // run muster pr again (it finds what it already did).
 func TestPRAPIServerErrorSaysTryAgain(t *testing.T) {
 	f := newFixture(t, threePlan)
+	f.api.mu.Lock()
 	f.api.override = func(w http.ResponseWriter, r *http.Request) bool {
 		http.Error(w, `{"message":"Server Error"}`, http.StatusBadGateway)
 		return true
 	}
+	f.api.mu.Unlock()
 	out, code := f.muster(context.Background(), nil, "pr")
 	if code != 3 || !strings.Contains(out, "HTTP 502") || !strings.Contains(out, "muster pr again") {
 		t.Fatalf("a 502: exit %d, want 3 with the status and what to do", code)
@@ -636,6 +640,7 @@ func TestPRAPIServerErrorSaysTryAgain(t *testing.T) {
 // names what it refused and what to check, not only "Validation Failed".
 func TestPRRefusedPullSaysWhatToCheck(t *testing.T) {
 	f := newFixture(t, threePlan)
+	f.api.mu.Lock()
 	f.api.override = func(w http.ResponseWriter, r *http.Request) bool {
 		if r.Method != "POST" {
 			return false
@@ -645,6 +650,7 @@ func TestPRRefusedPullSaysWhatToCheck(t *testing.T) {
 		_, _ = w.Write([]byte(`{"message":"Validation Failed","errors":[{"resource":"PullRequest","field":"base","code":"invalid"}]}`))
 		return true
 	}
+	f.api.mu.Unlock()
 	out, code := f.muster(context.Background(), nil, "pr", "--base", "nosuch")
 	if code != 3 || !strings.Contains(out, "base invalid") || !strings.Contains(out, "--base") || !strings.Contains(out, "nosuch") {
 		t.Fatalf("a refused pull request: exit %d, want 3 naming the field, the base and --base", code)

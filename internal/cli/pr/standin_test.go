@@ -37,7 +37,7 @@ type standIn struct {
 	// fails and nothing is created), after it exists otherwise.
 	onCreate func(before bool) bool
 	// override, when set, answers a request first (returning true: it
-	// answered), for tests of an API that misbehaves.
+	// answered), for tests of an API that misbehaves; set under mu.
 	override func(w http.ResponseWriter, r *http.Request) bool
 }
 
@@ -87,7 +87,10 @@ func (s *standIn) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `{"message":"Bad credentials"}`, http.StatusUnauthorized)
 		return
 	}
-	if s.override != nil && s.override(w, r) {
+	s.mu.Lock()
+	override := s.override
+	s.mu.Unlock()
+	if override != nil && override(w, r) {
 		return
 	}
 	path := strings.TrimPrefix(r.URL.Path, "/api/v3")
