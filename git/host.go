@@ -10,7 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
+
+	"github.com/muster-run/muster/internal/exchange"
 )
 
 // Host keeps a fleet worker's repositories: one object store per
@@ -257,33 +258,17 @@ func scrubGitDir(gd, objects string) error {
 	return replaceIn(root, "config", []byte(cloneConfig))
 }
 
-// replaceIn writes name inside root as a fresh file renamed over it: a
-// link or a hard link found at name is replaced, never written through.
+// replaceIn writes name inside root as the exchange writes every file an
+// agent can reach: a fresh file renamed over it, so a link or a hard link
+// found at name is replaced, never written through. A directory left at
+// name is removed first.
 func replaceIn(root *os.Root, name string, data []byte) error {
 	if st, err := root.Lstat(name); err == nil && st.IsDir() {
 		if err := rootRemoveAll(root, name); err != nil {
 			return err
 		}
 	}
-	tmp := name + ".muster-tmp"
-	if err := rootRemoveAll(root, tmp); err != nil {
-		return err
-	}
-	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = root.Rename(tmp, name)
-	}
-	if err != nil {
-		_ = root.Remove(tmp)
-	}
-	return err
+	return exchange.WriteFileIn(root, name, data, 0o644)
 }
 
 // Result records what the clone's work tree holds as a commit on start

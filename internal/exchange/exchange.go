@@ -325,15 +325,30 @@ func CopyFile(dir, rel, src string, limit int64, perm fs.FileMode) error {
 }
 
 func writeFrom(dir, rel string, perm fs.FileMode, fill func(io.Writer) error) error {
-	rel = filepath.Clean(rel)
-	if rel == "." || filepath.IsAbs(rel) {
-		return fmt.Errorf("write %s: not a relative file name", rel)
-	}
 	r, err := os.OpenRoot(dir)
 	if err != nil {
 		return fmt.Errorf("write %s: %w", rel, err)
 	}
 	defer r.Close()
+	return writeIn(r, rel, perm, fill)
+}
+
+// WriteFileIn is WriteFile through a root the caller holds open (a
+// directory it checked once, which a second open by name could find
+// replaced).
+func WriteFileIn(r *os.Root, rel string, data []byte, perm fs.FileMode) error {
+	return writeIn(r, rel, perm, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// writeIn writes rel, relative below r, through r (see WriteFile).
+func writeIn(r *os.Root, rel string, perm fs.FileMode, fill func(io.Writer) error) error {
+	rel = filepath.Clean(rel)
+	if rel == "." || filepath.IsAbs(rel) {
+		return fmt.Errorf("write %s: not a relative file name", rel)
+	}
 	if parent := filepath.Dir(rel); parent != "." {
 		if err := r.MkdirAll(parent, 0o700); err != nil {
 			return fmt.Errorf("write %s: %w", rel, err)
