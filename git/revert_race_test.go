@@ -34,18 +34,7 @@ func TestRevertRaceStaysInTheClone(t *testing.T) {
 		if err := os.Symlink(victim, link); err != nil {
 			t.Fatal(err)
 		}
-		var stop atomic.Bool
-		var wg sync.WaitGroup
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for !stop.Load() {
-				_ = unix.Renameat2(unix.AT_FDCWD, evil, unix.AT_FDCWD, link, unix.RENAME_EXCHANGE)
-			}
-		}()
-		_ = w.Revert(ctx, dir, base, []string{"evil/x/junk"})
-		stop.Store(true)
-		wg.Wait()
+		whileSwapped(evil, link, func() { _ = w.Revert(ctx, dir, base, []string{"evil/x/junk"}) })
 		if _, err := os.Stat(precious); err != nil {
 			t.Fatalf("round %d: the revert removed the user's file through the swapped link: %v", i, err)
 		}
@@ -75,19 +64,8 @@ func TestUnlinkLinkedRaceStaysInTheClone(t *testing.T) {
 		if err := os.Symlink(victim, link); err != nil {
 			t.Fatal(err)
 		}
-		var stop atomic.Bool
-		var wg sync.WaitGroup
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for !stop.Load() {
-				_ = unix.Renameat2(unix.AT_FDCWD, d, unix.AT_FDCWD, link, unix.RENAME_EXCHANGE)
-			}
-		}()
 		s := &slot{dir: dir, linked: map[string]bool{"d/f": true}, touched: map[string]bool{}}
-		s.unlinkLinked()
-		stop.Store(true)
-		wg.Wait()
+		whileSwapped(d, link, s.unlinkLinked)
 		os.Remove(filepath.Join(dir, "second"))
 		if _, err := os.Stat(filepath.Join(victim, "f")); err != nil {
 			t.Fatalf("round %d: the reset removed the user's file through the swapped link: %v", i, err)
@@ -145,4 +123,22 @@ func TestRemoveAllChmodRaceStaysInside(t *testing.T) {
 			t.Fatalf("round %d: the user's directory is now %v (%v)", i, fi.Mode(), err)
 		}
 	}
+}
+
+// whileSwapped runs f while another goroutine swaps the names a and b
+// (renameat2 RENAME_EXCHANGE) over and over, as a process left behind in
+// the clone would.
+func whileSwapped(a, b string, f func()) {
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for !stop.Load() {
+			_ = unix.Renameat2(unix.AT_FDCWD, a, unix.AT_FDCWD, b, unix.RENAME_EXCHANGE)
+		}
+	}()
+	f()
+	stop.Store(true)
+	wg.Wait()
 }
