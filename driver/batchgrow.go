@@ -106,18 +106,10 @@ func (d *Driver) growGating() {
 // grows reports whether g's batch, formed again with the commits waiting
 // now, would take all it holds and more. The caller holds q.mu.
 func (d *Driver) grows(g *gating) bool {
-	q := &d.q
-	if len(q.waiting) == 0 {
+	if len(d.q.waiting) == 0 {
 		return false
 	}
-	cands := make([]engine.BatchCandidate, 0, len(g.batch)+len(q.waiting))
-	for _, it := range g.batch {
-		cands = append(cands, engine.BatchCandidate{Task: it.w.task.ID, Owns: it.w.task.Owns})
-	}
-	for _, it := range q.waiting {
-		cands = append(cands, engine.BatchCandidate{Task: it.w.task.ID, Owns: it.w.task.Owns})
-	}
-	take := engine.SelectBatch(cands, g.window, d.overlap())
+	take := d.selectOf(g.batch, d.q.waiting, g.window)
 	if len(take) <= len(g.batch) {
 		return false
 	}

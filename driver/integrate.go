@@ -186,23 +186,30 @@ func (d *Driver) driveBatch(ctx context.Context, self *integration) {
 
 // selectBatch returns the indices in the queue of the commits a batch
 // takes with window (engine.SelectBatch). The caller holds q.mu.
+func (d *Driver) selectBatch(window int) []int {
+	return d.selectOf(nil, d.q.waiting, window)
+}
+
+// selectOf returns the indices engine.SelectBatch takes, with window,
+// from first followed by rest.
 //
-// SelectBatch is greedy in queue order, so on a prefix of the queue that
-// fills the window it answers as on the whole queue: candidates are made
-// for a prefix, doubled until the window fills or the queue ends (with
+// SelectBatch is greedy in queue order, so on a prefix that fills the
+// window it answers as on the whole list: candidates are made for a
+// prefix of rest, doubled until the window fills or rest ends (with
 // hundreds waiting, one candidate per waiting commit at every batch and
 // every arrival was a fifth of the scheduler's CPU).
-func (d *Driver) selectBatch(window int) []int {
-	q := &d.q
+func (d *Driver) selectOf(first, rest []*integration, window int) []int {
 	overlap := d.overlap()
-	var take []int
-	var cands []engine.BatchCandidate
-	for n := min(len(q.waiting), 4*max(1, window)); ; n = min(len(q.waiting), 2*n) {
-		for _, it := range q.waiting[len(cands):n] {
+	cands := make([]engine.BatchCandidate, 0, len(first)+min(len(rest), 4*max(1, window)))
+	for _, it := range first {
+		cands = append(cands, engine.BatchCandidate{Task: it.w.task.ID, Owns: it.w.task.Owns})
+	}
+	for n := min(len(rest), 4*max(1, window)); ; n = min(len(rest), 2*n) {
+		for _, it := range rest[len(cands)-len(first) : n] {
 			cands = append(cands, engine.BatchCandidate{Task: it.w.task.ID, Owns: it.w.task.Owns})
 		}
-		take = engine.SelectBatch(cands, window, overlap)
-		if len(take) >= window || n == len(q.waiting) {
+		take := engine.SelectBatch(cands, window, overlap)
+		if len(take) >= window || n == len(rest) {
 			return take
 		}
 	}
