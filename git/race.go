@@ -23,15 +23,16 @@ func raceRefPrefix(runID string) string { return "refs/muster/" + runID + "/race
 
 // RaceRef is the ref that keeps a race candidate's commit.
 func RaceRef(runID string, task muster.TaskID, attempt int) string {
-	return raceRefPrefix(runID) + refComponent(string(task)) + "/" + strconv.Itoa(attempt)
+	return raceRefPrefix(runID) + RefComponent(string(task), false) + "/" + strconv.Itoa(attempt)
 }
 
-// refComponent is a task ID as one component of a ref: the ID itself,
-// or, for one git cannot take there (".." anywhere, a ".lock" suffix;
-// plans take both), the ID with '-' for '.' and a hash of it, so that it
-// stays one of its own.
-func refComponent(id string) string {
-	if !strings.Contains(id, "..") && !strings.HasSuffix(id, ".lock") {
+// RefComponent is a task ID as one component of a ref: the ID itself,
+// or, for one git cannot take there (".." anywhere, a ".lock" suffix, and
+// where the component ends the ref, a trailing "."; plans take them all),
+// the ID with '-' for '.' and a hash of it, so that it stays one of its
+// own and a rerun finds it again.
+func RefComponent(id string, last bool) string {
+	if !strings.Contains(id, "..") && !strings.HasSuffix(id, ".lock") && (!last || !strings.HasSuffix(id, ".")) {
 		return id
 	}
 	sum := sha256.Sum256([]byte(id))

@@ -2,8 +2,6 @@ package pr
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os/exec"
@@ -47,23 +45,11 @@ func (p *publisher) units() []unit {
 		if c.Task == "" {
 			continue
 		}
-		b := StackPrefix + p.id + "/" + stackName(c.Task)
+		b := StackPrefix + p.id + "/" + git.RefComponent(c.Task, true)
 		out = append(out, unit{task: muster.TaskID(c.Task), branch: b, commit: c.ID, base: base, tasks: []muster.TaskID{muster.TaskID(c.Task)}})
 		base = b
 	}
 	return out
-}
-
-// stackName is a task's last branch component in a stack: its ID, or,
-// for an ID git cannot end a branch with (a ".lock" suffix, "..", a
-// trailing "."; the plan takes them), the ID with '.' as '-' and a hash
-// of it, so that it stays distinct and a rerun finds it again.
-func stackName(task string) string {
-	if !strings.Contains(task, "..") && !strings.HasSuffix(task, ".lock") && !strings.HasSuffix(task, ".") {
-		return task
-	}
-	sum := sha256.Sum256([]byte(task))
-	return strings.ReplaceAll(task, ".", "-") + "-" + hex.EncodeToString(sum[:4])
 }
 
 func (p *publisher) publish(ctx context.Context) (*published, error) {
