@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/muster-run/muster/internal/procid"
 )
 
 // daemonAgent, on its first invocation, starts a daemon that leaves its
@@ -107,4 +109,45 @@ func TestNewRunKillsTheDaemonThatOutlivedMuster(t *testing.T) {
 		t.Fatalf("next run: exit %d\n%s", r.code, r.stderr)
 	}
 	stoppedLeftovers(t, r, pid)
+}
+
+// A lock file's note is in the cache, which an unconfined agent can
+// write: a note that names a muster still running (here a stand-in
+// process, with a process marked as one of its agents) makes the next
+// run kill nothing of it.
+func TestNewRunSparesTheProcessesOfALiveHolder(t *testing.T) {
+	repo, plan, cfg, _ := killedWithDaemon(t)
+	holder := exec.Command("sleep", "60")
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = holder.Process.Kill(); _ = holder.Wait() })
+	start, err := procid.StartTime(holder.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := fmt.Sprintf("%d.%d", holder.Process.Pid, start)
+	agent := exec.Command("sleep", "60")
+	agent.Env = append(os.Environ(), "MUSTER_PROC="+owner+".1")
+	if err := agent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = agent.Process.Kill(); _ = agent.Wait() })
+	locks := cachedClones(t, repo)
+	if len(locks) == 0 {
+		t.Fatal("no clone lock in the cache")
+	}
+	note := fmt.Sprintf("pid %d start %d run planted since 2026-12-03T00:00:00Z\n", holder.Process.Pid, start)
+	for _, l := range locks {
+		if err := os.WriteFile(l, []byte(note), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := runMuster(t, repo, nil, 0, "run", plan, "--config", cfg, "--run-id", "next", "--plain")
+	if r.code != 0 {
+		t.Fatalf("next run: exit %d\n%s", r.code, r.stderr)
+	}
+	if !alive(agent.Process.Pid) || !alive(holder.Process.Pid) {
+		t.Error("the next run killed the processes of a holder that is still running")
+	}
 }
