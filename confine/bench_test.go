@@ -66,7 +66,9 @@ func BenchmarkReexec(b *testing.B) {
 // Landlock-only `__confine` (capability drop, Landlock, execve), and
 // through the sandbox (new user, PID, mount, network and IPC namespaces;
 // stage one's mounts, loopback and reaping; the program started from its
-// confined thread), and the Landlock-only one with the hide list
+// confined thread), the sandbox started by the launcher installed beside
+// muster (sandbox-launcher, confine.LauncherName) instead of muster's own
+// executable, and the Landlock-only one with the hide list
 // (landlock-hide) and the sandbox in a cgroup of its own (sandbox-limits,
 // where one can be made), each through internal/proc as muster starts agents,
 // with the real muster binary. It reports the median start-to-return time
@@ -90,10 +92,13 @@ func BenchmarkSandboxStart(b *testing.B) {
 	hidden.Hide = confine.LandlockHide(os.Getenv("HOME"))
 	limited := ns
 	limited.MaxPids, limited.MaxMemory = 512, 1<<30
+	// The sandbox started by the launcher installed beside muster.
+	small := ns
+	small.Launcher = filepath.Join(filepath.Dir(bin), confine.LauncherName)
 	cases := []struct {
 		name string
 		c    *muster.Confinement
-	}{{"direct", nil}, {"landlock", base}, {"landlock-hide", &hidden}, {"sandbox", &ns}}
+	}{{"direct", nil}, {"landlock", base}, {"landlock-hide", &hidden}, {"sandbox", &ns}, {"sandbox-launcher", &small}}
 	if ok, _ := proc.ProbeCgroups().Can(512, 1<<30); ok {
 		cases = append(cases, struct {
 			name string
@@ -141,8 +146,9 @@ func BenchmarkKillStep(b *testing.B) {
 func benchBinary(b *testing.B) (bin, clone string) {
 	b.Helper()
 	needLandlock(b)
-	bin = filepath.Join(b.TempDir(), "muster")
-	build := exec.Command("go", "build", "-trimpath", "-o", bin, "github.com/muster-run/muster/cmd/muster")
+	dir := b.TempDir()
+	bin = filepath.Join(dir, "muster")
+	build := exec.Command("go", "build", "-trimpath", "-o", dir+"/", "github.com/muster-run/muster/cmd/muster", "github.com/muster-run/muster/cmd/muster-confine")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0") // as a release is built
 	if out, err := build.CombinedOutput(); err != nil {
 		b.Fatalf("go build: %v\n%s", err, out)

@@ -3,7 +3,8 @@
 // see but write only the paths it is given (on Linux, with Landlock),
 // besides Devices, holds no capability and gains none (no_new_privs).
 // muster runs every agent process and every gate through it, as the
-// hidden subcommand muster.ConfineCommand of its own executable:
+// hidden subcommand muster.ConfineCommand of its own executable or of
+// the small launcher installed beside it (LauncherName):
 //
 //	muster __confine [--write PATH]... [--ns ...] -- PROGRAM [ARG]...
 //
@@ -107,8 +108,14 @@ const DefaultGrace = 2 * time.Second
 // --ns it returns only on failure; with --ns it returns the program's
 // exit status (128+N when a signal N ended it). Its own failures return
 // 125 (cannot confine), 126 (cannot run the program) or 127 (program not
-// found), having said why on stderr.
+// found), having said why on stderr. With the single argument --version
+// it prints the launcher's Identity on stdout and returns 0.
 func Main(args []string, stderr io.Writer) int {
+	if len(args) == 1 && args[0] == versionFlag {
+		// Which muster may hand this launcher its sandboxes (Launcher).
+		fmt.Fprintln(os.Stdout, Identity())
+		return 0
+	}
 	o, err := ParseOptions(args)
 	if err != nil {
 		fmt.Fprintf(stderr, "muster %s: %v\n", commandName, err)

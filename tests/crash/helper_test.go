@@ -33,7 +33,10 @@ func TestMain(m *testing.M) {
 	os.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache"))
 	_, here, _, _ := runtime.Caller(0)
 	root := filepath.Join(filepath.Dir(here), "..", "..")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/muster")
+	// With the sandbox launcher beside it, as installed: the sandboxes
+	// these runs kill and resume are muster-confine's (other tests
+	// confine with their own executable).
+	build := exec.Command("go", "build", "-o", dir+"/", "./cmd/muster", "./cmd/muster-confine")
 	build.Dir = root
 	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "build muster: %v\n%s", err, out)

@@ -58,10 +58,11 @@ func TestMain(m *testing.M) {
 	}
 	os.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache"))
 	_, here, _, _ := runtime.Caller(0)
-	// Built as a release is (.goreleaser.yaml): static, without cgo. The
-	// figures are those of the binary users run, stage one of every
-	// sandbox included.
-	build := exec.Command("go", "build", "-trimpath", "-o", bin, "./cmd/muster")
+	// Built as a release is (.goreleaser.yaml): static, without cgo, and
+	// installed with its sandbox launcher beside it. The figures are
+	// those of the binaries users run, stage one of every sandbox
+	// included.
+	build := exec.Command("go", "build", "-trimpath", "-o", dir+"/", "./cmd/muster", "./cmd/muster-confine")
 	build.Dir = filepath.Join(filepath.Dir(here), "..", "..")
 	build.Env = append(os.Environ(), "GOCACHE="+strings.TrimSpace(string(goCache)), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {

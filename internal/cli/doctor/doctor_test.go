@@ -126,6 +126,29 @@ func TestNamespacesLayer(t *testing.T) {
 	}
 }
 
+// TestLauncherLine: doctor says what starts the sandboxes: the launcher
+// beside muster, muster itself (and how to start them sooner), or why the
+// one installed cannot serve.
+func TestLauncherLine(t *testing.T) {
+	for _, c := range []struct{ launcher, warning, want string }{
+		{"/bin/muster-confine", "", "sandbox launcher: /bin/muster-confine"},
+		{"/bin/muster", "", "sandbox launcher: muster itself (install muster-confine beside it"},
+		{"/bin/muster", "/bin/muster-confine is from another build", "warning: /bin/muster-confine is from another build"},
+	} {
+		if got := launcherLine("/bin/muster", c.launcher, c.warning); !strings.HasPrefix(got, c.want) {
+			t.Errorf("launcherLine(%q, %q) = %q, want %q...", c.launcher, c.warning, got, c.want)
+		}
+	}
+	hideAgents(t)
+	opts := &Options{LoadConfig: func() (*muster.Config, error) { return &muster.Config{}, nil },
+		Probe: func() confine.Status { return confine.Status{ABI: 7} }, Namespaces: func() string { return "" }}
+	var out bytes.Buffer
+	_ = Run(context.Background(), opts, &out)
+	if !strings.Contains(out.String(), "sandbox launcher: muster itself") {
+		t.Errorf("doctor does not say what starts the sandboxes (this test binary has no launcher beside it):\n%s", out.String())
+	}
+}
+
 // TestDoctorWarnsAsRoot (issue 21, item 4): doctor warns when muster runs
 // as root, and only then.
 func TestDoctorWarnsAsRoot(t *testing.T) {

@@ -39,8 +39,14 @@ func Confinement(cfg *muster.Config, protect ...string) (c *muster.Confinement, 
 		}
 		return nil, []string{UnconfinedWarning(st)}, nil
 	}
-	c = &muster.Confinement{Launcher: exe, Writable: append([]string(nil), cfg.Run.Writable...)}
-	if reason := confine.ProbeNamespaces(exe); reason == "" {
+	// The small launcher installed beside muster starts each sandbox
+	// sooner than a re-exec of muster itself (confine.Launcher).
+	launcher, lw := confine.Launcher(exe)
+	if lw != "" {
+		warnings = append(warnings, lw)
+	}
+	c = &muster.Confinement{Launcher: launcher, Writable: append([]string(nil), cfg.Run.Writable...)}
+	if reason := confine.ProbeNamespaces(launcher); reason == "" {
 		// Each invocation gets its own /tmp and /dev/shm, sees no
 		// socket or credential of the user's, and keeps the host's
 		// network until the network policy says otherwise (egress,

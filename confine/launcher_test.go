@@ -1,0 +1,141 @@
+package confine_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/confine"
+	"github.com/muster-run/muster/internal/proc"
+)
+
+// fakeLauncher installs a shell script as the launcher beside a muster
+// at dir/muster, and returns that muster's path.
+func fakeLauncher(t *testing.T, script string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if script != "" {
+		if err := os.WriteFile(filepath.Join(dir, confine.LauncherName), []byte("#!/bin/sh\n"+script+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return filepath.Join(dir, "muster")
+}
+
+// TestLauncherChoice: muster hands its sandboxes to the launcher beside
+// it only when that one answers with its own protocol (and build, where
+// both recorded one); otherwise it confines with its own executable,
+// and says why when a launcher is there but cannot serve.
+func TestLauncherChoice(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, script string
+		chosen       bool
+		warning      string // a fragment; "" for none
+	}{
+		{name: "none installed"},
+		{name: "the same protocol", script: "echo '" + confine.Identity() + "'", chosen: true},
+		{name: "the same protocol, no build recorded", script: "echo 'protocol " + strconv.Itoa(confine.Protocol) + "'", chosen: true},
+		{name: "another protocol", script: "echo 'protocol 999'", warning: "from another build of muster"},
+		{name: "an old launcher that knows no --version", script: "echo 'unknown argument' >&2; exit 125", warning: "does not run"},
+		{name: "not executable", script: "", warning: ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			exe := fakeLauncher(t, tc.script)
+			if tc.name == "not executable" {
+				if err := os.WriteFile(filepath.Join(filepath.Dir(exe), confine.LauncherName), []byte("x"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				tc.warning = "does not run"
+			}
+			got, warning := confine.Launcher(exe)
+			want := exe
+			if tc.chosen {
+				want = filepath.Join(filepath.Dir(exe), confine.LauncherName)
+			}
+			if got != want {
+				t.Errorf("Launcher = %s, want %s", got, want)
+			}
+			if (tc.warning == "") != (warning == "") || !strings.Contains(warning, tc.warning) {
+				t.Errorf("warning %q, want one with %q", warning, tc.warning)
+			}
+			if warning != "" && !strings.Contains(warning, "reinstall") {
+				t.Errorf("the warning says not how to mend it: %q", warning)
+			}
+		})
+	}
+}
+
+// TestLauncherStartsTheSandbox: the real launcher (cmd/muster-confine)
+// answers muster, refuses to be run by hand, and starts the sandbox as
+// its PID 1, the program confined below it.
+func TestLauncherStartsTheSandbox(t *testing.T) {
+	t.Parallel()
+	needNamespaces(t)
+	dir := t.TempDir()
+	build := exec.Command("go", "build", "-o", dir+"/", "github.com/muster-run/muster/cmd/muster-confine")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	launcher, warning := confine.Launcher(filepath.Join(dir, "muster"))
+	if warning != "" || launcher != filepath.Join(dir, confine.LauncherName) {
+		t.Fatalf("Launcher = %s, %q: want the launcher just built", launcher, warning)
+	}
+	if out, err := exec.Command(launcher, "run").CombinedOutput(); err == nil || !strings.Contains(string(out), "not run by hand") {
+		t.Errorf("the launcher run by hand: %v, %s", err, out)
+	}
+	if r := confine.ProbeNamespaces(launcher); r != "" {
+		t.Fatalf("the launcher cannot build the namespaces the test binary can: %s", r)
+	}
+	clone := hostTmp(t)
+	var mu sync.Mutex
+	var out strings.Builder
+	add := func(l string) { mu.Lock(); out.WriteString(l + "\n"); mu.Unlock() }
+	res, err := proc.Run(context.Background(), proc.Spec{
+		Argv: []string{"sh", "-c", `tr '\0' ' ' </proc/1/cmdline; echo; grep '^NoNewPrivs:' /proc/self/status | tr -d ' \t'; echo ok > made`},
+		Dir:  clone, OnLine: add, OnStderr: add,
+		Confine: &muster.Confinement{Launcher: launcher, Writable: []string{clone}, Namespaces: true},
+	})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("%v exit %d:\n%s", err, res.ExitCode, out.String())
+	}
+	if !strings.HasPrefix(out.String(), launcher+" "+muster.ConfineCommand+" ") {
+		t.Errorf("PID 1 of the sandbox is not the launcher:\n%s", out.String())
+	}
+	wantLines(t, out.String(), "NoNewPrivs:1")
+	if _, err := os.Stat(filepath.Join(clone, "made")); err != nil {
+		t.Errorf("the program could not write its clone: %v", err)
+	}
+}
+
+// TestLauncherCompatible: the same protocol and, where both recorded
+// one, the same build.
+func TestLauncherCompatible(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		ours, theirs string
+		want         bool
+	}{
+		{"protocol 1 build abc", "protocol 1 build abc", true},
+		{"protocol 1 build abc", "protocol 1 build abd", false},
+		{"protocol 1 build abc", "protocol 1 build abc+modified", false},
+		{"protocol 1 build abc", "protocol 1", true},
+		{"protocol 1", "protocol 1 build abc", true},
+		{"protocol 1", "protocol 2", false},
+		{"protocol 1 build v1.2.0", "protocol 2 build v1.2.0", false},
+		{"protocol 1", "protocol 10", false},
+		{"protocol 1", "", false},
+		{"protocol 1", "protocol 1\nbuild x", false},
+	} {
+		if got := confine.Compatible(tc.ours, tc.theirs); got != tc.want {
+			t.Errorf("compatible(%q, %q) = %v, want %v", tc.ours, tc.theirs, got, tc.want)
+		}
+	}
+}
