@@ -211,6 +211,8 @@ func Parse(args []string) (writable, argv []string, err error) {
 	return o.Write, o.Argv, nil
 }
 
+// usage lists the ConfineCommand's options (TestProtocolPinsTheOptions
+// ties it to Protocol: a change to them bumps it).
 const usage = "want [--hold FD] [--write PATH]... [--ro PATH]... [--hide PATH]... [--ns [--host-net] [--bridge PORT] [--grace D] [--life FD]] -- PROGRAM [ARG]..."
 
 // ParseOptions parses the arguments of the ConfineCommand.

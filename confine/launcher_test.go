@@ -139,3 +139,18 @@ func TestLauncherCompatible(t *testing.T) {
 		}
 	}
 }
+
+// TestProtocolPinsTheOptions: the options the ConfineCommand takes are
+// those of confine.Protocol. An option added, removed or renamed fails
+// this test until Protocol is bumped (so that a muster never hands its
+// sandboxes to a launcher of another protocol) and the copy below
+// updated.
+func TestProtocolPinsTheOptions(t *testing.T) {
+	t.Parallel()
+	pinned := map[int]string{
+		1: "want [--hold FD] [--write PATH]... [--ro PATH]... [--hide PATH]... [--ns [--host-net] [--bridge PORT] [--grace D] [--life FD]] -- PROGRAM [ARG]...",
+	}
+	if got := pinned[confine.Protocol]; got != confine.Usage {
+		t.Errorf("the ConfineCommand's options are not those pinned for protocol %d:\n got %s\nwant %s\nbump confine.Protocol and pin the new options here", confine.Protocol, confine.Usage, got)
+	}
+}
