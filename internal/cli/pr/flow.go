@@ -171,9 +171,10 @@ func (p *publisher) moved(u unit, at string) error {
 }
 
 // gitEnv is what git push and ls-remote get: muster itself as the
-// askpass program, with the token in the environment.
+// askpass program, with the token in the environment, for GitHub's host
+// only.
 func (p *publisher) gitEnv() []string {
-	return []string{"GIT_ASKPASS=" + p.o.Exe, AskPassTokenEnv + "=" + p.token}
+	return []string{"GIT_ASKPASS=" + p.o.Exe, AskPassTokenEnv + "=" + p.token, AskPassHostEnv + "=" + GitHubHost(p.o.Getenv)}
 }
 
 // pull opens, updates or reopens the pull request of u, found by its

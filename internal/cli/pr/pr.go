@@ -298,6 +298,12 @@ func (p *publisher) connect(ctx context.Context) error {
 	if err != nil {
 		return cmdutil.Invalid("--remote %s: %w", p.o.Remote, err)
 	}
+	// The token goes to GitHub only: a remote on another host (a
+	// mirror, another forge) is refused before anything is sent.
+	if h, gh := remoteHost(url), GitHubHost(p.o.Getenv); h != "" && h != gh {
+		return cmdutil.Invalid("the remote %s is on %s, not on %s where the pull request opens: muster pr pushes only to GitHub, which alone gets the token; pass --remote NAME of a remote on %s (GitHub Enterprise: set GITHUB_SERVER_URL or GITHUB_API_URL)",
+			p.o.Remote, textsafe.Clip(textsafe.Sanitize(h), 100), gh, gh)
+	}
 	remoteSlug := slugOf(url)
 	p.slug = p.o.GitHubRepo
 	if p.slug == "" {
