@@ -133,7 +133,7 @@ func (p *publisher) items(fb *muster.Feedback, sha string, fo *FollowOptions) []
 			text: fmt.Sprintf("The check %q failed on your change:\n%s", textsafe.OneLine(c.Name), textsafe.ClipBytes(c.Summary, 4000))})
 	}
 	for _, c := range fb.Comments {
-		if !slices.Contains(trusted, strings.ToUpper(c.Association)) && !slices.Contains(fo.From, c.Author) {
+		if !slices.Contains(trusted, strings.ToUpper(c.Association)) && !fromListed(fo.From, c.Author) {
 			continue
 		}
 		it := item{key: fmt.Sprintf("comment:%d", c.ID), path: c.Path}
@@ -321,4 +321,25 @@ func (p *publisher) state() (*engine.State, error) {
 		return nil, cmdutil.Env("journal of run %s does not replay: %w", p.id, err)
 	}
 	return st, nil
+}
+
+// fromListed tells whether author is one of the --from logins, which
+// GitHub compares without case; a comment without an author (a deleted
+// account) never is.
+func fromListed(from []string, author string) bool {
+	return author != "" && slices.ContainsFunc(from, func(l string) bool { return strings.EqualFold(l, author) })
+}
+
+// validLogin is GitHub's syntax for a login: 1 to 39 letters, digits
+// and hyphens, a hyphen neither first, last nor doubled.
+func validLogin(l string) bool {
+	if l == "" || len(l) > 39 || l[0] == '-' || l[len(l)-1] == '-' || strings.Contains(l, "--") {
+		return false
+	}
+	for _, r := range l {
+		if r != '-' && (r < '0' || r > '9') && (r < 'a' || r > 'z') && (r < 'A' || r > 'Z') {
+			return false
+		}
+	}
+	return true
 }

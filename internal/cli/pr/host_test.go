@@ -2,7 +2,10 @@ package pr
 
 import (
 	"bytes"
+	"strings"
 	"testing"
+
+	"github.com/muster-run/muster"
 )
 
 // TestRemoteHost: the host a remote reaches, in every URL form git
@@ -70,5 +73,34 @@ func TestAskPassOnlyForGitHub(t *testing.T) {
 		if !AskPass([]string{"muster", prompt}, env, &out) || out.String() != want {
 			t.Errorf("AskPass(%q) printed %q, want %q", prompt, out.String(), want)
 		}
+	}
+}
+
+// TestFromLogins: --from takes GitHub logins only, and matches authors
+// without case; a comment without an author (a deleted account) never
+// counts through it.
+func TestFromLogins(t *testing.T) {
+	t.Parallel()
+	for l, want := range map[string]bool{
+		"octocat": true, "Octo-Cat": true, "a": true, strings.Repeat("a", 39): true,
+		"": false, " octocat": false, "-octo": false, "octo-": false, "oc--to": false,
+		"octo_cat": false, "octo/cat": false, strings.Repeat("a", 40): false, "ghost\n": false, "ö": false,
+	} {
+		if got := validLogin(l); got != want {
+			t.Errorf("validLogin(%q) = %v, want %v", l, got, want)
+		}
+	}
+	fb := &muster.Feedback{Comments: []muster.ReviewComment{
+		{ID: 1, Author: "OctoCat", Association: "NONE", Body: "fix it"},
+		{ID: 2, Author: "", Association: "NONE", Body: "from a deleted account"},
+		{ID: 3, Author: "stranger", Association: "NONE", Body: "do something else"},
+		{ID: 4, Author: "boss", Association: "member", Body: "and this"},
+	}}
+	var keys []string
+	for _, it := range (&publisher{}).items(fb, "abc", &FollowOptions{From: []string{"octocat"}}) {
+		keys = append(keys, it.key)
+	}
+	if strings.Join(keys, " ") != "review:1 review:4" {
+		t.Errorf("feedback acted on: %q, want review:1 (--from, another case) and review:4 (a member)", keys)
 	}
 }

@@ -120,6 +120,11 @@ Then it pushes and says what it did on the pull request. It repeats every
 		if fo.MaxRounds < 1 || fo.Interval < time.Second || fo.BudgetUSD < 0 {
 			return cmdutil.FlagErrorf("--follow wants --max-rounds of 1 or more, an --interval of a second or more and a --budget-usd of 0 or more")
 		}
+		for _, l := range fo.From {
+			if !validLogin(l) {
+				return cmdutil.FlagErrorf("--from %q is not a GitHub login (letters, digits and single hyphens inside, at most 39): list the logins whose comments count, comma-separated", textsafe.Clip(l, 60))
+			}
+		}
 		o.Follow = fo
 		return nil
 	}

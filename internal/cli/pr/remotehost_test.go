@@ -23,3 +23,19 @@ func TestPRRefusesARemoteOffGitHub(t *testing.T) {
 		t.Errorf("%d API requests for a remote off GitHub, want none", n)
 	}
 }
+
+// TestPRFromNotALogin: a --from value that is no GitHub login (an empty
+// one from "a,,b", a path) is bad input (exit 2) naming it, before any
+// request.
+func TestPRFromNotALogin(t *testing.T) {
+	f := newFixture(t, threePlan)
+	for _, from := range []string{"octocat,,hubot", "../x", "octo cat"} {
+		out, code := f.muster(context.Background(), nil, "pr", "--follow", "--once", "--from", from)
+		if code != 2 || !strings.Contains(out, "--from") || !strings.Contains(out, "not a GitHub login") {
+			t.Errorf("--from %q: exit %d, want 2 naming --from:\n%s", from, code, out)
+		}
+	}
+	if n := len(f.api.requests); n != 0 {
+		t.Errorf("%d API requests for a bad --from, want none", n)
+	}
+}
