@@ -125,24 +125,7 @@ func Run(ctx context.Context, opts *Options, out io.Writer) error {
 		ns = namespacesReason(opts)
 	}
 	if !opts.JSON {
-		fmt.Fprintln(out, "\n"+confinementLine(st, mode))
-		if st.Available() && mode != muster.ConfineOff {
-			fmt.Fprintln(out, namespacesLine(ns))
-			if exe, err := os.Executable(); err == nil {
-				launcher, warning := confine.Launcher(exe)
-				fmt.Fprintln(out, launcherLine(exe, launcher, warning))
-			}
-		}
-		fmt.Fprintln(out, networkLine(cfg, st.Available() && mode != muster.ConfineOff && ns == ""))
-		fmt.Fprintln(out, cgroupLine(cfg, proc.ProbeCgroups()))
-		if w := preflight.RootWarning(); w != "" {
-			fmt.Fprintln(out, "warning: "+w)
-		}
-		if opts.Toolchains != nil {
-			for _, w := range opts.Toolchains(ctx) {
-				fmt.Fprintln(out, "warning: "+w)
-			}
-		}
+		writeConfinement(ctx, out, opts, cfg, st, mode, ns)
 	}
 	if mode == muster.ConfineRequired && !st.Available() {
 		return &muster.Error{Code: muster.CodeFailed, Op: "doctor",
@@ -163,6 +146,30 @@ func Run(ctx context.Context, opts *Options, out io.Writer) error {
 			Message: fmt.Sprintf("configured executor(s) cannot run: %s", strings.Join(failed, ", "))}
 	}
 	return nil
+}
+
+// writeConfinement prints how agents and gates would be confined here:
+// Landlock, the namespaces and the launcher, the network, the cgroup
+// limits, and the warnings about root and the toolchains.
+func writeConfinement(ctx context.Context, out io.Writer, opts *Options, cfg *muster.Config, st confine.Status, mode muster.ConfineMode, ns string) {
+	fmt.Fprintln(out, "\n"+confinementLine(st, mode))
+	if st.Available() && mode != muster.ConfineOff {
+		fmt.Fprintln(out, namespacesLine(ns))
+		if exe, err := os.Executable(); err == nil {
+			launcher, warning := confine.Launcher(exe)
+			fmt.Fprintln(out, launcherLine(exe, launcher, warning))
+		}
+	}
+	fmt.Fprintln(out, networkLine(cfg, st.Available() && mode != muster.ConfineOff && ns == ""))
+	fmt.Fprintln(out, cgroupLine(cfg, proc.ProbeCgroups()))
+	if w := preflight.RootWarning(); w != "" {
+		fmt.Fprintln(out, "warning: "+w)
+	}
+	if opts.Toolchains != nil {
+		for _, w := range opts.Toolchains(ctx) {
+			fmt.Fprintln(out, "warning: "+w)
+		}
+	}
 }
 
 func namespacesReason(opts *Options) string {
