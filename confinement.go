@@ -10,11 +10,16 @@ import (
 // with the kernel and then runs a program under it:
 //
 //	muster __confine [--hold FD] [--write PATH]... [--ro PATH]... [--hide PATH]...
-//	    [--ns [--host-net] [--bridge PORT] [--grace DURATION]] -- PROGRAM [ARG]...
+//	    [--grace DURATION] [--life FD] [--ns [--host-net] [--bridge PORT]] -- PROGRAM [ARG]...
 //
 // Under it the program may read and execute everything it can see, but
 // write only the PATHs (each with everything below it) and the terminal
-// and null devices. With --ns (the process was started in new user, PID,
+// and null devices. It starts the program from a thread it confined
+// (capabilities dropped, no_new_privs, Landlock) and stays as its parent
+// and the subreaper of all the program starts, which it ends once the
+// program has exited (SIGTERM, and SIGKILL after the grace), or at once
+// when muster is gone (--life FD: the end of a pipe only muster holds).
+// With --ns (the process was started in new user, PID,
 // mount, network and IPC namespaces: internal/proc does it) it is stage
 // one of the sandbox: PID 1, which builds the mount namespace (a fresh
 // /proc, a private tmpfs on /tmp and /dev/shm, the --write and --ro paths
@@ -159,15 +164,15 @@ func (c *Confinement) Command(grace time.Duration) []string {
 	for _, p := range c.Hide {
 		out = append(out, "--hide", p)
 	}
+	if grace > 0 {
+		out = append(out, "--grace", grace.String())
+	}
 	if c.Namespaces {
 		out = append(out, "--ns")
 		if c.HostNetwork {
 			out = append(out, "--host-net")
 		} else if c.Bridge != nil {
 			out = append(out, "--bridge", strconv.Itoa(c.Bridge.Port))
-		}
-		if grace > 0 {
-			out = append(out, "--grace", grace.String())
 		}
 	}
 	return append(out, "--")

@@ -8,8 +8,9 @@
 //
 //	muster __confine [--write PATH]... [--ns ...] -- PROGRAM [ARG]...
 //
-// Without --ns the program replaces the confining process (execve), so it
-// keeps its pid and process group. With --ns (internal/proc started the
+// Without --ns the confining process stays as the program's parent, in
+// its process group, and the subreaper of everything the program starts,
+// which ends with it. With --ns (internal/proc started the
 // process in new namespaces) this process is stage one of the sandbox,
 // PID 1 of its namespace (see muster.ConfineCommand and ARCHITECTURE
 // §8.1), and the program runs as its child.
@@ -77,14 +78,17 @@ func Probe() Status {
 
 // Options are the parsed arguments of the ConfineCommand.
 type Options struct {
-	Write []string // --write
+	Write    []string // --write
+	ReadOnly []string // --ro
+	Hide     []string // --hide
+	// Grace (--grace, 0: DefaultGrace): how long what the program left
+	// gets between SIGTERM and SIGKILL (without namespaces, half of it;
+	// see runAlone).
+	Grace time.Duration
 	// Namespaces: stage one of the sandbox (--ns), with:
 	Namespaces bool
-	ReadOnly   []string      // --ro
-	Hide       []string      // --hide
-	HostNet    bool          // --host-net: no network namespace
-	BridgePort int           // --bridge (0: no bridge)
-	Grace      time.Duration // --grace (0: DefaultGrace)
+	HostNet    bool // --host-net: no network namespace
+	BridgePort int  // --bridge (0: no bridge)
 	// Probe (--probe, with --ns): build the namespace, then exit 0
 	// without running a program.
 	Probe bool
@@ -92,9 +96,9 @@ type Options struct {
 	// before anything else (muster places this process in the
 	// invocation's cgroup meanwhile: [run] max_pids, max_memory).
 	Hold int
-	// Life (--life FD, with --ns): the read end of a pipe only muster
-	// writes to and holds open; its end means muster is gone, and stage
-	// one then ends the namespace at once.
+	// Life (--life FD): the read end of a pipe only muster writes to and
+	// holds open; its end means muster is gone, and everything of the
+	// invocation then ends at once.
 	Life int
 	Argv []string // the program and its arguments
 }
@@ -104,9 +108,10 @@ type Options struct {
 const DefaultGrace = 2 * time.Second
 
 // Main is the ConfineCommand: it parses args, confines the process and
-// runs PROGRAM (looked up on PATH when it has no slash) under it. Without
-// --ns it returns only on failure; with --ns it returns the program's
-// exit status (128+N when a signal N ended it). Its own failures return
+// runs PROGRAM (looked up on PATH when it has no slash) under it, and
+// returns the program's exit status (128+N when a signal N ended it):
+// with --ns as stage one of the sandbox, without as the program's
+// parent and the subreaper of all it starts (runAlone). Its own failures return
 // 125 (cannot confine), 126 (cannot run the program) or 127 (program not
 // found), having said why on stderr. With the single argument --version
 // it prints the launcher's Identity on stdout and returns 0.
@@ -152,10 +157,10 @@ func Main(args []string, stderr io.Writer) int {
 		}
 		return code
 	}
-	// exec returns only on failure; on success the program runs confined
-	// in this process's place.
-	code, err := exec(path, o.Argv, o.Write, landlockReadable(o, path))
-	fmt.Fprintf(stderr, "muster %s: %v\n", commandName, err)
+	code, err := runAlone(o, path)
+	if err != nil {
+		fmt.Fprintf(stderr, "muster %s: %v\n", commandName, err)
+	}
 	return code
 }
 
@@ -213,7 +218,7 @@ func Parse(args []string) (writable, argv []string, err error) {
 
 // usage lists the ConfineCommand's options (TestProtocolPinsTheOptions
 // ties it to Protocol: a change to them bumps it).
-const usage = "want [--hold FD] [--write PATH]... [--ro PATH]... [--hide PATH]... [--ns [--host-net] [--bridge PORT] [--grace D] [--life FD]] -- PROGRAM [ARG]..."
+const usage = "want [--hold FD] [--write PATH]... [--ro PATH]... [--hide PATH]... [--grace D] [--life FD] [--ns [--host-net] [--bridge PORT]] -- PROGRAM [ARG]..."
 
 // ParseOptions parses the arguments of the ConfineCommand.
 func ParseOptions(args []string) (Options, error) {

@@ -12,6 +12,10 @@ func exec(string, []string, []string, []string) (int, error) {
 	return 125, errors.New("cannot confine: kernel confinement is only available on Linux")
 }
 
+func runAlone(Options, string) (int, error) {
+	return 125, errors.New("cannot confine: kernel confinement is only available on Linux")
+}
+
 func stageOne(Options, string) error {
 	return errors.New("cannot confine: namespaces are only available on Linux")
 }

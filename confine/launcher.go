@@ -27,7 +27,7 @@ const LauncherName = "muster-confine"
 // Protocol numbers the ConfineCommand's arguments: bump it whenever an
 // option is added or changes meaning, so that a muster never hands its
 // sandboxes to a launcher that would read them otherwise.
-const Protocol = 1
+const Protocol = 2
 
 // versionFlag asks a launcher for its Identity (muster __confine
 // --version).

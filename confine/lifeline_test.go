@@ -18,14 +18,15 @@ import (
 // orphanParent is a stand-in for muster (TestMain runs it as
 // "orphanparent TOKEN DIR"): it runs a sandboxed shell that would sleep
 // for ever, its command line naming TOKEN, says "started" once the shell
-// runs, and waits to be killed.
+// runs, and waits to be killed. A TOKEN that starts with "alone-" runs
+// it without namespaces (Landlock and the capability drop only).
 func orphanParent(token, dir string) int {
 	exe, err := os.Executable()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	c := &muster.Confinement{Launcher: exe, Namespaces: true, Writable: []string{dir}}
+	c := &muster.Confinement{Launcher: exe, Namespaces: !strings.HasPrefix(token, "alone-"), Writable: []string{dir}}
 	_, err = proc.Run(context.Background(), proc.Spec{
 		Argv: []string{"sh", "-c", "echo started; sleep 1000; :", token}, Dir: dir, Confine: c, Env: os.Environ(),
 		OnLine: func(l string) { fmt.Println(l) },
@@ -41,8 +42,27 @@ func orphanParent(token, dir string) int {
 func TestSandboxDiesWithMuster(t *testing.T) {
 	t.Parallel()
 	exe := needNamespaces(t)
+	diesWithMuster(t, exe, fmt.Sprintf("orphan-%d-%d", os.Getpid(), time.Now().UnixNano()))
+}
+
+// TestLandlockOnlyDiesWithMuster: without namespaces too, the agent
+// ends when muster is killed (its __confine reads the lifeline's end).
+func TestLandlockOnlyDiesWithMuster(t *testing.T) {
+	t.Parallel()
+	needLandlock(t)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	diesWithMuster(t, exe, fmt.Sprintf("alone-orphan-%d-%d", os.Getpid(), time.Now().UnixNano()))
+}
+
+// diesWithMuster starts a stand-in for muster (orphanParent) whose
+// confined shell's command line names token, kills it with SIGKILL once
+// the shell runs, and waits for the shell to end.
+func diesWithMuster(t *testing.T, exe, token string) {
+	t.Helper()
 	dir := hostTmp(t)
-	token := fmt.Sprintf("orphan-%d-%d", os.Getpid(), time.Now().UnixNano())
 	parent := exec.Command(exe, "orphanparent", token, dir)
 	out, err := parent.StdoutPipe()
 	if err != nil {

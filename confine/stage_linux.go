@@ -357,7 +357,7 @@ func supervise(o Options, path string) (int, error) {
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	gone := watchLife(o.Life)
 	writable := append(append([]string(nil), o.Write...), Masked...)
-	pid, code, err := startConfined(path, o.Argv, writable)
+	pid, code, err := startConfined(path, o.Argv, writable, nil, true)
 	if err != nil {
 		return code, err
 	}
@@ -452,15 +452,16 @@ func reap(prog int, progDone chan<- int, allGone chan<- struct{}) {
 	}
 }
 
-// startConfined starts the program at path in its own process group from
-// a locked OS thread of its own that it first confines (confineThread:
+// startConfined starts the program at path (in its own process group
+// when ownGroup is set) from a locked OS thread of its own that it first
+// confines (confineThread, reading only below readable when it is set:
 // no capability, no_new_privs, Landlock): the kernel gives the child that
 // thread's credentials and Landlock domain, so the program starts
 // confined without a second start of muster, while this process's other
 // threads keep what stage one needs to supervise (a signal and wait4 for
 // everything in the namespace). The thread ends with its goroutine,
 // still locked, so the Go runtime never runs anything else on it.
-func startConfined(path string, argv, writable []string) (pid, code int, err error) {
+func startConfined(path string, argv, writable, readable []string, ownGroup bool) (pid, code int, err error) {
 	type started struct {
 		pid  int
 		code int
@@ -469,7 +470,7 @@ func startConfined(path string, argv, writable []string) (pid, code int, err err
 	ch := make(chan started, 1)
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread exits with this goroutine
-		if err := confineThread(writable, nil); err != nil {
+		if err := confineThread(writable, readable); err != nil {
 			ch <- started{code: 125, err: err}
 			return
 		}
@@ -478,7 +479,7 @@ func startConfined(path string, argv, writable []string) (pid, code int, err err
 			return
 		}
 		pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{
-			Env: os.Environ(), Files: []uintptr{0, 1, 2}, Sys: &syscall.SysProcAttr{Setpgid: true},
+			Env: os.Environ(), Files: []uintptr{0, 1, 2}, Sys: &syscall.SysProcAttr{Setpgid: ownGroup},
 		})
 		if err != nil {
 			ch <- started{code: 126, err: fmt.Errorf("exec %s: %w", argv[0], err)}

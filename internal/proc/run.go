@@ -94,6 +94,8 @@ func (r *invocation) command() error {
 			}
 			extra = append(extra, r.bridge.child) // muster.BridgeFD
 		}
+	}
+	if s.Confine != nil {
 		if err := r.lifeline(&extra); err != nil {
 			return err
 		}
@@ -113,11 +115,12 @@ func (r *invocation) command() error {
 	return nil
 }
 
-// lifeline gives stage one of the sandbox the read end of a pipe whose
-// write end only muster holds, open until Run returns (--life FD): when
-// muster dies, however it dies, stage one reads the end of the pipe and
-// ends its namespace, and the agent with it, at once, rather than
-// running on until a resume finds it.
+// lifeline gives the confining process (stage one of the sandbox, or
+// __confine without namespaces) the read end of a pipe whose write end
+// only muster holds, open until Run returns (--life FD): when muster
+// dies, however it dies, it reads the end of the pipe and ends the
+// invocation, the agent with it, at once, rather than running on until
+// a resume finds it.
 func (r *invocation) lifeline(extra *[]*os.File) (err error) {
 	r.life, r.lifeR, err = r.childPipe(extra, "--life")
 	if err != nil {
