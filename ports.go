@@ -299,6 +299,10 @@ type Workspace interface {
 	Revert(ctx context.Context, dir, base string, paths []string) error
 	// Diff returns the change in dir against base as a unified diff.
 	Diff(ctx context.Context, dir, base string) (string, error)
+	// Summary returns, for the change in dir against base, each file's
+	// added and deleted lines and a digest equal for equal changes,
+	// without needing the patch (Diff), which only reviews read.
+	Summary(ctx context.Context, dir, base string) (ChangeSummary, error)
 	// Commit records the whole change in dir as one commit whose parent
 	// is base, without moving any branch; it returns the commit.
 	Commit(ctx context.Context, dir, base string, info CommitInfo) (string, error)

@@ -1,6 +1,7 @@
 package driver
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/engine"
 )
 
 // Bounds on an attempt's log file (muster.LogRecord).
@@ -73,33 +75,14 @@ func (w *worker) log(r muster.LogRecord) {
 	w.d.logs.write(w.a.Task, w.a.Attempt, r)
 }
 
-// diffStat summarises a unified diff as git diff --stat does: one line a
-// file with its added and removed lines, and a total.
-func diffStat(diff string) string {
-	type stat struct {
-		path     string
-		add, del int
-	}
-	var files []*stat
-	var cur *stat
-	for _, l := range strings.Split(diff, "\n") {
-		switch {
-		case strings.HasPrefix(l, "diff --git "):
-			cur = &stat{path: diffPath(l)}
-			files = append(files, cur)
-		case cur == nil:
-		case strings.HasPrefix(l, "+++ "), strings.HasPrefix(l, "--- "):
-		case strings.HasPrefix(l, "+"):
-			cur.add++
-		case strings.HasPrefix(l, "-"):
-			cur.del++
-		}
-	}
+// diffStat summarises a change as git diff --stat does: one line a file
+// with its added and removed lines, and a total.
+func diffStat(files []muster.FileStat) string {
 	var b strings.Builder
 	add, del := 0, 0
 	for _, f := range files {
-		fmt.Fprintf(&b, "%s | +%d -%d\n", f.path, f.add, f.del)
-		add, del = add+f.add, del+f.del
+		fmt.Fprintf(&b, "%s | +%d -%d\n", f.Path, f.Added, f.Deleted)
+		add, del = add+f.Added, del+f.Deleted
 	}
 	switch len(files) {
 	case 0:
@@ -109,15 +92,6 @@ func diffStat(diff string) string {
 		fmt.Fprintf(&b, "%d files changed, +%d -%d", len(files), add, del)
 	}
 	return bound(b.String(), maxLogDiffStat)
-}
-
-// diffPath is the new path of a "diff --git a/X b/Y" line.
-func diffPath(l string) string {
-	rest := strings.TrimPrefix(l, "diff --git ")
-	if i := strings.LastIndex(rest, " b/"); i >= 0 {
-		return rest[i+3:]
-	}
-	return rest
 }
 
 // promptHead is what an attempt log keeps of a prompt: its head, or for a
@@ -130,4 +104,19 @@ func promptHead(prompt string) string {
 		}
 	}
 	return bound(prompt, maxLogPrompt)
+}
+
+// summarize logs which files the round's change touched, with their
+// lines (the attempt log's diffstat), and checks that a fix round
+// changed something (engine.Attempt.Diff, on the change's digest).
+func (w *worker) summarize(ctx context.Context, m *engine.Attempt, round int) []muster.Event {
+	sum, err := w.d.opts.Workspace.Summary(ctx, w.dir, w.base)
+	if err != nil {
+		return w.opFailed("diff the change", err, false)
+	}
+	w.log(muster.LogRecord{Kind: muster.LogDiffStat, Round: round, Text: diffStat(sum.Files)})
+	if st := m.Diff(sum.Digest); st.Kind != engine.StepGo {
+		return w.step(st)
+	}
+	return nil
 }

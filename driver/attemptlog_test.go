@@ -3,16 +3,17 @@ package driver
 import (
 	"strings"
 	"testing"
+
+	"github.com/muster-run/muster"
 )
 
 func TestDiffStat(t *testing.T) {
-	diff := "diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n@@ -1 +1,2 @@\n-old\n+new\n+more\n" +
-		"diff --git a/dir/b.go b/dir/b.go\nnew file mode 100644\n--- /dev/null\n+++ b/dir/b.go\n@@ -0,0 +1 @@\n+package b\n"
+	files := []muster.FileStat{{Path: "a.txt", Added: 2, Deleted: 1}, {Path: "dir/b.go", Added: 1}}
 	want := "a.txt | +2 -1\ndir/b.go | +1 -0\n2 files changed, +3 -1"
-	if got := diffStat(diff); got != want {
+	if got := diffStat(files); got != want {
 		t.Errorf("diffStat:\n got %q\nwant %q", got, want)
 	}
-	if got := diffStat(""); got != "" {
+	if got := diffStat(nil); got != "" {
 		t.Errorf("diffStat of nothing: %q", got)
 	}
 }

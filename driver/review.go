@@ -17,9 +17,15 @@ import (
 // findings on the change. Critical and major findings fail the round;
 // minor ones are recorded. stop is set on a stalemate: a blocking finding
 // that returns unchanged (severity, title, path) after a round that was
+// reviewed tells whether the task's change goes to reviewers: it asks
+// for a review, its executor is an agent, and the crew has a reviewer.
+func (w *worker) reviewed() bool {
+	return w.task.Review != "none" && w.a.Executor != engine.CodeExecutor && w.hasReviewer()
+}
+
 // asked to fix it.
 func (w *worker) review(ctx context.Context, round int, diff string) (feedback, failed string, stop bool) {
-	if w.task.Review == "none" || w.a.Executor == engine.CodeExecutor || !w.hasReviewer() {
+	if !w.reviewed() {
 		return "", "", false
 	}
 	w.send(muster.Event{Type: muster.EvPhase, Phase: "review", Round: round})
@@ -265,4 +271,17 @@ func (w *worker) leaseReviewer(ctx context.Context, patient bool) (engine.Lease,
 		case <-time.After(wait):
 		}
 	}
+}
+
+// reviewDiff is the change's patch when reviewers read it ("" when the
+// task has no review): only they need it, and git computes it for them.
+func (w *worker) reviewDiff(ctx context.Context) (string, []muster.Event) {
+	if !w.reviewed() {
+		return "", nil
+	}
+	diff, err := w.d.opts.Workspace.Diff(ctx, w.dir, w.base)
+	if err != nil {
+		return "", w.opFailed("diff the change", err, false)
+	}
+	return diff, nil
 }

@@ -2,7 +2,6 @@ package driver
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"strings"
@@ -262,6 +261,7 @@ func (w *worker) rounds(ctx context.Context, exec muster.Executor, feedback stri
 
 // check runs a round's checks on what the agent left, in order, and asks
 // the attempt's machine what each finding means: the feedback of the next
+
 // round, or the attempt's final events, or the commit to integrate.
 func (w *worker) check(ctx context.Context, m *engine.Attempt, res *muster.ExecResult, round int) (feedback string, final []muster.Event, commit string) {
 	change, err := w.d.opts.Workspace.Change(ctx, w.dir, w.base)
@@ -325,13 +325,8 @@ func (w *worker) check(ctx context.Context, m *engine.Attempt, res *muster.ExecR
 		}
 		return "", w.step(st), ""
 	}
-	diff, err := w.d.opts.Workspace.Diff(ctx, w.dir, w.base)
-	if err != nil {
-		return "", w.opFailed("diff the change", err, false), ""
-	}
-	w.log(muster.LogRecord{Kind: muster.LogDiffStat, Round: round, Text: diffStat(diff)})
-	if st := m.Diff(fmt.Sprintf("%x", sha256.Sum256([]byte(diff)))); st.Kind != engine.StepGo {
-		return "", w.step(st), ""
+	if final := w.summarize(ctx, m, round); final != nil {
+		return "", final, ""
 	}
 	// An interrupt during the gates or the review cancels the task: a
 	// gate or reviewer stopped by it is no verdict.
@@ -365,6 +360,10 @@ func (w *worker) check(ctx context.Context, m *engine.Attempt, res *muster.ExecR
 	}
 	if st := m.Gates(failed); st.Kind != engine.StepGo {
 		return fb, w.stepUnlessFix(st), ""
+	}
+	diff, final := w.reviewDiff(ctx)
+	if final != nil {
+		return "", final, ""
 	}
 	fb, failed, stop := w.review(ctx, round, diff)
 	if ctx.Err() != nil {

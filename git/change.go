@@ -320,15 +320,22 @@ func (w *Workspace) change(ctx context.Context, s *slot, base string) (*snapshot
 	if err != nil {
 		return nil, err
 	}
-	// The raw records and the patch Diff shows, in one process: the
-	// worker asks for both of every change it checks.
-	c := w.ig("diff-tree", "-r", "-M", "-z", "--no-ext-diff", "--no-textconv", "--patch-with-raw", base, tree)
-	c.readOnly = true
-	out, err := run(ctx, c)
+	// The raw records without a git process where no rename can be
+	// among them (Summary then counts lines in process, and Diff asks
+	// git for the patch only for a review); else the raw records and the
+	// patch in one diff-tree.
+	raw, recs, err := w.rawInProcess(ctx, base, tree, maxCheckoutPaths)
+	var patch []byte
 	if err != nil {
-		return nil, fmt.Errorf("compute the change in %s: %w", s.dir, err)
+		c := w.ig("diff-tree", "-r", "-M", "-z", "--no-ext-diff", "--no-textconv", "--patch-with-raw", base, tree)
+		c.readOnly = true
+		out, err := run(ctx, c)
+		if err != nil {
+			return nil, fmt.Errorf("compute the change in %s: %w", s.dir, err)
+		}
+		raw, patch = splitRawPatch(out)
+		recs = nil
 	}
-	raw, patch := splitRawPatch(out)
 	ch, links, err := rawChange(raw)
 	if err != nil {
 		return nil, err
@@ -338,8 +345,8 @@ func (w *Workspace) change(ctx context.Context, s *slot, base string) (*snapshot
 	}
 	slices.Sort(s.oversize)
 	addOversize(ch, s.oversize)
-	s.snap = &snapshot{base: base, tree: tree, change: ch}
-	if len(links) == 0 { // else the tree changed: Diff computes its patch
+	s.snap = &snapshot{base: base, tree: tree, change: ch, raw: raw, recs: recs}
+	if patch != nil && len(links) == 0 { // else Diff computes the patch
 		s.snap.patch, s.snap.hasPatch = string(patch), true
 	}
 	return s.snap, nil
@@ -429,16 +436,23 @@ func (w *Workspace) Diff(ctx context.Context, dir, base string) (string, error) 
 	if err != nil {
 		return "", err
 	}
+	return w.patch(ctx, dir, snap)
+}
+
+// patch is the snapshot's patch: the one diff-tree gave with the change,
+// or one git computes now (and the snapshot keeps).
+func (w *Workspace) patch(ctx context.Context, dir string, snap *snapshot) (string, error) {
 	if snap.hasPatch {
 		return snap.patch, nil
 	}
-	c := w.ig("diff", "-M", "--no-color", "--no-ext-diff", "--no-textconv", base, snap.tree, "--")
+	c := w.ig("diff", "-M", "--no-color", "--no-ext-diff", "--no-textconv", snap.base, snap.tree, "--")
 	c.readOnly = true
 	out, err := run(ctx, c)
 	if err != nil {
 		return "", fmt.Errorf("diff in %s: %w", dir, err)
 	}
-	return string(out), nil
+	snap.patch, snap.hasPatch = string(out), true
+	return snap.patch, nil
 }
 
 // OwnPaths are muster's own files: no task may change them, whatever its

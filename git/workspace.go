@@ -169,6 +169,11 @@ type slot struct {
 type snapshot struct {
 	base, tree string
 	change     *muster.Change
+	// raw is the change's raw records as diff-tree gives them (Summary's
+	// digest); recs, the same when they were found without git
+	// (rawInProcess), for Summary to count lines in process.
+	raw  []byte
+	recs []rawRecord
 	// patch is Diff's answer, computed with the change (hasPatch).
 	patch    string
 	hasPatch bool

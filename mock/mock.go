@@ -4,6 +4,7 @@ package mock
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"hash/fnv"
 	"sync"
@@ -19,6 +20,7 @@ type Workspace struct {
 	ViolationsFn func(ctx context.Context, dir string, c *muster.Change, owns []string) []string
 	RevertFn     func(ctx context.Context, dir, base string, paths []string) error
 	DiffFn       func(ctx context.Context, dir, base string) (string, error)
+	SummaryFn    func(ctx context.Context, dir, base string) (muster.ChangeSummary, error)
 	CommitFn     func(ctx context.Context, dir, base string, info muster.CommitInfo) (string, error)
 	IntegrateFn  func(ctx context.Context, commit, base string) (string, []string, error)
 	MergeFn      func(ctx context.Context, commit, base string) (string, []string, error)
@@ -79,6 +81,19 @@ func (w *Workspace) Diff(ctx context.Context, dir, base string) (string, error) 
 	defer w.mu.Unlock()
 	w.n++
 	return fmt.Sprintf("diff %s %d", dir, w.n), nil
+}
+
+// Summary is what Diff returns, counted (muster.PatchStat) and digested,
+// by default.
+func (w *Workspace) Summary(ctx context.Context, dir, base string) (muster.ChangeSummary, error) {
+	if w.SummaryFn != nil {
+		return w.SummaryFn(ctx, dir, base)
+	}
+	d, err := w.Diff(ctx, dir, base)
+	if err != nil {
+		return muster.ChangeSummary{}, err
+	}
+	return muster.ChangeSummary{Files: muster.PatchStat(d), Digest: fmt.Sprintf("%x", sha256.Sum256([]byte(d)))}, nil
 }
 
 // Commit returns a fresh fake commit by default.
