@@ -169,30 +169,33 @@ func leafRecords(dir string, a, b map[string]treeEntry) (sub []treePair, recs []
 		if inA && inB && ea == eb {
 			continue
 		}
-		r := rawRecord{path: full}
-		for _, side := range []struct {
-			e        treeEntry
-			in       bool
-			mode, id *string
-			pair     treePair
-		}{{ea, inA, &r.oldMode, &r.oldOID, treePair{dir: full, a: ea.oid}}, {eb, inB, &r.newMode, &r.newOID, treePair{dir: full, b: eb.oid}}} {
-			if !side.in {
-				continue
-			}
-			m, err := canonMode(side.e.mode)
-			if err != nil {
+		var ma, mb string
+		if inA {
+			if ma, err = canonMode(ea.mode); err != nil {
 				return nil, nil, fmt.Errorf("%s: %w", full, err)
 			}
-			if m == "40000" {
-				if !(inA && inB && ea.mode == eb.mode) { // both trees: below
-					sub = append(sub, side.pair)
-				}
-				continue
-			}
-			*side.mode, *side.id = m, side.e.oid
 		}
-		if inA && inB && ea.mode == "40000" && eb.mode == "40000" {
+		if inB {
+			if mb, err = canonMode(eb.mode); err != nil {
+				return nil, nil, fmt.Errorf("%s: %w", full, err)
+			}
+		}
+		aTree, bTree := ma == "40000", mb == "40000"
+		switch {
+		case aTree && bTree:
 			sub = append(sub, treePair{dir: full, a: ea.oid, b: eb.oid})
+			continue
+		case aTree:
+			sub = append(sub, treePair{dir: full, a: ea.oid})
+		case bTree:
+			sub = append(sub, treePair{dir: full, b: eb.oid})
+		}
+		r := rawRecord{path: full}
+		if inA && !aTree {
+			r.oldMode, r.oldOID = ma, ea.oid
+		}
+		if inB && !bTree {
+			r.newMode, r.newOID = mb, eb.oid
 		}
 		if r.oldOID != "" || r.newOID != "" {
 			recs = append(recs, r)
