@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/muster-run/muster/internal/proc"
 )
 
 // runAlone is the ConfineCommand without namespaces (where user
@@ -151,7 +153,8 @@ func descendants() map[int]uint64 {
 
 // statOf reads a process's parent and start time (in clock ticks since
 // boot) from /proc/PID/stat; ok is false for one that is gone or a
-// zombie (which a signal no longer reaches, and its parent reaps).
+// zombie (which a signal no longer reaches, and its parent reaps), but
+// not for one whose first thread alone has exited (proc.Defunct).
 func statOf(pid int) (ppid int, start uint64, ok bool) {
 	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
@@ -163,7 +166,7 @@ func statOf(pid int) (ppid int, start uint64, ok bool) {
 		return 0, 0, false
 	}
 	f := strings.Fields(s[i+1:])
-	if len(f) < 20 || f[0] == "Z" || f[0] == "X" {
+	if len(f) < 20 || (f[0] == "Z" || f[0] == "X") && proc.Defunct(pid) {
 		return 0, 0, false
 	}
 	ppid, err1 := strconv.Atoi(f[1])

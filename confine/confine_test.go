@@ -31,6 +31,9 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 2 && os.Args[1] == "unixprobe" {
 		os.Exit(unixProbe(os.Args[2]))
 	}
+	if len(os.Args) > 2 && os.Args[1] == "firstthread" {
+		os.Exit(firstThread(os.Args[2]))
+	}
 	os.Exit(m.Run())
 }
 

@@ -2,9 +2,11 @@ package confine_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -12,18 +14,26 @@ import (
 	"time"
 
 	"github.com/muster-run/muster"
+	"github.com/muster-run/muster/confine"
 	"github.com/muster-run/muster/internal/proc"
 )
 
-// alive tells whether pid runs (neither gone nor a zombie).
+// alive tells whether any thread of pid runs (neither gone nor a
+// zombie).
 func alive(pid int) bool {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
+	dir := "/proc/" + strconv.Itoa(pid) + "/task"
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		data, err := os.ReadFile(dir + "/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(data)
+		if i := strings.LastIndexByte(s, ')'); i < 0 || i+2 >= len(s) || s[i+2] != 'Z' && s[i+2] != 'X' {
+			return true
+		}
 	}
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+	return false
 }
 
 // TestLandlockOnlyLeftoverCannotEscape (the red team's attack): without
@@ -45,18 +55,35 @@ func TestLandlockOnlyLeftoverCannotEscape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	daemon := `env -i ` + setsid + ` -f /bin/sh -c 'trap "" TERM; echo $$ > "$0.tmp" && mv "$0.tmp" "$0"; exec /bin/sleep 1000' "$PIDFILE" </dev/null >/dev/null 2>&1`
+	// The red team's: its first thread exits (SYS_exit), so /proc shows
+	// the process as a zombie while its other thread runs on.
+	headless := `env -i ` + setsid + ` -f /usr/bin/python3 -c '
+import threading, ctypes, time, os, sys, signal
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+p = sys.argv[1]
+def run():
+    time.sleep(0.2); open(p + ".tmp", "w").write(str(os.getpid())); os.rename(p + ".tmp", p); time.sleep(1000)
+threading.Thread(target=run).start()
+ctypes.CDLL(None).syscall(60, 0)' "$PIDFILE" </dev/null >/dev/null 2>&1`
 	for _, tc := range []struct {
-		name, tail string
-		timeout    time.Duration
+		name, start, tail string
+		timeout           time.Duration
 	}{
-		{"the program exits", "sleep 0.2; echo bye", 0},
-		{"a timeout stops it", "echo started; exec sleep 1000", 700 * time.Millisecond},
+		{"the program exits", daemon, "sleep 0.2; echo bye", 0},
+		{"a timeout stops it", daemon, "echo started; exec sleep 1000", 700 * time.Millisecond},
+		{"its first thread gone", headless, "echo bye", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
+			if strings.Contains(tc.start, "python3") {
+				if _, err := os.Stat("/usr/bin/python3"); err != nil {
+					t.Skip("no /usr/bin/python3")
+				}
+			}
 			dir := t.TempDir()
 			pidFile := filepath.Join(dir, "daemon.pid")
-			script := `env -i ` + setsid + ` -f /bin/sh -c 'trap "" TERM; echo $$ > "$0.tmp" && mv "$0.tmp" "$0"; exec /bin/sleep 1000' "$PIDFILE" </dev/null >/dev/null 2>&1
+			script := tc.start + `
 				while [ ! -s "$PIDFILE" ]; do sleep 0.01; done
 				` + tc.tail
 			c := &muster.Confinement{Launcher: exe, Writable: []string{dir}}
@@ -87,5 +114,49 @@ func TestLandlockOnlyLeftoverCannotEscape(t *testing.T) {
 				t.Errorf("the program's exit status: %d, want 0", res.ExitCode)
 			}
 		})
+	}
+}
+
+// The first thread's test runs on the process's first thread: the main
+// goroutine holds it from the start (an init's LockOSThread).
+func init() {
+	if len(os.Args) > 1 && os.Args[1] == "firstthread" {
+		runtime.LockOSThread()
+	}
+}
+
+// firstThread (TestMain runs it as "firstthread DIR") starts a program
+// confined from the process's first thread (confine.StartHere) and says
+// whether that thread is confined now (the process's NoNewPrivs).
+func firstThread(dir string) int {
+	if err := confine.StartHere("/bin/sh", []string{"sh", "-c", "exit 0"}, []string{dir}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	data, _ := os.ReadFile("/proc/self/status")
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(l, "NoNewPrivs:") {
+			fmt.Println(strings.Join(strings.Fields(l), ""))
+		}
+	}
+	return 0
+}
+
+// TestLauncherFirstThreadNeverConfined (the red team's): the thread
+// __confine confines before it starts the program is never the
+// process's first, which cannot end: confined, that thread would stay in
+// the program's Landlock domain without a capability, and the program
+// could ptrace its launcher through it. Asked to start the program from
+// the first thread, it does so from another.
+func TestLauncherFirstThreadNeverConfined(t *testing.T) {
+	t.Parallel()
+	needLandlock(t)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(exe, "firstthread", t.TempDir()).CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "NoNewPrivs:0" {
+		t.Fatalf("the first thread after starting a confined program: %q, %v: want NoNewPrivs:0", out, err)
 	}
 }

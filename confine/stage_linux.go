@@ -460,33 +460,57 @@ func reap(prog int, progDone chan<- int, allGone chan<- struct{}) {
 // confined without a second start of muster, while this process's other
 // threads keep what stage one needs to supervise (a signal and wait4 for
 // everything in the namespace). The thread ends with its goroutine,
-// still locked, so the Go runtime never runs anything else on it.
+// still locked, so the Go runtime never runs anything else on it; it is
+// never the process's first thread, which cannot end.
 func startConfined(path string, argv, writable, readable []string, ownGroup bool) (pid, code int, err error) {
-	type started struct {
-		pid  int
-		code int
-		err  error
-	}
-	ch := make(chan started, 1)
-	go func() {
+	ch := make(chan startResult, 1)
+	go startOn(ch, path, argv, writable, readable, ownGroup)
+	s := <-ch
+	return s.pid, s.code, s.err
+}
+
+// startResult is what startOn sends: the program's pid, or the exit
+// status and error of a start that failed.
+type startResult struct {
+	pid  int
+	code int
+	err  error
+}
+
+// startOn is startConfined's goroutine: it locks its OS thread, confines
+// it and starts the program from it, and sends the result on ch.
+func startOn(ch chan<- startResult, path string, argv, writable, readable []string, ownGroup bool) {
+	var start func()
+	start = func() {
 		runtime.LockOSThread() // never unlocked: the thread exits with this goroutine
+		if unix.Gettid() == unix.Getpid() {
+			// The process's first thread, which never exits: confined,
+			// it would stay in the program's Landlock domain without a
+			// capability, and the program could ptrace this process
+			// through it. Another goroutine does it, on another thread
+			// (this one holds the first), and this one lets it go.
+			done := make(chan struct{})
+			go func() { defer close(done); start() }()
+			<-done
+			runtime.UnlockOSThread()
+			return
+		}
 		if err := confineThread(writable, readable); err != nil {
-			ch <- started{code: 125, err: err}
+			ch <- startResult{code: 125, err: err}
 			return
 		}
 		if err := closeStrays(); err != nil {
-			ch <- started{code: 125, err: fmt.Errorf("cannot confine: %w", err)}
+			ch <- startResult{code: 125, err: fmt.Errorf("cannot confine: %w", err)}
 			return
 		}
 		pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{
 			Env: os.Environ(), Files: []uintptr{0, 1, 2}, Sys: &syscall.SysProcAttr{Setpgid: ownGroup},
 		})
 		if err != nil {
-			ch <- started{code: 126, err: fmt.Errorf("exec %s: %w", argv[0], err)}
+			ch <- startResult{code: 126, err: fmt.Errorf("exec %s: %w", argv[0], err)}
 			return
 		}
-		ch <- started{pid: pid}
-	}()
-	s := <-ch
-	return s.pid, s.code, s.err
+		ch <- startResult{pid: pid}
+	}
+	start()
 }

@@ -11,6 +11,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"runtime"
 
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/confine"
@@ -24,3 +25,8 @@ func main() {
 	}
 	os.Exit(confine.Main(os.Args[2:], os.Stderr))
 }
+
+// The main goroutine keeps the process's first thread to itself, so the
+// thread confine confines before starting the program is never that one
+// (which cannot end, and would stay confined: see startConfined).
+func init() { runtime.LockOSThread() }

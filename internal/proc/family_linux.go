@@ -32,12 +32,34 @@ func readStat(pid int) (info, bool) {
 	if len(f) < 20 {
 		return info{}, false
 	}
-	p := info{pid: pid, zombie: f[0] == "Z" || f[0] == "X"}
+	p := info{pid: pid, zombie: (f[0] == "Z" || f[0] == "X") && Defunct(pid)}
 	p.ppid, _ = strconv.Atoi(f[1])
 	p.pgid, _ = strconv.Atoi(f[2])
 	p.sid, _ = strconv.Atoi(f[3])
 	p.start, _ = strconv.ParseUint(f[19], 10, 64)
 	return p, true
+}
+
+// Defunct tells whether a process that /proc shows in state Z or X has
+// ended whole. The state is its first thread's: a process whose first
+// thread exited (SYS_exit) while another thread runs shows Z as well,
+// and is alive, reachable by a signal and able to fork.
+func Defunct(pid int) bool {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task"
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return true
+	}
+	for _, e := range ents {
+		b, err := os.ReadFile(dir + "/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		if i := bytes.LastIndexByte(b, ')'); i >= 0 && i+2 < len(b) && b[i+2] != 'Z' && b[i+2] != 'X' {
+			return false
+		}
+	}
+	return true
 }
 
 // scan lists every process.
