@@ -9,7 +9,7 @@ import (
 // ConfineCommand is the hidden subcommand of muster that confines itself
 // with the kernel and then runs a program under it:
 //
-//	muster __confine [--hold FD] [--write PATH]... [--ro PATH]... [--hide PATH]...
+//	muster __confine [--protocol N] [--hold FD] [--write PATH]... [--ro PATH]... [--hide PATH]...
 //	    [--grace DURATION] [--life FD] [--ns [--host-net] [--bridge PORT]] -- PROGRAM [ARG]...
 //
 // Under it the program may read and execute everything it can see, but
@@ -32,6 +32,13 @@ import (
 // The launcher (Confinement.Prefix) and the confine package (which parses
 // it) share this format.
 const ConfineCommand = "__confine"
+
+// ConfineProtocol numbers ConfineCommand's arguments: muster passes it
+// to every invocation (--protocol N), and a launcher of another protocol
+// (a muster-confine left from another release) refuses it rather than
+// read the arguments otherwise. Bump it whenever an option is added or
+// changes meaning.
+const ConfineProtocol = 3
 
 // BridgeFD is the file descriptor on which stage one of the sandbox finds
 // the socket it hands the bridge listener to muster over (SCM_RIGHTS).
@@ -152,7 +159,7 @@ func (c *Confinement) Command(grace time.Duration) []string {
 		return nil
 	}
 	out := make([]string, 0, 4+2*(len(c.Writable)+len(c.ReadOnly)+len(c.Hide)))
-	out = append(out, c.Launcher, ConfineCommand)
+	out = append(out, c.Launcher, ConfineCommand, "--protocol", strconv.Itoa(ConfineProtocol))
 	for _, p := range c.Writable {
 		out = append(out, "--write", p)
 	}

@@ -218,7 +218,7 @@ func Parse(args []string) (writable, argv []string, err error) {
 
 // usage lists the ConfineCommand's options (TestProtocolPinsTheOptions
 // ties it to Protocol: a change to them bumps it).
-const usage = "want [--hold FD] [--write PATH]... [--ro PATH]... [--hide PATH]... [--grace D] [--life FD] [--ns [--host-net] [--bridge PORT]] -- PROGRAM [ARG]..."
+const usage = "want [--protocol N] [--hold FD] [--write PATH]... [--ro PATH]... [--hide PATH]... [--grace D] [--life FD] [--ns [--host-net] [--bridge PORT]] -- PROGRAM [ARG]..."
 
 // ParseOptions parses the arguments of the ConfineCommand.
 func ParseOptions(args []string) (Options, error) {
@@ -226,7 +226,7 @@ func ParseOptions(args []string) (Options, error) {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		name, value, hasValue := strings.Cut(a, "=")
-		takes := name == "--write" || name == "--ro" || name == "--hide" || name == "--bridge" || name == "--grace" || name == "--hold" || name == "--life"
+		takes := name == "--write" || name == "--ro" || name == "--hide" || name == "--bridge" || name == "--grace" || name == "--hold" || name == "--life" || name == "--protocol"
 		if takes && !hasValue {
 			if i+1 >= len(args) {
 				return Options{}, fmt.Errorf("%s needs a value", name)
@@ -244,6 +244,10 @@ func ParseOptions(args []string) (Options, error) {
 			}
 			o.Argv = args[i+1:]
 			return o, nil
+		case name == "--protocol":
+			if value != strconv.Itoa(Protocol) {
+				return Options{}, fmt.Errorf("--protocol %q: this launcher reads protocol %d; muster and %s come from different releases: reinstall both from the same one", value, Protocol, LauncherName)
+			}
 		case name == "--write":
 			o.Write = append(o.Write, value)
 		case name == "--ro":

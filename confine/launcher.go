@@ -1,7 +1,9 @@
 package confine
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	osexec "os/exec"
@@ -24,10 +26,10 @@ import (
 // confines with its own executable, as before.
 const LauncherName = "muster-confine"
 
-// Protocol numbers the ConfineCommand's arguments: bump it whenever an
-// option is added or changes meaning, so that a muster never hands its
-// sandboxes to a launcher that would read them otherwise.
-const Protocol = 2
+// Protocol numbers the ConfineCommand's arguments (muster.ConfineProtocol):
+// a launcher of another one is not chosen (Launcher), and refuses a
+// --protocol other than its own.
+const Protocol = muster.ConfineProtocol
 
 // versionFlag asks a launcher for its Identity (muster __confine
 // --version).
@@ -106,8 +108,16 @@ func launcher(exe string) (path, warning string) {
 	defer cancel()
 	cmd := osexec.CommandContext(ctx, sibling, muster.ConfineCommand, versionFlag)
 	cmd.Dir = "/"
-	out, err := cmd.Output()
-	theirs := strings.TrimSpace(string(out))
+	// A line is all it says: what is beyond is not kept, and a child of
+	// it that holds the output does not keep muster waiting.
+	var out capped
+	cmd.Stdout = &out
+	cmd.WaitDelay = time.Second
+	err := cmd.Run()
+	if errors.Is(err, osexec.ErrWaitDelay) && cmd.ProcessState.Success() {
+		err = nil // it answered and exited; what it left is not muster's
+	}
+	theirs := strings.TrimSpace(out.b.String())
 	switch {
 	case err != nil:
 		return exe, fmt.Sprintf("%s does not run (%v): muster starts its sandboxes itself, more slowly; reinstall both from the same release", sibling, err)
@@ -123,4 +133,14 @@ func firstLine(s string) string {
 		s = s[:120] + "…"
 	}
 	return s
+}
+
+// capped keeps the first 4 KiB written to it and takes the rest unread.
+type capped struct{ b bytes.Buffer }
+
+func (c *capped) Write(p []byte) (int, error) {
+	if room := 4096 - c.b.Len(); room > 0 {
+		c.b.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
 }

@@ -1,6 +1,7 @@
 package confine_test
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"os/exec"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/muster-run/muster"
 	"github.com/muster-run/muster/confine"
@@ -45,6 +47,9 @@ func TestLauncherChoice(t *testing.T) {
 		{name: "another protocol", script: "echo 'protocol 999'", warning: "from another build of muster"},
 		{name: "an old launcher that knows no --version", script: "echo 'unknown argument' >&2; exit 125", warning: "does not run"},
 		{name: "not executable", script: "", warning: ""},
+		// The red team's: a child holding the output, a flood.
+		{name: "a child holds its output", script: "sleep 30 & echo 'protocol " + strconv.Itoa(confine.Protocol) + "'", chosen: true},
+		{name: "a flood", script: "head -c 100000000 /dev/zero", warning: "from another build"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -55,7 +60,11 @@ func TestLauncherChoice(t *testing.T) {
 				}
 				tc.warning = "does not run"
 			}
+			t0 := time.Now()
 			got, warning := confine.Launcher(exe)
+			if took := time.Since(t0); took > 10*time.Second {
+				t.Errorf("Launcher took %v: muster waits for no child of the launcher", took)
+			}
 			want := exe
 			if tc.chosen {
 				want = filepath.Join(filepath.Dir(exe), confine.LauncherName)
@@ -152,8 +161,27 @@ func TestProtocolPinsTheOptions(t *testing.T) {
 		// --grace and --life without --ns: the launcher supervises
 		// there too (runAlone).
 		2: "want [--hold FD] [--write PATH]... [--ro PATH]... [--hide PATH]... [--grace D] [--life FD] [--ns [--host-net] [--bridge PORT]] -- PROGRAM [ARG]...",
+		// --protocol in every call: a launcher replaced under a running
+		// muster refuses what it would read otherwise.
+		3: "want [--protocol N] [--hold FD] [--write PATH]... [--ro PATH]... [--hide PATH]... [--grace D] [--life FD] [--ns [--host-net] [--bridge PORT]] -- PROGRAM [ARG]...",
 	}
 	if got := pinned[confine.Protocol]; got != confine.Usage {
 		t.Errorf("the ConfineCommand's options are not those pinned for protocol %d:\n got %s\nwant %s\nbump confine.Protocol and pin the new options here", confine.Protocol, confine.Usage, got)
+	}
+}
+
+// TestLauncherRefusesAnotherProtocol (the red team's): the protocol
+// travels with every invocation, so a launcher replaced by one of
+// another release while muster runs (Launcher checked it once) refuses
+// it (exit 125, saying why) instead of reading its arguments otherwise.
+func TestLauncherRefusesAnotherProtocol(t *testing.T) {
+	t.Parallel()
+	args := (&muster.Confinement{Launcher: "/x/muster", Writable: []string{"/w"}}).Prefix()
+	if len(args) < 4 || args[2] != "--protocol" || args[3] != strconv.Itoa(confine.Protocol) {
+		t.Fatalf("the launcher's command line does not carry the protocol: %q", args)
+	}
+	var buf bytes.Buffer
+	if code := confine.Main([]string{"--protocol", "999", "--write", "/w", "--", "true"}, &buf); code != 125 || !strings.Contains(buf.String(), "same one") {
+		t.Errorf("another protocol: exit %d, %q", code, buf.String())
 	}
 }
