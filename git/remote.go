@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -22,6 +23,31 @@ func RemoteURL(ctx context.Context, repo, name string) (string, error) {
 		return "", fmt.Errorf("the repository has no remote %q", name)
 	}
 	return u, err
+}
+
+// RemoteURLs returns every URL git reaches the remote by, to fetch
+// (ls-remote) and to push: its urls and pushurls, with insteadOf and
+// pushInsteadOf applied.
+func RemoteURLs(ctx context.Context, repo, name string) ([]string, error) {
+	if strings.HasPrefix(name, "-") {
+		return nil, fmt.Errorf("remote %q is not a remote name", name)
+	}
+	var urls []string
+	for _, args := range [][]string{{"remote", "get-url", "--all", "--", name}, {"remote", "get-url", "--push", "--all", "--", name}} {
+		out, err := run(ctx, cmd{dir: repo, args: args, readOnly: true})
+		if exitCode(err) == 2 {
+			return nil, fmt.Errorf("the repository has no remote %q", name)
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, u := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			if u != "" && !slices.Contains(urls, u) {
+				urls = append(urls, u)
+			}
+		}
+	}
+	return urls, nil
 }
 
 // RemoteBranch returns the commit the remote's branch points at, or ""

@@ -26,16 +26,25 @@ func GitHubHost(getenv func(string) string) string {
 	return "github.com"
 }
 
+// unparsable stands for the host of a remote URL that names one but
+// that Go cannot parse (git may still reach it: a stray percent sign, a
+// backslash in the user name): never GitHub's.
+const unparsable = "(a URL muster cannot read)"
+
 // remoteHost is the host a git remote's URL reaches over the network
 // (https://[USER@]HOST[:PORT]/..., ssh://[USER@]HOST[:PORT]/...,
 // git://HOST/..., scp-like [USER@]HOST:PATH), lower-cased, without its
-// port; "" for a local repository (a path, file://).
+// port; "" for a local repository (a path, file://); unparsable for a
+// URL with a scheme whose host cannot be read.
 func remoteHost(remote string) string {
 	if strings.Contains(remote, "://") {
 		if strings.HasPrefix(strings.ToLower(remote), "file://") {
 			return ""
 		}
-		return urlHost(remote)
+		if h := urlHost(remote); h != "" {
+			return h
+		}
+		return unparsable
 	}
 	// scp-like: [USER@]HOST:PATH, HOST maybe in brackets, the colon
 	// before any slash (git's own rule); anything else is a path.

@@ -28,6 +28,11 @@ func TestRemoteHost(t *testing.T) {
 		"dir/with:colon/app.git":                    "",
 		"file:///srv/git/app.git":                   "",
 		"FILE:///srv/git/app.git":                   "",
+		// The red team's: URLs git reaches that Go cannot parse.
+		"https://evil.example/o/r%zz.git":       unparsable,
+		"https://github.com\\@evil.example/o/r": unparsable,
+		"https://evil.example/o/r.git#%zz":      unparsable,
+		"https://evil example/o/r":              unparsable,
 	} {
 		if got := remoteHost(in); got != want {
 			t.Errorf("remoteHost(%q) = %q, want %q", in, got, want)

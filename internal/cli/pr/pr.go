@@ -303,11 +303,8 @@ func (p *publisher) connect(ctx context.Context) error {
 	if err != nil {
 		return cmdutil.Invalid("--remote %s: %w", p.o.Remote, err)
 	}
-	// The token goes to GitHub only: a remote on another host (a
-	// mirror, another forge) is refused before anything is sent.
-	if h, gh := remoteHost(url), GitHubHost(p.o.Getenv); h != "" && h != gh {
-		return cmdutil.Invalid("the remote %s is on %s, not on %s where the pull request opens: muster pr pushes only to GitHub, which alone gets the token; pass --remote NAME of a remote on %s (GitHub Enterprise: set GITHUB_SERVER_URL or GITHUB_API_URL)",
-			p.o.Remote, textsafe.Clip(textsafe.Sanitize(h), 100), gh, gh)
+	if err := p.onGitHub(ctx); err != nil {
+		return err
 	}
 	remoteSlug := slugOf(url)
 	p.slug = p.o.GitHubRepo
@@ -342,6 +339,24 @@ func (p *publisher) connect(ctx context.Context) error {
 	if p.o.Exe == "" {
 		if p.o.Exe, err = os.Executable(); err != nil {
 			return cmdutil.Env("cannot find muster's own executable for GIT_ASKPASS: %w", err)
+		}
+	}
+	return nil
+}
+
+// onGitHub refuses a remote any of whose URLs (to fetch and to push,
+// rewritten as git rewrites them) is on another host than GitHub's,
+// before anything is sent: the token goes to GitHub only.
+func (p *publisher) onGitHub(ctx context.Context) error {
+	urls, err := git.RemoteURLs(ctx, p.repo.Top, p.o.Remote)
+	if err != nil {
+		return cmdutil.Invalid("--remote %s: %w", p.o.Remote, err)
+	}
+	gh := GitHubHost(p.o.Getenv)
+	for _, u := range urls {
+		if h := remoteHost(u); h != "" && h != gh {
+			return cmdutil.Invalid("the remote %s is on %s, not on %s where the pull request opens: muster pr pushes only to GitHub, which alone gets the token; pass --remote NAME of a remote on %s (GitHub Enterprise: set GITHUB_SERVER_URL or GITHUB_API_URL)",
+				p.o.Remote, textsafe.Clip(textsafe.Sanitize(h), 100), gh, gh)
 		}
 	}
 	return nil
