@@ -79,7 +79,7 @@ func Confinement(cfg *muster.Config, protect ...string) (c *muster.Confinement, 
 			}
 			c.Writable = append(c.Writable, shared)
 		}
-		warnings = append(warnings, NamespacesWarning(reason, held...))
+		warnings = append(warnings, NamespacesWarning(reason, st.ABI, held...))
 	}
 	if w := RootWarning(); w != "" {
 		warnings = append(warnings, w)
@@ -122,9 +122,13 @@ func LimitsWarning(why string) string {
 // shared directory (/tmp) they may not write after all, where it holds
 // the user's repository or muster's clones; /tmp is called shared only
 // where it is.
-func NamespacesWarning(reason string, held ...string) string {
-	open := []string{"/tmp is shared", "your sockets are reachable",
-		"what an agent leaves behind is found by its mark, but for a process that clears its environment and leaves its session, which only [run] max_pids or max_memory (a cgroup per invocation) ends"}
+func NamespacesWarning(reason string, abi int, held ...string) string {
+	open := []string{"/tmp is shared", "your sockets are reachable"}
+	if abi < 6 {
+		// Landlock scopes signals from ABI 6 (Linux 6.12): below, an agent
+		// can kill __confine, the subreaper of what it started.
+		open = append(open, fmt.Sprintf("on this kernel (Landlock ABI %d, below 6) an agent can kill the process that ends what it leaves behind, which [run] max_pids or max_memory (a cgroup per invocation) then ends", abi))
+	}
 	if len(held) > 0 {
 		open = append(held, open[1:]...)
 	}

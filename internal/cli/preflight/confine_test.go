@@ -115,3 +115,17 @@ func TestConfinementWarnsAsRoot(t *testing.T) {
 		t.Errorf("uid %d: warnings %q", os.Geteuid(), warnings)
 	}
 }
+
+// TestNamespacesWarningBelowABI6 (the red team's): without namespaces,
+// below Landlock ABI 6 (no signal scoping) an agent can kill the
+// launcher that ends what it leaves behind: the warning says so, and
+// what ends such leftovers there; from ABI 6 it does not.
+func TestNamespacesWarningBelowABI6(t *testing.T) {
+	t.Parallel()
+	if w := NamespacesWarning("no user namespaces", 4); !strings.Contains(w, "Landlock ABI 4, below 6") || !strings.Contains(w, "max_pids") {
+		t.Errorf("ABI 4: %s", w)
+	}
+	if w := NamespacesWarning("no user namespaces", 6); strings.Contains(w, "below 6") {
+		t.Errorf("ABI 6: %s", w)
+	}
+}
