@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"path"
 	"slices"
 )
@@ -46,24 +45,9 @@ func (w *Workspace) diffSides(ctx context.Context, a, b string, most int) ([]str
 	onlyA := map[string]bool{}
 	level := []treePair{{a: a + "^{tree}", b: b + "^{tree}"}}
 	for len(level) > 0 {
-		var names []string
-		for _, p := range level {
-			for _, t := range []string{p.a, p.b} {
-				if t != "" {
-					names = append(names, t)
-				}
-			}
-		}
-		infos, data, err := w.batch.doMany(ctx, "contents", names)
+		trees, oids, err := w.readTrees(ctx, level)
 		if err != nil {
 			return nil, nil, err
-		}
-		trees, oids := map[string][]byte{}, map[string]string{}
-		for i, in := range infos {
-			if in.Type != "tree" {
-				return nil, nil, fmt.Errorf("%s is a %s, not a tree", names[i], in.Type)
-			}
-			trees[names[i]], oids[names[i]] = data[i], in.OID
 		}
 		var next []treePair
 		for _, p := range level {
