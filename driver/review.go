@@ -17,12 +17,6 @@ import (
 // findings on the change. Critical and major findings fail the round;
 // minor ones are recorded. stop is set on a stalemate: a blocking finding
 // that returns unchanged (severity, title, path) after a round that was
-// reviewed tells whether the task's change goes to reviewers: it asks
-// for a review, its executor is an agent, and the crew has a reviewer.
-func (w *worker) reviewed() bool {
-	return w.task.Review != "none" && w.a.Executor != engine.CodeExecutor && w.hasReviewer()
-}
-
 // asked to fix it.
 func (w *worker) review(ctx context.Context, round int, diff string) (feedback, failed string, stop bool) {
 	if !w.reviewed() {
@@ -284,4 +278,10 @@ func (w *worker) reviewDiff(ctx context.Context) (string, []muster.Event) {
 		return "", w.opFailed("diff the change", err, false)
 	}
 	return diff, nil
+}
+
+// reviewed tells whether the task's change goes to reviewers: it asks
+// for a review, its executor is an agent, and the crew has a reviewer.
+func (w *worker) reviewed() bool {
+	return w.task.Review != "none" && w.a.Executor != engine.CodeExecutor && w.hasReviewer()
 }

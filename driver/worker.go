@@ -261,7 +261,6 @@ func (w *worker) rounds(ctx context.Context, exec muster.Executor, feedback stri
 
 // check runs a round's checks on what the agent left, in order, and asks
 // the attempt's machine what each finding means: the feedback of the next
-
 // round, or the attempt's final events, or the commit to integrate.
 func (w *worker) check(ctx context.Context, m *engine.Attempt, res *muster.ExecResult, round int) (feedback string, final []muster.Event, commit string) {
 	change, err := w.d.opts.Workspace.Change(ctx, w.dir, w.base)
