@@ -3,8 +3,6 @@ package confine
 import (
 	"os"
 	"os/signal"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -66,7 +64,8 @@ func runAlone(o Options, path string) (int, error) {
 			deadline = nil
 		case code = <-progDone:
 		case <-gone:
-			return endTree(allGone)
+			endTree(allGone)
+			return 128 + int(syscall.SIGKILL), nil
 		}
 	}
 	signalTree(syscall.SIGTERM)
@@ -78,98 +77,23 @@ func runAlone(o Options, path string) (int, error) {
 	case <-t.C:
 	case <-gone:
 	}
-	_, _ = endTree(allGone)
+	endTree(allGone)
 	return code, nil
 }
 
 // endTree kills every descendant of this process until none is left (or
-// a second has passed: what keeps forking while killed), for the exit
-// status of a program muster no longer waits for.
-func endTree(allGone <-chan struct{}) (int, error) {
+// a second has passed: what keeps forking while killed).
+func endTree(allGone <-chan struct{}) {
 	end := time.Now().Add(time.Second)
-	for {
+	for time.Now().Before(end) {
 		signalTree(syscall.SIGKILL)
 		select {
 		case <-allGone:
-			return 128 + int(syscall.SIGKILL), nil
+			return
 		case <-time.After(20 * time.Millisecond):
 		}
-		if time.Now().After(end) {
-			return 128 + int(syscall.SIGKILL), nil
-		}
 	}
 }
 
-// signalTree sends sig to every descendant of this process, each
-// through a pidfd opened before its parent and start time are read
-// again: a pid the kernel gave to another process since the scan is
-// never signalled.
-func signalTree(sig syscall.Signal) {
-	for pid, start := range descendants() {
-		fd, err := unix.PidfdOpen(pid, 0)
-		if err != nil {
-			continue
-		}
-		if _, now, ok := statOf(pid); ok && now == start {
-			_ = unix.PidfdSendSignal(fd, sig, nil, 0)
-		}
-		unix.Close(fd)
-	}
-}
-
-// descendants returns the live descendants of this process, by pid,
-// with their start times, from /proc.
-func descendants() map[int]uint64 {
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	children := map[int][]int{}
-	starts := map[int]uint64{}
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if ppid, start, ok := statOf(pid); ok {
-			children[ppid] = append(children[ppid], pid)
-			starts[pid] = start
-		}
-	}
-	out := map[int]uint64{}
-	next := []int{os.Getpid()}
-	for len(next) > 0 {
-		p := next[len(next)-1]
-		next = next[:len(next)-1]
-		for _, c := range children[p] {
-			if _, seen := out[c]; !seen {
-				out[c] = starts[c]
-				next = append(next, c)
-			}
-		}
-	}
-	return out
-}
-
-// statOf reads a process's parent and start time (in clock ticks since
-// boot) from /proc/PID/stat; ok is false for one that is gone or a
-// zombie (which a signal no longer reaches, and its parent reaps), but
-// not for one whose first thread alone has exited (proc.Defunct).
-func statOf(pid int) (ppid int, start uint64, ok bool) {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, 0, false
-	}
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, 0, false
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 20 || (f[0] == "Z" || f[0] == "X") && proc.Defunct(pid) {
-		return 0, 0, false
-	}
-	ppid, err1 := strconv.Atoi(f[1])
-	start, err2 := strconv.ParseUint(f[19], 10, 64)
-	return ppid, start, err1 == nil && err2 == nil
-}
+// signalTree sends sig to every descendant of this process.
+func signalTree(sig syscall.Signal) { proc.SignalTree(os.Getpid(), sig) }

@@ -20,21 +20,7 @@ import (
 
 // alive tells whether any thread of pid runs (neither gone nor a
 // zombie).
-func alive(pid int) bool {
-	dir := "/proc/" + strconv.Itoa(pid) + "/task"
-	ents, _ := os.ReadDir(dir)
-	for _, e := range ents {
-		data, err := os.ReadFile(dir + "/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		s := string(data)
-		if i := strings.LastIndexByte(s, ')'); i < 0 || i+2 >= len(s) || s[i+2] != 'Z' && s[i+2] != 'X' {
-			return true
-		}
-	}
-	return false
-}
+func alive(pid int) bool { return !proc.Defunct(pid) }
 
 // TestLandlockOnlyLeftoverCannotEscape (the red team's attack): without
 // the namespaces, a daemon that empties its environment (env -i: no

@@ -86,6 +86,31 @@ func scan() []info {
 	return out
 }
 
+// SignalTree sends sig to every live descendant of root (from a scan of
+// /proc), each through signalIdentified: a pid the kernel gave to
+// another process since the scan is never signalled. __confine ends
+// what a program left behind with it, as that program's subreaper.
+func SignalTree(root int, sig syscall.Signal) {
+	children := map[int][]info{}
+	for _, p := range scan() {
+		children[p.ppid] = append(children[p.ppid], p)
+	}
+	seen := map[int]bool{}
+	next := []int{root}
+	for len(next) > 0 {
+		pid := next[len(next)-1]
+		next = next[:len(next)-1]
+		for _, c := range children[pid] {
+			if seen[c.pid] || c.zombie {
+				continue
+			}
+			seen[c.pid] = true
+			signalIdentified(c, sig)
+			next = append(next, c.pid)
+		}
+	}
+}
+
 // markOf returns the value of MarkEnv in the process's environment ("":
 // none, or not readable).
 func markOf(pid int) string {

@@ -21,3 +21,6 @@ func KillStale(map[string]bool, map[int]bool) int { return 0 }
 
 // waitExited cannot wait without reaping here: Cmd.Wait does both.
 func waitExited(int) bool { return false }
+
+// SignalTree finds no descendants without /proc.
+func SignalTree(int, syscall.Signal) {}
