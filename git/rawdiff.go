@@ -83,41 +83,21 @@ func (w *Workspace) oidHexLen() int {
 // rawRecords lists the files (leaves: files, symlinks, gitlinks) whose
 // entries differ between the trees of a and b, sorted by path (diff-tree's
 // order), one object-reader round trip per level of directories that
-// differ.
+// differ (walkTrees).
 func (w *Workspace) rawRecords(ctx context.Context, a, b string, most int) ([]rawRecord, error) {
-	if w.batch == nil {
-		return nil, errors.New("no object reader")
-	}
 	var recs []rawRecord
-	level := []treePair{{a: a + "^{tree}", b: b + "^{tree}"}}
-	for len(level) > 0 {
-		trees, oids, err := w.readTrees(ctx, level)
+	err := w.walkTrees(ctx, a, b, func(dir string, ea, eb map[string]treeEntry) ([]treePair, error) {
+		sub, leaves, err := leafRecords(dir, ea, eb)
 		if err != nil {
 			return nil, err
 		}
-		var next []treePair
-		for _, p := range level {
-			if p.a != "" && p.b != "" && oids[p.a] == oids[p.b] {
-				continue
-			}
-			ea, err := w.parseTree(trees[p.a])
-			if err != nil {
-				return nil, err
-			}
-			eb, err := w.parseTree(trees[p.b])
-			if err != nil {
-				return nil, err
-			}
-			sub, leaves, err := leafRecords(p.dir, ea, eb)
-			if err != nil {
-				return nil, err
-			}
-			recs, next = append(recs, leaves...), append(next, sub...)
-			if len(recs) > most {
-				return nil, errManyPaths
-			}
+		if recs = append(recs, leaves...); len(recs) > most {
+			return nil, errManyPaths
 		}
-		level = next
+		return sub, nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	slices.SortFunc(recs, func(x, y rawRecord) int { return strings.Compare(x.path, y.path) })
 	return recs, nil

@@ -38,16 +38,40 @@ func (w *Workspace) diffNames(ctx context.Context, a, b string, most int) ([]str
 // diffSides is diffNames that also says which of the paths only a has:
 // b has nothing there, or a directory.
 func (w *Workspace) diffSides(ctx context.Context, a, b string, most int) ([]string, map[string]bool, error) {
-	if w.batch == nil {
-		return nil, nil, errors.New("no object reader")
-	}
 	var paths []string
 	onlyA := map[string]bool{}
+	err := w.walkTrees(ctx, a, b, func(dir string, ea, eb map[string]treeEntry) ([]treePair, error) {
+		sub, leaves, gone := diffEntries(dir, ea, eb)
+		paths = append(paths, leaves...)
+		for _, l := range gone {
+			onlyA[l] = true
+		}
+		if len(paths) > most {
+			return nil, errManyPaths
+		}
+		return sub, nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	slices.Sort(paths)
+	return paths, onlyA, nil
+}
+
+// walkTrees compares the trees of a and b (tree or commit ids) through
+// the run's long-lived object reader, one round trip per level of
+// directories that differ: visit gets each directory whose trees differ,
+// with its entries on both sides (none on a side without it), and
+// returns the subdirectories to compare next.
+func (w *Workspace) walkTrees(ctx context.Context, a, b string, visit func(dir string, ea, eb map[string]treeEntry) ([]treePair, error)) error {
+	if w.batch == nil {
+		return errors.New("no object reader")
+	}
 	level := []treePair{{a: a + "^{tree}", b: b + "^{tree}"}}
 	for len(level) > 0 {
 		trees, oids, err := w.readTrees(ctx, level)
 		if err != nil {
-			return nil, nil, err
+			return err
 		}
 		var next []treePair
 		for _, p := range level {
@@ -56,25 +80,21 @@ func (w *Workspace) diffSides(ctx context.Context, a, b string, most int) ([]str
 			}
 			ea, err := w.parseTree(trees[p.a])
 			if err != nil {
-				return nil, nil, err
+				return err
 			}
 			eb, err := w.parseTree(trees[p.b])
 			if err != nil {
-				return nil, nil, err
+				return err
 			}
-			sub, leaves, gone := diffEntries(p.dir, ea, eb)
-			paths, next = append(paths, leaves...), append(next, sub...)
-			for _, l := range gone {
-				onlyA[l] = true
+			sub, err := visit(p.dir, ea, eb)
+			if err != nil {
+				return err
 			}
-			if len(paths) > most {
-				return nil, nil, errManyPaths
-			}
+			next = append(next, sub...)
 		}
 		level = next
 	}
-	slices.Sort(paths)
-	return paths, onlyA, nil
+	return nil
 }
 
 // diffEntries compares one directory's entries on both sides: the paths
