@@ -13,18 +13,6 @@ import (
 // the environment (GIT_ASKPASS for a token), never to the arguments, so
 // no credential is on a command line.
 
-// RemoteURL returns the URL of the user's remote name.
-func RemoteURL(ctx context.Context, repo, name string) (string, error) {
-	if strings.HasPrefix(name, "-") {
-		return "", fmt.Errorf("remote %q is not a remote name", name)
-	}
-	u, err := line(ctx, cmd{dir: repo, args: []string{"remote", "get-url", "--", name}, readOnly: true})
-	if exitCode(err) == 2 {
-		return "", fmt.Errorf("the repository has no remote %q", name)
-	}
-	return u, err
-}
-
 // RemoteURLs returns every URL git reaches the remote by, to fetch
 // (ls-remote) and to push: its urls and pushurls, with insteadOf and
 // pushInsteadOf applied.

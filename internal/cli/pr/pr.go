@@ -299,11 +299,8 @@ func runRef(events []muster.Event) string {
 
 // connect finds the remote, the GitHub repository and the token.
 func (p *publisher) connect(ctx context.Context) error {
-	url, err := git.RemoteURL(ctx, p.repo.Top, p.o.Remote)
+	url, err := p.onGitHub(ctx)
 	if err != nil {
-		return cmdutil.Invalid("--remote %s: %w", p.o.Remote, err)
-	}
-	if err := p.onGitHub(ctx); err != nil {
 		return err
 	}
 	remoteSlug := slugOf(url)
@@ -346,20 +343,24 @@ func (p *publisher) connect(ctx context.Context) error {
 
 // onGitHub refuses a remote any of whose URLs (to fetch and to push,
 // rewritten as git rewrites them) is on another host than GitHub's,
-// before anything is sent: the token goes to GitHub only.
-func (p *publisher) onGitHub(ctx context.Context) error {
+// before anything is sent: the token goes to GitHub only. It returns the
+// remote's (first) URL.
+func (p *publisher) onGitHub(ctx context.Context) (string, error) {
 	urls, err := git.RemoteURLs(ctx, p.repo.Top, p.o.Remote)
+	if err == nil && len(urls) == 0 {
+		err = errors.New("it has no URL")
+	}
 	if err != nil {
-		return cmdutil.Invalid("--remote %s: %w", p.o.Remote, err)
+		return "", cmdutil.Invalid("--remote %s: %w", p.o.Remote, err)
 	}
 	gh := GitHubHost(p.o.Getenv)
 	for _, u := range urls {
 		if h := remoteHost(u); h != "" && h != gh {
-			return cmdutil.Invalid("the remote %s is on %s, not on %s where the pull request opens: muster pr pushes only to GitHub, which alone gets the token; pass --remote NAME of a remote on %s (GitHub Enterprise: set GITHUB_SERVER_URL or GITHUB_API_URL)",
+			return "", cmdutil.Invalid("the remote %s is on %s, not on %s where the pull request opens: muster pr pushes only to GitHub, which alone gets the token; pass --remote NAME of a remote on %s (GitHub Enterprise: set GITHUB_SERVER_URL or GITHUB_API_URL)",
 				p.o.Remote, textsafe.Clip(textsafe.Sanitize(h), 100), gh, gh)
 		}
 	}
-	return nil
+	return urls[0], nil
 }
 
 // redact removes the token from an error's text, keeping its code.
